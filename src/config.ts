@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/**
+ * Every knob of the hub, read once from the environment and validated. Nothing else reads
+ * process.env. The README's configuration table mirrors this schema.
+ */
+const intFrom = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number().int().min(min).max(max).default(def);
+
+const schema = z.object({
+  PORT: intFrom(8080, 0, 65535),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  REDIS_URL: z.string().url().optional(),
+  /** Namespace of every Redis key and channel, so several deployments can share one server. */
+  REDIS_PREFIX: z.string().min(1).default('maru:'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Largest JSON request body in bytes; larger is a 413. */
+  BODY_LIMIT: intFrom(1_048_576, 1),
+  /** Built browser pages; the hub serves them as static files. */
+  WEB_DIR: z.string().min(1).default('./dist/web'),
+  /** ISO instant the hub clock starts at (then advances in real time); default the system clock. */
+  CLOCK_START: z.string().datetime({ offset: true }).optional(),
+  /** Seconds to wait for in-flight work on SIGTERM/SIGINT before closing sockets. */
+  SHUTDOWN_GRACE_MS: intFrom(5000, 0),
+
+  /** Reward plan peers. Unset: the outbox keeps deliveries until a peer is configured. */
+  VALUE_SERVICE_URL: z.string().url().optional(),
+  TASK_LEDGER_URL: z.string().url().optional(),
+  PEER_TIMEOUT_MS: intFrom(2000, 1),
+  OUTBOX_RETRY_MIN_MS: intFrom(500, 1),
+  OUTBOX_RETRY_MAX_MS: intFrom(60_000, 1),
+  /** 'off' or 'required': when required, /work needs a valid Ed25519 signature of the member. */
+  REWARD_SIGNING: z.enum(['off', 'required']).default('off'),
+  /** Operator-supplied charter text for principles 1 to 8 (a JSON array of 8 strings). */
+  REWARD_CHARTER_FILE: z.string().optional(),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}

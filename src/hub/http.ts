@@ -1,0 +1,137 @@
+import type { z } from 'zod';
+import { AppError } from '../errors.js';
+
+/** What a handler sees. Built before any await, so nothing here touches the uWS request. */
+export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
+  method: string;
+  path: string;
+  /** Route pattern that matched, e.g. /api/md/lock/:slug (metrics label). */
+  route: string;
+  query: Q;
+  params: P;
+  body: B;
+  /** Request headers, lower-case names. */
+  headers: Record<string, string>;
+  requestId: string;
+  remoteAddress: string;
+  /** Set by guards (e.g. an authenticated principal). */
+  state: Record<string, unknown>;
+}
+
+/** A non-JSON or non-200 answer. Handlers may also return plain data, sent as JSON with 200. */
+export class Reply {
+  constructor(
+    readonly status: number,
+    readonly body: string | Buffer,
+    readonly contentType: string,
+    readonly headers: Record<string, string> = {},
+  ) {}
+
+  static json(data: unknown, status = 200, headers: Record<string, string> = {}): Reply {
+    return new Reply(status, JSON.stringify(data), 'application/json; charset=utf-8', headers);
+  }
+  static html(body: string | Buffer, status = 200, headers: Record<string, string> = {}): Reply {
+    return new Reply(status, body, 'text/html; charset=utf-8', headers);
+  }
+  static text(body: string, contentType = 'text/plain; charset=utf-8', status = 200): Reply {
+    return new Reply(status, body, contentType);
+  }
+  static empty(status = 204, headers: Record<string, string> = {}): Reply {
+    return new Reply(status, '', '', headers);
+  }
+  withHeaders(extra: Record<string, string>): Reply {
+    return new Reply(this.status, this.body, this.contentType, { ...this.headers, ...extra });
+  }
+}
+
+/**
+ * A guard runs after parsing and before the handler: authentication, rate limits, idempotency keys.
+ * It throws an AppError to refuse, or records what it learned in ctx.state.
+ */
+export type Guard = (ctx: RequestContext) => void | Promise<void>;
+
+/** A body reader turns the raw bytes of a request into the value validated by the route's schema. */
+export interface BodyReader {
+  /** Accepted media types (without parameters); anything else is a 415. */
+  mediaTypes: string[];
+  parse(raw: Buffer, contentType: string): unknown;
+}
+
+export const jsonBody: BodyReader = {
+  mediaTypes: ['application/json'],
+  parse(raw) {
+    if (raw.length === 0) return undefined;
+    try {
+      return JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new AppError(400, 'invalid_json', 'request body is not valid JSON');
+    }
+  },
+};
+
+export interface BodySpec<B> {
+  schema: z.ZodType<B>;
+  reader?: BodyReader;
+  /** Bytes; default the hub's BODY_LIMIT. */
+  limit?: number;
+  /** When the request has no body at all, validate `undefined` instead of refusing with 415. */
+  optional?: boolean;
+}
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
+  method: Method;
+  path: string;
+  query?: z.ZodType<Q>;
+  params?: z.ZodType<P>;
+  body?: BodySpec<B>;
+  guards?: Guard[];
+  /** Cache-Control for successful answers; default no header (errors are always no-store). */
+  cacheControl?: string;
+  handler(ctx: RequestContext<Q, B, P>): unknown;
+}
+
+/** Declares a route with its types inferred from the schemas. */
+export function route<Q = Record<string, string>, B = undefined, P = Record<string, string>>(
+  def: RouteDef<Q, B, P>,
+): RouteDef<Q, B, P> {
+  return def;
+}
+
+/** Query string to a plain object; a repeated key gives an array. Throws 400 on bad encoding. */
+export function parseQuery(raw: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (!raw) return out;
+  let params: URLSearchParams;
+  try {
+    // URLSearchParams never throws on bad percent-encoding, so check it first
+    decodeURIComponent(raw.replace(/\+/g, ' '));
+    params = new URLSearchParams(raw);
+  } catch {
+    throw new AppError(400, 'invalid_query', 'the query string is not valid percent-encoding');
+  }
+  for (const [k, v] of params) {
+    const prev = out[k];
+    if (prev === undefined) out[k] = v;
+    else if (Array.isArray(prev)) prev.push(v);
+    else out[k] = [prev, v];
+  }
+  return out;
+}
+
+/** Runs a zod schema and turns its failure into a 400 that names every wrong field. */
+export function validate<T>(schema: z.ZodType<T>, value: unknown, where: 'query' | 'body' | 'params'): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issues = r.error.issues.map((i) => ({
+    field: i.path.length ? i.path.join('.') : where,
+    message: i.message,
+  }));
+  const first = issues[0]!;
+  throw new AppError(400, `invalid_${where}`, `${first.field}: ${first.message}`, { issues });
+}
+
+export function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+}

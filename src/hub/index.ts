@@ -1,0 +1,525 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { AppError, errorBody } from '../errors.js';
+import {
+  Reply,
+  jsonBody,
+  mediaType,
+  parseQuery,
+  validate,
+  type Guard,
+  type RequestContext,
+  type RouteDef,
+} from './http.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { Router } from './router.js';
+import { SseStream, type SseOptions } from './sse.js';
+import { loadStatic, notModified, type StaticFile } from './static.js';
+import { Topics, type SocketData, type TopicSpec } from './topics.js';
+import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket } from './uws.js';
+
+export { Reply, route } from './http.js';
+export type { Guard, RequestContext, RouteDef, BodyReader } from './http.js';
+export type { SseStream } from './sse.js';
+export type { TopicSpec } from './topics.js';
+
+export interface HubOptions {
+  logger: Logger;
+  bodyLimit: number;
+  webDir: string;
+  shutdownGraceMs: number;
+  sse?: Partial<SseOptions>;
+  /** Seconds of WebSocket silence before uWS closes it (it pings automatically before that). */
+  wsIdleTimeoutS?: number;
+  wsMaxPayload?: number;
+  /** uWS per-socket limit for 'drop' topics. */
+  wsMaxBackpressure?: number;
+}
+
+export interface SseRouteDef<Q = unknown> {
+  path: string;
+  query?: import('zod').ZodType<Q>;
+  guards?: Guard[];
+  /** Called once the stream is open; register stream.onClose for clean-up. */
+  open(ctx: RequestContext<Q, undefined, Record<string, string>>, stream: SseStream): void | Promise<void>;
+}
+
+export interface PageInfo {
+  path: string;
+  title: string;
+  description: string;
+}
+
+type Entry =
+  | { kind: 'route'; def: RouteDef<any, any, any> }
+  | { kind: 'sse'; def: SseRouteDef<any> };
+
+interface Pending {
+  aborted: boolean;
+  onAbort?: () => void;
+}
+
+/** Messages a WebSocket client may send on /ws. */
+type ClientFrame = { type: 'subscribe' | 'unsubscribe'; topic: string } | { type: 'ping' };
+
+const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content',
+  301: '301 Moved Permanently', 302: '302 Found', 304: '304 Not Modified',
+  400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found',
+  405: '405 Method Not Allowed', 406: '406 Not Acceptable', 409: '409 Conflict', 410: '410 Gone',
+  413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
+  423: '423 Locked', 429: '429 Too Many Requests', 500: '500 Internal Server Error',
+  502: '502 Bad Gateway', 503: '503 Service Unavailable', 504: '504 Gateway Timeout',
+};
+const statusLine = (s: number) => STATUS_TEXT[s] ?? String(s);
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * The hub: owns every socket. HTTP routes, SSE streams, WebSocket topics, static pages, health,
+ * metrics and graceful shutdown. It knows no service: route modules register on it.
+ */
+export class Hub {
+  readonly metrics: Metrics;
+  readonly topics: Topics;
+  private readonly app: TemplatedApp;
+  private readonly uws: ReturnType<typeof loadNativeUws>;
+  private readonly router = new Router<Entry>();
+  private readonly log: Logger;
+  private statics: Map<string, StaticFile>;
+  private readonly pages: PageInfo[] = [];
+  private readonly readiness = new Map<string, () => Promise<void>>();
+  private readonly sockets = new Set<WebSocket<SocketData>>();
+  private readonly streams = new Set<SseStream>();
+  private listenSocket: unknown;
+  private inFlight = 0;
+  private stopping = false;
+  private nextSocketId = 1;
+  private readonly idPrefix = randomBytes(4).toString('hex');
+  private nextRequestId = 1;
+  private readonly sseOptions: SseOptions;
+
+  constructor(private readonly opts: HubOptions) {
+    this.uws = loadNativeUws();
+    this.log = opts.logger;
+    this.metrics = createMetrics();
+    this.app = this.uws.App();
+    this.topics = new Topics(this.app, this.metrics);
+    this.statics = loadStatic(opts.webDir);
+    this.sseOptions = { heartbeatMs: 15_000, maxBacklog: 1 << 20, retryMs: 3000, ...opts.sse };
+    this.installWebSocket();
+    this.app.any('/*', (res, req) => this.handle(res, req));
+    this.installOperationalRoutes();
+  }
+
+  route<Q, B, P>(def: RouteDef<Q, B, P>): this {
+    this.router.add(def.method, def.path, { kind: 'route', def });
+    return this;
+  }
+
+  sse<Q>(def: SseRouteDef<Q>): this {
+    this.router.add('GET', def.path, { kind: 'sse', def });
+    return this;
+  }
+
+  topic(spec: TopicSpec): this {
+    this.topics.define(spec);
+    return this;
+  }
+
+  /** Delivers to this process's WebSocket subscribers of the topic (the Bus calls this). */
+  publish(topic: string, data: unknown): number {
+    return this.topics.deliver(topic, data);
+  }
+
+  /** A browser page from the built web/ directory, listed in the page index at /pages. */
+  page(path: string, file: string, info: { title: string; description: string }): this {
+    this.pages.push({ path, ...info });
+    this.route({
+      method: 'GET',
+      path,
+      handler: (ctx) => this.staticReply(file, ctx.headers['if-none-match']),
+    });
+    return this;
+  }
+
+  /** A named check behind /readyz (e.g. the store answers). */
+  ready(name: string, check: () => Promise<void>): this {
+    this.readiness.set(name, check);
+    return this;
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        this.listenSocket = socket;
+        resolve(this.uws.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  /**
+   * Graceful stop: refuse new connections, let in-flight requests finish (up to the grace period),
+   * end SSE streams, close WebSockets with 1001.
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (this.listenSocket) this.uws.us_listen_socket_close(this.listenSocket as never);
+    const deadline = Date.now() + this.opts.shutdownGraceMs;
+    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    for (const s of this.streams) s.close();
+    for (const ws of this.sockets) {
+      ws.getUserData().closed = true;
+      ws.end(1001, 'server shutting down');
+    }
+  }
+
+  // ---- HTTP ---------------------------------------------------------------------------------
+
+  private handle(res: HttpResponse, req: HttpRequest): void {
+    const started = performance.now();
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const rawQuery = req.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const incomingId = headers['x-request-id'];
+    const requestId =
+      incomingId && /^[\w.:-]{1,64}$/.test(incomingId) ? incomingId : `${this.idPrefix}-${this.nextRequestId++}`;
+    const pending: Pending = { aborted: false };
+    res.onAborted(() => {
+      pending.aborted = true;
+      pending.onAbort?.();
+    });
+
+    const finish = (routeLabel: string, reply: Reply) => {
+      if (pending.aborted) return;
+      this.write(res, method, reply, requestId);
+      const status = reply.status;
+      this.metrics.observe(method, routeLabel, status, (performance.now() - started) / 1000);
+      if (this.log.isLevelEnabled('debug')) {
+        this.log.debug({ requestId, method, path, status, ms: +(performance.now() - started).toFixed(2) }, 'request');
+      }
+    };
+    const fail = (routeLabel: string, err: unknown) => finish(routeLabel, this.errorReply(err, requestId, method, path));
+
+    if (this.stopping) {
+      return fail('shutdown', new AppError(503, 'shutting_down', 'the server is shutting down'));
+    }
+
+    let match;
+    try {
+      match = this.router.match(method, path);
+    } catch {
+      return fail('bad_path', new AppError(400, 'invalid_path', 'the path is not valid percent-encoding'));
+    }
+    if (match.kind === 'none') {
+      if (method === 'GET' || method === 'HEAD') {
+        const file = this.statics.get(path);
+        if (file) return finish('static', this.fileReply(file, headers['if-none-match']));
+      }
+      return fail('not_found', new AppError(404, 'not_found', `no route for ${method} ${path}`));
+    }
+    if (match.kind === 'method') {
+      const err = new AppError(405, 'method_not_allowed', `${method} is not allowed on ${path}`, {
+        allowed: match.allowed,
+      });
+      return finish('method_not_allowed', this.errorReply(err, requestId, method, path).withHeaders({ allow: match.allowed.join(', ') }));
+    }
+
+    const entry = match.value;
+    const routeLabel = match.pattern;
+    const ctx: RequestContext<any, any, any> = {
+      method,
+      path,
+      route: routeLabel,
+      query: undefined,
+      params: match.params,
+      body: undefined,
+      headers,
+      requestId,
+      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      state: {},
+    };
+
+    // The body must be read now: uWS only delivers it to a handler registered synchronously.
+    const def = entry.def as RouteDef<any, any, any>;
+    let bodyPromise: Promise<Buffer> | undefined;
+    if (entry.kind === 'route' && def.body && BODY_METHODS.has(method)) {
+      try {
+        bodyPromise = this.readBody(res, headers, def.body.limit ?? this.opts.bodyLimit, pending);
+      } catch (err) {
+        return fail(routeLabel, err);
+      }
+    }
+
+    this.inFlight++;
+    const run = async (): Promise<void> => {
+      try {
+        ctx.query = entry.def.query ? validate(entry.def.query, parseQuery(rawQuery), 'query') : parseQuery(rawQuery);
+        if (entry.kind === 'route') {
+          if (def.params) ctx.params = validate(def.params, match.params, 'params');
+          if (def.body) ctx.body = await this.parseBody(def, headers, bodyPromise);
+        }
+        for (const guard of entry.def.guards ?? []) await guard(ctx);
+        if (pending.aborted) return;
+        if (entry.kind === 'sse') return this.openSse(res, ctx, entry.def, pending, routeLabel, started);
+        const out = await def.handler(ctx);
+        let reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
+        if (def.cacheControl && reply.status < 400 && !reply.headers['cache-control']) {
+          reply = reply.withHeaders({ 'cache-control': def.cacheControl });
+        }
+        finish(routeLabel, reply);
+      } catch (err) {
+        fail(routeLabel, err);
+      } finally {
+        this.inFlight--;
+      }
+    };
+    void run();
+  }
+
+  private readBody(res: HttpResponse, headers: Record<string, string>, limit: number, pending: Pending): Promise<Buffer> {
+    const declared = headers['content-length'];
+    if (declared !== undefined && Number(declared) > limit) {
+      throw new AppError(413, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit });
+    }
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let over = false;
+      pending.onAbort = () => reject(new AppError(400, 'aborted', 'the client went away'));
+      res.onData((chunk, isLast) => {
+        if (over) return;
+        size += chunk.byteLength;
+        if (size > limit) {
+          over = true;
+          reject(new AppError(413, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit }));
+          return;
+        }
+        // uWS reuses the chunk's memory after this call returns: copy it
+        chunks.push(Buffer.from(chunk.slice(0)));
+        if (isLast) resolve(Buffer.concat(chunks, size));
+      });
+    });
+  }
+
+  private async parseBody(def: RouteDef<any, any, any>, headers: Record<string, string>, raw: Promise<Buffer> | undefined): Promise<unknown> {
+    const spec = def.body!;
+    const reader = spec.reader ?? jsonBody;
+    const bytes = raw ? await raw : Buffer.alloc(0);
+    if (bytes.length === 0) {
+      if (spec.optional) return validate(spec.schema, undefined, 'body');
+    }
+    const type = mediaType(headers['content-type']);
+    if (!reader.mediaTypes.includes(type)) {
+      if (bytes.length === 0 && !headers['content-type']) {
+        throw new AppError(400, 'invalid_body', 'a request body is required', { accepts: reader.mediaTypes });
+      }
+      throw new AppError(415, 'unsupported_media_type', `content-type must be ${reader.mediaTypes.join(' or ')}`, {
+        received: type || null,
+      });
+    }
+    return validate(spec.schema, reader.parse(bytes, headers['content-type'] ?? ''), 'body');
+  }
+
+  private errorReply(err: unknown, requestId: string, method: string, path: string): Reply {
+    if (err instanceof AppError) {
+      if (err.status >= 500) this.log.error({ requestId, method, path, err }, 'request failed');
+      return Reply.json(errorBody(err), err.status, { 'cache-control': 'no-store' });
+    }
+    this.log.error({ requestId, method, path, err }, 'unhandled error');
+    const body = errorBody(new AppError(500, 'internal', 'internal error', { requestId }));
+    return Reply.json(body, 500, { 'cache-control': 'no-store' });
+  }
+
+  private write(res: HttpResponse, method: string, reply: Reply, requestId: string): void {
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status));
+      if (reply.contentType) res.writeHeader('content-type', reply.contentType);
+      res.writeHeader('x-request-id', requestId);
+      for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
+      if (method === 'HEAD') res.endWithoutBody(Buffer.byteLength(reply.body));
+      else if (reply.status === 204 || reply.status === 304) res.endWithoutBody(0);
+      else res.end(reply.body);
+    });
+  }
+
+  private fileReply(file: StaticFile, ifNoneMatch: string | undefined): Reply {
+    const headers = { etag: file.etag, 'cache-control': 'no-cache' };
+    if (notModified(ifNoneMatch, file.etag)) return Reply.empty(304, headers);
+    return new Reply(200, file.body, file.contentType, headers);
+  }
+
+  private staticReply(file: string, ifNoneMatch: string | undefined): Reply {
+    const f = this.statics.get(file);
+    if (!f) throw new AppError(503, 'page_not_built', `${file} is missing: run npm run build`);
+    return this.fileReply(f, ifNoneMatch);
+  }
+
+  // ---- SSE ----------------------------------------------------------------------------------
+
+  private openSse(
+    res: HttpResponse,
+    ctx: RequestContext<any, any, any>,
+    def: SseRouteDef<any>,
+    pending: Pending,
+    routeLabel: string,
+    started: number,
+  ): void {
+    res.cork(() => {
+      res.writeStatus('200 OK');
+      res.writeHeader('content-type', 'text/event-stream; charset=utf-8');
+      res.writeHeader('cache-control', 'no-store');
+      res.writeHeader('x-accel-buffering', 'no');
+      res.writeHeader('x-request-id', ctx.requestId);
+    });
+    const stream = new SseStream(res, ctx.headers['last-event-id'], this.sseOptions);
+    this.streams.add(stream);
+    this.metrics.sseStreams.inc();
+    this.metrics.observe('GET', routeLabel, 200, (performance.now() - started) / 1000);
+    pending.onAbort = () => stream.aborted();
+    stream.onClose(() => {
+      this.streams.delete(stream);
+      this.metrics.sseStreams.dec();
+    });
+    Promise.resolve(def.open(ctx, stream)).catch((err) => {
+      this.log.error({ err, requestId: ctx.requestId }, 'sse open failed');
+      stream.close();
+    });
+  }
+
+  // ---- WebSocket topics ---------------------------------------------------------------------
+
+  private installWebSocket(): void {
+    this.app.ws<SocketData>('/ws', {
+      idleTimeout: this.opts.wsIdleTimeoutS ?? 120,
+      maxPayloadLength: this.opts.wsMaxPayload ?? 64 * 1024,
+      maxBackpressure: this.opts.wsMaxBackpressure ?? 1 << 20,
+      closeOnBackpressureLimit: 0,
+      sendPingsAutomatically: true,
+      upgrade: (res, req, context) => {
+        if (this.stopping) {
+          res.writeStatus('503 Service Unavailable').end();
+          return;
+        }
+        const data: SocketData = {
+          id: this.nextSocketId++,
+          remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+          topics: new Set(),
+          closed: false,
+        };
+        res.upgrade(
+          data,
+          req.getHeader('sec-websocket-key'),
+          req.getHeader('sec-websocket-protocol'),
+          req.getHeader('sec-websocket-extensions'),
+          context,
+        );
+      },
+      open: (ws) => {
+        this.sockets.add(ws);
+        this.metrics.websockets.inc();
+      },
+      message: (ws, message, isBinary) => this.onClientFrame(ws, message, isBinary),
+      close: (ws) => {
+        this.sockets.delete(ws);
+        this.topics.removeSocket(ws);
+        this.metrics.websockets.dec();
+      },
+    });
+  }
+
+  private onClientFrame(ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean): void {
+    const reply = (obj: unknown) => {
+      if (!ws.getUserData().closed) ws.send(JSON.stringify(obj), false);
+    };
+    let frame: ClientFrame;
+    try {
+      if (isBinary) throw new Error('binary');
+      frame = JSON.parse(Buffer.from(message).toString('utf8'));
+    } catch {
+      return reply({ type: 'error', code: 'invalid_frame', message: 'frames are JSON text' });
+    }
+    if (frame?.type === 'ping') return reply({ type: 'pong' });
+    if ((frame?.type === 'subscribe' || frame?.type === 'unsubscribe') && typeof frame.topic === 'string') {
+      if (frame.type === 'unsubscribe') {
+        this.topics.unsubscribe(ws, frame.topic);
+        return reply({ type: 'unsubscribed', topic: frame.topic });
+      }
+      if (!this.topics.subscribe(ws, frame.topic)) {
+        return reply({ type: 'error', code: 'unknown_topic', message: `no topic ${frame.topic}`, topic: frame.topic });
+      }
+      return reply({ type: 'subscribed', topic: frame.topic });
+    }
+    reply({ type: 'error', code: 'invalid_frame', message: 'expected {type: subscribe|unsubscribe|ping, topic}' });
+  }
+
+  // ---- Operational routes -------------------------------------------------------------------
+
+  private installOperationalRoutes(): void {
+    this.route({ method: 'GET', path: '/healthz', cacheControl: 'no-store', handler: () => ({ status: 'ok', uptime_s: Math.round(process.uptime()) }) });
+    this.route({
+      method: 'GET',
+      path: '/readyz',
+      cacheControl: 'no-store',
+      handler: async () => {
+        const checks: Record<string, string> = {};
+        let ok = true;
+        for (const [name, check] of this.readiness) {
+          try {
+            await withTimeout(check(), 2000);
+            checks[name] = 'ok';
+          } catch (err) {
+            ok = false;
+            checks[name] = err instanceof Error ? err.message : String(err);
+          }
+        }
+        if (!ok) throw new AppError(503, 'not_ready', 'a dependency is not reachable', { checks });
+        return { status: 'ready', checks };
+      },
+    });
+    this.route({
+      method: 'GET',
+      path: '/metrics',
+      handler: async () => Reply.text(await this.metrics.registry.metrics(), this.metrics.registry.contentType),
+    });
+    this.route({
+      method: 'GET',
+      path: '/pages',
+      handler: (ctx) => {
+        if ((ctx.headers.accept ?? '').includes('application/json')) return { pages: this.pages };
+        return Reply.html(pageIndexHtml(this.pages));
+      },
+    });
+  }
+}
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function pageIndexHtml(pages: PageInfo[]): string {
+  const items = pages
+    .map((p) => `<li><a href="${escapeHtml(p.path)}">${escapeHtml(p.title)}</a><p>${escapeHtml(p.description)}</p></li>`)
+    .join('');
+  return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru pages</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}li{margin:.75rem 0}p{margin:0;color:#555}</style></head><body><h1>maru</h1><ul>${items}</ul></body></html>`;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
+import { extname, join, relative, sep } from 'node:path';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.webmanifest': 'application/manifest+json',
+  '.txt': 'text/plain; charset=utf-8',
+  '.md': 'text/markdown; charset=utf-8',
+};
+
+export interface StaticFile {
+  body: Buffer;
+  etag: string;
+  contentType: string;
+}
+
+/**
+ * The built web/ directory, read once at start-up (it is small), each file with a strong ETag.
+ * Paths are the URL paths ("/assets/reward.js"). A missing directory gives an empty set.
+ */
+export function loadStatic(dir: string): Map<string, StaticFile> {
+  const files = new Map<string, StaticFile>();
+  if (!existsSync(dir)) return files;
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const full = join(d, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else {
+        const body = readFileSync(full);
+        const urlPath = '/' + relative(dir, full).split(sep).join('/');
+        files.set(urlPath, {
+          body,
+          etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+          contentType: TYPES[extname(name).toLowerCase()] ?? 'application/octet-stream',
+        });
+      }
+    }
+  };
+  walk(dir);
+  return files;
+}
+
+/** If-None-Match holds the file's ETag (or *): the client's copy is current. */
+export function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch
+    .split(',')
+    .map((s) => s.trim().replace(/^W\//, ''))
+    .some((t) => t === etag || t === '*');
+}

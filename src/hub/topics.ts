@@ -1,0 +1,117 @@
+import type { TemplatedApp, WebSocket } from './uws.js';
+import type { Metrics } from './metrics.js';
+
+/**
+ * What happens to a subscriber that cannot keep up:
+ * - 'drop': the message is skipped for that subscriber (presence, ticks: the next one supersedes it);
+ * - 'close': the subscriber is disconnected with 1013 so it reconnects and resynchronises
+ *   (money, receipts: a gap must never pass silently).
+ */
+export type BackpressurePolicy = 'drop' | 'close';
+
+export interface TopicSpec {
+  /** Exact topic name, or a prefix ending in '*' (e.g. "program:*"). */
+  name: string;
+  policy: BackpressurePolicy;
+  /** Bytes of unsent data a subscriber may hold before the policy applies. */
+  /** 'close' topics only; 'drop' topics use the socket behaviour's limit (uWS skips slow receivers). */
+  maxBackpressure?: number;
+}
+
+export interface SocketData {
+  id: number;
+  remoteAddress: string;
+  topics: Set<string>;
+  closed: boolean;
+}
+
+const DEFAULT_MAX_BACKPRESSURE = 1 << 20;
+
+/**
+ * WebSocket topics: which topics exist, who listens, and delivery under each topic's policy.
+ * 'drop' topics use uWS's native pub/sub (one C++ loop per message, slow receivers skipped);
+ * 'close' topics keep their own subscriber sets so a slow receiver can be disconnected.
+ */
+export class Topics {
+  private exact = new Map<string, TopicSpec>();
+  private prefixes: TopicSpec[] = [];
+  private subscribers = new Map<string, Set<WebSocket<SocketData>>>();
+
+  constructor(
+    private readonly app: TemplatedApp,
+    private readonly metrics: Metrics,
+  ) {}
+
+  define(spec: TopicSpec): void {
+    if (spec.name.endsWith('*')) this.prefixes.push(spec);
+    else this.exact.set(spec.name, spec);
+  }
+
+  spec(topic: string): TopicSpec | undefined {
+    return this.exact.get(topic) ?? this.prefixes.find((p) => topic.startsWith(p.name.slice(0, -1)));
+  }
+
+  subscribe(ws: WebSocket<SocketData>, topic: string): boolean {
+    const spec = this.spec(topic);
+    if (!spec) return false;
+    ws.getUserData().topics.add(topic);
+    if (spec.policy === 'drop') {
+      ws.subscribe(topic);
+      return true;
+    }
+    let set = this.subscribers.get(topic);
+    if (!set) this.subscribers.set(topic, (set = new Set()));
+    set.add(ws);
+    return true;
+  }
+
+  unsubscribe(ws: WebSocket<SocketData>, topic: string): void {
+    if (!ws.getUserData().closed) ws.unsubscribe(topic);
+    const set = this.subscribers.get(topic);
+    set?.delete(ws);
+    if (set && set.size === 0) this.subscribers.delete(topic);
+    ws.getUserData().topics.delete(topic);
+  }
+
+  /** On close: uWS already dropped its native subscriptions; forget ours. */
+  removeSocket(ws: WebSocket<SocketData>): void {
+    const data = ws.getUserData();
+    data.closed = true;
+    for (const topic of data.topics) this.subscribers.get(topic)?.delete(ws);
+    data.topics.clear();
+  }
+
+  count(topic: string): number {
+    return this.app.numSubscribers(topic) + (this.subscribers.get(topic)?.size ?? 0);
+  }
+
+  /** Sends a JSON frame to every subscriber of the topic on this process. Returns deliveries. */
+  deliver(topic: string, data: unknown): number {
+    const spec = this.spec(topic);
+    if (!spec) return 0;
+    const frame = JSON.stringify({ type: 'message', topic, data });
+    if (spec.policy === 'drop') {
+      const n = this.app.numSubscribers(topic);
+      if (n > 0) this.app.publish(topic, frame, false);
+      return n;
+    }
+    const set = this.subscribers.get(topic);
+    if (!set) return 0;
+    const limit = spec.maxBackpressure ?? DEFAULT_MAX_BACKPRESSURE;
+    let delivered = 0;
+    for (const ws of set) {
+      if (ws.getUserData().closed) continue;
+      if (ws.getBufferedAmount() > limit) {
+        this.metrics.wsDropped.labels(spec.policy).inc();
+        if (spec.policy === 'close') {
+          ws.getUserData().closed = true;
+          ws.end(1013, 'subscriber too slow');
+        }
+        continue;
+      }
+      ws.send(frame, false);
+      delivered++;
+    }
+    return delivered;
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The Store port: the only way services keep shared state.
+ *
+ * Two adapters implement it (LMDB, embedded and durable, one process; Redis through ioredis, shared
+ * by any number of hub processes) and both pass the same contract suite (test/store/contract.ts).
+ *
+ * Keys are plain strings chosen by services ("reward:member:m_1"); the adapter adds its own
+ * namespace. Values are JSON-serialisable data. Lists are capped and ordered by insertion; indexes
+ * are ordered by a numeric score, ties broken by member (byte order).
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export interface SetOptions {
+  /** Time to live in milliseconds; the key reads as absent afterwards. */
+  ttlMs?: number;
+  /** Only write when the key is absent (or expired). */
+  ifAbsent?: boolean;
+}
+
+export interface RangeOptions {
+  /** Inclusive score bounds; default all. */
+  min?: number;
+  max?: number;
+  /** Highest score first. */
+  reverse?: boolean;
+  /** At most this many entries (after offset). */
+  limit?: number;
+  offset?: number;
+}
+
+export interface IndexEntry {
+  member: string;
+  score: number;
+}
+
+/** One write inside an atomic update. Applied in order, all or nothing. */
+export type Write =
+  | { op: 'set'; key: string; value: Json; ttlMs?: number }
+  | { op: 'del'; key: string }
+  /** Append to a capped list; the oldest entries beyond `cap` are dropped. */
+  | { op: 'push'; key: string; value: Json; cap: number }
+  /** Add or move a member of an ordered index. */
+  | { op: 'index'; key: string; member: string; score: number }
+  | { op: 'unindex'; key: string; member: string };
+
+export interface UpdatePlan<R> {
+  writes: Write[];
+  result: R;
+}
+
+/**
+ * The body of an atomic read-modify-write. It receives the current values of the keys it asked for
+ * (undefined when absent), in the same order, and returns the writes to apply and a result.
+ * It must be synchronous and free of side effects: an adapter may call it more than once when a
+ * concurrent writer changed one of the keys in between (optimistic concurrency). Throwing aborts
+ * the update with nothing written, and the error reaches the caller unchanged.
+ */
+export type UpdateFn<R> = (current: (Json | undefined)[]) => UpdatePlan<R>;
+
+export type Unsubscribe = () => Promise<void>;
+
+export interface Store {
+  /** 'lmdb' or 'redis': for logs, /readyz and metrics. */
+  readonly kind: string;
+
+  get<T extends Json = Json>(key: string): Promise<T | undefined>;
+  getMany<T extends Json = Json>(keys: string[]): Promise<(T | undefined)[]>;
+  /** Returns false only when ifAbsent was given and the key already existed. */
+  set(key: string, value: Json, opts?: SetOptions): Promise<boolean>;
+  /** Returns whether the key existed. */
+  del(key: string): Promise<boolean>;
+
+  /**
+   * Atomic multi-key read-modify-write: the values read for `keys` are still current when the
+   * writes land, and no other writer sees a partial result. Writes may touch keys not in `keys`.
+   */
+  update<R>(keys: string[], fn: UpdateFn<R>): Promise<R>;
+
+  /** Atomic counter (a missing key counts as 0). Returns the new value. */
+  incr(key: string, by?: number): Promise<number>;
+
+  /** Append to a capped list; returns the new length. */
+  push(key: string, value: Json, cap: number): Promise<number>;
+  /** Entries from `start` to `stop` inclusive (negative counts from the end), oldest first. */
+  range<T extends Json = Json>(key: string, start?: number, stop?: number): Promise<T[]>;
+  length(key: string): Promise<number>;
+
+  /** Ordered index. */
+  index(key: string, member: string, score: number): Promise<void>;
+  unindex(key: string, member: string): Promise<boolean>;
+  indexRange(key: string, opts?: RangeOptions): Promise<IndexEntry[]>;
+  indexScore(key: string, member: string): Promise<number | undefined>;
+  indexCount(key: string): Promise<number>;
+
+  /** Pub/sub: with Redis it reaches every process sharing the server; with LMDB this process only. */
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe>;
+
+  /** Resolves when the backing store answers; throws otherwise. */
+  ping(): Promise<void>;
+  /** Waits for pending writes, then releases connections and files. */
+  close(): Promise<void>;
+}
