@@ -2,11 +2,11 @@ import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../../src/errors.js';
 import { Hub, Reply, type SseStream } from '../../src/hub/index.js';
+import { connectTopics } from '../support/ws.js';
 
 let hub: Hub;
 let base: string;
@@ -235,28 +235,12 @@ describe('hub SSE', () => {
 });
 
 describe('hub WebSocket topics', () => {
-  const open = () =>
-    new Promise<{ ws: WebSocket; frames: any[]; next: () => Promise<any> }>((resolve, reject) => {
-      const ws = new WebSocket(base.replace('http', 'ws') + '/ws');
-      const frames: any[] = [];
-      const waiters: ((f: any) => void)[] = [];
-      ws.on('message', (d) => {
-        const f = JSON.parse(String(d));
-        const w = waiters.shift();
-        if (w) w(f);
-        else frames.push(f);
-      });
-      const next = () => (frames.length ? Promise.resolve(frames.shift()) : new Promise((r) => waiters.push(r)));
-      ws.on('open', () => resolve({ ws, frames, next }));
-      ws.on('error', reject);
-    });
+  const open = () => connectTopics(base);
 
   it('delivers published messages to subscribers of drop and close topics', async () => {
     const a = await open();
-    a.ws.send(JSON.stringify({ type: 'subscribe', topic: 'news' }));
-    expect(await a.next()).toEqual({ type: 'subscribed', topic: 'news' });
-    a.ws.send(JSON.stringify({ type: 'subscribe', topic: 'money:u1' }));
-    expect(await a.next()).toEqual({ type: 'subscribed', topic: 'money:u1' });
+    await a.subscribe('news');
+    await a.subscribe('money:u1');
     expect(hub.publish('news', { n: 1 })).toBe(1);
     expect(await a.next()).toEqual({ type: 'message', topic: 'news', data: { n: 1 } });
     expect(hub.publish('money:u1', { amount: 5 })).toBe(1);

@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import { createBus } from './bus.js';
+import { offsetClock, systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { registerRewardRoutes } from './http/reward.js';
+import { Hub } from './hub/index.js';
+import { createLogger } from './log.js';
+import { Outbox } from './outbox.js';
+import { parseCharter } from './reward/charter.js';
+import { rewardPeerDeliverers } from './reward/peers.js';
+import { RewardService } from './reward/service.js';
+import { WorkSignatureGuard } from './reward/signing.js';
+import { openStore } from './store/open.js';
+
+export interface Maru {
+  hub: Hub;
+  port: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: config -> logger, clock -> store -> bus -> services -> routes -> listen.
+ * Nothing else wires parts together.
+ */
+export async function startMaru(config: Config, opts: { logger?: Logger; clock?: Clock } = {}): Promise<Maru> {
+  const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
+  const clock = opts.clock ?? (config.CLOCK_START ? offsetClock(Date.parse(config.CLOCK_START)) : systemClock);
+
+  // refuses to construct on the uWS JavaScript fallback, before anything is opened
+  const hub = new Hub({
+    logger,
+    bodyLimit: config.BODY_LIMIT,
+    webDir: config.WEB_DIR,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+  });
+
+  const store = await openStore(config);
+  const bus = createBus(store, `${process.pid}-${randomBytes(4).toString('hex')}`);
+  bus.onMessage(({ topic, message }) => hub.publish(topic, message));
+  await bus.start();
+  hub.ready('store', () => store.ping());
+
+  const outbox = new Outbox({
+    store,
+    clock,
+    deliver: rewardPeerDeliverers(config),
+    retryMinMs: config.OUTBOX_RETRY_MIN_MS,
+    retryMaxMs: config.OUTBOX_RETRY_MAX_MS,
+    logger: logger.child({ part: 'outbox' }),
+  });
+  const reward = new RewardService({
+    store,
+    clock,
+    bus,
+    charter: config.REWARD_CHARTER_FILE
+      ? parseCharter(JSON.parse(readFileSync(config.REWARD_CHARTER_FILE, 'utf8')))
+      : undefined,
+    onPublishError: (err) => logger.warn({ err }, 'reward event not published'),
+  });
+  registerRewardRoutes(hub, {
+    service: reward,
+    outbox,
+    signatures: config.REWARD_SIGNING === 'required' ? new WorkSignatureGuard(store, clock) : undefined,
+  });
+
+  const port = await hub.listen(config.HOST, config.PORT);
+  outbox.start();
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  logger.info({ url, store: store.kind, port }, 'maru listening');
+
+  let stopped: Promise<void> | undefined;
+  return {
+    hub,
+    port,
+    url,
+    stop: () =>
+      (stopped ??= (async () => {
+        await hub.stop();
+        await outbox.stop();
+        await bus.close();
+        await store.close();
+        logger.info('maru stopped');
+      })()),
+  };
+}

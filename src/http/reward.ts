@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { Reply, type Hub, type RouteDef } from '../hub/index.js';
+import { validate } from '../hub/http.js';
+import type { Outbox } from '../outbox.js';
+import { V_MAX, V_MIN, UNITS_PER_WORK_MONTH } from '../reward/plan.js';
+import { REWARD_TOPIC, type RewardService, type WorkVerifier } from '../reward/service.js';
+import type { WorkSignatureGuard } from '../reward/signing.js';
+import { qDecimal, qInt, qText } from './query.js';
+
+export interface RewardRoutesOptions {
+  service: RewardService;
+  outbox: Outbox;
+  /** Present when REWARD_SIGNING=required: /work then needs ts and sig. */
+  signatures?: WorkSignatureGuard;
+}
+
+const memberId = qText(64);
+
+/** Query schemas of the document's routes (also used by bench/http to serve the same handlers). */
+export const memberQuery = z.object({ id: memberId });
+export const workQuery = z.object({
+  id: memberId,
+  kc: qInt({ min: 1, max: UNITS_PER_WORK_MONTH }),
+  v: qInt({ min: V_MIN, max: V_MAX }),
+  ts: z.union([z.string(), z.number()]).optional(),
+  sig: z.string().max(200).optional(),
+});
+const exchangeQuery = z.object({ id: memberId, amt: qDecimal() });
+const cultureQuery = z.object({ country: qText(2), lang: qText(2), name: qText(64) });
+const listQuery = z.object({
+  limit: qInt({ min: 1, max: 1000 }).optional(),
+  before: qInt({ min: 1 }).optional(),
+});
+
+/** Parameters of a state-changing reward route: from the query string, or a JSON body on POST. */
+const paramsBody = { schema: z.record(z.string(), z.unknown()).optional(), optional: true };
+
+/**
+ * GET and POST for the routes that change state on GET (the document's /work, /exchange, /culture).
+ * Both answer `Cache-Control: no-store`. On POST the parameters may come in a JSON body; a field
+ * given in both places takes the body's value.
+ */
+function readWrite<S extends z.ZodType>(
+  hub: Hub,
+  path: string,
+  schema: S,
+  run: (input: z.output<S>) => Promise<unknown>,
+): void {
+  hub.route({
+    method: 'GET',
+    path,
+    query: schema,
+    cacheControl: 'no-store',
+    handler: (ctx) => run(ctx.query as z.output<S>),
+  } as RouteDef<any, any, any>);
+  hub.route({
+    method: 'POST',
+    path,
+    body: paramsBody,
+    cacheControl: 'no-store',
+    handler: (ctx) => run(validate(schema, { ...(ctx.query as object), ...(ctx.body ?? {}) }, 'query') as z.output<S>),
+  } as RouteDef<any, any, any>);
+}
+
+export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void {
+  const { service, outbox, signatures } = opts;
+  hub.topic({ name: REWARD_TOPIC, policy: 'drop' });
+
+  hub.page('/', '/reward.html', {
+    title: '보상 플랜 · Reward plan',
+    description: 'Principles, the three-way split, coverage rate and live figures of the reward plan.',
+  });
+
+  // ---- the document's ten routes ------------------------------------------------------------
+  hub.route({ method: 'GET', path: '/stats', cacheControl: 'no-cache', handler: () => service.stats() });
+  hub.route({ method: 'GET', path: '/maturity', cacheControl: 'no-cache', handler: () => service.maturity() });
+  hub.route({
+    method: 'GET',
+    path: '/member',
+    query: memberQuery,
+    cacheControl: 'no-cache',
+    handler: (ctx) => service.member(ctx.query.id),
+  });
+
+  readWrite(hub, '/work', workQuery, (q) => {
+    let verify: WorkVerifier | undefined;
+    if (signatures) {
+      verify = async (publicKey, member) => {
+        await signatures.check({ publicKey, id: member.id, kc: q.kc, v: q.v, ts: q.ts ?? null, sig: q.sig ?? null });
+      };
+    }
+    return service.work({ id: q.id, kc: q.kc, v: q.v, verify }).then((r) => {
+      outbox.kick();
+      return r;
+    });
+  });
+  readWrite(hub, '/exchange', exchangeQuery, (q) => service.exchange({ id: q.id, amt: q.amt }));
+  readWrite(hub, '/culture', cultureQuery, (q) => service.culture(q));
+
+  hub.route({ method: 'GET', path: '/declare', handler: () => service.declare() });
+  hub.route({ method: 'GET', path: '/spec', handler: () => service.spec() });
+  hub.route({
+    method: 'GET',
+    path: '/readme',
+    handler: () => Reply.text(service.readme(), 'text/markdown; charset=utf-8'),
+  });
+
+  // ---- routes the document leaves open (docs/api.md) ----------------------------------------
+  hub.route({
+    method: 'POST',
+    path: '/api/reward/members',
+    body: {
+      schema: z.object({ name: z.string(), zone: z.string(), public_key: z.string().optional() }),
+    },
+    handler: async (ctx) => Reply.json(await service.createMember(ctx.body), 201),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/zones',
+    query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional(), offset: qInt({ min: 0 }).optional() }),
+    handler: (ctx) => service.listZones(ctx.query),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/zones/:id',
+    params: z.object({ id: z.string().min(1).max(200) }),
+    handler: (ctx) => service.zone(ctx.params.id),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/ledger',
+    query: listQuery.extend({ member: memberId.optional() }),
+    handler: (ctx) => service.rewardLedger(ctx.query),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/ecosystem',
+    query: listQuery,
+    handler: (ctx) => service.ecosystemLedger(ctx.query),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/ecosystem/sync',
+    query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }),
+    handler: (ctx) => service.syncPayload(ctx.query),
+  });
+  hub.route({ method: 'GET', path: '/api/reward/reserve', cacheControl: 'no-cache', handler: () => service.reservePool() });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/sessions',
+    query: z.object({ id: memberId, months: qInt({ min: 1, max: 150 }).optional() }),
+    handler: (ctx) => service.workSessions(ctx.query.id, { months: ctx.query.months }),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/simulation',
+    query: z
+      .object({
+        members: qInt({ min: 1, max: 1_000_000 }).optional(),
+        months: qInt({ min: 1, max: 150 }).optional(),
+        grade: qInt({ min: 1, max: 9 }).optional(),
+        v: qInt({ min: V_MIN, max: V_MAX }).optional(),
+        units_per_month: qInt({ min: 1, max: UNITS_PER_WORK_MONTH }).optional(),
+        exchange_pct: qInt({ min: 0, max: 100 }).optional(),
+        stage: z.enum(['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6']).optional(),
+        promote: z.enum(['true', 'false']).transform((s) => s === 'true').optional(),
+      })
+      .strict(),
+    handler: (ctx) => service.coverageSimulation(ctx.query),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/reward/outbox',
+    cacheControl: 'no-store',
+    handler: async () => ({ stats: await outbox.stats(), pending: await outbox.pending() }),
+  });
+}
