@@ -28,11 +28,11 @@ const bus = createBus(store, 'bench');
 await bus.start();
 const service = new RewardService({ store, clock, bus });
 
-// seed: zones of at most 6561 members
+// seed: 6400 members per zone (a zone holds at most 6561), created 64 at a time
 const ids: string[] = [];
 let zone = '';
 for (let i = 0; i < memberCount; i += 64) {
-  if (i % 6561 < 64) zone = (await service.culture({ country: 'KR', lang: 'ko', name: `bench-${i}` })).id;
+  if (i % 6400 === 0) zone = (await service.culture({ country: 'KR', lang: 'ko', name: `bench ${i / 6400}` })).id;
   const batch = await Promise.all(
     Array.from({ length: Math.min(64, memberCount - i) }, (_, j) => service.createMember({ name: `b${i + j}`, zone })),
   );
@@ -66,3 +66,4 @@ if (target === 'maru') {
   port = (app.server.address() as { port: number }).port;
 }
 process.stdout.write(`READY ${port} ${JSON.stringify(ids)}\n`);
+process.on('SIGINT', () => process.exit(0));

@@ -45,7 +45,7 @@ function startServer(target: string): Promise<{ child: ChildProcess; port: numbe
     let buf = '';
     child.stdout!.on('data', (d) => {
       buf += d;
-      const line = buf.split('\n').find((l) => l.startsWith('READY '));
+      const line = buf.split('\n').slice(0, -1).find((l) => l.startsWith('READY '));
       if (!line) return;
       const [, port, ids] = line.match(/^READY (\d+) (.*)$/)!;
       resolve({ child, port: Number(port), ids: JSON.parse(ids!) });

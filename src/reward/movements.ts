@@ -1,0 +1,277 @@
+import { conflict, notFound } from '../errors.js';
+import { outboxWrites } from '../outbox.js';
+import type { Json, UpdatePlan, Write } from '../store/port.js';
+import { K, seqMember } from './keys.js';
+import {
+  UNITS_PER_DAY,
+  UNITS_PER_WORK_MONTH,
+  earned,
+  excessOf,
+  gradeFor,
+  maturityValue,
+  scoreOf,
+  splitAmount,
+  toWire,
+  type Grade,
+  type Split,
+  type Stage,
+} from './plan.js';
+import {
+  EMPTY_ECO,
+  EMPTY_RESERVE,
+  EMPTY_TOTALS,
+  iso,
+  json,
+  splitWire,
+  type CreditEntry,
+  type EcoEntry,
+  type EcoTotals,
+  type ExchangeEntry,
+  type MemberRecord,
+  type ReserveRecord,
+  type SessionRecord,
+  type Totals,
+} from './records.js';
+
+/**
+ * The two balance movements of the plan as pure update plans: given the values read for their
+ * keys, they check the rules and return every write of the movement (member, ledgers, pools,
+ * totals, peer deliveries), to be applied in one atomic store.update. Synchronous and free of side
+ * effects, as the Store port requires; refusals are thrown AppErrors (nothing is written then).
+ */
+
+export interface CreditInput {
+  id: string;
+  kc: number;
+  v: number;
+  now: number;
+  /** KST date 'YYYY-MM-DD' and month 'YYYY-MM' of `now`. */
+  today: string;
+  month: string;
+  stage: Stage;
+  split: Split;
+  creditId: string;
+}
+
+export const creditKeys = (id: string, month: string): string[] => [
+  K.member(id),
+  K.session(id, month),
+  K.totals,
+  K.eco,
+  K.reserve,
+];
+
+export interface CreditResult {
+  amount: number;
+  before: Grade;
+  after: Grade;
+  kc: number;
+  ru: number;
+  seq: number;
+  unitsToday: number;
+  unitsMonth: number;
+}
+
+export function planCredit(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditResult> {
+  const [m, s, t, e, rs] = current;
+  const { id, kc, v, now, today, month, stage, creditId } = c;
+  if (m === undefined) throw notFound('member_not_found', `no member ${id}`);
+  const member = m as MemberRecord;
+  const session = (s as SessionRecord | undefined) ?? { month, units: 0, days: {} };
+  const unitsToday = session.days[today] ?? 0;
+  if (unitsToday + kc > UNITS_PER_DAY) {
+    throw conflict('daily_units_exceeded', `a day holds ${UNITS_PER_DAY} units`, {
+      units_today: unitsToday,
+      remaining_today: Math.max(0, UNITS_PER_DAY - unitsToday),
+      requested: kc,
+      limit: UNITS_PER_DAY,
+    });
+  }
+  if (session.units + kc > UNITS_PER_WORK_MONTH) {
+    throw conflict('monthly_units_exceeded', `a calendar month holds ${UNITS_PER_WORK_MONTH} units`, {
+      units_month: session.units,
+      remaining_month: Math.max(0, UNITS_PER_WORK_MONTH - session.units),
+      requested: kc,
+      limit: UNITS_PER_WORK_MONTH,
+    });
+  }
+  const totals = (t as Totals | undefined) ?? EMPTY_TOTALS;
+  const eco = (e as EcoTotals | undefined) ?? EMPTY_ECO;
+  const reserve = (rs as ReserveRecord | undefined) ?? EMPTY_RESERVE;
+
+  // The grade before the credit prices it; the grade after is new_grade.
+  const before = gradeFor(scoreOf(member.kc, member.excess));
+  const amount = earned(kc, before.pct, v, stage.pct);
+  const kcAfter = member.kc + kc;
+  const excessAfter = member.excess + excessOf(v);
+  const after = gradeFor(scoreOf(kcAfter, excessAfter));
+  const nextMember: MemberRecord = {
+    ...member,
+    grade: after.grade,
+    grade_name: after.name,
+    kc: kcAfter,
+    ru: member.ru + amount,
+    excess: excessAfter,
+  };
+  const nextSession: SessionRecord = {
+    month,
+    units: session.units + kc,
+    days: { ...session.days, [today]: unitsToday + kc },
+  };
+  const seq = totals.seq + 1;
+  const entry: CreditEntry = {
+    seq,
+    id: creditId,
+    at: now,
+    member: id,
+    kind: 'credit',
+    ru: amount,
+    cu: null,
+    stage: stage.stage,
+    coin_pct: stage.pct,
+    kc,
+    v,
+    grade: before.grade,
+    grade_pct: before.pct,
+    new_grade: after.grade,
+    create_3x: 3 * amount,
+    member_share: amount,
+    ecosystem_share: amount,
+    reserve_share: amount,
+  };
+  const parts = splitAmount(amount, c.split);
+  const ecoSeq = eco.seq + 1;
+  const ecoEntry: EcoEntry = { seq: ecoSeq, id: creditId, ledger_seq: seq, member: id, at: now, amount, categories: parts };
+  const nextEco: EcoTotals = {
+    seq: ecoSeq,
+    total: eco.total + amount,
+    service: eco.service + parts.service,
+    module: eco.module + parts.module,
+    content: eco.content + parts.content,
+    infrastructure: eco.infrastructure + parts.infrastructure,
+  };
+  const nextReserve: ReserveRecord = { ...reserve, balance: reserve.balance + amount, credits: reserve.credits + 1 };
+  const nextTotals: Totals = {
+    ...totals,
+    seq,
+    credits: totals.credits + 1,
+    units: totals.units + kc,
+    ru_earned: totals.ru_earned + amount,
+  };
+  const at = iso(now);
+  const writes: Write[] = [
+    { op: 'set', key: K.member(id), value: json(nextMember) },
+    { op: 'set', key: K.session(id, month), value: json(nextSession) },
+    { op: 'index', key: K.sessionMonths(id), member: month, score: Number(month.replace('-', '')) },
+    { op: 'set', key: K.entry(seq), value: json(entry) },
+    { op: 'index', key: K.ledger, member: seqMember(seq), score: seq },
+    { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
+    { op: 'set', key: K.ecoEntry(ecoSeq), value: json(ecoEntry) },
+    { op: 'index', key: K.ecoIndex, member: seqMember(ecoSeq), score: ecoSeq },
+    { op: 'set', key: K.eco, value: json(nextEco) },
+    { op: 'set', key: K.reserve, value: json(nextReserve) },
+    { op: 'set', key: K.totals, value: json(nextTotals) },
+    // Peer deliveries, ids derived from the credit id so a redelivery is recognised.
+    ...outboxWrites({
+      id: `value:${creditId}`,
+      dest: 'value',
+      payload: { id: creditId, member: id, amount: toWire(amount), categories: splitWire(parts), at },
+      createdAt: now,
+    }),
+    ...outboxWrites({
+      id: `task-ledger:${creditId}`,
+      dest: 'task-ledger',
+      payload: { id: creditId, member: id, kc, v, earned_ru: toWire(amount), at },
+      createdAt: now,
+    }),
+  ];
+  return {
+    writes,
+    result: {
+      amount,
+      before,
+      after,
+      kc: kcAfter,
+      ru: nextMember.ru,
+      seq,
+      unitsToday: unitsToday + kc,
+      unitsMonth: nextSession.units,
+    },
+  };
+}
+
+export interface ExchangeInput {
+  id: string;
+  /** Hundredths of RU, > 0. */
+  amt: number;
+  now: number;
+  stage: Stage;
+  exchangeId: string;
+}
+
+export const exchangeKeys = (id: string): string[] => [K.member(id), K.totals, K.reserve];
+
+export interface ExchangeResult {
+  maturityValue: number;
+  member: MemberRecord;
+  seq: number;
+}
+
+export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): UpdatePlan<ExchangeResult> {
+  const [m, t, rs] = current;
+  const { id, amt, now, stage } = x;
+  if (m === undefined) throw notFound('member_not_found', `no member ${id}`);
+  const member = m as MemberRecord;
+  if (amt > member.ru) {
+    throw conflict('insufficient_ru', 'the amount is above the RU balance', {
+      balance: toWire(member.ru),
+      requested: toWire(amt),
+    });
+  }
+  const totals = (t as Totals | undefined) ?? EMPTY_TOTALS;
+  const reserve = (rs as ReserveRecord | undefined) ?? EMPTY_RESERVE;
+  const mv = maturityValue(amt, stage.pct);
+  const seq = totals.seq + 1;
+  const nextMember: MemberRecord = { ...member, ru: member.ru - amt, cu: member.cu + amt };
+  const entry: ExchangeEntry = {
+    seq,
+    id: x.exchangeId,
+    at: now,
+    member: id,
+    kind: 'exchange',
+    ru: amt,
+    cu: amt,
+    stage: stage.stage,
+    coin_pct: stage.pct,
+    maturity_value: mv,
+  };
+  // The exchange is a lot of the reserve pool, remembered with its stage.
+  const st = reserve.by_stage[stage.stage] ?? { lots: 0, cu: 0, obligation: 0 };
+  const nextReserve: ReserveRecord = {
+    ...reserve,
+    lots: reserve.lots + 1,
+    lots_cu: reserve.lots_cu + amt,
+    obligation: reserve.obligation + mv,
+    by_stage: {
+      ...reserve.by_stage,
+      [stage.stage]: { lots: st.lots + 1, cu: st.cu + amt, obligation: st.obligation + mv },
+    },
+  };
+  const nextTotals: Totals = {
+    ...totals,
+    seq,
+    exchanges: totals.exchanges + 1,
+    ru_burned: totals.ru_burned + amt,
+    cu_minted: totals.cu_minted + amt,
+  };
+  const writes: Write[] = [
+    { op: 'set', key: K.member(id), value: json(nextMember) },
+    { op: 'set', key: K.entry(seq), value: json(entry) },
+    { op: 'index', key: K.ledger, member: seqMember(seq), score: seq },
+    { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
+    { op: 'index', key: K.lots, member: seqMember(seq), score: seq },
+    { op: 'set', key: K.reserve, value: json(nextReserve) },
+    { op: 'set', key: K.totals, value: json(nextTotals) },
+  ];
+  return { writes, result: { maturityValue: mv, member: nextMember, seq } };
+}

@@ -1,0 +1,215 @@
+import type { Json } from '../store/port.js';
+import { ECOSYSTEM_CATEGORIES, toWire, type Split, type StageCode } from './plan.js';
+
+/**
+ * Stored records of the reward plan and their wire forms. Every amount field of a stored record is
+ * integer hundredths; the wire form divides by 100. Times are stored as epoch milliseconds and
+ * sent as ISO 8601 strings.
+ */
+
+/** The member record: exactly eight fields. */
+export type MemberRecord = {
+  id: string;
+  name: string;
+  grade: number;
+  grade_name: string;
+  kc: number;
+  ru: number;
+  cu: number;
+  /** Cumulative excess added value (sum of v - 100 over the member's works). */
+  excess: number;
+};
+
+export type MemberMeta = { zone: string; public_key: string | null; created_at: number };
+
+export type ZoneRecord = {
+  id: string;
+  country: string;
+  lang: string;
+  name: string;
+  /** Normalised name (the zone's identity with country and lang). */
+  key: string;
+  members: number;
+  created_at: number;
+};
+
+/** Units of one member in one KST calendar month, with the units of each day. */
+export type SessionRecord = { month: string; units: number; days: { [date: string]: number } };
+
+export type Totals = {
+  seq: number;
+  credits: number;
+  exchanges: number;
+  units: number;
+  ru_earned: number;
+  ru_burned: number;
+  cu_minted: number;
+};
+
+export const EMPTY_TOTALS: Totals = {
+  seq: 0,
+  credits: 0,
+  exchanges: 0,
+  units: 0,
+  ru_earned: 0,
+  ru_burned: 0,
+  cu_minted: 0,
+};
+
+export type CreditEntry = {
+  seq: number;
+  id: string;
+  at: number;
+  member: string;
+  kind: 'credit';
+  ru: number;
+  cu: null;
+  stage: StageCode;
+  coin_pct: number;
+  kc: number;
+  v: number;
+  grade: number;
+  grade_pct: number;
+  new_grade: number;
+  create_3x: number;
+  member_share: number;
+  ecosystem_share: number;
+  reserve_share: number;
+};
+
+export type ExchangeEntry = {
+  seq: number;
+  id: string;
+  at: number;
+  member: string;
+  kind: 'exchange';
+  ru: number;
+  cu: number;
+  stage: StageCode;
+  coin_pct: number;
+  maturity_value: number;
+};
+
+export type LedgerEntry = CreditEntry | ExchangeEntry;
+
+export type EcoTotals = Split & { seq: number; total: number };
+export const EMPTY_ECO: EcoTotals = { seq: 0, total: 0, service: 0, module: 0, content: 0, infrastructure: 0 };
+
+export type EcoEntry = {
+  seq: number;
+  /** The credit this share came from. */
+  id: string;
+  ledger_seq: number;
+  member: string;
+  at: number;
+  amount: number;
+  categories: Split;
+};
+
+export type EcoCursor = { seq: number; at: number | null };
+
+export type StageLots = { lots: number; cu: number; obligation: number };
+
+export type ReserveRecord = {
+  balance: number;
+  credits: number;
+  lots: number;
+  lots_cu: number;
+  obligation: number;
+  by_stage: { [stage: string]: StageLots };
+};
+
+export const EMPTY_RESERVE: ReserveRecord = {
+  balance: 0,
+  credits: 0,
+  lots: 0,
+  lots_cu: 0,
+  obligation: 0,
+  by_stage: {},
+};
+
+/** Stored records are plain JSON data. */
+export const json = (x: unknown): Json => x as Json;
+
+export const iso = (ms: number): string => new Date(ms).toISOString();
+
+export const splitWire = (s: Split) => {
+  const out: { [k: string]: number } = {};
+  for (const k of ECOSYSTEM_CATEGORIES) out[k] = toWire(s[k]);
+  return out as { service: number; module: number; content: number; infrastructure: number };
+};
+
+export function memberWire(m: MemberRecord) {
+  return {
+    id: m.id,
+    name: m.name,
+    grade: m.grade,
+    grade_name: m.grade_name,
+    kc: m.kc,
+    ru: toWire(m.ru),
+    cu: toWire(m.cu),
+    excess: m.excess,
+    score: m.kc + m.excess,
+  };
+}
+
+export function zoneWire(z: ZoneRecord, capacity: number) {
+  return {
+    id: z.id,
+    country: z.country,
+    lang: z.lang,
+    name: z.name,
+    members: z.members,
+    capacity,
+    created_at: iso(z.created_at),
+  };
+}
+
+export function entryWire(e: LedgerEntry) {
+  if (e.kind === 'credit') {
+    return {
+      seq: e.seq,
+      id: e.id,
+      at: iso(e.at),
+      member: e.member,
+      kind: e.kind,
+      ru: toWire(e.ru),
+      cu: null,
+      stage: e.stage,
+      coin_pct: e.coin_pct,
+      kc: e.kc,
+      v: e.v,
+      grade: e.grade,
+      grade_pct: e.grade_pct,
+      new_grade: e.new_grade,
+      create_3x: toWire(e.create_3x),
+      member_share: toWire(e.member_share),
+      ecosystem_share: toWire(e.ecosystem_share),
+      reserve_share: toWire(e.reserve_share),
+    };
+  }
+  return {
+    seq: e.seq,
+    id: e.id,
+    at: iso(e.at),
+    member: e.member,
+    kind: e.kind,
+    ru: toWire(e.ru),
+    cu: toWire(e.cu),
+    stage: e.stage,
+    coin_pct: e.coin_pct,
+    maturity_value: toWire(e.maturity_value),
+  };
+}
+
+export function ecoEntryWire(e: EcoEntry) {
+  return {
+    seq: e.seq,
+    id: e.id,
+    ledger_seq: e.ledger_seq,
+    member: e.member,
+    at: iso(e.at),
+    amount: toWire(e.amount),
+    categories: splitWire(e.categories),
+  };
+}

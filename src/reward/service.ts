@@ -1,0 +1,473 @@
+import { randomBytes } from 'node:crypto';
+import type { Bus } from '../bus.js';
+import type { Clock } from '../clock.js';
+import { conflict, notFound } from '../errors.js';
+import type { Json, Store, Write } from '../store/port.js';
+import { principles, type Principle } from './charter.js';
+import { buildReadme, buildSpec } from './guide.js';
+import { createMemberSchema, cultureSchema, exchangeSchema, parseInput, workSchema } from './inputs.js';
+import { K } from './keys.js';
+import {
+  buildSyncPayload,
+  checkId,
+  clampLimit,
+  markSynced,
+  readEcosystemLedger,
+  readReservePool,
+  readRewardLedger,
+  type ListOptions,
+} from './ledgers.js';
+import { creditKeys, exchangeKeys, planCredit, planExchange } from './movements.js';
+import {
+  DEFAULT_SPLIT,
+  PLAN_DAYS,
+  PLAN_END,
+  PLAN_END_YEAR,
+  PLAN_START,
+  UNITS_PER_DAY,
+  UNITS_PER_WORK_MONTH,
+  ZONE_CAPACITY,
+  checkSplit,
+  daysLeft,
+  gradeFor,
+  kstDate,
+  kstMonth,
+  maturityValue,
+  planPhase,
+  progress,
+  stageFor,
+  toWire,
+  type Split,
+} from './plan.js';
+import {
+  EMPTY_TOTALS,
+  iso,
+  json,
+  memberWire,
+  zoneWire,
+  type MemberMeta,
+  type MemberRecord,
+  type SessionRecord,
+  type Totals,
+  type ZoneRecord,
+} from './records.js';
+import { coverageSimulation, type SimulationParams } from './simulation.js';
+import { normaliseZoneName, zoneId } from './zone-id.js';
+
+export type { ListOptions } from './ledgers.js';
+
+/** Bus topic of reward events. */
+export const REWARD_TOPIC = 'reward';
+
+/**
+ * Signing seam: called by work() once the member is known and before anything is written, with
+ * the public key registered at member creation (undefined when none). Throw an AppError (for
+ * example 401) to refuse the work; nothing is written then.
+ */
+export type WorkVerifier = (memberPublicKey: string | undefined, member: { id: string }) => void | Promise<void>;
+
+export interface RewardServiceOptions {
+  store: Store;
+  clock: Clock;
+  bus: Bus;
+  /** Principles 1 to 8 supplied by the operator (exactly 8 texts); absent: reported as not configured. */
+  charter?: readonly string[];
+  /** Ecosystem split in percent; default 30/20/20/30 (service/module/content/infrastructure). */
+  ecosystemSplit?: Split;
+  /** Called when a bus publish fails (the request still succeeds). */
+  onPublishError?: (err: unknown) => void;
+}
+
+export interface WorkInput {
+  id: string;
+  kc: number;
+  v: number;
+  verify?: WorkVerifier;
+}
+
+const RANDOM_ID_CHARS = 10;
+
+/** `prefix` + url-safe random characters from crypto. */
+function randomId(prefix: string, chars = RANDOM_ID_CHARS): string {
+  return prefix + randomBytes(Math.ceil((chars * 3) / 4) + 1).toString('base64url').slice(0, chars);
+}
+
+class IdTaken extends Error {}
+
+export class RewardService {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly bus: Bus;
+  private readonly charter: Principle[];
+  private readonly split: Split;
+  private readonly onPublishError: (err: unknown) => void;
+
+  constructor(opts: RewardServiceOptions) {
+    this.store = opts.store;
+    this.clock = opts.clock;
+    this.bus = opts.bus;
+    if (opts.charter !== undefined && opts.charter.length !== 8) {
+      throw new Error('reward charter must hold exactly 8 texts (principles 1 to 8)');
+    }
+    this.charter = principles(opts.charter);
+    this.split = checkSplit(opts.ecosystemSplit ?? DEFAULT_SPLIT);
+    this.onPublishError = opts.onPublishError ?? (() => {});
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Read side
+
+  /** /stats: members, cultures (zones), total_ru (all RU ever earned), progress, stage. */
+  async stats() {
+    const now = this.clock.now();
+    const [members, cultures, totals] = await Promise.all([
+      this.store.indexCount(K.members),
+      this.store.indexCount(K.zones),
+      this.store.get<Totals>(K.totals),
+    ]);
+    return {
+      members,
+      cultures,
+      total_ru: toWire((totals ?? EMPTY_TOTALS).ru_earned),
+      progress: progress(now),
+      stage: stageFor(now).stage,
+    };
+  }
+
+  /** /maturity: days_left, progress, stage, end_year (+ today, end_date, plan_days, coin_pct). */
+  maturity() {
+    const now = this.clock.now();
+    const stage = stageFor(now);
+    return {
+      days_left: daysLeft(now),
+      progress: progress(now),
+      stage: stage.stage,
+      end_year: PLAN_END_YEAR,
+      today: kstDate(now),
+      end_date: PLAN_END,
+      plan_days: PLAN_DAYS,
+      coin_pct: stage.pct,
+    };
+  }
+
+  /** /member: id, name, grade, grade_name, kc, ru, cu (+ excess, score, zone, created_at). */
+  async member(id: string) {
+    id = checkId(id);
+    const [m, meta] = await this.store.getMany([K.member(id), K.memberMeta(id)]);
+    if (!m) throw notFound('member_not_found', `no member ${id}`);
+    const mm = meta as MemberMeta | undefined;
+    return {
+      ...memberWire(m as MemberRecord),
+      zone: mm?.zone ?? null,
+      created_at: mm ? iso(mm.created_at) : null,
+    };
+  }
+
+  async zone(id: string) {
+    const z = await this.store.get<ZoneRecord>(K.zone(id));
+    if (!z) throw notFound('zone_not_found', `no cultural zone ${id}`);
+    return zoneWire(z, ZONE_CAPACITY);
+  }
+
+  /** Zones in registration order. */
+  async listZones(opts: { limit?: number; offset?: number } = {}) {
+    const limit = clampLimit(opts.limit);
+    const offset = Number.isInteger(opts.offset) && (opts.offset as number) > 0 ? (opts.offset as number) : 0;
+    const [total, ids] = await Promise.all([
+      this.store.indexCount(K.zones),
+      this.store.indexRange(K.zones, { limit, offset }),
+    ]);
+    const zones = await this.store.getMany<ZoneRecord>(ids.map((e) => K.zone(e.member)));
+    return {
+      total,
+      zones: zones.filter((z): z is ZoneRecord => z !== undefined).map((z) => zoneWire(z, ZONE_CAPACITY)),
+    };
+  }
+
+  /** Units performed per KST day and calendar month by one member (newest month first). */
+  async workSessions(memberId: string, opts: { months?: number } = {}) {
+    memberId = checkId(memberId);
+    if (!(await this.store.get(K.member(memberId)))) throw notFound('member_not_found', `no member ${memberId}`);
+    const now = this.clock.now();
+    const today = kstDate(now);
+    const month = kstMonth(now);
+    const idx = await this.store.indexRange(K.sessionMonths(memberId), {
+      reverse: true,
+      limit: clampLimit(opts.months, 24, 200),
+    });
+    const recs = await this.store.getMany<SessionRecord>(idx.map((e) => K.session(memberId, e.member)));
+    const current = (await this.store.get<SessionRecord>(K.session(memberId, month))) ?? null;
+    const unitsToday = current?.days[today] ?? 0;
+    const unitsMonth = current?.units ?? 0;
+    return {
+      member: memberId,
+      limits: { units_per_day: UNITS_PER_DAY, units_per_month: UNITS_PER_WORK_MONTH },
+      today: {
+        date: today,
+        units: unitsToday,
+        remaining: Math.max(0, Math.min(UNITS_PER_DAY - unitsToday, UNITS_PER_WORK_MONTH - unitsMonth)),
+      },
+      month: { month, units: unitsMonth, remaining: Math.max(0, UNITS_PER_WORK_MONTH - unitsMonth) },
+      months: recs
+        .filter((r): r is SessionRecord => r !== undefined)
+        .map((r) => ({
+          month: r.month,
+          units: r.units,
+          days: Object.keys(r.days)
+            .sort()
+            .map((date) => ({ date, units: r.days[date]! })),
+        })),
+    };
+  }
+
+  /** The reward ledger, newest first; with `member`, that member's entries only. */
+  rewardLedger(opts: ListOptions & { member?: string } = {}) {
+    return readRewardLedger(this.store, opts);
+  }
+
+  /** The ecosystem ledger: split, totals per category, realizable value, recent entries. */
+  ecosystemLedger(opts: ListOptions = {}) {
+    return readEcosystemLedger(this.store, this.split, opts);
+  }
+
+  /**
+   * The synchronisation payload for the value service: the ecosystem entries after the sync
+   * cursor. Read-only: once the value service accepted it, call markSynced(payload.cursor.to).
+   */
+  syncPayload(opts: { limit?: number } = {}) {
+    return buildSyncPayload(this.store, this.split, this.clock.now(), opts);
+  }
+
+  /** Moves the sync cursor forward to `seq` (never backwards, never past the last entry). */
+  markSynced(seq: number) {
+    return markSynced(this.store, seq, this.clock.now());
+  }
+
+  /** The reserve pool: balance, exchange lots, maturity obligation and shortfall, coverage rates. */
+  reservePool() {
+    return readReservePool(this.store);
+  }
+
+  /** The 12-month coverage simulation (see simulation.ts); every assumption is in its output. */
+  coverageSimulation(params?: SimulationParams) {
+    return coverageSimulation(params, this.split);
+  }
+
+  /** /declare: the nine principles. */
+  declare() {
+    return {
+      title: 'Reward plan charter: nine principles',
+      principles: this.charter.map((p) => ({ ...p })),
+      configured: this.charter.filter((p) => p.configured).length,
+    };
+  }
+
+  /** /spec: the service as machine-readable JSON. */
+  spec() {
+    return buildSpec(this.declare().principles, { ...this.split });
+  }
+
+  /** /readme: markdown guide. */
+  readme(): string {
+    return buildReadme(this.charter, this.split);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Write side
+
+  /**
+   * /culture: registers a cultural zone; registering an existing one (same country, lang and
+   * normalised name) changes nothing and answers created: false.
+   */
+  async culture(input: { country: string; lang: string; name: string }) {
+    const { country, lang, name } = parseInput(cultureSchema, input);
+    const id = zoneId(country, lang, name);
+    const now = this.clock.now();
+    const { zone, created } = await this.store.update([K.zone(id)], ([cur]) => {
+      if (cur !== undefined) return { writes: [], result: { zone: cur as ZoneRecord, created: false } };
+      const z: ZoneRecord = { id, country, lang, name, key: normaliseZoneName(name), members: 0, created_at: now };
+      const writes: Write[] = [
+        { op: 'set', key: K.zone(id), value: json(z) },
+        { op: 'index', key: K.zones, member: id, score: now },
+      ];
+      return { writes, result: { zone: z, created: true } };
+    });
+    const total_cultures = await this.store.indexCount(K.zones);
+    const result = {
+      ok: true as const,
+      country: zone.country,
+      lang: zone.lang,
+      name: zone.name,
+      total_cultures,
+      id: zone.id,
+      created,
+    };
+    if (created) await this.emit({ type: 'culture', id: zone.id, country, lang, name: zone.name });
+    return result;
+  }
+
+  /**
+   * Creates a member in a zone (not in the document). The zone's member count and the membership
+   * are written in one update, so a full zone (6561) refuses with 409 zone_full and nothing changes.
+   */
+  async createMember(input: { name: string; zone: string; public_key?: string | undefined }) {
+    const { name, zone, public_key } = parseInput(createMemberSchema, input);
+    const now = this.clock.now();
+    for (let attempt = 0; ; attempt++) {
+      const id = randomId('m_');
+      try {
+        const m = await this.store.update([K.zone(zone), K.member(id)], ([z, existing]) => {
+          if (z === undefined) throw notFound('zone_not_found', `no cultural zone ${zone}`);
+          if (existing !== undefined) throw new IdTaken();
+          const zr = z as ZoneRecord;
+          if (zr.members >= ZONE_CAPACITY) {
+            throw conflict('zone_full', `cultural zone ${zone} holds ${ZONE_CAPACITY} members`, {
+              zone,
+              capacity: ZONE_CAPACITY,
+              members: zr.members,
+            });
+          }
+          const g = gradeFor(0);
+          const rec: MemberRecord = { id, name, grade: g.grade, grade_name: g.name, kc: 0, ru: 0, cu: 0, excess: 0 };
+          const meta: MemberMeta = { zone, public_key: public_key ?? null, created_at: now };
+          const writes: Write[] = [
+            { op: 'set', key: K.member(id), value: json(rec) },
+            { op: 'set', key: K.memberMeta(id), value: json(meta) },
+            { op: 'set', key: K.zone(zone), value: json({ ...zr, members: zr.members + 1 }) },
+            { op: 'index', key: K.members, member: id, score: now },
+            { op: 'index', key: K.zoneMembers(zone), member: id, score: now },
+          ];
+          return { writes, result: { rec, zoneMembers: zr.members + 1 } };
+        });
+        const out = {
+          ...memberWire(m.rec),
+          zone,
+          zone_members: m.zoneMembers,
+          public_key: public_key ?? null,
+          created_at: iso(now),
+        };
+        await this.emit({ type: 'member', id, name, zone, grade: m.rec.grade, grade_name: m.rec.grade_name });
+        return out;
+      } catch (err) {
+        if (err instanceof IdTaken && attempt < 5) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * /work: credits kc units assessed at v percent. Refusals (nothing written): 400 invalid_kc /
+   * invalid_v, 409 plan_not_started / plan_ended, 404 member_not_found, whatever `verify` throws,
+   * 409 daily_units_exceeded / monthly_units_exceeded. The credit, the member, the work session,
+   * the three shares, the ledgers and the two peer deliveries land in one atomic update.
+   */
+  async work(input: WorkInput) {
+    const { id, kc, v } = parseInput(workSchema, { id: input.id, kc: input.kc, v: input.v });
+    const now = this.clock.now();
+    const phase = planPhase(now);
+    if (phase === 'before') {
+      throw conflict('plan_not_started', `the reward plan starts on ${PLAN_START} (KST)`, { starts: PLAN_START });
+    }
+    if (phase === 'ended') {
+      throw conflict('plan_ended', `the reward plan ended on ${PLAN_END} (KST)`, { ended: PLAN_END });
+    }
+    const meta = await this.store.get<MemberMeta>(K.memberMeta(id));
+    if (!meta) throw notFound('member_not_found', `no member ${id}`);
+    if (input.verify) await input.verify(meta.public_key ?? undefined, { id });
+
+    const today = kstDate(now);
+    const month = kstMonth(now);
+    const stage = stageFor(now);
+    const creditId = randomId('cr_', 16);
+
+    const r = await this.store.update(creditKeys(id, month), (cur) =>
+      planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur),
+    );
+
+    const ru = toWire(r.amount);
+    const result = {
+      id,
+      earned_ru: ru,
+      new_grade: r.after.grade,
+      new_total_kc: r.kc,
+      create_3x: toWire(3 * r.amount),
+      member_share: ru,
+      ecosystem_share: ru,
+      reserve_share: ru,
+      grade: r.before.grade,
+      new_grade_name: r.after.name,
+      promoted: r.after.grade > r.before.grade,
+      stage: stage.stage,
+      coin_pct: stage.pct,
+      ru: toWire(r.ru),
+      units_today: r.unitsToday,
+      units_month: r.unitsMonth,
+      credit_id: creditId,
+      seq: r.seq,
+    };
+    await this.emit({
+      type: 'work',
+      id,
+      earned_ru: ru,
+      new_grade: result.new_grade,
+      new_total_kc: result.new_total_kc,
+      create_3x: result.create_3x,
+      member_share: ru,
+      ecosystem_share: ru,
+      reserve_share: ru,
+      stage: stage.stage,
+      credit_id: creditId,
+    });
+    return result;
+  }
+
+  /**
+   * /exchange: burns amt RU and mints amt CU (1:1) in the current stage; the exchange is a lot of
+   * the reserve pool with maturity value cu x 600 / coin%. Refusals (nothing written): 400
+   * invalid_amount, 404 member_not_found, 409 insufficient_ru {balance}.
+   */
+  async exchange(input: { id: string; amt: number | string }) {
+    const { id, amt } = parseInput(exchangeSchema, input);
+    const now = this.clock.now();
+    const stage = stageFor(now);
+    const exchangeId = randomId('ex_', 16);
+    const r = await this.store.update(exchangeKeys(id), (cur) =>
+      planExchange({ id, amt, now, stage, exchangeId }, cur),
+    );
+    const result = {
+      id,
+      ru_burned: toWire(amt),
+      cu_minted: toWire(amt),
+      stage: stage.stage,
+      maturity_value: toWire(r.maturityValue),
+      coin_pct: stage.pct,
+      maturity_multiple: toWire(maturityValue(100, stage.pct)),
+      ru: toWire(r.member.ru),
+      cu: toWire(r.member.cu),
+      exchange_id: exchangeId,
+      seq: r.seq,
+    };
+    await this.emit({
+      type: 'exchange',
+      id,
+      ru_burned: result.ru_burned,
+      cu_minted: result.cu_minted,
+      stage: stage.stage,
+      maturity_value: result.maturity_value,
+      exchange_id: exchangeId,
+    });
+    return result;
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  /** Publishes a reward event with fresh /stats figures; a failure never fails the request. */
+  private async emit(msg: { [key: string]: Json }): Promise<void> {
+    try {
+      const stats = await this.stats();
+      this.bus.publish(REWARD_TOPIC, { ...msg, at: iso(this.clock.now()), stats }).catch(this.onPublishError);
+    } catch (err) {
+      this.onPublishError(err);
+    }
+  }
+}
