@@ -6,7 +6,8 @@
  *
  * Keys are plain strings chosen by services ("reward:member:m_1"); the adapter adds its own
  * namespace. Values are JSON-serialisable data. Lists are capped and ordered by insertion; indexes
- * are ordered by a numeric score, ties broken by member (byte order).
+ * are ordered by a numeric score, ties broken by member (byte order). One key can name a value, a
+ * list and an index at once, independently; `del` removes all three.
  */
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -68,7 +69,7 @@ export interface Store {
   getMany<T extends Json = Json>(keys: string[]): Promise<(T | undefined)[]>;
   /** Returns false only when ifAbsent was given and the key already existed. */
   set(key: string, value: Json, opts?: SetOptions): Promise<boolean>;
-  /** Returns whether the key existed. */
+  /** Removes the key's value, list and index; returns whether any of them existed. */
   del(key: string): Promise<boolean>;
 
   /**
@@ -77,7 +78,10 @@ export interface Store {
    */
   update<R>(keys: string[], fn: UpdateFn<R>): Promise<R>;
 
-  /** Atomic counter (a missing key counts as 0). Returns the new value. */
+  /**
+   * Atomic counter on the key's value (a missing key counts as 0; a TTL is kept). Returns the new
+   * value; rejects when `by` or the stored value is not an integer.
+   */
   incr(key: string, by?: number): Promise<number>;
 
   /** Append to a capped list; returns the new length. */

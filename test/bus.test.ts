@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BUS_CHANNEL, createBus, type BusMessage } from '../src/bus.js';
+import { openLmdbStore } from '../src/store/lmdb.js';
+import type { Store } from '../src/store/port.js';
+import { openRedisStore } from '../src/store/redis.js';
+import { sleep, waitFor } from './store/contract.js';
+import { deletePrefix, redisOrSkip, uniquePrefix } from './support/redis.js';
+
+const redis = await redisOrSkip();
+const dirs: string[] = [];
+const prefixes: string[] = [];
+
+afterAll(async () => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  for (const p of prefixes) await deletePrefix(redis.url, p);
+});
+
+const count = (msgs: BusMessage[], message: unknown) =>
+  msgs.filter((m) => JSON.stringify(m.message) === JSON.stringify(message)).length;
+
+/** Resolves once `store` has dispatched a raw bus message carrying `marker` to its handlers. */
+async function seenOnChannel(store: Store, publish: () => Promise<void>, marker: string): Promise<void> {
+  let seen = false;
+  const unsub = await store.subscribe(BUS_CHANNEL, (raw) => {
+    if (raw.includes(marker)) seen = true;
+  });
+  await publish();
+  await waitFor(() => seen, 3000, `bus marker ${marker}`);
+  await unsub();
+}
+
+describe('Bus over LMDB', () => {
+  it('delivers locally exactly once, and to another bus on the same store exactly once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'maru-bus-'));
+    dirs.push(dir);
+    const store = await openLmdbStore({ path: dir });
+    const a = createBus(store, 'a');
+    const b = createBus(store, 'b');
+    await a.start();
+    await b.start();
+    const gotA: BusMessage[] = [];
+    const gotB: BusMessage[] = [];
+    a.onMessage((m) => gotA.push(m));
+    const offB = b.onMessage((m) => gotB.push(m));
+    a.onMessage(() => {
+      throw new Error('faulty subscriber');
+    });
+
+    await a.publish('room:1', { n: 1 });
+    expect(gotA).toEqual([{ topic: 'room:1', message: { n: 1 } }]);
+    await waitFor(() => gotB.length === 1, 3000, 'delivery to b');
+    await sleep(50);
+    expect(gotA).toHaveLength(1);
+    expect(gotB).toEqual([{ topic: 'room:1', message: { n: 1 } }]);
+
+    offB();
+    await a.publish('room:1', { n: 2 });
+    await sleep(50);
+    expect(gotB).toHaveLength(1);
+    expect(count(gotA, { n: 2 })).toBe(1);
+
+    await a.close();
+    await b.close();
+    await store.close();
+  });
+});
+
+describe.runIf(redis.available)('Bus over Redis', () => {
+  it('two processes: each message reaches the other exactly once and its publisher exactly once', async () => {
+    const prefix = uniquePrefix('bus');
+    prefixes.push(prefix);
+    const s1 = await openRedisStore({ url: redis.url, prefix });
+    const s2 = await openRedisStore({ url: redis.url, prefix });
+    const bus1 = createBus(s1, 'origin-1');
+    const bus2 = createBus(s2, 'origin-2');
+    await bus1.start();
+    await bus2.start();
+    const got1: BusMessage[] = [];
+    const got2: BusMessage[] = [];
+    bus1.onMessage((m) => got1.push(m));
+    bus2.onMessage((m) => got2.push(m));
+
+    await bus1.publish('t', { from: 1 });
+    expect(count(got1, { from: 1 })).toBe(1);
+    // A later marker from the same publisher arrives after the message on both connections.
+    await seenOnChannel(s1, () => bus1.publish('t', 'marker-1'), 'marker-1');
+    await waitFor(() => count(got2, 'marker-1') === 1, 3000, 'marker on bus2');
+    expect(count(got1, { from: 1 })).toBe(1);
+    expect(count(got2, { from: 1 })).toBe(1);
+
+    await bus2.publish('t', { from: 2 });
+    await seenOnChannel(s2, () => bus2.publish('t', 'marker-2'), 'marker-2');
+    await waitFor(() => count(got1, 'marker-2') === 1, 3000, 'marker on bus1');
+    expect(count(got1, { from: 2 })).toBe(1);
+    expect(count(got2, { from: 2 })).toBe(1);
+    expect(got1.map((m) => m.message)).toEqual([{ from: 1 }, 'marker-1', { from: 2 }, 'marker-2']);
+    expect(got2.map((m) => m.message)).toEqual([{ from: 1 }, 'marker-1', { from: 2 }, 'marker-2']);
+
+    await bus2.close();
+    await bus1.publish('t', 'after close');
+    await seenOnChannel(s1, () => bus1.publish('t', 'marker-3'), 'marker-3');
+    await sleep(50);
+    expect(count(got2, 'after close')).toBe(0);
+
+    await bus1.close();
+    await s1.close();
+    await s2.close();
+  });
+
+  it('buses on different prefixes do not hear each other', async () => {
+    const pa = uniquePrefix('bus-a');
+    const pb = uniquePrefix('bus-b');
+    prefixes.push(pa, pb);
+    const sa = await openRedisStore({ url: redis.url, prefix: pa });
+    const sb = await openRedisStore({ url: redis.url, prefix: pb });
+    const a = createBus(sa, 'a');
+    const b = createBus(sb, 'b');
+    await a.start();
+    await b.start();
+    const gotB: BusMessage[] = [];
+    b.onMessage((m) => gotB.push(m));
+    await a.publish('t', 'for a only');
+    await seenOnChannel(sa, () => a.publish('t', 'marker'), 'marker');
+    await sleep(50);
+    expect(gotB).toEqual([]);
+    await a.close();
+    await b.close();
+    await sa.close();
+    await sb.close();
+  });
+});

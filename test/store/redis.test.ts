@@ -1,0 +1,148 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { openRedisStore } from '../../src/store/redis.js';
+import { openStore } from '../../src/store/open.js';
+import type { Json, Store } from '../../src/store/port.js';
+import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import { sleep, storeContract, waitFor } from './contract.js';
+
+const redis = await redisOrSkip();
+const prefixes: string[] = [];
+const freshPrefix = (name: string) => {
+  const p = uniquePrefix(name);
+  prefixes.push(p);
+  return p;
+};
+const cleanup = async () => {
+  for (const p of prefixes.splice(0)) await deletePrefix(redis.url, p);
+};
+
+describe.runIf(redis.available)('Redis', () => {
+  storeContract('redis', () => openRedisStore({ url: redis.url, prefix: freshPrefix('contract') }), cleanup);
+
+  describe('Redis store across instances', () => {
+    afterAll(cleanup);
+    const pair = async (): Promise<[Store, Store]> => {
+      const prefix = freshPrefix('pair');
+      return [await openRedisStore({ url: redis.url, prefix }), await openRedisStore({ url: redis.url, prefix })];
+    };
+
+    it('two instances on one prefix share writes and pub/sub', async () => {
+      const [a, b] = await pair();
+      await a.set('k', { from: 'a' });
+      await a.push('l', 1, 10);
+      await a.index('z', 'm', 3);
+      expect(await b.get('k')).toEqual({ from: 'a' });
+      expect(await b.range('l')).toEqual([1]);
+      expect(await b.indexScore('z', 'm')).toBe(3);
+      const got: string[] = [];
+      await b.subscribe('ch', (m) => got.push(m));
+      await a.publish('ch', 'across');
+      await waitFor(() => got.length === 1, 3000, 'cross-instance message');
+      expect(got).toEqual(['across']);
+      await a.close();
+      await b.close();
+    });
+
+    it('update stays atomic with contention from two instances', async () => {
+      const [a, b] = await pair();
+      await a.set('x', 500);
+      await a.set('y', 500);
+      const inc = (s: Store) =>
+        s.update(['n'], ([n]) => ({ writes: [{ op: 'set', key: 'n', value: ((n as number) ?? 0) + 1 }], result: null }));
+      const move = (s: Store, i: number) =>
+        s.update(['x', 'y'], ([x, y]) => {
+          const amt = 1 + (i % 9);
+          const [from, to] = i % 3 === 0 ? ['x', 'y'] : ['y', 'x'];
+          const bal: Record<string, number> = { x: x as number, y: y as number };
+          if (bal[from]! < amt) return { writes: [], result: false };
+          return {
+            writes: [
+              { op: 'set', key: from, value: bal[from]! - amt },
+              { op: 'set', key: to, value: bal[to]! + amt },
+            ],
+            result: true,
+          };
+        });
+      const jobs: Promise<unknown>[] = [];
+      for (let i = 0; i < 40; i++) {
+        jobs.push(inc(a), inc(b), move(a, i), move(b, i + 1));
+      }
+      await Promise.all(jobs);
+      expect(await a.get('n')).toBe(80);
+      const [x, y] = (await b.getMany<number>(['x', 'y'])) as [number, number];
+      expect(x + y).toBe(1000);
+      await a.close();
+      await b.close();
+    });
+
+    it('keeps prefixes apart, keys and channels alike', async () => {
+      const a = await openRedisStore({ url: redis.url, prefix: freshPrefix('iso') });
+      const b = await openRedisStore({ url: redis.url, prefix: freshPrefix('iso') });
+      await a.set('k', 'a');
+      expect(await b.get('k')).toBeUndefined();
+      const got: string[] = [];
+      await b.subscribe('ch', (m) => got.push(m));
+      await a.publish('ch', 'not for b');
+      await b.publish('ch', 'for b');
+      await waitFor(() => got.length === 1, 3000, 'own message');
+      await sleep(50);
+      expect(got).toEqual(['for b']);
+      await a.close();
+      await b.close();
+    });
+
+    it('a write landing between the read and the apply makes update retry on fresh values', async () => {
+      const s = await openRedisStore({ url: redis.url, prefix: freshPrefix('race') });
+      await s.set('x', 1);
+      const seen: (Json | undefined)[] = [];
+      const result = await s.update(['x'], ([x]) => {
+        seen.push(x);
+        // queued on the same connection ahead of the apply script, so the script sees it
+        if (seen.length === 1) void s.set('x', 99);
+        return { writes: [{ op: 'set', key: 'x', value: (x as number) + 1 }], result: x };
+      });
+      expect(seen).toEqual([1, 99]);
+      expect(result).toBe(99);
+      expect(await s.get('x')).toBe(100);
+      expect(s.stats().retries).toBe(1);
+      await s.close();
+    });
+
+    it('a TTL value changed only by expiry makes update retry and see it absent', async () => {
+      const s = await openRedisStore({ url: redis.url, prefix: freshPrefix('ttl') });
+      await s.set('t', 1, { ttlMs: 60 });
+      let calls = 0;
+      const seen = await s.update(['t'], (cur: (Json | undefined)[]) => {
+        calls++;
+        if (calls === 1) {
+          const until = Date.now() + 150;
+          while (Date.now() < until) {
+            // hold the first attempt until the key has expired on the server
+          }
+        }
+        return { writes: [{ op: 'set', key: 'u', value: cur[0] ?? 'absent' }], result: cur[0] };
+      });
+      expect(calls).toBe(2);
+      expect(seen).toBeUndefined();
+      expect(await s.get('u')).toBe('absent');
+      await s.close();
+    });
+
+    it('openStore with REDIS_URL opens Redis with the prefix', async () => {
+      const prefix = freshPrefix('open');
+      const s = await openStore({ DATA_DIR: '/nonexistent', REDIS_URL: redis.url, REDIS_PREFIX: prefix });
+      expect(s.kind).toBe('redis');
+      await s.set('k', 1);
+      const raw = await openRedisStore({ url: redis.url, prefix });
+      expect(await raw.get('k')).toBe(1);
+      await raw.close();
+      await s.close();
+    });
+
+    it('fails fast when Redis is unreachable', async () => {
+      const started = Date.now();
+      await expect(openRedisStore({ url: 'redis://127.0.0.1:1', prefix: 'x:' })).rejects.toThrow(/redis/i);
+      expect(Date.now() - started).toBeLessThan(5000);
+    });
+  });
+});
