@@ -13,7 +13,8 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   /** Request headers, lower-case names. */
   headers: Record<string, string>;
   requestId: string;
-  remoteAddress: string;
+  /** The client address (resolved on first read; read it before the answer is written). */
+  readonly remoteAddress: string;
   /** Set by guards (e.g. an authenticated principal). */
   state: Record<string, unknown>;
 }

@@ -131,12 +131,19 @@ export class Hub {
     return this.topics.deliver(topic, data);
   }
 
-  /** A browser page from the built web/ directory, listed in the page index at /pages. */
-  page(path: string, file: string, info: { title: string; description: string }): this {
-    this.pages.push({ path, ...info });
+  /**
+   * A browser page from the built web/ directory, listed in the page index at /pages. The path may
+   * be a pattern with `:param` segments (/mticket/:code): every matching path gets the same built
+   * file, and the page's script reads the parameter from location; `params` validates it first
+   * (a mismatch is the usual 400 invalid_params).
+   */
+  page(path: string, file: string, info: { title: string; description: string; params?: import('zod').ZodType }): this {
+    const { params, ...listed } = info;
+    this.pages.push({ path, ...listed });
     this.route({
       method: 'GET',
       path,
+      params,
       handler: (ctx) => this.staticReply(file, ctx.headers['if-none-match']),
     });
     return this;
@@ -232,18 +239,7 @@ export class Hub {
 
     const entry = match.value;
     const routeLabel = match.pattern;
-    const ctx: RequestContext<any, any, any> = {
-      method,
-      path,
-      route: routeLabel,
-      query: undefined,
-      params: match.params,
-      body: undefined,
-      headers,
-      requestId,
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-      state: {},
-    };
+    const ctx = new Context(method, path, routeLabel, match.params, headers, requestId, res, pending);
 
     // The body must be read now: uWS only delivers it to a handler registered synchronously.
     const def = entry.def as RouteDef<any, any, any>;
@@ -254,6 +250,31 @@ export class Hub {
       } catch (err) {
         return fail(routeLabel, err);
       }
+    }
+
+    const answer = (out: unknown) => {
+      let reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
+      if (def.cacheControl && reply.status < 400 && !reply.headers['cache-control']) {
+        reply = reply.withHeaders({ 'cache-control': def.cacheControl });
+      }
+      finish(routeLabel, reply);
+    };
+
+    // Plain routes (no body, no guards) whose handler answers synchronously are served without
+    // leaving this call: no promise, no extra tick, and the write is already corked by uWS.
+    if (entry.kind === 'route' && !bodyPromise && !def.body && !def.guards?.length) {
+      let out: unknown;
+      try {
+        ctx.query = def.query ? validate(def.query, parseQuery(rawQuery), 'query') : parseQuery(rawQuery);
+        if (def.params) ctx.params = validate(def.params, match.params, 'params');
+        out = def.handler(ctx);
+      } catch (err) {
+        return fail(routeLabel, err);
+      }
+      if (!(out instanceof Promise)) return answer(out);
+      this.inFlight++;
+      out.then(answer, (err) => fail(routeLabel, err)).finally(() => this.inFlight--);
+      return;
     }
 
     this.inFlight++;
@@ -267,12 +288,7 @@ export class Hub {
         for (const guard of entry.def.guards ?? []) await guard(ctx);
         if (pending.aborted) return;
         if (entry.kind === 'sse') return this.openSse(res, ctx, entry.def, pending, routeLabel, started);
-        const out = await def.handler(ctx);
-        let reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
-        if (def.cacheControl && reply.status < 400 && !reply.headers['cache-control']) {
-          reply = reply.withHeaders({ 'cache-control': def.cacheControl });
-        }
-        finish(routeLabel, reply);
+        answer(await def.handler(ctx));
       } catch (err) {
         fail(routeLabel, err);
       } finally {
@@ -329,7 +345,13 @@ export class Hub {
   private errorReply(err: unknown, requestId: string, method: string, path: string): Reply {
     if (err instanceof AppError) {
       if (err.status >= 500) this.log.error({ requestId, method, path, err }, 'request failed');
-      return Reply.json(errorBody(err), err.status, { 'cache-control': 'no-store' });
+      const headers: Record<string, string> = { 'cache-control': 'no-store' };
+      // 429/503 whose details name retry_after_s (e.g. the rate-limit guard) also say it in Retry-After
+      const retry = (err.details as { retry_after_s?: unknown } | undefined)?.retry_after_s;
+      if ((err.status === 429 || err.status === 503) && typeof retry === 'number' && retry >= 0) {
+        headers['retry-after'] = String(Math.ceil(retry));
+      }
+      return Reply.json(errorBody(err), err.status, headers);
     }
     this.log.error({ requestId, method, path, err }, 'unhandled error');
     const body = errorBody(new AppError(500, 'internal', 'internal error', { requestId }));
@@ -502,10 +524,38 @@ const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function pageIndexHtml(pages: PageInfo[]): string {
+  // a pattern page (/mticket/:code) has no address of its own: show its pattern instead of a link
   const items = pages
-    .map((p) => `<li><a href="${escapeHtml(p.path)}">${escapeHtml(p.title)}</a><p>${escapeHtml(p.description)}</p></li>`)
+    .map((p) =>
+      /\/[:*]/.test(p.path)
+        ? `<li>${escapeHtml(p.title)} <code>${escapeHtml(p.path)}</code><p>${escapeHtml(p.description)}</p></li>`
+        : `<li><a href="${escapeHtml(p.path)}">${escapeHtml(p.title)}</a><p>${escapeHtml(p.description)}</p></li>`,
+    )
     .join('');
   return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru pages</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}li{margin:.75rem 0}p{margin:0;color:#555}</style></head><body><h1>maru</h1><ul>${items}</ul></body></html>`;
+}
+
+/** The request context; the peer address is read from the socket only when asked (it is costly). */
+class Context implements RequestContext<any, any, any> {
+  query: any = undefined;
+  body: any = undefined;
+  state: Record<string, unknown> = {};
+  private remote: string | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly route: string,
+    public params: any,
+    readonly headers: Record<string, string>,
+    readonly requestId: string,
+    private readonly res: HttpResponse,
+    private readonly pending: Pending,
+  ) {}
+
+  get remoteAddress(): string {
+    return (this.remote ??= this.pending.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString());
+  }
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

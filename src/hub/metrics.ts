@@ -36,14 +36,26 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  // Label lookups hash their values on every call: keep the labelled children per combination.
+  const children = new Map<
+    string,
+    { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof latency.labels> }
+  >();
+
   return {
     registry,
     websockets,
     sseStreams,
     wsDropped,
     observe(method: string, route: string, status: number, seconds: number) {
-      requests.labels(method, route, String(status)).inc();
-      latency.labels(method, route).observe(seconds);
+      const key = `${method} ${status} ${route}`;
+      let c = children.get(key);
+      if (!c) {
+        c = { count: requests.labels(method, route, String(status)), time: latency.labels(method, route) };
+        children.set(key, c);
+      }
+      c.count.inc();
+      c.time.observe(seconds);
     },
   };
 }

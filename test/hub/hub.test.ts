@@ -55,7 +55,7 @@ beforeAll(async () => {
         ctx.state.user = 'u1';
       },
     ],
-    handler: (ctx) => ({ user: ctx.state.user }),
+    handler: (ctx) => ({ user: ctx.state.user, from: ctx.remoteAddress }),
   });
   hub.sse({
     path: '/events',
@@ -165,7 +165,7 @@ describe('hub HTTP', () => {
   it('runs guards before the handler', async () => {
     expect((await fetch(`${base}/guarded`)).status).toBe(401);
     const ok = await fetch(`${base}/guarded`, { headers: { authorization: 'Bearer ok' } });
-    expect(await ok.json()).toEqual({ user: 'u1' });
+    expect(await ok.json()).toEqual({ user: 'u1', from: expect.stringMatching(/127\.0\.0\.1$/) });
   });
 
   it('gives every answer a request id, echoing a sane incoming one', async () => {
