@@ -8,8 +8,17 @@ import type {
   Store,
   Unsubscribe,
   UpdateFn,
-  Write,
 } from './port.js';
+import {
+  checkCap,
+  checkInt,
+  checkKey,
+  checkScore,
+  checkTtl,
+  encodeJson,
+  prepareWrite as prepare,
+  type PreparedWrite as Prepared,
+} from './checks.js';
 
 /**
  * The embedded Store: one LMDB environment on disk, used by a single hub process.
@@ -144,78 +153,6 @@ function prefixEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
   end[end.length - 1] = 1;
   return end;
-}
-
-// ---- validation shared by direct calls and update() ----
-
-function checkKey(key: unknown, what = 'key'): string {
-  if (typeof key !== 'string') throw new TypeError(`${what} must be a string`);
-  return key;
-}
-
-function encodeJson(value: unknown): string {
-  const text = JSON.stringify(value);
-  if (typeof text !== 'string') throw new TypeError('value is not JSON-serialisable');
-  return text;
-}
-
-function checkTtl(ttlMs: unknown): number | undefined {
-  if (ttlMs === undefined) return undefined;
-  if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
-    throw new RangeError('ttlMs must be a positive number of milliseconds');
-  }
-  return Math.ceil(ttlMs);
-}
-
-function checkCap(cap: unknown): number {
-  if (typeof cap !== 'number' || !Number.isSafeInteger(cap) || cap < 1) {
-    throw new RangeError('cap must be a positive integer');
-  }
-  return cap;
-}
-
-function checkScore(score: unknown): number {
-  if (typeof score !== 'number' || !Number.isFinite(score)) {
-    throw new RangeError('score must be a finite number');
-  }
-  return score;
-}
-
-function checkInt(n: unknown, what: string): number {
-  if (typeof n !== 'number' || !Number.isSafeInteger(n)) {
-    throw new RangeError(`${what} must be an integer`);
-  }
-  return n;
-}
-
-type Prepared =
-  | { op: 'set'; key: string; json: string; ttlMs: number | undefined }
-  | { op: 'del'; key: string }
-  | { op: 'push'; key: string; json: string; cap: number }
-  | { op: 'index'; key: string; member: string; score: number }
-  | { op: 'unindex'; key: string; member: string };
-
-function prepare(w: Write): Prepared {
-  if (!w || typeof w !== 'object') throw new TypeError('write must be an object');
-  switch (w.op) {
-    case 'set':
-      return { op: 'set', key: checkKey(w.key), json: encodeJson(w.value), ttlMs: checkTtl(w.ttlMs) };
-    case 'del':
-      return { op: 'del', key: checkKey(w.key) };
-    case 'push':
-      return { op: 'push', key: checkKey(w.key), json: encodeJson(w.value), cap: checkCap(w.cap) };
-    case 'index':
-      return {
-        op: 'index',
-        key: checkKey(w.key),
-        member: checkKey(w.member, 'member'),
-        score: checkScore(w.score),
-      };
-    case 'unindex':
-      return { op: 'unindex', key: checkKey(w.key), member: checkKey(w.member, 'member') };
-    default:
-      throw new TypeError(`unknown write op ${JSON.stringify((w as { op?: unknown }).op)}`);
-  }
 }
 
 interface Envelope {

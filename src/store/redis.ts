@@ -9,6 +9,7 @@ import type {
   UpdateFn,
   Write,
 } from './port.js';
+import { checkCap, checkInt, checkKey, checkScore, checkTtl, encodeJson, prepareWrite } from './checks.js';
 
 /**
  * The shared Store: Redis through ioredis, for any number of hub processes.
@@ -109,48 +110,6 @@ return 1
 
 interface ApplyCommand {
   maruApply(numKeys: number, ...args: string[]): Promise<number>;
-}
-
-// ---- validation shared by direct calls and update() ----
-
-function checkKey(key: unknown, what = 'key'): string {
-  if (typeof key !== 'string') throw new TypeError(`${what} must be a string`);
-  return key;
-}
-
-function encodeJson(value: unknown): string {
-  const text = JSON.stringify(value);
-  if (typeof text !== 'string') throw new TypeError('value is not JSON-serialisable');
-  return text;
-}
-
-function checkTtl(ttlMs: unknown): number | undefined {
-  if (ttlMs === undefined) return undefined;
-  if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
-    throw new RangeError('ttlMs must be a positive number of milliseconds');
-  }
-  return Math.ceil(ttlMs);
-}
-
-function checkCap(cap: unknown): number {
-  if (typeof cap !== 'number' || !Number.isSafeInteger(cap) || cap < 1) {
-    throw new RangeError('cap must be a positive integer');
-  }
-  return cap;
-}
-
-function checkScore(score: unknown): number {
-  if (typeof score !== 'number' || !Number.isFinite(score)) {
-    throw new RangeError('score must be a finite number');
-  }
-  return score === 0 ? 0 : score;
-}
-
-function checkInt(n: unknown, what: string): number {
-  if (typeof n !== 'number' || !Number.isSafeInteger(n)) {
-    throw new RangeError(`${what} must be an integer`);
-  }
-  return n;
 }
 
 const parse = <T>(raw: string | null): T | undefined =>
@@ -263,26 +222,19 @@ export async function openRedisStore(opts: RedisStoreOptions): Promise<RedisStor
   }
 
   type Prepared = { keys: string[]; args: string[] };
-  const prepare = (w: Write): Prepared => {
-    if (!w || typeof w !== 'object') throw new TypeError('write must be an object');
+  const prepare = (write: Write): Prepared => {
+    const w = prepareWrite(write);
     switch (w.op) {
-      case 'set': {
-        const ttl = checkTtl(w.ttlMs);
-        return { keys: [vk(w.key)], args: ['s', encodeJson(w.value), ttl === undefined ? '' : String(ttl)] };
-      }
+      case 'set':
+        return { keys: [vk(w.key)], args: ['s', w.json, w.ttlMs === undefined ? '' : String(w.ttlMs)] };
       case 'del':
         return { keys: [vk(w.key), lk(w.key), zk(w.key)], args: ['d'] };
       case 'push':
-        return { keys: [lk(w.key)], args: ['p', encodeJson(w.value), String(-checkCap(w.cap))] };
+        return { keys: [lk(w.key)], args: ['p', w.json, String(-w.cap)] };
       case 'index':
-        return {
-          keys: [zk(w.key)],
-          args: ['z', String(checkScore(w.score)), checkKey(w.member, 'member')],
-        };
+        return { keys: [zk(w.key)], args: ['z', String(w.score), w.member] };
       case 'unindex':
-        return { keys: [zk(w.key)], args: ['u', checkKey(w.member, 'member')] };
-      default:
-        throw new TypeError(`unknown write op ${JSON.stringify((w as { op?: unknown }).op)}`);
+        return { keys: [zk(w.key)], args: ['u', w.member] };
     }
   };
 
