@@ -166,17 +166,20 @@ export function zoneWire(z: ZoneRecord, capacity: number) {
 }
 
 export function entryWire(e: LedgerEntry) {
+  const head = {
+    seq: e.seq,
+    id: e.id,
+    at: iso(e.at),
+    member: e.member,
+    kind: e.kind,
+    ru: toWire(e.ru),
+    cu: e.kind === 'credit' ? null : toWire(e.cu),
+    stage: e.stage,
+    coin_pct: e.coin_pct,
+  };
   if (e.kind === 'credit') {
     return {
-      seq: e.seq,
-      id: e.id,
-      at: iso(e.at),
-      member: e.member,
-      kind: e.kind,
-      ru: toWire(e.ru),
-      cu: null,
-      stage: e.stage,
-      coin_pct: e.coin_pct,
+      ...head,
       kc: e.kc,
       v: e.v,
       grade: e.grade,
@@ -188,18 +191,7 @@ export function entryWire(e: LedgerEntry) {
       reserve_share: toWire(e.reserve_share),
     };
   }
-  return {
-    seq: e.seq,
-    id: e.id,
-    at: iso(e.at),
-    member: e.member,
-    kind: e.kind,
-    ru: toWire(e.ru),
-    cu: toWire(e.cu),
-    stage: e.stage,
-    coin_pct: e.coin_pct,
-    maturity_value: toWire(e.maturity_value),
-  };
+  return { ...head, maturity_value: toWire(e.maturity_value) };
 }
 
 export function ecoEntryWire(e: EcoEntry) {
