@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
+import { isPublicKey } from './signing.js';
 import { UNITS_PER_WORK_MONTH, V_MAX, V_MIN, parseCenti } from './plan.js';
 
 /**
@@ -50,7 +51,11 @@ export const cultureSchema = z.object({
 export const createMemberSchema = z.object({
   name: displayName,
   zone: z.string().min(1).max(200),
-  public_key: z.string().min(1).max(512).optional(),
+  public_key: z
+    .string()
+    .max(512)
+    .refine(isPublicKey, 'must be an Ed25519 public key: base64url of its 32 raw bytes')
+    .optional(),
 });
 
 const FIELD_CODES: Record<string, string> = { amt: 'invalid_amount' };

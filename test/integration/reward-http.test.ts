@@ -75,6 +75,9 @@ describe('reward plan over HTTP', () => {
     expect(r.body).toMatchObject({ id: member, name: '김마루', grade: 1, grade_name: '입문', kc: 0, ru: 0, cu: 0 });
     expect((await post(base, '/api/reward/members', { name: 'x', zone: 'XX-xx-none' })).status).toBe(404);
     expect((await post(base, '/api/reward/members', { name: '', zone })).status).toBe(400);
+    const badKey = await post(base, '/api/reward/members', { name: 'k', zone, public_key: 'not-a-key' });
+    expect(badKey.status).toBe(400);
+    expect(badKey.body.error.code).toBe('invalid_public_key');
   });
 
   it('credits work with the document formula and reports the three-way split', async () => {

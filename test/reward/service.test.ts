@@ -6,6 +6,7 @@ import { K } from '../../src/reward/keys.js';
 import { PRINCIPLE_9 } from '../../src/reward/charter.js';
 import { ECOSYSTEM_CATEGORIES, earned, maturityValue, splitAmount, DEFAULT_SPLIT } from '../../src/reward/plan.js';
 import { RewardService } from '../../src/reward/service.js';
+import { generateMemberKeys } from '../../src/reward/signing.js';
 import { DAY, harness, kst, refusal, snapshot, type Harness } from './harness.js';
 
 let h: Harness;
@@ -15,9 +16,16 @@ afterEach(async () => {
 
 const centi = (x: number) => Math.round(x * 100);
 
+/** One real member key per name, so records can be checked against it. */
+const memberKeys = new Map<string, string>();
+const keyOf = (name: string) => {
+  if (!memberKeys.has(name)) memberKeys.set(name, generateMemberKeys().publicKey);
+  return memberKeys.get(name)!;
+};
+
 async function zoneAndMember(hh: Harness, name = 'Kim') {
   const z = await hh.svc.culture({ country: 'KR', lang: 'ko', name: '서울 문화' });
-  const m = await hh.svc.createMember({ name, zone: z.id, public_key: 'pk-' + name });
+  const m = await hh.svc.createMember({ name, zone: z.id, public_key: keyOf(name) });
   return { zone: z.id, id: m.id };
 }
 
@@ -79,7 +87,7 @@ describe('members', () => {
     });
     const rec = (await h.store.get(K.member(id))) as Record<string, unknown>;
     expect(Object.keys(rec).sort()).toEqual(['cu', 'excess', 'grade', 'grade_name', 'id', 'kc', 'name', 'ru']);
-    expect(await h.store.get(K.memberMeta(id))).toMatchObject({ zone, public_key: 'pk-Kim' });
+    expect(await h.store.get(K.memberMeta(id))).toMatchObject({ zone, public_key: keyOf('Kim') });
     expect((await h.svc.zone(zone)).members).toBe(1);
     expect((await h.svc.stats()).members).toBe(1);
     const ev = h.events.find((e) => (e.message as { type: string }).type === 'member');
@@ -97,6 +105,10 @@ describe('members', () => {
     });
     const zone = (await h.svc.listZones()).zones[0]!.id;
     expect(await refusal(h.svc.createMember({ name: '', zone }))).toMatchObject({ status: 400, code: 'invalid_name' });
+    expect(await refusal(h.svc.createMember({ name: 'x', zone, public_key: 'pk-x' }))).toMatchObject({
+      status: 400,
+      code: 'invalid_public_key',
+    });
     expect(await refusal(h.svc.createMember({ name: 'x'.repeat(65), zone }))).toMatchObject({ code: 'invalid_name' });
     expect(await refusal(h.svc.member('m_nobody0000'))).toMatchObject({ status: 404, code: 'member_not_found' });
     expect(await snapshot(h, [id])).toEqual(before);
@@ -267,7 +279,7 @@ describe('work', () => {
     const { id } = await zoneAndMember(h, 'Park');
     const seen: (string | undefined)[] = [];
     await h.svc.work({ id, kc: 1, v: 100, verify: (pk) => void seen.push(pk) });
-    expect(seen).toEqual(['pk-Park']);
+    expect(seen).toEqual([keyOf('Park')]);
     const before = await snapshot(h, [id]);
     const e = await refusal(
       h.svc.work({
