@@ -18,7 +18,13 @@ beforeAll(async () => {
   mkdirSync(join(web, 'assets'));
   writeFileSync(join(web, 'assets', 'app.js'), 'console.log("hi")');
   writeFileSync(join(web, 'demo.html'), '<!doctype html><title>demo</title>');
-  hub = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: web, shutdownGraceMs: 1000 });
+  hub = new Hub({
+    logger: pino({ level: 'silent' }),
+    bodyLimit: 1024,
+    webDir: web,
+    shutdownGraceMs: 1000,
+    sse: { heartbeatMs: 50 },
+  });
   hub.route({
     method: 'GET',
     path: '/sum',
@@ -68,6 +74,11 @@ beforeAll(async () => {
   hub.topic({ name: 'news', policy: 'drop' });
   hub.topic({ name: 'money:*', policy: 'close' });
   hub.page('/demo', '/demo.html', { title: 'Demo', description: 'a page' });
+  hub.page('/demo/:slug', '/demo.html', {
+    title: 'Demo item',
+    description: 'a page at a pattern',
+    params: z.object({ slug: z.string().regex(/^[a-z]+$/) }),
+  });
   hub.ready('flag', async () => {
     if (!ready) throw new Error('flag down');
   });
@@ -188,9 +199,27 @@ describe('hub HTTP', () => {
     const page = await fetch(`${base}/demo`);
     expect(await page.text()).toContain('<title>demo</title>');
     const index = await fetch(`${base}/pages`, { headers: { accept: 'application/json' } });
-    expect((await index.json()).pages).toEqual([{ path: '/demo', title: 'Demo', description: 'a page' }]);
+    expect((await index.json()).pages).toEqual([
+      { path: '/demo', title: 'Demo', description: 'a page' },
+      { path: '/demo/:slug', title: 'Demo item', description: 'a page at a pattern' },
+    ]);
     const html = await (await fetch(`${base}/pages`)).text();
     expect(html).toContain('href="/demo"');
+    // a pattern page is listed by its pattern, not as a link
+    expect(html).toContain('<code>/demo/:slug</code>');
+    expect(html).not.toContain('href="/demo/:slug"');
+  });
+
+  it('serves one built page at every path of a pattern, validating the parameter', async () => {
+    const a = await fetch(`${base}/demo/first`);
+    expect(a.status).toBe(200);
+    expect(a.headers.get('content-type')).toContain('text/html');
+    expect(await a.text()).toContain('<title>demo</title>');
+    const etag = a.headers.get('etag')!;
+    expect((await fetch(`${base}/demo/second`, { headers: { 'if-none-match': etag } })).status).toBe(304);
+    const bad = await fetch(`${base}/demo/NOT_OK`);
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error).toMatchObject({ code: 'invalid_params', details: { issues: [{ field: 'slug' }] } });
   });
 
   it('reports readiness from its checks', async () => {
@@ -221,6 +250,8 @@ describe('hub SSE', () => {
     while ((text.match(/event: tick/g) ?? []).length < 3) text += new TextDecoder().decode((await reader.read()).value);
     expect(text).toContain('retry: 3000');
     expect(text).toContain('id: 3\nevent: tick\ndata: {"i":3,"last":"41"}\n\n');
+    // heartbeat comments keep idle proxies from closing the stream
+    while (!text.includes(': ping\n\n')) text += new TextDecoder().decode((await reader.read()).value);
     const stream = streams.at(-1)!;
     const closed = new Promise<void>((r) => stream.onClose(r));
     await reader.cancel();
