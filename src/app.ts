@@ -5,6 +5,7 @@ import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { registerRewardRoutes } from './http/reward.js';
+import { registerTicketRoutes } from './http/ticket.js';
 import { Hub } from './hub/index.js';
 import { createLogger } from './log.js';
 import { Outbox } from './outbox.js';
@@ -13,6 +14,7 @@ import { rewardPeerDeliverers } from './reward/peers.js';
 import { RewardService } from './reward/service.js';
 import { WorkSignatureGuard } from './reward/signing.js';
 import { openStore } from './store/open.js';
+import { TicketService } from './ticket/service.js';
 
 export interface Maru {
   hub: Hub;
@@ -65,6 +67,14 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     outbox,
     signatures: config.REWARD_SIGNING === 'required' ? new WorkSignatureGuard(store, clock) : undefined,
   });
+
+  const tickets = new TicketService({
+    store,
+    clock,
+    bus,
+    onPublishError: (err) => logger.warn({ err }, 'check-in event not published'),
+  });
+  registerTicketRoutes(hub, { service: tickets, store, clock });
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();

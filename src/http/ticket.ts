@@ -1,0 +1,240 @@
+import { z } from 'zod';
+import type { Clock } from '../clock.js';
+import { rateLimit } from '../hub/guards.js';
+import { validate } from '../hub/http.js';
+import { Reply, type Hub, type RequestContext } from '../hub/index.js';
+import type { Store } from '../store/port.js';
+import { THEME_IDS } from '../ticket/bingo.js';
+import { CODE_ALPHABET, parseCode } from '../ticket/code.js';
+import {
+  CHECKIN_TOPIC,
+  RESERVATION_ID_RE,
+  SHOW_ID_RE,
+  type CheckInInput,
+  type TicketService,
+} from '../ticket/service.js';
+import { qInt } from './query.js';
+
+export interface Limit {
+  limit: number;
+  windowMs: number;
+}
+
+/** Per-client limits (docs/ticket.md). Counted in the Store, so they hold across processes. */
+export interface TicketLimits {
+  /** Typed codes (POST /api/checkin whose source is not "camera"): the guessing path. */
+  manual: Limit;
+  /** Every check-in attempt of a client, scanned or typed, on both check-in routes. */
+  checkin: Limit;
+  /** Ticket lookups (GET /api/mticket/:qrCode and its QR image). */
+  lookup: Limit;
+}
+
+export const DEFAULT_TICKET_LIMITS: TicketLimits = {
+  manual: { limit: 20, windowMs: 60_000 },
+  checkin: { limit: 600, windowMs: 60_000 },
+  lookup: { limit: 120, windowMs: 60_000 },
+};
+
+export interface TicketRoutesOptions {
+  service: TicketService;
+  /** The rate-limit counters live here. */
+  store: Store;
+  clock: Clock;
+  limits?: Partial<TicketLimits>;
+}
+
+const codeMessage = `must be TK- followed by 8 characters of ${CODE_ALPHABET}`;
+/** A ticket code as typed or scanned; normalised to "TK-XXXXXXXX" (see parseCode). */
+export const ticketCode = z
+  .string()
+  .max(64)
+  .transform((s, ctx) => {
+    const code = parseCode(s);
+    if (!code) {
+      ctx.addIssue({ code: 'custom', message: codeMessage });
+      return z.NEVER;
+    }
+    return code;
+  });
+const reservationId = z.string().regex(RESERVATION_ID_RE, 'must be a reservation id (r_ and 10 characters)');
+const showId = z.string().regex(SHOW_ID_RE, 'must be a show id (s_ and 10 characters)');
+const label = (max: number) => z.string().trim().min(1).max(max);
+const nonce = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1 to 64 of A-Z a-z 0-9 _ . : -');
+
+/** What a scanner may say about itself; every field optional. */
+const scanFields = {
+  nonce: nonce.optional(),
+  scanner: label(64).optional(),
+  gate: label(64).optional(),
+};
+const checkInBody = z.object({ code: z.string().max(256), source: z.enum(['camera', 'manual']).default('manual'), ...scanFields }).strict();
+const checkInByIdBody = z.object(scanFields).strict().optional();
+
+const client = (ctx: RequestContext) => ctx.remoteAddress;
+
+export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void {
+  const { service, store, clock } = opts;
+  const limits = { ...DEFAULT_TICKET_LIMITS, ...opts.limits };
+  hub.topic({ name: CHECKIN_TOPIC, policy: 'close' });
+  hub.topic({ name: 'mticket:*', policy: 'drop' });
+
+  const refusedByLimit = (ctx: RequestContext, via: 'code' | 'id') => {
+    const body = (ctx.body ?? {}) as Partial<z.output<typeof checkInBody>>;
+    return service.recordRefusal('rate_limited', {
+      via,
+      code: via === 'code' ? (parseCode(body.code ?? '') ?? body.code ?? null) : null,
+      reservation_id: via === 'id' ? ((ctx.params as { id?: string }).id ?? null) : null,
+      scanner: body.scanner,
+      gate: body.gate,
+      nonce: body.nonce,
+      source: via === 'code' ? body.source : 'api',
+      client: client(ctx),
+    });
+  };
+  const manualLimit = rateLimit({
+    store,
+    clock,
+    name: 'ticket-manual',
+    ...limits.manual,
+    key: (ctx) => ((ctx.body as { source?: string } | undefined)?.source === 'camera' ? undefined : client(ctx)),
+    onLimited: (ctx) => refusedByLimit(ctx, 'code'),
+  });
+  const checkinLimit = (via: 'code' | 'id') =>
+    rateLimit({ store, clock, name: 'ticket-checkin', ...limits.checkin, onLimited: (ctx) => refusedByLimit(ctx, via) });
+  const lookupLimit = rateLimit({ store, clock, name: 'ticket-lookup', ...limits.lookup });
+
+  // ---- pages ---------------------------------------------------------------------------------
+  hub.page('/mticket/:code', '/mticket.html', {
+    title: '모바일 티켓 · Mobile ticket',
+    description: 'A ticket with its QR code, show details and bingo cards, for a phone.',
+    params: z.object({ code: ticketCode }),
+  });
+  hub.page('/scan', '/scan.html', {
+    title: '입장 스캐너 · Check-in scanner',
+    description: 'Staff scanner: camera QR scanning, manual code entry, live list of check-ins.',
+  });
+
+  // ---- shows and booking ---------------------------------------------------------------------
+  hub.route({
+    method: 'POST',
+    path: '/api/shows',
+    body: {
+      schema: z
+        .object({
+          name: label(200),
+          venue: label(200),
+          date: z.union([z.iso.date(), z.iso.datetime({ offset: true })]),
+        })
+        .strict(),
+    },
+    handler: async (ctx) => Reply.json(await service.createShow(ctx.body), 201),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/shows/:id',
+    params: z.object({ id: showId }),
+    handler: (ctx) => service.show(ctx.params.id),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/reservations',
+    body: {
+      schema: z
+        .object({
+          show_id: showId,
+          seat: z.string().trim().regex(/^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,31}$/u, 'must be 1 to 32 letters, digits, space . _ -'),
+          amount_paid: z.number().int().min(0).max(100_000_000),
+          holder: label(100).optional(),
+          theme: z.enum(THEME_IDS).optional(),
+        })
+        .strict(),
+    },
+    handler: async (ctx) => Reply.json(await service.book(ctx.body), 201),
+  });
+
+  // ---- the ticket ----------------------------------------------------------------------------
+  hub.route({
+    method: 'GET',
+    path: '/api/mticket/:qrCode',
+    params: z.object({ qrCode: ticketCode }),
+    guards: [lookupLimit],
+    cacheControl: 'no-store',
+    handler: (ctx) => service.ticket(ctx.params.qrCode),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/mticket/:qrCode/qr.png',
+    params: z.object({ qrCode: ticketCode }),
+    guards: [lookupLimit],
+    handler: async (ctx) =>
+      new Reply(200, await service.qrPng(ctx.params.qrCode), 'image/png', { 'cache-control': 'private, max-age=86400' }),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/mticket/:qrCode/cards',
+    params: z.object({ qrCode: ticketCode }),
+    body: { schema: z.object({ theme: z.enum(THEME_IDS).optional() }).strict().optional(), optional: true },
+    guards: [lookupLimit],
+    handler: async (ctx) => Reply.json(await service.addCard(ctx.params.qrCode, ctx.body?.theme), 201),
+  });
+
+  // ---- check-in ------------------------------------------------------------------------------
+  hub.route({
+    method: 'POST',
+    path: '/api/checkin',
+    body: { schema: checkInBody },
+    guards: [checkinLimit('code'), manualLimit],
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      const b = ctx.body;
+      const input: CheckInInput = { nonce: b.nonce, scanner: b.scanner, gate: b.gate, source: b.source, client: client(ctx) };
+      const code = parseCode(b.code);
+      if (!code) {
+        // a malformed code is an attempt too: audit it, then the usual 400 naming the field
+        await service.recordRefusal('malformed', { ...input, code: b.code, via: 'code' });
+        validate(z.object({ code: ticketCode }), { code: b.code }, 'body');
+      }
+      return Reply.json(await service.checkInByCode(code!, input), 201);
+    },
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/tickets/:id/checkin',
+    params: z.object({ id: reservationId }),
+    body: { schema: checkInByIdBody, optional: true },
+    guards: [checkinLimit('id')],
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      const b = ctx.body ?? {};
+      const input: CheckInInput = { nonce: b.nonce, scanner: b.scanner, gate: b.gate, source: 'api', client: client(ctx) };
+      return Reply.json(await service.checkInById(ctx.params.id, input), 201);
+    },
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/tickets/:id/cancel',
+    params: z.object({ id: reservationId }),
+    body: { schema: z.object({ reason: label(200).optional() }).strict().optional(), optional: true },
+    cacheControl: 'no-store',
+    handler: (ctx) => service.cancel(ctx.params.id, ctx.body?.reason),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/checkins',
+    query: z.object({ limit: qInt({ min: 1, max: 500 }).optional() }).strict(),
+    cacheControl: 'no-store',
+    handler: async (ctx) => ({ checkins: await service.recentCheckIns(ctx.query.limit ?? 50) }),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/checkins/audit',
+    query: z
+      .object({ limit: qInt({ min: 1, max: 1000 }).optional(), reservation_id: reservationId.optional() })
+      .strict(),
+    cacheControl: 'no-store',
+    handler: async (ctx) => ({
+      entries: await service.auditLog({ limit: ctx.query.limit ?? 100, reservation_id: ctx.query.reservation_id }),
+    }),
+  });
+}

@@ -1,0 +1,118 @@
+import { mkdirSync } from 'node:fs';
+import jsQR from 'jsqr';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserAvailable, launchChromium } from '../support/browser.js';
+import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+
+const hasBrowser = browserAvailable();
+
+async function post(url: string, body: unknown) {
+  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+}
+
+/** The QR image as the page shows it, drawn on a canvas: RGBA pixels for jsQR (decoded in Node). */
+async function qrPixels(page: Page): Promise<{ data: Uint8ClampedArray; width: number; height: number }> {
+  const { b64, width, height } = await page.$eval('#qr', (img) => {
+    const el = img as HTMLImageElement;
+    const canvas = document.createElement('canvas');
+    canvas.width = el.naturalWidth;
+    canvas.height = el.naturalHeight;
+    const ctx = canvas.getContext('2d')!;
+    ctx.drawImage(el, 0, 0);
+    const px = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    let s = '';
+    for (let i = 0; i < px.length; i += 0x8000) s += String.fromCharCode(...px.subarray(i, i + 0x8000));
+    return { b64: btoa(s), width: canvas.width, height: canvas.height };
+  });
+  return { data: new Uint8ClampedArray(Buffer.from(b64, 'base64')), width, height };
+}
+
+describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
+  let hub: HubProcess;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    hub = await startHubProcess({ DATA_DIR: tempDir('ticket-e2e') });
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await hub?.stop();
+  });
+
+  it('decodes the QR of the ticket page, checks it in by manual entry, and a second scanner sees it live', async () => {
+    const show = (await post(`${hub.url}/api/shows`, { name: '크리스마스 갈라', venue: '예술의전당', date: '2026-12-25T19:00:00+09:00' })).body;
+    const booked = (await post(`${hub.url}/api/reservations`, { show_id: show.id, seat: 'R-7', amount_paid: 132000, theme: 'food' })).body;
+    const errors: string[] = [];
+    const watch = (p: Page) => p.on('pageerror', (e) => errors.push(e.message));
+
+    // the mobile ticket, on a phone-sized screen
+    const ticketPage = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+    watch(ticketPage);
+    await ticketPage.goto(`${hub.url}/mticket/${booked.code}`);
+    await ticketPage.waitForSelector('body[data-ready="true"]');
+    expect(await ticketPage.textContent('#show-name')).toBe('크리스마스 갈라');
+    expect(await ticketPage.textContent('#venue')).toBe('예술의전당');
+    expect(await ticketPage.textContent('#seat')).toBe('R-7');
+    expect(await ticketPage.textContent('#amount')).toContain('132,000');
+    expect(await ticketPage.getAttribute('#status', 'data-status')).toBe('entry_allowed');
+    expect(await ticketPage.$$eval('.bingo', (cards) => cards.length)).toBe(2);
+    expect(await ticketPage.$$eval('.bingo th', (th) => th.slice(0, 5).map((t) => t.textContent))).toEqual(['B', 'I', 'N', 'G', 'O']);
+    expect(await ticketPage.$$eval('.bingo td.free', (td) => td.map((t) => t.textContent))).toEqual(['FREE', 'FREE']);
+    // no sideways scrolling on the phone
+    expect(await ticketPage.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+
+    // read the QR image from the page and decode it with jsQR
+    const px = await qrPixels(ticketPage);
+    const decoded = jsQR(px.data, px.width, px.height);
+    expect(decoded?.data).toBe(booked.code);
+    const code = decoded!.data;
+
+    // two scanner pages; the second only watches
+    const scan1 = await browser.newPage({ viewport: { width: 414, height: 900 } });
+    const scan2 = await browser.newPage({ viewport: { width: 414, height: 900 } });
+    for (const p of [scan1, scan2]) {
+      watch(p);
+      await p.goto(`${hub.url}/scan`);
+      await p.waitForSelector('body[data-ready="true"][data-live="on"]');
+    }
+    await scan1.fill('#scanner', 'gate-east');
+    await scan1.dispatchEvent('#scanner', 'change');
+    await scan1.fill('#gate', 'E1');
+    await scan1.dispatchEvent('#gate', 'change');
+
+    // manual entry, typed the way staff type: lower case
+    await scan1.fill('#code', code.toLowerCase());
+    await scan1.click('#submit');
+    await scan1.waitForSelector('#result[data-result="ok"]');
+    expect(await scan1.textContent('#result-detail')).toContain(code);
+
+    // live feedback on the other scanner, and on the holder's ticket
+    await scan2.waitForSelector(`#live li[data-code="${code}"]`, { timeout: 5000 });
+    expect(await scan2.textContent(`#live li[data-code="${code}"]`)).toContain('gate-east @ E1');
+    await scan1.waitForSelector(`#live li[data-code="${code}"]`);
+    await ticketPage.waitForSelector('#status[data-status="checked_in"]', { timeout: 5000 });
+
+    // the second scan of the same ticket is refused with the first check-in's scanner
+    await scan2.fill('#code', code);
+    await scan2.click('#submit');
+    await scan2.waitForSelector('#result[data-result="already_redeemed"]');
+    expect(await scan2.textContent('#result-detail')).toContain('gate-east');
+    // an unknown code and a malformed one are refused too
+    await scan2.fill('#code', 'TK-22222222');
+    await scan2.click('#submit');
+    await scan2.waitForSelector('#result[data-result="invalid"]');
+
+    // no camera in headless Chromium: the scanner says so and manual entry stays
+    await scan2.click('#camera-toggle');
+    await scan2.waitForSelector('.camera[data-state="unavailable"]', { timeout: 5000 });
+    expect(await scan2.isVisible('#code')).toBe(true);
+
+    mkdirSync('.tmp', { recursive: true });
+    await ticketPage.screenshot({ path: '.tmp/mticket.png', fullPage: true });
+    await scan1.screenshot({ path: '.tmp/scan.png', fullPage: true });
+    expect(errors).toEqual([]);
+  });
+});

@@ -1,0 +1,126 @@
+import { LiveTopics, el, getJson } from '../common/live.js';
+
+interface BingoCard { no: number; theme: string; kind: 'emoji' | 'text'; header: string[]; cells: string[][] }
+interface Ticket {
+  reservation_id: string;
+  code: string;
+  show_name: string;
+  venue: string;
+  date: string;
+  seat: string;
+  amount_paid: number;
+  status: 'entry_allowed' | 'checked_in' | 'cancelled';
+  checked_in_at: string | null;
+  qr_code: string;
+  qr_image: string;
+  bingo_cards: BingoCard[];
+}
+
+const $ = (id: string) => document.getElementById(id)!;
+const STATUS_TEXT: Record<Ticket['status'], string> = {
+  entry_allowed: '입장 가능 · entry allowed',
+  checked_in: '입장 완료 · checked in',
+  cancelled: '취소됨 · cancelled',
+};
+const won = new Intl.NumberFormat('ko-KR', { style: 'currency', currency: 'KRW' });
+const when = (s: string) => {
+  const d = new Date(s);
+  if (Number.isNaN(d.getTime())) return s;
+  // a date without time stays a date
+  const opts: Intl.DateTimeFormatOptions = /T/.test(s)
+    ? { dateStyle: 'medium', timeStyle: 'short', timeZone: 'Asia/Seoul' }
+    : { dateStyle: 'medium', timeZone: 'UTC' };
+  return new Intl.DateTimeFormat('ko-KR', opts).format(d);
+};
+
+const code = decodeURIComponent(location.pathname.split('/').pop() ?? '');
+
+function renderStatus(t: Pick<Ticket, 'status' | 'checked_in_at'>): void {
+  const s = $('status');
+  s.textContent = STATUS_TEXT[t.status];
+  s.dataset.status = t.status;
+  (document.querySelector('.stub') as HTMLElement).dataset.status = t.status;
+  $('checked-in').textContent = t.checked_in_at ? `입장 시각 checked in at ${when(t.checked_in_at)}` : '';
+}
+
+/** Marks are the holder's own game: kept in this browser only. */
+function markKey(card: BingoCard) {
+  return `bingo:${code}:${card.no}`;
+}
+
+function lines(marked: boolean[][]): boolean {
+  const n = 5;
+  for (let i = 0; i < n; i++) {
+    if (marked[i]!.every(Boolean)) return true;
+    if (marked.every((row) => row[i])) return true;
+  }
+  return marked.every((row, i) => row[i]) || marked.every((row, i) => row[n - 1 - i]);
+}
+
+function renderCard(card: BingoCard): HTMLElement {
+  const saved: number[] = JSON.parse(localStorage.getItem(markKey(card)) ?? '[]');
+  const marked = card.cells.map((row, r) => row.map((_, c) => (r === 2 && c === 2) || saved.includes(r * 5 + c)));
+  const box = el('article', { class: 'bingo', 'data-kind': card.kind, 'data-card': String(card.no) });
+  const table = el('table', { role: 'grid', 'aria-label': `bingo card ${card.no}` });
+  table.append(el('thead', {}, el('tr', {}, ...card.header.map((h) => el('th', { scope: 'col' }, h)))));
+  const body = el('tbody');
+  card.cells.forEach((row, r) => {
+    const tr = el('tr');
+    row.forEach((cell, c) => {
+      const free = r === 2 && c === 2;
+      const td = el('td', { class: free ? 'free' : marked[r]![c] ? 'marked' : '' }, cell);
+      if (!free) {
+        td.addEventListener('click', () => {
+          marked[r]![c] = !marked[r]![c];
+          td.classList.toggle('marked', marked[r]![c]);
+          const list = marked.flatMap((row2, rr) => row2.map((m, cc) => (m && !(rr === 2 && cc === 2) ? rr * 5 + cc : -1))).filter((i) => i >= 0);
+          localStorage.setItem(markKey(card), JSON.stringify(list));
+          box.classList.toggle('won', lines(marked));
+        });
+      }
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  table.append(body);
+  box.classList.toggle('won', lines(marked));
+  box.append(el('h2', {}, `빙고 ${card.no} · ${card.theme}`), table);
+  return box;
+}
+
+async function main(): Promise<void> {
+  let t: Ticket;
+  try {
+    t = await getJson<Ticket>(`/api/mticket/${encodeURIComponent(code)}`);
+  } catch (err) {
+    $('loading').hidden = true;
+    const e = $('error');
+    e.hidden = false;
+    e.textContent = `티켓을 찾을 수 없습니다 · ${(err as Error).message}`;
+    document.body.dataset.ready = 'error';
+    return;
+  }
+  document.title = `${t.show_name} · ${t.seat}`;
+  $('loading').hidden = true;
+  $('details').hidden = false;
+  $('show-name').textContent = t.show_name;
+  $('venue').textContent = t.venue;
+  $('date').textContent = when(t.date);
+  $('seat').textContent = t.seat;
+  $('amount').textContent = won.format(t.amount_paid);
+  ($('qr') as HTMLImageElement).src = t.qr_image;
+  $('code').textContent = t.qr_code;
+  renderStatus(t);
+  $('cards').replaceChildren(...t.bingo_cards.map(renderCard));
+  document.body.dataset.ready = 'true';
+
+  // the ticket turns "checked in" (or "cancelled") the moment a gate scans it
+  const live = new LiveTopics();
+  live.on(`mticket:${t.code}`, (data) => {
+    const ev = data as { type: string; at: string };
+    if (ev.type === 'checkin') renderStatus({ status: 'checked_in', checked_in_at: ev.at });
+    if (ev.type === 'cancelled') renderStatus({ status: 'cancelled', checked_in_at: null });
+  });
+}
+
+void main();

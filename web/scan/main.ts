@@ -1,0 +1,252 @@
+import jsQR from 'jsqr';
+import { LiveTopics, el, getJson } from '../common/live.js';
+
+interface CheckInEvent {
+  type: 'checkin';
+  reservation_id: string;
+  code: string;
+  show_name: string;
+  seat: string;
+  at: string;
+  scanner: string;
+  gate: string | null;
+}
+interface Brief { code: string; show_name: string; seat: string; status: string }
+type Answer =
+  | { status: 'ok'; replayed: boolean; ticket: Brief; checkin: { at: string; scanner: string; gate: string | null } }
+  | { error: { code: string; message: string; details?: any } };
+
+// The code alphabet of docs/ticket.md: digits 2-9, capitals without I, L, O.
+const CODE_IN_TEXT = /TK-?[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{8}/;
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+const time = (iso: string) =>
+  new Intl.DateTimeFormat('ko-KR', { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false, timeZone: 'Asia/Seoul' }).format(new Date(iso));
+
+// ---- who am I: a scanner name kept in this browser ------------------------------------------
+const scannerInput = $<HTMLInputElement>('scanner');
+const gateInput = $<HTMLInputElement>('gate');
+scannerInput.value = localStorage.getItem('scan:scanner') ?? `scanner-${Math.random().toString(36).slice(2, 6)}`;
+gateInput.value = localStorage.getItem('scan:gate') ?? '';
+scannerInput.addEventListener('change', () => localStorage.setItem('scan:scanner', scannerInput.value.trim()));
+gateInput.addEventListener('change', () => localStorage.setItem('scan:gate', gateInput.value.trim()));
+localStorage.setItem('scan:scanner', scannerInput.value);
+
+// ---- feedback: colour, sound, vibration -----------------------------------------------------
+let audio: AudioContext | undefined;
+function beep(ok: boolean): void {
+  try {
+    audio ??= new AudioContext();
+    const osc = audio.createOscillator();
+    const gain = audio.createGain();
+    osc.frequency.value = ok ? 1046 : 220;
+    osc.type = ok ? 'sine' : 'square';
+    gain.gain.value = 0.08;
+    osc.connect(gain).connect(audio.destination);
+    osc.start();
+    osc.stop(audio.currentTime + (ok ? 0.12 : 0.45));
+  } catch {
+    // no audio: colour and text still tell
+  }
+  navigator.vibrate?.(ok ? 80 : [200, 80, 200]);
+}
+
+const TITLES: Record<string, string> = {
+  ok: '입장 확인 ✓ OK',
+  already_redeemed: '이미 입장함 · already checked in',
+  canceled: '취소된 티켓 · cancelled',
+  invalid: '없는 코드 · unknown code',
+  invalid_body: '코드 형식 오류 · malformed code',
+  rate_limited: '잠시 후 다시 · too many tries',
+  error: '오류 · error',
+};
+
+function show(result: string, detail: string): void {
+  const box = $('result');
+  box.dataset.result = result === 'invalid_body' ? 'invalid' : result;
+  $('result-title').textContent = TITLES[result] ?? result;
+  $('result-detail').textContent = detail;
+  box.classList.remove('flash');
+  void box.offsetWidth;
+  box.classList.add('flash');
+  beep(result === 'ok');
+}
+
+// ---- check-in -------------------------------------------------------------------------------
+let busy = false;
+async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void> {
+  if (busy) return;
+  busy = true;
+  // one nonce per attempt: a retry after a lost answer is recognised by the server
+  const nonce = crypto.randomUUID();
+  const body = JSON.stringify({
+    code,
+    source,
+    nonce,
+    scanner: scannerInput.value.trim() || undefined,
+    gate: gateInput.value.trim() || undefined,
+  });
+  try {
+    let res: Response | undefined;
+    for (let attempt = 0; attempt < 3 && !res; attempt++) {
+      try {
+        res = await fetch('/api/checkin', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      } catch {
+        await new Promise((r) => setTimeout(r, 300 * (attempt + 1)));
+      }
+    }
+    if (!res) return show('error', '서버에 연결할 수 없습니다 · network error');
+    const a = (await res.json()) as Answer;
+    if ('status' in a && a.status === 'ok') {
+      return show('ok', `${a.ticket.code} · ${a.ticket.show_name} · ${a.ticket.seat}${a.replayed ? ' (retry)' : ''}`);
+    }
+    if ('error' in a) {
+      const e = a.error;
+      if (e.code === 'already_redeemed') {
+        const f = e.details.first_checkin;
+        return show(e.code, `${e.details.ticket.code} · ${time(f.at)} · ${f.scanner}${f.gate ? ` @ ${f.gate}` : ''}`);
+      }
+      if (e.code === 'canceled') return show(e.code, `${e.details.ticket.code} · ${e.details.ticket.seat}`);
+      if (e.code === 'rate_limited') return show(e.code, `${e.details.retry_after_s}s`);
+      return show(e.code === 'invalid' || e.code === 'invalid_body' ? e.code : 'error', `${code} · ${e.message}`);
+    }
+    show('error', `HTTP ${res.status}`);
+  } finally {
+    busy = false;
+  }
+}
+
+$('manual').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const input = $<HTMLInputElement>('code');
+  const code = input.value.trim().toUpperCase();
+  if (!code) return;
+  void checkIn(code, 'manual').then(() => {
+    input.value = '';
+    input.focus();
+  });
+});
+
+// ---- camera: BarcodeDetector when the browser has it, else jsQR on video frames ---------------
+interface Detector { detect(source: CanvasImageSource): Promise<{ rawValue: string }[]> }
+const video = $<HTMLVideoElement>('video');
+const cameraBox = document.querySelector<HTMLElement>('.camera')!;
+const cameraState = $('camera-state');
+const canvas = document.createElement('canvas');
+const ctx2d = canvas.getContext('2d', { willReadFrequently: true })!;
+let stream: MediaStream | undefined;
+let detector: Detector | undefined;
+let lastCode = '';
+let lastAt = 0;
+
+function setCamera(state: 'off' | 'on' | 'unavailable', text: string): void {
+  cameraBox.dataset.state = state;
+  cameraState.textContent = text;
+  $('camera-toggle').textContent = state === 'on' ? '카메라 끄기 · stop camera' : '카메라 켜기 · start camera';
+  if (state === 'unavailable') $<HTMLInputElement>('code').focus();
+}
+
+async function decodeFrame(): Promise<string | undefined> {
+  if (detector) {
+    const found = await detector.detect(video);
+    return found[0]?.rawValue;
+  }
+  const w = video.videoWidth;
+  const h = video.videoHeight;
+  if (!w || !h) return undefined;
+  const scale = Math.min(1, 640 / Math.max(w, h));
+  canvas.width = Math.round(w * scale);
+  canvas.height = Math.round(h * scale);
+  ctx2d.drawImage(video, 0, 0, canvas.width, canvas.height);
+  const img = ctx2d.getImageData(0, 0, canvas.width, canvas.height);
+  return jsQR(img.data, img.width, img.height, { inversionAttempts: 'dontInvert' })?.data;
+}
+
+async function scanLoop(): Promise<void> {
+  while (stream) {
+    try {
+      const text = await decodeFrame();
+      const m = text ? CODE_IN_TEXT.exec(text.toUpperCase()) : null;
+      if (m) {
+        const code = m[0].includes('-') ? m[0] : `TK-${m[0].slice(2)}`;
+        const now = Date.now();
+        // the same code in front of the camera counts once every 4 s
+        if (code !== lastCode || now - lastAt > 4000) {
+          lastCode = code;
+          lastAt = now;
+          await checkIn(code, 'camera');
+        }
+      }
+    } catch {
+      // a bad frame: try the next one
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+async function startCamera(): Promise<void> {
+  if (!navigator.mediaDevices?.getUserMedia) return setCamera('unavailable', '카메라를 쓸 수 없습니다 — 코드를 입력하세요 · no camera: type the code');
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' }, audio: false });
+  } catch (err) {
+    stream = undefined;
+    return setCamera('unavailable', `카메라 없음 — 코드를 입력하세요 · ${(err as Error).name}: type the code`);
+  }
+  const BD = (globalThis as { BarcodeDetector?: new (o: { formats: string[] }) => Detector }).BarcodeDetector;
+  try {
+    detector = BD ? new BD({ formats: ['qr_code'] }) : undefined;
+  } catch {
+    detector = undefined;
+  }
+  video.srcObject = stream;
+  await video.play().catch(() => undefined);
+  setCamera('on', detector ? 'BarcodeDetector' : 'jsQR');
+  void scanLoop();
+}
+
+function stopCamera(): void {
+  stream?.getTracks().forEach((t) => t.stop());
+  stream = undefined;
+  video.srcObject = null;
+  setCamera('off', '');
+}
+
+$('camera-toggle').addEventListener('click', () => (stream ? stopCamera() : void startCamera()));
+setCamera('off', '');
+
+// ---- live list: every scanner's check-ins ----------------------------------------------------
+const list = $('live');
+const seen = new Set<string>();
+function addCheckIn(ev: CheckInEvent, fresh: boolean): void {
+  if (seen.has(ev.reservation_id)) return;
+  seen.add(ev.reservation_id);
+  const li = el(
+    'li',
+    { 'data-code': ev.code, class: fresh ? 'fresh' : '' },
+    el('time', { datetime: ev.at }, time(ev.at)),
+    el('span', {}, el('span', { class: 'code' }, ev.code), ` · ${ev.show_name} · ${ev.seat}`),
+    el('span', { class: 'who' }, `${ev.scanner}${ev.gate ? ` @ ${ev.gate}` : ''}`),
+  );
+  if (fresh) list.prepend(li);
+  else list.append(li);
+  $('count').textContent = `${seen.size}`;
+}
+
+async function loadRecent(): Promise<void> {
+  const { checkins } = await getJson<{ checkins: CheckInEvent[] }>('/api/checkins?limit=100');
+  for (const ev of checkins) addCheckIn(ev, false);
+}
+
+const live = new LiveTopics();
+live.on('checkins', (data) => addCheckIn(data as CheckInEvent, true));
+live.onConnection((on) => {
+  $('conn').classList.toggle('on', on);
+  document.body.dataset.live = on ? 'on' : 'off';
+  // after a reconnect, what was missed comes from the list
+  if (on) void loadRecent().catch(() => undefined);
+});
+void loadRecent()
+  .catch(() => undefined)
+  .finally(() => {
+    document.body.dataset.ready = 'true';
+  });
+if (!navigator.mediaDevices?.getUserMedia) setCamera('unavailable', '카메라를 쓸 수 없습니다 — 코드를 입력하세요 · no camera: type the code');
