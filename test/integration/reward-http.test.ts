@@ -136,6 +136,15 @@ describe('reward plan over HTTP', () => {
       expect(r.body.error.code, q).toBe(code);
       expect(r.body.error.message.length, q).toBeGreaterThan(0);
     }
+    const messages: [string, string][] = [
+      [`id=${member}&kc=abc&v=100`, 'kc: must be an integer'],
+      [`id=${member}&kc=1.5&v=100`, 'kc: must be an integer'],
+      [`id=${member}&kc=0&v=100`, 'kc: must be at least 1'],
+      [`id=${member}&kc=1&v=201`, 'v: must be at most 200'],
+      [`id=${member}&id=x&kc=1&v=100`, 'id: must be given once, as text'],
+    ];
+    for (const [q, message] of messages) expect((await get(base, `/work?${q}`)).body.error.message, q).toBe(message);
+    expect((await get(base, `/exchange?id=${member}&amt=abc`)).body.error.message).toBe('amt: must be a decimal number');
     const wrongType = await fetch(`${base}/work?id=${member}&kc=1&v=100`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'kc=1' });
     expect(wrongType.status).toBe(415);
     expect((await get(base, `/member?id=${member}`)).body).toEqual(before);
