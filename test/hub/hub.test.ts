@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -12,6 +13,7 @@ let hub: Hub;
 let base: string;
 let ready = true;
 const streams: SseStream[] = [];
+let flood: SseStream | undefined;
 
 beforeAll(async () => {
   const web = mkdtempSync(join(tmpdir(), 'maru-web-'));
@@ -69,6 +71,15 @@ beforeAll(async () => {
     open: (ctx, stream) => {
       streams.push(stream);
       for (let i = 1; i <= ctx.query.n; i++) stream.send({ event: 'tick', id: i, data: { i, last: stream.lastEventId ?? null } });
+    },
+  });
+  hub.sse({
+    path: '/flood',
+    open: (_ctx, stream) => {
+      flood = stream;
+      const chunk = 'x'.repeat(4096);
+      // odd events may be skipped (ticks); even ones must not be (they count against the backlog)
+      for (let i = 0; i < 4000 && !stream.closed; i++) stream.send({ id: i, data: chunk }, { droppable: i % 2 === 1 });
     },
   });
   hub.topic({ name: 'news', policy: 'drop' });
@@ -257,6 +268,18 @@ describe('hub SSE', () => {
     await reader.cancel();
     await closed;
     expect(stream.closed).toBe(true);
+  });
+
+  it('skips droppable events for a client that does not read, and closes it past the backlog limit', async () => {
+    const { port } = new URL(base);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    socket.pause(); // never read: the kernel buffers fill and uWS reports backpressure
+    socket.write('GET /flood HTTP/1.1\r\nHost: x\r\n\r\n');
+    for (let i = 0; i < 200 && !flood?.closed; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(flood?.closed).toBe(true);
+    expect(flood!.dropped).toBeGreaterThan(0);
+    socket.destroy();
   });
 
   it('refuses a bad query before opening the stream', async () => {
