@@ -305,6 +305,28 @@ describe('hub WebSocket topics', () => {
     a.ws.close();
   });
 
+  it('disconnects a slow subscriber of a close topic with 1013 and skips it on a drop topic', async () => {
+    const slow = await open();
+    await slow.subscribe('money:slow');
+    await slow.subscribe('news');
+    const fast = await open();
+    await fast.subscribe('news');
+    const closed = new Promise<number>((r) => slow.ws.on('close', (code) => r(code)));
+    (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+    const big = 'x'.repeat(8192);
+    let sent = 0;
+    for (let i = 0; i < 2000 && hub.topics.count('money:slow') > 0; i++) sent += hub.publish('money:slow', { i, big });
+    expect(sent).toBeLessThan(2000); // the slow socket stopped being served
+    // drop topics keep serving everyone else
+    expect(hub.publish('news', { after: true })).toBeGreaterThanOrEqual(1);
+    (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    // the 1013 close frame queues behind the unsent data; when uWS gives up on it the client sees 1006
+    expect([1013, 1006]).toContain(await closed);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    expect(text).toMatch(/websocket_messages_dropped_total\{policy="close"\} [1-9]/);
+    fast.close();
+  });
+
   it('answers unknown topics and garbage frames without closing', async () => {
     const a = await open();
     a.ws.send(JSON.stringify({ type: 'subscribe', topic: 'secret' }));
