@@ -516,14 +516,10 @@ function brief(r: ReservationRecord) {
 }
 
 function checkInEvent(r: ReservationRecord, m: CheckInMark): CheckInEvent {
+  const { status: _status, ...ticket } = brief(r);
   return {
     type: 'checkin',
-    reservation_id: r.id,
-    code: r.code,
-    show_name: r.show_name,
-    venue: r.venue,
-    date: r.date,
-    seat: r.seat,
+    ...ticket,
     at: m.at,
     scanner: m.scanner,
     gate: m.gate,
