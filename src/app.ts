@@ -6,6 +6,7 @@ import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { registerRewardRoutes } from './http/reward.js';
 import { registerTicketRoutes } from './http/ticket.js';
+import { registerTradingRoutes } from './http/trading.js';
 import { Hub } from './hub/index.js';
 import { createLogger } from './log.js';
 import { Outbox } from './outbox.js';
@@ -15,6 +16,8 @@ import { RewardService } from './reward/service.js';
 import { WorkSignatureGuard } from './reward/signing.js';
 import { openStore } from './store/open.js';
 import { TicketService } from './ticket/service.js';
+import { TradingService } from './trading/service.js';
+import { TradingPool } from './workers/pool.js';
 
 export interface Maru {
   hub: Hub;
@@ -76,6 +79,14 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
   registerTicketRoutes(hub, { service: tickets, store, clock });
 
+  const tradingPool = new TradingPool(config.TRADING_WORKERS);
+  const trading = new TradingService({
+    pool: tradingPool,
+    bus,
+    onPublishError: (err) => logger.warn({ err }, 'job progress not published'),
+  });
+  registerTradingRoutes(hub, { service: trading });
+
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
@@ -89,7 +100,9 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     url,
     stop: () =>
       (stopped ??= (async () => {
+        trading.jobs.cancelAll();
         await hub.stop();
+        await tradingPool.close();
         await outbox.stop();
         await bus.close();
         await store.close();

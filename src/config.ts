@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 /**
@@ -34,6 +35,9 @@ const schema = z.object({
   REWARD_SIGNING: z.enum(['off', 'required']).default('off'),
   /** Operator-supplied charter text for principles 1 to 8 (a JSON array of 8 strings). */
   REWARD_CHARTER_FILE: z.string().optional(),
+
+  /** Piscina worker threads for trading backtests and analyses (default: one per core). */
+  TRADING_WORKERS: intFrom(availableParallelism(), 1, 64),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -1,0 +1,271 @@
+import { z } from 'zod';
+import { Reply, type Hub } from '../hub/index.js';
+import { OBJECTIVES, walkForwardWindows } from '../trading/analyses.js';
+import { MAX_BASE_MINUTES, MAX_CANDLES } from '../trading/candles.js';
+import { settingsSchema } from '../trading/engine.js';
+import {
+  JOB_TOPIC_PREFIX,
+  MAX_COMBINATIONS,
+  MAX_MC_RUNS,
+  MAX_WINDOWS,
+  type TradingService,
+} from '../trading/service.js';
+import { expandGrid, STRATEGIES, STRATEGY_DEFS, type StrategyId } from '../trading/strategies.js';
+import { SYMBOLS, TIMEFRAME_MINUTES, TIMEFRAMES } from '../trading/symbols.js';
+
+/**
+ * The five analysis routes of the trading program service (POST /api/program/backtest,
+ * /backtest-compare, /optimize, /walkforward, /montecarlo) and the job cancel route. Bodies and
+ * answers: docs/trading.md. Each route answers when its job is done (JSON 200, header X-Job-Id);
+ * meanwhile progress goes to WebSocket topic `job:<job_id>`.
+ */
+
+/** Walk-forward work cap: windows x combinations x in-sample bars. */
+export const MAX_WALKFORWARD_BAR_EVALUATIONS = 1_000_000_000;
+
+const candleFields = {
+  /** Client-chosen job id, so the client can subscribe to job:<id> before it posts. */
+  job_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -').optional(),
+  symbol: z.enum(SYMBOLS),
+  timeframe: z.enum(TIMEFRAMES).default('1m'),
+  count: z.number().int().min(50).max(MAX_CANDLES).default(10_000),
+  seed: z.number().int().min(0).max(0xffff_ffff).default(1),
+  settings: settingsSchema,
+};
+const paramsField = z.record(z.string(), z.unknown()).optional();
+const gridField = z.record(z.string(), z.array(z.number()).min(1).max(MAX_COMBINATIONS)).optional();
+const objectiveField = z.enum(OBJECTIVES).default('sharpe');
+
+type Ctx = z.RefinementCtx;
+type CandleBody = { symbol: (typeof SYMBOLS)[number]; timeframe: (typeof TIMEFRAMES)[number]; count: number; seed: number };
+
+function checkCandles(b: CandleBody, ctx: Ctx): void {
+  const minutes = b.count * TIMEFRAME_MINUTES[b.timeframe];
+  if (minutes > MAX_BASE_MINUTES) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['count'],
+      message: `${b.count} ${b.timeframe} candles need ${minutes} one-minute bars; at most ${MAX_BASE_MINUTES} (${Math.floor(MAX_BASE_MINUTES / TIMEFRAME_MINUTES[b.timeframe])} ${b.timeframe} candles)`,
+    });
+  }
+}
+
+/** Validates params against the strategy's schema (issues under `prefix`); returns them with defaults. */
+function checkParams(strategy: StrategyId, params: unknown, prefix: (string | number)[], ctx: Ctx): Record<string, number> | undefined {
+  const r = STRATEGY_DEFS[strategy].schema.safeParse(params ?? {});
+  if (r.success) return r.data;
+  for (const i of r.error.issues) ctx.addIssue({ code: 'custom', path: [...prefix, ...(i.path as (string | number)[])], message: i.message });
+  return undefined;
+}
+
+function checkWarmup(strategy: StrategyId, params: Record<string, number>, b: CandleBody, bars: number, path: string, ctx: Ctx): void {
+  const w = STRATEGY_DEFS[strategy].warmup(params, 1380 / TIMEFRAME_MINUTES[b.timeframe]);
+  if (bars < w.bars + 2) {
+    const needs = Object.entries(w.needs).map(([tf, k]) => `${k} on ${tf}`).join(', ');
+    ctx.addIssue({
+      code: 'custom',
+      path: [path],
+      message: `${strategy} needs at least ${w.bars + 2} candles (${needs} completed bars before it can act, then a bar to fill); got ${bars}`,
+    });
+  }
+}
+
+/** Grid keys must be the strategy's parameters, each value inside its schema; at most 500 combinations. */
+function checkGrid(strategy: StrategyId, grid: Record<string, number[]> | undefined, fixed: Record<string, number>, ctx: Ctx) {
+  const def = STRATEGY_DEFS[strategy];
+  const shape = (def.schema as unknown as { shape: Record<string, z.ZodType> }).shape;
+  let ok = true;
+  for (const [k, vals] of Object.entries(grid ?? {})) {
+    const field = shape[k];
+    if (!field) {
+      ctx.addIssue({ code: 'custom', path: ['grid', k], message: `${strategy} has no parameter ${k} (it has ${Object.keys(shape).join(', ')})` });
+      ok = false;
+      continue;
+    }
+    vals.forEach((v, i) => {
+      const r = field.safeParse(v);
+      if (!r.success) {
+        ctx.addIssue({ code: 'custom', path: ['grid', k, i], message: r.error.issues[0]!.message });
+        ok = false;
+      }
+    });
+  }
+  if (!ok) return undefined;
+  const g = expandGrid(strategy, grid, fixed);
+  if (g.asked > MAX_COMBINATIONS) {
+    ctx.addIssue({ code: 'custom', path: ['grid'], message: `${g.asked} combinations asked; at most ${MAX_COMBINATIONS}` });
+    return undefined;
+  }
+  if (g.combos.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['grid'], message: `none of the ${g.asked} combinations is valid (${g.skipped} skipped)` });
+    return undefined;
+  }
+  return g;
+}
+
+const candleSpec = (b: CandleBody) => ({ seed: b.seed, symbol: b.symbol, timeframe: b.timeframe, count: b.count });
+
+export const backtestBody = z
+  .strictObject({
+    ...candleFields,
+    strategy: z.enum(STRATEGIES),
+    params: paramsField,
+    equity_points: z.number().int().min(2).max(2000).default(500),
+    trades_limit: z.number().int().min(0).max(10_000).default(1000),
+  })
+  .transform((b, ctx) => {
+    checkCandles(b, ctx);
+    const params = checkParams(b.strategy, b.params, ['params'], ctx);
+    if (params) checkWarmup(b.strategy, params, b, b.count, 'count', ctx);
+    return {
+      job_id: b.job_id,
+      candles: candleSpec(b),
+      settings: b.settings,
+      strategy: b.strategy,
+      params: params ?? {},
+      equity_points: b.equity_points,
+      trades_limit: b.trades_limit,
+    };
+  });
+
+const compareEntry = z.union([z.enum(STRATEGIES), z.strictObject({ strategy: z.enum(STRATEGIES), params: paramsField })]);
+export const compareBody = z
+  .strictObject({
+    ...candleFields,
+    strategies: z.array(compareEntry).min(1).max(10).default([...STRATEGIES]),
+    objective: objectiveField,
+    equity_points: z.number().int().min(2).max(2000).default(200),
+  })
+  .transform((b, ctx) => {
+    checkCandles(b, ctx);
+    const entries = b.strategies.map((e, i) => {
+      const strategy = typeof e === 'string' ? e : e.strategy;
+      const params = checkParams(strategy, typeof e === 'string' ? {} : e.params, ['strategies', i, 'params'], ctx);
+      if (params) checkWarmup(strategy, params, b, b.count, 'count', ctx);
+      return { strategy, params: params ?? {} };
+    });
+    return { job_id: b.job_id, candles: candleSpec(b), settings: b.settings, entries, objective: b.objective, equity_points: b.equity_points };
+  });
+
+export const optimizeBody = z
+  .strictObject({ ...candleFields, strategy: z.enum(STRATEGIES), params: paramsField, grid: gridField, objective: objectiveField })
+  .transform((b, ctx) => {
+    checkCandles(b, ctx);
+    const fixed = checkParams(b.strategy, b.params, ['params'], ctx);
+    const g = fixed ? checkGrid(b.strategy, b.grid, b.params ? (b.params as Record<string, number>) : {}, ctx) : undefined;
+    if (g) {
+      const worst = g.combos.reduce((m, p) => Math.max(m, STRATEGY_DEFS[b.strategy].warmup(p, 1380 / TIMEFRAME_MINUTES[b.timeframe]).bars), 0);
+      if (b.count < worst + 2) ctx.addIssue({ code: 'custom', path: ['count'], message: `the grid needs at least ${worst + 2} candles (its slowest combination's warm-up); got ${b.count}` });
+    }
+    return {
+      job_id: b.job_id,
+      candles: candleSpec(b),
+      settings: b.settings,
+      strategy: b.strategy,
+      grid: b.grid,
+      params: (b.params ?? {}) as Record<string, number>,
+      objective: b.objective,
+    };
+  });
+
+export const walkForwardBody = z
+  .strictObject({
+    ...candleFields,
+    strategy: z.enum(STRATEGIES),
+    params: paramsField,
+    grid: gridField,
+    objective: objectiveField,
+    in_sample: z.number().int().min(10).max(MAX_CANDLES),
+    out_of_sample: z.number().int().min(2).max(MAX_CANDLES),
+    step: z.number().int().min(1).max(MAX_CANDLES).optional(),
+  })
+  .transform((b, ctx) => {
+    checkCandles(b, ctx);
+    const step = b.step ?? b.out_of_sample;
+    const fixed = checkParams(b.strategy, b.params, ['params'], ctx);
+    const g = fixed ? checkGrid(b.strategy, b.grid, (b.params ?? {}) as Record<string, number>, ctx) : undefined;
+    const windows = walkForwardWindows(b.count, b.in_sample, b.out_of_sample, step).length;
+    if (windows === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['in_sample'],
+        message: `no complete window: in_sample + out_of_sample = ${b.in_sample + b.out_of_sample} is more than count ${b.count}`,
+      });
+    } else if (windows > MAX_WINDOWS) {
+      ctx.addIssue({ code: 'custom', path: ['step'], message: `${windows} windows; at most ${MAX_WINDOWS} (raise step or in_sample)` });
+    }
+    if (g && windows > 0) {
+      const worst = g.combos.reduce((m, p) => Math.max(m, STRATEGY_DEFS[b.strategy].warmup(p, 1380 / TIMEFRAME_MINUTES[b.timeframe]).bars), 0);
+      if (b.in_sample < worst + 2) {
+        ctx.addIssue({ code: 'custom', path: ['in_sample'], message: `in-sample windows need at least ${worst + 2} candles (the grid's slowest warm-up); got ${b.in_sample}` });
+      }
+      const work = windows * g.combos.length * b.in_sample;
+      if (work > MAX_WALKFORWARD_BAR_EVALUATIONS) {
+        ctx.addIssue({ code: 'custom', path: ['grid'], message: `${g.combos.length} combinations x ${windows} windows x ${b.in_sample} bars is over the ${MAX_WALKFORWARD_BAR_EVALUATIONS} bar-evaluation budget` });
+      }
+    }
+    return {
+      job_id: b.job_id,
+      candles: candleSpec(b),
+      settings: b.settings,
+      strategy: b.strategy,
+      grid: b.grid,
+      params: (b.params ?? {}) as Record<string, number>,
+      objective: b.objective,
+      in_sample: b.in_sample,
+      out_of_sample: b.out_of_sample,
+      step,
+    };
+  });
+
+export const monteCarloBody = z
+  .strictObject({
+    ...candleFields,
+    strategy: z.enum(STRATEGIES),
+    params: paramsField,
+    runs: z.number().int().min(1).max(MAX_MC_RUNS).default(MAX_MC_RUNS),
+    mc_seed: z.number().int().min(0).max(0xffff_ffff).optional(),
+    ruin_drawdown: z.number().gt(0).lt(1).default(0.5),
+  })
+  .transform((b, ctx) => {
+    checkCandles(b, ctx);
+    const params = checkParams(b.strategy, b.params, ['params'], ctx);
+    if (params) checkWarmup(b.strategy, params, b, b.count, 'count', ctx);
+    return {
+      job_id: b.job_id,
+      candles: candleSpec(b),
+      settings: b.settings,
+      strategy: b.strategy,
+      params: params ?? {},
+      runs: b.runs,
+      mc_seed: b.mc_seed ?? b.seed,
+      ruin_drawdown: b.ruin_drawdown,
+    };
+  });
+
+export interface TradingRoutesOptions {
+  service: TradingService;
+}
+
+export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): void {
+  const { service } = opts;
+  hub.topic({ name: `${JOB_TOPIC_PREFIX}*`, policy: 'drop' });
+
+  const answer = (out: { job: string; result: unknown }) =>
+    Reply.json(out.result, 200, { 'x-job-id': out.job, 'cache-control': 'no-store' });
+
+  hub.route({ method: 'POST', path: '/api/program/backtest', body: { schema: backtestBody }, handler: async (ctx) => answer(await service.backtest(ctx.body)) });
+  hub.route({ method: 'POST', path: '/api/program/backtest-compare', body: { schema: compareBody }, handler: async (ctx) => answer(await service.compare(ctx.body)) });
+  hub.route({ method: 'POST', path: '/api/program/optimize', body: { schema: optimizeBody }, handler: async (ctx) => answer(await service.optimize(ctx.body)) });
+  hub.route({ method: 'POST', path: '/api/program/walkforward', body: { schema: walkForwardBody }, handler: async (ctx) => answer(await service.walkForward(ctx.body)) });
+  hub.route({ method: 'POST', path: '/api/program/montecarlo', body: { schema: monteCarloBody }, handler: async (ctx) => answer(await service.monteCarlo(ctx.body)) });
+
+  // ---- jobs (beyond the document's fourteen routes: docs/trading.md) -------------------------
+  hub.route({
+    method: 'POST',
+    path: '/api/program/jobs/:id/cancel',
+    params: z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
+    handler: (ctx) => Reply.json(service.cancel(ctx.params.id), 202, { 'cache-control': 'no-store' }),
+  });
+  hub.route({ method: 'GET', path: '/api/program/jobs', cacheControl: 'no-store', handler: () => ({ jobs: service.jobs.list() }) });
+}

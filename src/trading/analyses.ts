@@ -1,0 +1,329 @@
+import { candleChecksum, candlesFor, type Candles, type CandleSpec } from './candles.js';
+import { Engine, type RawRun, type RunRange, type Settings } from './engine.js';
+import { computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows, type Metrics } from './metrics.js';
+import { Rng } from './rng.js';
+import { STRATEGY_DEFS, type StrategyId } from './strategies.js';
+
+/**
+ * The analyses as pure functions of (candles, strategy, parameters, settings): backtest, the grid
+ * unit of optimize, one walk-forward window, Monte Carlo. Workers call them; tests call them
+ * directly. `ctl` (optional) is the job's shared control block: [0] = cancel flag, [1] = units done.
+ */
+export type Control = Int32Array | undefined;
+
+export class CancelledError extends Error {
+  constructor() {
+    super('cancelled');
+    this.name = 'CancelledError';
+  }
+}
+
+export function checkCancel(ctl: Control): void {
+  if (ctl && Atomics.load(ctl, 0) !== 0) throw new CancelledError();
+}
+export function tick(ctl: Control, n = 1): void {
+  if (ctl) Atomics.add(ctl, 1, n);
+}
+
+export const OBJECTIVES = ['sharpe', 'net_profit', 'profit_factor', 'win_rate', 'sqn', 'max_drawdown'] as const;
+export type Objective = (typeof OBJECTIVES)[number];
+
+/** Higher is better, except max_drawdown (lower is better). */
+export function score(m: Metrics, objective: Objective): number {
+  return objective === 'max_drawdown' ? -m.max_drawdown : m[objective];
+}
+
+/** Index of the best row; ties keep the first in grid order. */
+export function bestIndex(rows: { metrics: Metrics }[], objective: Objective): number {
+  let best = -1;
+  let bestScore = -Infinity;
+  rows.forEach((r, i) => {
+    const s = score(r.metrics, objective);
+    if (s > bestScore) {
+      bestScore = s;
+      best = i;
+    }
+  });
+  return best;
+}
+
+export function runStrategy(
+  cs: Candles,
+  strategy: StrategyId,
+  params: Record<string, number>,
+  settings: Settings,
+  range?: RunRange,
+): RawRun {
+  const engine = new Engine(cs, settings, range);
+  return engine.run(STRATEGY_DEFS[strategy].create(params, cs.barsPerSession));
+}
+
+export interface BacktestTask {
+  candles: CandleSpec;
+  strategy: StrategyId;
+  params: Record<string, number>;
+  settings: Settings;
+  equity_points: number;
+  trades_limit: number;
+}
+
+export function backtestResult(cs: Candles, t: BacktestTask) {
+  const raw = runStrategy(cs, t.strategy, t.params, t.settings);
+  const warm = STRATEGY_DEFS[t.strategy].warmup(t.params, cs.barsPerSession);
+  return {
+    strategy: t.strategy,
+    params: t.params,
+    settings: t.settings,
+    candles: {
+      ...t.candles,
+      checksum: candleChecksum(cs),
+      from: new Date(cs.t[0]!).toISOString(),
+      to: new Date(cs.t[cs.n - 1]!).toISOString(),
+    },
+    warmup: warm,
+    metrics: computeMetrics(raw, cs),
+    monthly: monthlyPerformance(raw, cs),
+    equity_curve: equityCurve(raw, cs, t.equity_points),
+    trades: tradeRows(raw, cs, t.settings.contracts, t.trades_limit),
+    trades_total: raw.trades.n,
+  };
+}
+
+export function backtest(t: BacktestTask, ctl?: Control) {
+  checkCancel(ctl);
+  const r = backtestResult(candlesFor(t.candles), t);
+  tick(ctl);
+  return r;
+}
+
+/** A chunk of a grid: each combination's metrics on the same candles. */
+export function gridRows(
+  cs: Candles,
+  strategy: StrategyId,
+  combos: Record<string, number>[],
+  settings: Settings,
+  range: RunRange | undefined,
+  ctl?: Control,
+): { params: Record<string, number>; metrics: Metrics }[] {
+  const rows = [];
+  for (const params of combos) {
+    checkCancel(ctl);
+    const raw = runStrategy(cs, strategy, params, settings, range);
+    rows.push({ params, metrics: computeMetrics(raw, cs) });
+    tick(ctl);
+  }
+  return rows;
+}
+
+// ---- walk-forward --------------------------------------------------------------------------------
+
+export interface WindowSpec {
+  index: number;
+  /** In-sample [start, start+inSample), out-of-sample [start+inSample, start+inSample+outOfSample). */
+  start: number;
+  inSample: number;
+  outOfSample: number;
+}
+
+export function walkForwardWindows(n: number, inSample: number, outOfSample: number, step: number): WindowSpec[] {
+  const out: WindowSpec[] = [];
+  for (let s = 0, k = 0; s + inSample + outOfSample <= n; s += step, k++) {
+    out.push({ index: k, start: s, inSample, outOfSample });
+  }
+  return out;
+}
+
+export interface WindowResult {
+  index: number;
+  in_sample: { from: string; to: string; bars: number; best_params: Record<string, number>; metrics: Metrics };
+  out_of_sample: { from: string; to: string; bars: number; metrics: Metrics; daily_returns: number[] };
+  /** Annualized OOS return / annualized IS return; null when the IS return is not positive. */
+  efficiency: number | null;
+}
+
+/**
+ * One window: grid on the in-sample bars, then the best parameters on the out-of-sample bars with
+ * indicators warmed up on the in-sample bars before it; only out-of-sample trades count. Reads no
+ * bar at or after start + inSample + outOfSample (the look-ahead test holds it to that).
+ */
+export function walkForwardWindow(
+  cs: Candles,
+  strategy: StrategyId,
+  combos: Record<string, number>[],
+  settings: Settings,
+  objective: Objective,
+  w: WindowSpec,
+  ctl?: Control,
+): WindowResult {
+  const isTo = w.start + w.inSample;
+  const oosTo = isTo + w.outOfSample;
+  const rows = gridRows(cs, strategy, combos, settings, { from: w.start, tradeFrom: w.start, to: isTo }, ctl);
+  const best = rows[Math.max(0, bestIndex(rows, objective))]!;
+  checkCancel(ctl);
+  const oosRaw = runStrategy(cs, strategy, best.params, settings, { from: w.start, tradeFrom: isTo, to: oosTo });
+  const oos = computeMetrics(oosRaw, cs);
+  tick(ctl);
+  const iso = (i: number) => new Date(cs.t[i]!).toISOString();
+  const efficiency = best.metrics.annual_return > 0 ? round6(oos.annual_return / best.metrics.annual_return) : null;
+  return {
+    index: w.index,
+    in_sample: { from: iso(w.start), to: iso(isTo - 1), bars: w.inSample, best_params: best.params, metrics: best.metrics },
+    out_of_sample: { from: iso(isTo), to: iso(oosTo - 1), bars: w.outOfSample, metrics: oos, daily_returns: dailyReturns(oosRaw, cs) },
+    efficiency,
+  };
+}
+
+function dailyReturns(run: RawRun, cs: Candles): number[] {
+  const { tradeFrom, to } = run.range;
+  const out: number[] = [];
+  let prev = run.capital;
+  for (let i = tradeFrom; i < to; i++) {
+    if (i === to - 1 || cs.session[i + 1] !== cs.session[i]) {
+      const e = run.equity[i - tradeFrom]!;
+      out.push(e / prev - 1);
+      prev = e;
+    }
+  }
+  return out;
+}
+
+const round6 = (x: number) => Math.round(x * 1e6) / 1e6 + 0;
+const clamp01 = (x: number) => (x < 0 ? 0 : x > 1 ? 1 : x);
+
+/**
+ * Summary of the windows. robustness_score (0-100) =
+ *   100 x (0.4 P + 0.3 clamp(WFE, 0, 1) + 0.2 S + 0.1 clamp(SharpeOOS / 2, 0, 1))
+ * P = share of profitable out-of-sample windows; WFE = mean of the defined window efficiencies (0 when
+ * none); S = parameter stability = 1 - mean over parameters of min(1, CV), CV = population standard
+ * deviation / |mean| of the value chosen in each window (0 when constant); SharpeOOS = Sharpe of the
+ * stitched out-of-sample daily returns.
+ */
+export function summarizeWalkForward(windows: WindowResult[], capital: number) {
+  const n = windows.length;
+  const profitable = windows.filter((w) => w.out_of_sample.metrics.net_profit > 0).length;
+  const effs = windows.map((w) => w.efficiency).filter((e): e is number => e !== null);
+  const wfe = effs.length ? effs.reduce((a, b) => a + b, 0) / effs.length : null;
+  const names = n ? Object.keys(windows[0]!.in_sample.best_params) : [];
+  const variation: Record<string, { mean: number; sd: number; cv: number; values: number[] }> = {};
+  let cvSum = 0;
+  for (const name of names) {
+    const vals = windows.map((w) => w.in_sample.best_params[name]!);
+    const mean = vals.reduce((a, b) => a + b, 0) / vals.length;
+    const sd = Math.sqrt(vals.reduce((a, b) => a + (b - mean) ** 2, 0) / vals.length);
+    const cv = sd === 0 ? 0 : mean === 0 ? 1 : sd / Math.abs(mean);
+    variation[name] = { mean: round6(mean), sd: round6(sd), cv: round6(cv), values: vals };
+    cvSum += Math.min(1, cv);
+  }
+  const stability = names.length ? 1 - cvSum / names.length : 1;
+  // stitched out-of-sample: daily returns chained window after window
+  const stitched: number[] = [];
+  let equity = capital;
+  for (const w of windows) {
+    for (const r of w.out_of_sample.daily_returns) {
+      equity *= 1 + r;
+      stitched.push(equity);
+    }
+  }
+  const sharpe = sharpeOf(stitched, capital);
+  const P = n ? profitable / n : 0;
+  const robustness = 100 * (0.4 * P + 0.3 * clamp01(wfe ?? 0) + 0.2 * stability + 0.1 * clamp01(sharpe / 2));
+  return {
+    windows: n,
+    profitable_oos_share: round6(P),
+    walk_forward_efficiency: wfe === null ? null : round6(wfe),
+    parameter_stability: round6(stability),
+    parameter_variation: variation,
+    oos_net_profit: Math.round(windows.reduce((a, w) => a + w.out_of_sample.metrics.net_profit, 0) * 100) / 100,
+    oos_trades: windows.reduce((a, w) => a + w.out_of_sample.metrics.trades, 0),
+    oos_sharpe: round6(sharpe),
+    robustness_score: Math.round(robustness * 100) / 100,
+  };
+}
+
+// ---- Monte Carlo ---------------------------------------------------------------------------------
+
+export const PERCENTILES = [5, 25, 50, 75, 95] as const;
+
+/** Linear interpolation between closest ranks (numpy's default). */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return 0;
+  const pos = ((sorted.length - 1) * p) / 100;
+  const lo = Math.floor(pos);
+  const hi = Math.min(lo + 1, sorted.length - 1);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
+}
+
+function table(values: Float64Array, round: (x: number) => number): Record<string, number> {
+  const sorted = values.slice().sort();
+  const out: Record<string, number> = {};
+  for (const p of PERCENTILES) out[`p${p}`] = round(percentile(sorted, p));
+  return out;
+}
+
+/**
+ * Monte Carlo on a trade list. Run i uses Rng(seed + i): it shuffles the trades (Fisher-Yates) for
+ * the path statistics (maximum drawdown, lowest equity; the final equity of a shuffle never changes)
+ * and then draws a bootstrap sample (n trades with replacement) for the final equity. Ruin: the
+ * equity path touches `ruinLevel` (USD) at or below it.
+ */
+export function monteCarlo(pnls: number[], capital: number, runs: number, seed: number, ruinLevel: number, ctl?: Control) {
+  const n = pnls.length;
+  const dd = new Float64Array(runs);
+  const ddUsd = new Float64Array(runs);
+  const lowest = new Float64Array(runs);
+  const finals = new Float64Array(runs);
+  const work = new Float64Array(pnls);
+  let ruinShuffle = 0;
+  let ruinBoot = 0;
+  for (let i = 0; i < runs; i++) {
+    if ((i & 15) === 0) checkCancel(ctl);
+    const rng = new Rng((seed + i) >>> 0);
+    work.set(pnls);
+    for (let j = n - 1; j > 0; j--) {
+      const k = rng.int(j + 1);
+      const tmp = work[j]!;
+      work[j] = work[k]!;
+      work[k] = tmp;
+    }
+    let e = capital;
+    let peak = capital;
+    let low = capital;
+    let mdd = 0;
+    let mddUsd = 0;
+    for (let j = 0; j < n; j++) {
+      e += work[j]!;
+      if (e > peak) peak = e;
+      if (e < low) low = e;
+      const d = peak > 0 ? 1 - e / peak : 1;
+      if (d > mdd) mdd = d;
+      if (peak - e > mddUsd) mddUsd = peak - e;
+    }
+    dd[i] = mdd;
+    ddUsd[i] = mddUsd;
+    lowest[i] = low;
+    if (low <= ruinLevel) ruinShuffle++;
+    // bootstrap
+    let b = capital;
+    let bLow = capital;
+    for (let j = 0; j < n; j++) {
+      b += pnls[rng.int(n)]!;
+      if (b < bLow) bLow = b;
+    }
+    finals[i] = b;
+    if (bLow <= ruinLevel) ruinBoot++;
+    tick(ctl);
+  }
+  const money = (x: number) => Math.round(x * 100) / 100 + 0;
+  return {
+    runs,
+    trades: n,
+    seed,
+    ruin_level: money(ruinLevel),
+    probability_of_ruin: runs ? round6(ruinShuffle / runs) : 0,
+    probability_of_ruin_bootstrap: runs ? round6(ruinBoot / runs) : 0,
+    max_drawdown: table(dd, round6),
+    max_drawdown_usd: table(ddUsd, money),
+    lowest_equity: table(lowest, money),
+    final_equity: table(finals, money),
+  };
+}

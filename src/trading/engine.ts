@@ -1,0 +1,457 @@
+import { z } from 'zod';
+import type { Candles } from './candles.js';
+import { ATR } from './indicators.js';
+import { EXIT, LONG, NONE, SHORT, type StrategyRun } from './strategies.js';
+import { SYMBOL_SPECS } from './symbols.js';
+
+/** Execution and risk settings of a run (backtest or live program). Every field has a default. */
+const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (UTC)');
+export const MAX_POSITIONS = 10;
+export const settingsSchema = z
+  .strictObject({
+    /** Starting equity, USD. */
+    capital: z.number().positive().max(1e12).default(100_000),
+    /** Contracts per position. */
+    contracts: z.number().int().min(1).max(1000).default(1),
+    /** Adverse ticks on every market fill (entries, signal exits, stop-loss exits); none on take-profit. */
+    slippage_ticks: z.number().min(0).max(100).default(1),
+    /** USD per contract per side. */
+    commission: z.number().min(0).max(1000).default(2.5),
+    /** Stop-loss distance in ATR multiples (0 = none); stop_loss_points wins when given. */
+    stop_loss_atr: z.number().min(0).max(50).default(2),
+    take_profit_atr: z.number().min(0).max(50).default(3),
+    stop_loss_points: z.number().positive().max(1e6).optional(),
+    take_profit_points: z.number().positive().max(1e6).optional(),
+    atr_period: z.number().int().min(2).max(200).default(14),
+    /** USD; when the day's realized loss reaches it, flatten and take no entry until the next session. */
+    daily_loss_limit: z.number().positive().max(1e12).optional(),
+    /** Open positions at once (a same-direction signal adds one up to this). */
+    max_positions: z.number().int().min(1).max(MAX_POSITIONS).default(1),
+    /** Entries per session. */
+    daily_trade_limit: z.number().int().min(1).max(100_000).optional(),
+    /** Entries only when the fill bar opens inside [start, end) UTC on the listed weekdays (0 = Sunday). */
+    schedule: z
+      .strictObject({
+        start: hhmm,
+        end: hhmm,
+        days: z.array(z.number().int().min(0).max(6)).min(1).max(7).default([1, 2, 3, 4, 5]),
+      })
+      .optional(),
+  })
+  .prefault({});
+export type Settings = z.output<typeof settingsSchema>;
+export const defaultSettings = (): Settings => settingsSchema.parse(undefined);
+
+export const REASONS = ['signal', 'stop_loss', 'take_profit', 'risk', 'end'] as const;
+export type ExitReason = (typeof REASONS)[number];
+const R_SIGNAL = 0;
+const R_STOP = 1;
+const R_TAKE = 2;
+const R_RISK = 3;
+const R_END = 4;
+
+export interface FillEvent {
+  bar: number;
+  t: number;
+  /** 'entry' or 'exit'. */
+  kind: 'entry' | 'exit';
+  side: 'buy' | 'sell';
+  price: number;
+  contracts: number;
+  reason?: ExitReason;
+  /** Net P&L of the closed trade (exits only), USD. */
+  pnl?: number;
+}
+
+/** Closed trades, column-oriented. */
+export interface TradeLog {
+  n: number;
+  dir: number[];
+  entryBar: number[];
+  exitBar: number[];
+  entryPrice: number[];
+  exitPrice: number[];
+  pnl: number[];
+  reason: number[];
+}
+
+export interface RunRange {
+  /** First bar fed to the strategy and indicators (warm-up starts here). */
+  from: number;
+  /** First bar whose actions count and whose equity is measured. */
+  tradeFrom: number;
+  /** End (exclusive). */
+  to: number;
+}
+
+export interface RawRun {
+  trades: TradeLog;
+  /** Marked-to-market equity at each bar's close for bars [tradeFrom, to). */
+  equity: Float64Array;
+  /** Bars with a position open during the bar. */
+  exposedBars: number;
+  commission: number;
+  riskStops: number;
+  capital: number;
+  range: RunRange;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The simulation engine: one for backtests and live programs. Bar by bar (`step`):
+ *  1. a new session resets the day's P&L, entry count and halt;
+ *  2. a pending risk flatten, then the previous bar's action, fill at this bar's open (market:
+ *     adverse slippage); an opposite signal closes and reverses, EXIT closes everything;
+ *  3. every open position checks its stop-loss and take-profit: a gap through a level fills at the
+ *     open, otherwise at the level; both inside one bar takes the stop (conservative);
+ *  4. equity is marked at the close;
+ *  5. this bar's action waits for the next bar's open (stop/target distances use the ATR known now).
+ * P&L = (exit - entry) x direction x contracts x point value - commission x contracts per side.
+ */
+export class Engine {
+  readonly equity: Float64Array;
+  readonly trades: TradeLog = { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] };
+  private readonly pv: number;
+  private readonly slip: number;
+  private readonly comm: number;
+  private readonly contracts: number;
+  private readonly maxPos: number;
+  private readonly slPts: number;
+  private readonly tpPts: number;
+  private readonly slAtr: number;
+  private readonly tpAtr: number;
+  private readonly atr: ATR | null;
+  private readonly dayLossLimit: number;
+  private readonly dayTradeLimit: number;
+  private readonly schedStart: number;
+  private readonly schedEnd: number;
+  private readonly schedDays: number;
+  // open positions (all in one direction)
+  private readonly pEntry = new Float64Array(MAX_POSITIONS);
+  private readonly pSL = new Float64Array(MAX_POSITIONS);
+  private readonly pTP = new Float64Array(MAX_POSITIONS);
+  private readonly pBar = new Int32Array(MAX_POSITIONS);
+  private npos = 0;
+  private dir = 0;
+  private cash: number;
+  private pend = NONE;
+  private pendSL = 0;
+  private pendTP = 0;
+  private flatten = false;
+  private halted = false;
+  private day = -1;
+  private dayPnl = 0;
+  private dayTrades = 0;
+  exposedBars = 0;
+  commissionPaid = 0;
+  riskStops = 0;
+  /** Live programs listen to fills (a fill updates P&L and can stop the program). */
+  onFill: ((e: FillEvent) => void) | null = null;
+
+  constructor(
+    private readonly cs: Candles,
+    readonly settings: Settings,
+    readonly range: RunRange = { from: 0, tradeFrom: 0, to: cs.n },
+  ) {
+    const spec = SYMBOL_SPECS[cs.symbol];
+    this.pv = spec.pointValue;
+    this.slip = settings.slippage_ticks * spec.tick;
+    this.comm = settings.commission;
+    this.contracts = settings.contracts;
+    this.maxPos = settings.max_positions;
+    this.slPts = settings.stop_loss_points ?? 0;
+    this.tpPts = settings.take_profit_points ?? 0;
+    this.slAtr = settings.stop_loss_points ? 0 : settings.stop_loss_atr;
+    this.tpAtr = settings.take_profit_points ? 0 : settings.take_profit_atr;
+    this.atr = this.slAtr > 0 || this.tpAtr > 0 ? new ATR(settings.atr_period) : null;
+    this.dayLossLimit = settings.daily_loss_limit ?? Infinity;
+    this.dayTradeLimit = settings.daily_trade_limit ?? Infinity;
+    const sched = settings.schedule;
+    const mins = (s: string) => Number(s.slice(0, 2)) * 60 + Number(s.slice(3, 5));
+    this.schedStart = sched ? mins(sched.start) : -1;
+    this.schedEnd = sched ? mins(sched.end) : -1;
+    this.schedDays = sched ? sched.days.reduce((m, d) => m | (1 << d), 0) : 0x7f;
+    this.cash = settings.capital;
+    this.equity = new Float64Array(Math.max(0, range.to - range.tradeFrom));
+  }
+
+  /** Runs a strategy over the range: actions in one batch loop, then the engine loop. */
+  run(strategy: StrategyRun): RawRun {
+    const { from, to } = this.range;
+    const actions = new Int8Array(this.cs.n);
+    strategy.fill(this.cs, from, to, actions);
+    return this.runActions(actions);
+  }
+
+  /** Runs given actions (actions[i] is decided at bar i's close). */
+  runActions(actions: Int8Array): RawRun {
+    this.advance(actions, this.range.to);
+    return this.finish();
+  }
+
+  /** Next bar `advance` will process. */
+  private cursor = -1;
+
+  /**
+   * Processes bars up to `to` (exclusive) from where the last call stopped. The quiet bars (no order
+   * to fill, no new action: most of them) take an inlined path that does exactly what `step` does
+   * for them; every other bar goes through `step`.
+   */
+  advance(actions: ArrayLike<number>, to: number): void {
+    const cs = this.cs;
+    const H = cs.h;
+    const L = cs.l;
+    const C = cs.c;
+    const S = cs.session;
+    const eq = this.equity;
+    const tradeFrom = this.range.tradeFrom;
+    const atr = this.atr;
+    const pv = this.pv * this.contracts;
+    const pEntry = this.pEntry;
+    const pSL = this.pSL;
+    const pTP = this.pTP;
+    let i = this.cursor < 0 ? this.range.from : this.cursor;
+    // mutable state mirrored in locals; re-read after every slow-path step
+    let npos = this.npos;
+    let dir = this.dir;
+    let cash = this.cash;
+    let day = this.day;
+    let busy = this.pend !== NONE || this.flatten;
+    let exposed = 0;
+    for (; i < to; i++) {
+      const action = actions[i]!;
+      if (action !== NONE || busy || i < tradeFrom || S[i] !== day) {
+        this.exposedBars += exposed;
+        exposed = 0;
+        this.step(i, action);
+        npos = this.npos;
+        dir = this.dir;
+        cash = this.cash;
+        day = this.day;
+        busy = this.pend !== NONE || this.flatten;
+        continue;
+      }
+      const h = H[i]!;
+      const l = L[i]!;
+      const c = C[i]!;
+      if (atr !== null) atr.update(h, l, c);
+      if (npos === 0) {
+        eq[i - tradeFrom] = cash;
+        continue;
+      }
+      exposed++;
+      // an exit is due when a level lies inside [low, high] (an open gapped past it is inside too)
+      let hit = false;
+      for (let k = 0; k < npos; k++) {
+        if (dir === LONG ? l <= pSL[k]! || h >= pTP[k]! : h >= pSL[k]! || l <= pTP[k]!) hit = true;
+      }
+      if (hit) {
+        this.checkExits(i, cs.o[i]!, h, l);
+        npos = this.npos;
+        dir = this.dir;
+        cash = this.cash;
+        busy = this.pend !== NONE || this.flatten;
+      }
+      let e = cash;
+      if (npos > 0) {
+        let sum = 0;
+        for (let k = 0; k < npos; k++) sum += c - pEntry[k]!;
+        e += dir * sum * pv;
+      }
+      eq[i - tradeFrom] = e;
+    }
+    this.exposedBars += exposed;
+    this.cursor = i;
+  }
+
+  private scheduleOk(t: number): boolean {
+    if (this.schedStart < 0) return true;
+    // weekday of the trading day this bar belongs to (a session opens the evening before)
+    const tradingDay = Math.floor((t + 3_600_000) / DAY_MS);
+    if (((this.schedDays >> ((tradingDay + 4) % 7)) & 1) === 0) return false;
+    const m = Math.floor((t % DAY_MS) / 60_000);
+    const a = this.schedStart;
+    const b = this.schedEnd;
+    return a <= b ? m >= a && m < b : m >= a || m < b;
+  }
+
+  /** One bar. Live programs call this as each candle closes. */
+  step(i: number, action: number): void {
+    const cs = this.cs;
+    const o = cs.o[i]!;
+    const h = cs.h[i]!;
+    const l = cs.l[i]!;
+    const c = cs.c[i]!;
+    const sess = cs.session[i]!;
+    if (sess !== this.day) {
+      this.day = sess;
+      this.dayPnl = 0;
+      this.dayTrades = 0;
+      this.halted = false;
+    }
+    // 2. orders waiting for this open
+    if (this.flatten) {
+      this.flatten = false;
+      if (this.npos > 0) this.closeAll(i, o, R_RISK);
+    }
+    const pend = this.pend;
+    if (pend !== NONE) {
+      this.pend = NONE;
+      if (pend === EXIT) {
+        if (this.npos > 0) this.closeAll(i, o, R_SIGNAL);
+      } else {
+        if (this.npos > 0 && this.dir !== pend) this.closeAll(i, o, R_SIGNAL);
+        if (
+          !this.halted &&
+          this.npos < this.maxPos &&
+          this.dayTrades < this.dayTradeLimit &&
+          this.scheduleOk(cs.t[i]!)
+        ) {
+          this.open(i, o, pend);
+        }
+      }
+    }
+    // 3. stop-loss / take-profit
+    if (this.npos > 0) {
+      this.exposedBars += i >= this.range.tradeFrom ? 1 : 0;
+      this.checkExits(i, o, h, l);
+    }
+    // 4. mark to market
+    const atr = this.atr !== null ? this.atr.update(h, l, c) : 0;
+    if (i >= this.range.tradeFrom) {
+      let eq = this.cash;
+      if (this.npos > 0) {
+        let sum = 0;
+        for (let k = 0; k < this.npos; k++) sum += c - this.pEntry[k]!;
+        eq += this.dir * sum * this.contracts * this.pv;
+      }
+      this.equity[i - this.range.tradeFrom] = eq;
+      // 5. this bar's decision, filled at the next open
+      if (action !== NONE && i + 1 < this.range.to) {
+        if (action === EXIT) this.pend = EXIT;
+        else if (atr === atr) {
+          this.pend = action;
+          this.pendSL = this.slPts > 0 ? this.slPts : this.slAtr * atr;
+          this.pendTP = this.tpPts > 0 ? this.tpPts : this.tpAtr * atr;
+        }
+      }
+    }
+  }
+
+  private open(i: number, o: number, dir: number): void {
+    const price = o + dir * this.slip;
+    const k = this.npos++;
+    this.dir = dir;
+    this.pEntry[k] = price;
+    this.pSL[k] = this.pendSL > 0 ? price - dir * this.pendSL : NaN;
+    this.pTP[k] = this.pendTP > 0 ? price + dir * this.pendTP : NaN;
+    this.pBar[k] = i;
+    const fee = this.comm * this.contracts;
+    this.cash -= fee;
+    this.commissionPaid += fee;
+    this.dayTrades++;
+    if (this.onFill) {
+      this.onFill({ bar: i, t: this.cs.t[i]!, kind: 'entry', side: dir === LONG ? 'buy' : 'sell', price, contracts: this.contracts });
+    }
+  }
+
+  private checkExits(i: number, o: number, h: number, l: number): void {
+    const dir = this.dir;
+    for (let k = this.npos - 1; k >= 0; k--) {
+      const sl = this.pSL[k]!;
+      const tp = this.pTP[k]!;
+      if (dir === LONG) {
+        if (o <= sl) this.close(k, i, o - this.slip, R_STOP); // gap through the stop
+        else if (o >= tp) this.close(k, i, o, R_TAKE); // gap through the target
+        else if (l <= sl) this.close(k, i, sl - this.slip, R_STOP); // stop first when both are hit
+        else if (h >= tp) this.close(k, i, tp, R_TAKE);
+      } else {
+        if (o >= sl) this.close(k, i, o + this.slip, R_STOP);
+        else if (o <= tp) this.close(k, i, o, R_TAKE);
+        else if (h >= sl) this.close(k, i, sl + this.slip, R_STOP);
+        else if (l <= tp) this.close(k, i, tp, R_TAKE);
+      }
+    }
+  }
+
+  private closeAll(i: number, price: number, reason: number): void {
+    const exit = reason === R_END ? price : price - this.dir * this.slip;
+    for (let k = this.npos - 1; k >= 0; k--) this.close(k, i, exit, reason);
+  }
+
+  /** Closes position k at `price` (slippage already applied). */
+  private close(k: number, i: number, price: number, reason: number): void {
+    const dir = this.dir;
+    const entry = this.pEntry[k]!;
+    const fee = this.comm * this.contracts;
+    const gross = dir * (price - entry) * this.contracts * this.pv;
+    this.cash += gross - fee;
+    this.commissionPaid += fee;
+    const pnl = gross - 2 * fee;
+    const tr = this.trades;
+    if (i >= this.range.tradeFrom || reason === R_END) {
+      tr.n++;
+      tr.dir.push(dir);
+      tr.entryBar.push(this.pBar[k]!);
+      tr.exitBar.push(i);
+      tr.entryPrice.push(entry);
+      tr.exitPrice.push(price);
+      tr.pnl.push(pnl);
+      tr.reason.push(reason);
+    }
+    // remove k (swap with the last)
+    const last = --this.npos;
+    if (k !== last) {
+      this.pEntry[k] = this.pEntry[last]!;
+      this.pSL[k] = this.pSL[last]!;
+      this.pTP[k] = this.pTP[last]!;
+      this.pBar[k] = this.pBar[last]!;
+    }
+    if (this.npos === 0) this.dir = 0;
+    this.dayPnl += pnl;
+    if (this.onFill) {
+      this.onFill({
+        bar: i,
+        t: this.cs.t[i]!,
+        kind: 'exit',
+        side: dir === LONG ? 'sell' : 'buy',
+        price,
+        contracts: this.contracts,
+        reason: REASONS[reason],
+        pnl,
+      });
+    }
+    if (!this.halted && this.dayPnl <= -this.dayLossLimit) {
+      // the daily loss limit: no entry for the rest of the session, flatten at the next open
+      this.halted = true;
+      this.riskStops++;
+      if (this.npos > 0 && reason !== R_END) this.flatten = true;
+    }
+  }
+
+  /** True once today's loss reached the limit (a live program stops on it). */
+  get haltedToday(): boolean {
+    return this.halted;
+  }
+
+  /** Closes what is open at the last close (no slippage) and returns the run. */
+  finish(): RawRun {
+    const last = this.range.to - 1;
+    if (this.npos > 0 && last >= this.range.tradeFrom) {
+      this.closeAll(last, this.cs.c[last]!, R_END);
+      this.equity[last - this.range.tradeFrom] = this.cash;
+    }
+    return {
+      trades: this.trades,
+      equity: this.equity,
+      exposedBars: this.exposedBars,
+      commission: this.commissionPaid,
+      riskStops: this.riskStops,
+      capital: this.settings.capital,
+      range: this.range,
+    };
+  }
+}
+
+export { EXIT, LONG, NONE, SHORT };

@@ -1,0 +1,263 @@
+import type { Bus } from '../bus.js';
+import { AppError, conflict } from '../errors.js';
+import type { TaskRunner } from '../workers/pool.js';
+import type { TaskOutcome, TradingTask } from '../workers/trading.js';
+import {
+  bestIndex,
+  summarizeWalkForward,
+  walkForwardWindows,
+  type Objective,
+  type WindowResult,
+} from './analyses.js';
+import type { CandleSpec } from './candles.js';
+import type { Settings } from './engine.js';
+import { Jobs, type Job, type JobProgress } from './jobs.js';
+import type { Metrics } from './metrics.js';
+import { expandGrid, type StrategyId } from './strategies.js';
+
+export { JOB_TOPIC_PREFIX } from './jobs.js';
+
+/** Largest grid (the document: at most 500 parameter combinations). */
+export const MAX_COMBINATIONS = 500;
+/** Largest Monte Carlo run count (the document: at most 500 shuffles). */
+export const MAX_MC_RUNS = 500;
+export const MAX_WINDOWS = 50;
+
+interface Base {
+  job_id?: string;
+  candles: CandleSpec;
+  settings: Settings;
+}
+export interface BacktestInput extends Base {
+  strategy: StrategyId;
+  params: Record<string, number>;
+  equity_points: number;
+  trades_limit: number;
+}
+export interface CompareInput extends Base {
+  entries: { strategy: StrategyId; params: Record<string, number> }[];
+  equity_points: number;
+  objective: Objective;
+}
+export interface OptimizeInput extends Base {
+  strategy: StrategyId;
+  grid?: Record<string, number[]>;
+  params: Record<string, number>;
+  objective: Objective;
+}
+export interface WalkForwardInput extends OptimizeInput {
+  in_sample: number;
+  out_of_sample: number;
+  step: number;
+}
+export interface MonteCarloInput extends Base {
+  strategy: StrategyId;
+  params: Record<string, number>;
+  runs: number;
+  mc_seed: number;
+  ruin_drawdown: number;
+}
+
+/** Summary columns of a grid row (every row of an optimization). */
+const SUMMARY = ['trades', 'win_rate', 'profit_factor', 'net_profit', 'sharpe', 'max_drawdown', 'sqn'] as const;
+const summary = (m: Metrics) => Object.fromEntries(SUMMARY.map((k) => [k, m[k]]));
+
+/**
+ * The trading analyses service: splits work into worker tasks, tracks the job (progress on the bus,
+ * cancel) and assembles results. Knows no sockets.
+ */
+export class TradingService {
+  readonly jobs: Jobs;
+
+  constructor(
+    private readonly opts: {
+      pool: TaskRunner;
+      bus: Pick<Bus, 'publish'>;
+      onPublishError?: (err: unknown) => void;
+    },
+  ) {
+    this.jobs = new Jobs((topic, p: JobProgress) => {
+      opts.bus.publish(topic, p as never).catch((err) => opts.onPublishError?.(err));
+    });
+  }
+
+  cancel(id: string) {
+    return this.jobs.cancel(id);
+  }
+
+  /** Runs tasks on the pool under a job: waits for all of them, then 409 if the job was cancelled. */
+  private async runTasks(job: Job, tasks: TradingTask[]): Promise<unknown[]> {
+    let outcomes: PromiseSettledResult<TaskOutcome>[];
+    try {
+      outcomes = await Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl })));
+    } catch (err) {
+      this.jobs.close(job, 'failed');
+      throw err;
+    }
+    if (job.cancelled || outcomes.some((o) => o.status === 'fulfilled' && !o.value.ok)) {
+      this.jobs.close(job, 'cancelled');
+      throw conflict('cancelled', `job ${job.id} was cancelled`, { job: job.id, done: job.done, total: job.total });
+    }
+    const failed = outcomes.find((o) => o.status === 'rejected');
+    if (failed) {
+      this.jobs.close(job, 'failed');
+      throw new AppError(500, 'job_failed', 'the job failed', { job: job.id, reason: String((failed as PromiseRejectedResult).reason?.message ?? failed) });
+    }
+    this.jobs.close(job, 'done');
+    return outcomes.map((o) => ((o as PromiseFulfilledResult<TaskOutcome>).value as { value: unknown }).value);
+  }
+
+  async backtest(input: BacktestInput): Promise<{ job: string; result: unknown }> {
+    const job = this.jobs.open(input.job_id, 'backtest', 1);
+    const [result] = await this.runTasks(job, [
+      {
+        kind: 'backtest',
+        candles: input.candles,
+        strategy: input.strategy,
+        params: input.params,
+        settings: input.settings,
+        equity_points: input.equity_points,
+        trades_limit: input.trades_limit,
+      },
+    ]);
+    return { job: job.id, result };
+  }
+
+  async compare(input: CompareInput): Promise<{ job: string; result: unknown }> {
+    const job = this.jobs.open(input.job_id, 'compare', input.entries.length);
+    const results = (await this.runTasks(
+      job,
+      input.entries.map((e) => ({
+        kind: 'backtest' as const,
+        candles: input.candles,
+        strategy: e.strategy,
+        params: e.params,
+        settings: input.settings,
+        equity_points: input.equity_points,
+        trades_limit: 0,
+      })),
+    )) as { candles: unknown; metrics: Metrics; trades: unknown; strategy: string; params: unknown }[];
+    const order = results
+      .map((r, i) => ({ i, m: r.metrics }))
+      .sort((a, b) => score(b.m, input.objective) - score(a.m, input.objective) || a.i - b.i);
+    return {
+      job: job.id,
+      result: {
+        candles: results[0]!.candles,
+        objective: input.objective,
+        results: results.map(({ candles: _c, trades: _t, ...rest }) => rest),
+        ranking: order.map(({ i }) => ({ index: i, strategy: results[i]!.strategy, params: results[i]!.params, score: score(results[i]!.metrics, input.objective) })),
+      },
+    };
+  }
+
+  /** Splits a grid into tasks: about four per thread so the threads finish together. */
+  private chunk<T>(items: T[]): T[][] {
+    const parts = Math.max(1, Math.min(items.length, this.opts.pool.threads * 4));
+    const size = Math.ceil(items.length / parts);
+    const out: T[][] = [];
+    for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+    return out;
+  }
+
+  async optimize(input: OptimizeInput): Promise<{ job: string; result: unknown }> {
+    const { combos, asked, skipped } = expandGrid(input.strategy, input.grid, input.params);
+    const job = this.jobs.open(input.job_id, 'optimize', combos.length);
+    const parts = (await this.runTasks(
+      job,
+      this.chunk(combos).map((c) => ({
+        kind: 'grid' as const,
+        candles: input.candles,
+        strategy: input.strategy,
+        combos: c,
+        settings: input.settings,
+      })),
+    )) as { params: Record<string, number>; metrics: Metrics }[][];
+    const rows = parts.flat();
+    const best = bestIndex(rows, input.objective);
+    const top = rows
+      .map((r, i) => ({ r, i }))
+      .sort((a, b) => score(b.r.metrics, input.objective) - score(a.r.metrics, input.objective) || a.i - b.i)
+      .slice(0, 10)
+      .map(({ r }) => r);
+    return {
+      job: job.id,
+      result: {
+        strategy: input.strategy,
+        objective: input.objective,
+        candles: input.candles,
+        combinations: rows.length,
+        asked,
+        skipped,
+        best: best >= 0 ? rows[best] : null,
+        top,
+        results: rows.map((r) => ({ params: r.params, ...summary(r.metrics) })),
+      },
+    };
+  }
+
+  async walkForward(input: WalkForwardInput): Promise<{ job: string; result: unknown }> {
+    const { combos, asked, skipped } = expandGrid(input.strategy, input.grid, input.params);
+    const windows = walkForwardWindows(input.candles.count, input.in_sample, input.out_of_sample, input.step);
+    const job = this.jobs.open(input.job_id, 'walkforward', windows.length * (combos.length + 1));
+    const results = (await this.runTasks(
+      job,
+      windows.map((w) => ({
+        kind: 'wf_window' as const,
+        candles: input.candles,
+        strategy: input.strategy,
+        combos,
+        settings: input.settings,
+        objective: input.objective,
+        window: w,
+      })),
+    )) as WindowResult[];
+    return {
+      job: job.id,
+      result: {
+        strategy: input.strategy,
+        objective: input.objective,
+        candles: input.candles,
+        in_sample: input.in_sample,
+        out_of_sample: input.out_of_sample,
+        step: input.step,
+        combinations: combos.length,
+        asked,
+        skipped,
+        summary: summarizeWalkForward(results, input.settings.capital),
+        windows: results.map(({ out_of_sample: { daily_returns: _d, ...oos }, ...w }) => ({ ...w, out_of_sample: oos })),
+      },
+    };
+  }
+
+  async monteCarlo(input: MonteCarloInput): Promise<{ job: string; result: unknown }> {
+    const job = this.jobs.open(input.job_id, 'montecarlo', input.runs + 1);
+    const [out] = (await this.runTasks(job, [
+      {
+        kind: 'montecarlo',
+        candles: input.candles,
+        strategy: input.strategy,
+        params: input.params,
+        settings: input.settings,
+        runs: input.runs,
+        seed: input.mc_seed,
+        ruin_level: input.settings.capital * (1 - input.ruin_drawdown),
+      },
+    ])) as { metrics: Metrics; monte_carlo: unknown }[];
+    return {
+      job: job.id,
+      result: {
+        strategy: input.strategy,
+        params: input.params,
+        candles: input.candles,
+        ruin_drawdown: input.ruin_drawdown,
+        backtest: out!.metrics,
+        ...(out!.monte_carlo as object),
+      },
+    };
+  }
+}
+
+function score(m: Metrics, objective: Objective): number {
+  return objective === 'max_drawdown' ? -m.max_drawdown : m[objective];
+}

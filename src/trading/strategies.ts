@@ -1,0 +1,332 @@
+import { z } from 'zod';
+import type { Candles } from './candles.js';
+import { Bollinger, EMA, RollingExtreme, RSI } from './indicators.js';
+
+/**
+ * The five built-in strategies. A strategy is position-agnostic: at the close of each bar it emits an
+ * action, which the engine fills at the next bar's open. Streaming (`next`, one bar, O(1)) and batch
+ * (`fill`, a loop over `next` kept in each class so the call stays monomorphic) are the same code.
+ */
+export const NONE = 0;
+export const LONG = 1;
+export const SHORT = -1;
+/** Close every open position (no new one). */
+export const EXIT = 2;
+
+export interface StrategyRun {
+  /** Bars before the first possible action. */
+  readonly warmup: number;
+  next(o: number, h: number, l: number, c: number, v: number, session: number, pos: number): number;
+  /** Actions for bars [from, to) into out[from..to). */
+  fill(cs: Candles, from: number, to: number, out: Int8Array): void;
+}
+
+export const STRATEGIES = ['ema_cross', 'rsi_rebound', 'breakout', 'mean_reversion', 'triple_sync'] as const;
+export type StrategyId = (typeof STRATEGIES)[number];
+
+export interface StrategyDef {
+  id: StrategyId;
+  name: string;
+  description: string;
+  /** zod schema of the parameters; every field has a default; unknown fields are refused. */
+  schema: z.ZodType<Record<string, number>>;
+  /** Default optimization grid (values per parameter). */
+  ranges: Record<string, number[]>;
+  /** Bars needed before the first action, and what each timeframe needs. */
+  warmup(params: Record<string, number>, barsPerSession: number): { bars: number; needs: Record<string, number> };
+  create(params: Record<string, number>, barsPerSession: number): StrategyRun;
+}
+
+const int = (min: number, max: number, def: number) => z.number().int().min(min).max(max).default(def);
+const num = (min: number, max: number, def: number) => z.number().min(min).max(max).default(def);
+
+// ---- EMA cross -----------------------------------------------------------------------------------
+
+class EmaCross implements StrategyRun {
+  readonly warmup: number;
+  private readonly fast: EMA;
+  private readonly slow: EMA;
+  private prevDiff = NaN;
+  constructor(p: Record<string, number>) {
+    this.fast = new EMA(p.fast!);
+    this.slow = new EMA(p.slow!);
+    this.warmup = p.slow!;
+  }
+  next(_o: number, _h: number, _l: number, c: number, _v?: number, _s?: number, _p?: number): number {
+    const d = this.fast.update(c) - this.slow.update(c);
+    const prev = this.prevDiff;
+    this.prevDiff = d;
+    if (d > 0 && prev <= 0) return LONG;
+    if (d < 0 && prev >= 0) return SHORT;
+    return NONE;
+  }
+  fill(cs: Candles, from: number, to: number, out: Int8Array): void {
+    const { o, h, l, c, v, session, pos } = cs;
+    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+  }
+}
+
+// ---- RSI rebound ---------------------------------------------------------------------------------
+
+class RsiRebound implements StrategyRun {
+  readonly warmup: number;
+  private readonly rsi: RSI;
+  private prev = NaN;
+  private readonly lo: number;
+  private readonly hi: number;
+  constructor(p: Record<string, number>) {
+    this.rsi = new RSI(p.period!);
+    this.lo = p.oversold!;
+    this.hi = p.overbought!;
+    this.warmup = p.period! + 1;
+  }
+  next(_o: number, _h: number, _l: number, c: number, _v?: number, _s?: number, _p?: number): number {
+    const r = this.rsi.update(c);
+    const prev = this.prev;
+    this.prev = r;
+    if (prev < this.lo && r >= this.lo) return LONG; // rebound up out of oversold
+    if (prev > this.hi && r <= this.hi) return SHORT; // rebound down out of overbought
+    return NONE;
+  }
+  fill(cs: Candles, from: number, to: number, out: Int8Array): void {
+    const { o, h, l, c, v, session, pos } = cs;
+    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+  }
+}
+
+// ---- Breakout (Donchian) -------------------------------------------------------------------------
+
+class Breakout implements StrategyRun {
+  readonly warmup: number;
+  private readonly hi: RollingExtreme;
+  private readonly lo: RollingExtreme;
+  private hh = NaN;
+  private ll = NaN;
+  private side = 0;
+  constructor(p: Record<string, number>) {
+    this.hi = new RollingExtreme(p.lookback!, true);
+    this.lo = new RollingExtreme(p.lookback!, false);
+    this.warmup = p.lookback!;
+  }
+  next(_o: number, h: number, l: number, c: number, _v?: number, _s?: number, _p?: number): number {
+    // channel of the previous `lookback` bars (the current bar excluded)
+    const hh = this.hh;
+    const ll = this.ll;
+    this.hh = this.hi.update(h);
+    this.ll = this.lo.update(l);
+    const side = c > hh ? 1 : c < ll ? -1 : 0;
+    const was = this.side;
+    this.side = side;
+    if (side === 1 && was !== 1) return LONG;
+    if (side === -1 && was !== -1) return SHORT;
+    return NONE;
+  }
+  fill(cs: Candles, from: number, to: number, out: Int8Array): void {
+    const { o, h, l, c, v, session, pos } = cs;
+    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+  }
+}
+
+// ---- Mean reversion (Bollinger) ------------------------------------------------------------------
+
+class MeanReversion implements StrategyRun {
+  readonly warmup: number;
+  private readonly bb: Bollinger;
+  private prevC = NaN;
+  private prevMid = NaN;
+  private prevUp = NaN;
+  private prevLo = NaN;
+  constructor(p: Record<string, number>) {
+    this.bb = new Bollinger(p.period!, p.k!);
+    this.warmup = p.period!;
+  }
+  next(_o: number, _h: number, _l: number, c: number, _v?: number, _s?: number, _p?: number): number {
+    const mid = this.bb.update(c);
+    const up = this.bb.upper;
+    const lo = this.bb.lower;
+    const pc = this.prevC;
+    const pm = this.prevMid;
+    const pu = this.prevUp;
+    const pl = this.prevLo;
+    this.prevC = c;
+    this.prevMid = mid;
+    this.prevUp = up;
+    this.prevLo = lo;
+    if (c < lo && pc >= pl) return LONG; // closes below the lower band: expect a return to the mean
+    if (c > up && pc <= pu) return SHORT;
+    if ((pc < pm && c >= mid) || (pc > pm && c <= mid)) return EXIT; // back at the mean
+    return NONE;
+  }
+  fill(cs: Candles, from: number, to: number, out: Int8Array): void {
+    const { o, h, l, c, v, session, pos } = cs;
+    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+  }
+}
+
+// ---- Triple timeframe sync -----------------------------------------------------------------------
+
+/** EMA trend of one timeframe built from base bars: a bar completes every `mult` base bars. */
+class TimeframeTrend {
+  private readonly fast: EMA;
+  private readonly slow: EMA;
+  private count = 0;
+  completed = 0;
+  trend = 0;
+  constructor(
+    fast: number,
+    slow: number,
+    private readonly mult: number,
+    private readonly barsPerSession: number,
+  ) {
+    this.fast = new EMA(fast);
+    this.slow = new EMA(slow);
+  }
+  /** Feeds one base bar's close; its higher bar completes at a multiple of `mult` or at the session end. */
+  push(c: number, pos: number): void {
+    if ((pos + 1) % this.mult !== 0 && pos !== this.barsPerSession - 1) return;
+    this.count++;
+    const f = this.fast.update(c);
+    const s = this.slow.update(c);
+    if (s === s) {
+      this.completed = this.count;
+      this.trend = f > s ? 1 : f < s ? -1 : 0;
+    }
+  }
+}
+
+class TripleSync implements StrategyRun {
+  readonly warmup: number;
+  private readonly tfs: TimeframeTrend[];
+  private aligned = 0;
+  constructor(p: Record<string, number>, barsPerSession: number) {
+    this.tfs = [1, p.mid!, p.high!].map((m) => new TimeframeTrend(p.fast!, p.slow!, m, barsPerSession));
+    this.warmup = tripleWarmup(p, barsPerSession);
+  }
+  next(_o: number, _h: number, _l: number, c: number, _v: number, _s: number, pos: number): number {
+    const [a, b, d] = this.tfs as [TimeframeTrend, TimeframeTrend, TimeframeTrend];
+    a.push(c, pos);
+    b.push(c, pos);
+    d.push(c, pos);
+    // acts only once every timeframe has `slow` completed bars (its slow EMA exists)
+    const now = a.trend === b.trend && b.trend === d.trend && d.completed > 0 ? a.trend : 0;
+    const was = this.aligned;
+    this.aligned = now;
+    if (now === was) return NONE;
+    if (now === 1) return LONG;
+    if (now === -1) return SHORT;
+    return EXIT;
+  }
+  fill(cs: Candles, from: number, to: number, out: Int8Array): void {
+    const { o, h, l, c, v, session, pos } = cs;
+    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+  }
+}
+
+/** Base bars until the highest timeframe has `slow` completed bars (counted from a session open). */
+function tripleWarmup(p: Record<string, number>, barsPerSession: number): number {
+  const mult = p.high!;
+  const perSession = Math.ceil(barsPerSession / mult); // higher bars per session (the last may be short)
+  const sessions = Math.floor((p.slow! - 1) / perSession);
+  const rest = p.slow! - sessions * perSession; // higher bars still needed in the last session
+  // the index of the base bar that completes the slow-th higher bar: no action can come before it
+  return sessions * barsPerSession + Math.min(rest * mult, barsPerSession) - 1;
+}
+
+// ---- definitions ---------------------------------------------------------------------------------
+
+const fastSlow = <T extends z.ZodRawShape>(shape: T) =>
+  z.strictObject(shape).refine((p: any) => p.fast < p.slow, { message: 'must be greater than fast', path: ['slow'] });
+
+export const STRATEGY_DEFS: Record<StrategyId, StrategyDef> = {
+  ema_cross: {
+    id: 'ema_cross',
+    name: 'EMA cross',
+    description: 'Long when EMA(fast) crosses above EMA(slow), short when it crosses below.',
+    schema: fastSlow({ fast: int(2, 200, 9), slow: int(3, 400, 21) }) as any,
+    ranges: { fast: [5, 8, 10, 12, 15], slow: [20, 26, 30, 40, 50] },
+    warmup: (p) => ({ bars: p.slow!, needs: { base: p.slow! } }),
+    create: (p) => new EmaCross(p),
+  },
+  rsi_rebound: {
+    id: 'rsi_rebound',
+    name: 'RSI rebound',
+    description: 'Long when RSI(period) rises back through oversold, short when it falls back through overbought.',
+    schema: z
+      .strictObject({ period: int(2, 100, 14), oversold: num(1, 49, 30), overbought: num(51, 99, 70) })
+      .refine((p) => p.oversold < p.overbought, { message: 'must be greater than oversold', path: ['overbought'] }) as any,
+    ranges: { period: [7, 10, 14, 21], oversold: [20, 25, 30, 35], overbought: [65, 70, 75, 80] },
+    warmup: (p) => ({ bars: p.period! + 1, needs: { base: p.period! + 1 } }),
+    create: (p) => new RsiRebound(p),
+  },
+  breakout: {
+    id: 'breakout',
+    name: 'Breakout',
+    description: 'Long when the close breaks above the highest high of the previous lookback bars, short below the lowest low.',
+    schema: z.strictObject({ lookback: int(2, 500, 20) }) as any,
+    ranges: { lookback: [10, 15, 20, 30, 40, 55, 80, 100] },
+    warmup: (p) => ({ bars: p.lookback!, needs: { base: p.lookback! } }),
+    create: (p) => new Breakout(p),
+  },
+  mean_reversion: {
+    id: 'mean_reversion',
+    name: 'Mean reversion',
+    description: 'Long when the close falls below the lower Bollinger band, short above the upper; exit back at the middle band.',
+    schema: z.strictObject({ period: int(2, 200, 20), k: num(0.5, 4, 2) }) as any,
+    ranges: { period: [10, 15, 20, 30, 40], k: [1.5, 2, 2.5, 3] },
+    warmup: (p) => ({ bars: p.period!, needs: { base: p.period! } }),
+    create: (p) => new MeanReversion(p),
+  },
+  triple_sync: {
+    id: 'triple_sync',
+    name: 'Triple timeframe sync',
+    description:
+      'EMA(fast) vs EMA(slow) trend on the base timeframe and on bars of mid and high base bars; long when all three turn up together, short when all turn down, exit when they disagree. Waits until every timeframe has slow completed bars.',
+    schema: z
+      .strictObject({ fast: int(2, 100, 9), slow: int(3, 200, 21), mid: int(2, 30, 5), high: int(3, 120, 15) })
+      .refine((p) => p.fast < p.slow, { message: 'must be greater than fast', path: ['slow'] })
+      .refine((p) => p.mid < p.high, { message: 'must be greater than mid', path: ['high'] }) as any,
+    ranges: { fast: [5, 9, 12], slow: [21, 30, 50], mid: [5], high: [15] },
+    warmup: (p, bps) => ({
+      bars: tripleWarmup(p, bps),
+      needs: { base: p.slow!, mid: p.slow!, high: p.slow! },
+    }),
+    create: (p, bps) => new TripleSync(p, bps),
+  },
+};
+
+/** Parameters with defaults filled in; throws the zod error (the route turns it into a 400). */
+export function strategyParams(id: StrategyId, params: unknown): Record<string, number> {
+  return STRATEGY_DEFS[id].schema.parse(params ?? {});
+}
+
+/** Grid of parameter combinations: default ranges overridden per parameter; invalid ones counted. */
+export function expandGrid(
+  id: StrategyId,
+  grid: Record<string, number[]> | undefined,
+  fixed: Record<string, number> = {},
+): { combos: Record<string, number>[]; asked: number; skipped: number } {
+  const def = STRATEGY_DEFS[id];
+  const axes: [string, number[]][] = Object.entries({ ...def.ranges, ...(grid ?? {}) });
+  for (const k of Object.keys(fixed)) {
+    const i = axes.findIndex(([name]) => name === k);
+    if (i >= 0 && !(grid && k in grid)) axes[i] = [k, [fixed[k]!]];
+  }
+  let asked = 1;
+  for (const [, vals] of axes) asked *= vals.length;
+  const combos: Record<string, number>[] = [];
+  let skipped = 0;
+  if (asked > 100_000) return { combos, asked, skipped };
+  const idx = new Array(axes.length).fill(0);
+  for (let n = 0; n < asked; n++) {
+    const p: Record<string, number> = { ...fixed };
+    axes.forEach(([name, vals], j) => (p[name] = vals[idx[j]]!));
+    const r = def.schema.safeParse(p);
+    if (r.success) combos.push(r.data);
+    else skipped++;
+    for (let j = axes.length - 1; j >= 0; j--) {
+      if (++idx[j] < axes[j]![1].length) break;
+      idx[j] = 0;
+    }
+  }
+  return { combos, asked, skipped };
+}

@@ -1,0 +1,42 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { TaskOutcome, TradingTask } from './trading.js';
+
+/**
+ * The worker file Piscina loads must be compiled JavaScript. From dist/ (npm start, the bench) it
+ * sits next to this module; when this module runs from TypeScript sources (vitest), the compiled
+ * copy in dist/src/workers is used instead: `npm test` builds first (or run `npm run build`).
+ */
+export function tradingWorkerFile(): string {
+  const here = new URL('./trading.js', import.meta.url);
+  if (existsSync(fileURLToPath(here))) return here.href;
+  const built = new URL('../../dist/src/workers/trading.js', import.meta.url);
+  if (existsSync(fileURLToPath(built))) return built.href;
+  throw new Error(`${fileURLToPath(built)} is missing: run npm run build (npm test does)`);
+}
+
+/** What the trading service needs from a pool (tests may pass an in-process runner). */
+export interface TaskRunner {
+  readonly threads: number;
+  run(task: TradingTask): Promise<TaskOutcome>;
+  close(): Promise<void>;
+}
+
+export class TradingPool implements TaskRunner {
+  private readonly pool: Piscina<TradingTask, TaskOutcome>;
+  constructor(readonly threads: number) {
+    this.pool = new Piscina({
+      filename: tradingWorkerFile(),
+      minThreads: threads,
+      maxThreads: threads,
+      idleTimeout: 60_000,
+    });
+  }
+  run(task: TradingTask): Promise<TaskOutcome> {
+    return this.pool.run(task);
+  }
+  async close(): Promise<void> {
+    await this.pool.close({ force: true });
+  }
+}

@@ -1,0 +1,206 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMaru, type Maru } from '../../src/app.js';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { tempDir } from '../support/process.js';
+import { connectTopics } from '../support/ws.js';
+
+/**
+ * The five analysis routes over real HTTP, on a hub started in-process. The Piscina workers load
+ * the compiled worker (dist/src/workers/trading.js): `npm test` builds first.
+ */
+const silent = pino({ level: 'silent' });
+
+async function post(base: string, path: string, body: unknown) {
+  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
+}
+
+const range = (a: number, n: number, step = 1) => Array.from({ length: n }, (_, i) => a + i * step);
+/** 20 x 25 = 500 valid ema_cross combinations. */
+const grid500 = { fast: range(2, 20), slow: range(30, 25) };
+
+describe('trading analyses over HTTP', () => {
+  let maru: Maru;
+  let base: string;
+
+  beforeAll(async () => {
+    const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('trading-http'), LOG_LEVEL: 'silent', TRADING_WORKERS: '2' });
+    maru = await startMaru(config, { clock: new ManualClock(Date.UTC(2026, 0, 5)), logger: silent });
+    base = maru.url;
+  });
+  afterAll(() => maru.stop());
+
+  const bt = { symbol: 'ES', timeframe: '5m', count: 5000, seed: 7, strategy: 'ema_cross' };
+
+  it('backtest: the same request gives a byte-identical result', async () => {
+    const a = await post(base, '/api/program/backtest', bt);
+    const b = await post(base, '/api/program/backtest', bt);
+    expect(a.status).toBe(200);
+    expect(a.text).toBe(b.text);
+    expect(a.headers.get('x-job-id')).toMatch(/^[0-9a-f]{16}$/);
+    expect(a.body.params).toEqual({ fast: 9, slow: 21 });
+    expect(a.body.metrics.trades).toBe(a.body.trades_total);
+    expect(a.body.equity_curve.length).toBeLessThanOrEqual(500);
+    expect(a.body.monthly[0].month).toBe('2024-01');
+    expect(a.text).not.toMatch(/NaN|Infinity|null/);
+  });
+
+  it('backtest-compare runs every strategy on identical candles', async () => {
+    const r = await post(base, '/api/program/backtest-compare', { symbol: 'NQ', count: 4000, seed: 3 });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((x: any) => x.strategy)).toEqual(['ema_cross', 'rsi_rebound', 'breakout', 'mean_reversion', 'triple_sync']);
+    expect(r.body.candles.checksum).toMatch(/^[0-9a-f]{8}$/);
+    expect(r.body.ranking).toHaveLength(5);
+    // each strategy alone on the same candles gives the same metrics
+    const single = await post(base, '/api/program/backtest', { symbol: 'NQ', count: 4000, seed: 3, strategy: 'breakout' });
+    expect(single.body.candles.checksum).toBe(r.body.candles.checksum);
+    expect(r.body.results[2].metrics).toEqual(single.body.metrics);
+  });
+
+  it("optimize: the best equals the best of the same backtests run one by one", async () => {
+    const grid = { fast: [5, 8, 12], slow: [20, 30] };
+    const opt = await post(base, '/api/program/optimize', { ...bt, grid, objective: 'net_profit' });
+    expect(opt.status).toBe(200);
+    expect(opt.body.combinations).toBe(6);
+    const singles = [];
+    for (const fast of grid.fast) for (const slow of grid.slow) {
+      singles.push((await post(base, '/api/program/backtest', { ...bt, params: { fast, slow } })).body);
+    }
+    let best = singles[0]!;
+    for (const s of singles) if (s.metrics.net_profit > best.metrics.net_profit) best = s;
+    expect(opt.body.best.params).toEqual(best.params);
+    expect(opt.body.best.metrics).toEqual(best.metrics);
+  });
+
+  it('walkforward: per-window results, efficiency and a robustness score', async () => {
+    const r = await post(base, '/api/program/walkforward', {
+      ...bt,
+      count: 6000,
+      grid: { fast: [5, 10], slow: [20, 40] },
+      in_sample: 2000,
+      out_of_sample: 1000,
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.windows).toHaveLength(4);
+    expect(r.body.windows[0].in_sample.best_params).toHaveProperty('fast');
+    expect(r.body.summary.windows).toBe(4);
+    expect(r.body.summary.robustness_score).toBeGreaterThanOrEqual(0);
+    expect(r.body.summary.robustness_score).toBeLessThanOrEqual(100);
+    expect(r.text).not.toMatch(/NaN|Infinity/);
+  });
+
+  it('montecarlo: seeded and reproducible', async () => {
+    const body = { ...bt, runs: 300, mc_seed: 99 };
+    const a = await post(base, '/api/program/montecarlo', body);
+    const b = await post(base, '/api/program/montecarlo', body);
+    expect(a.status).toBe(200);
+    expect(a.text).toBe(b.text);
+    expect(a.body.runs).toBe(300);
+    expect(a.body.final_equity).toHaveProperty('p50');
+    expect(a.body.probability_of_ruin).toBeGreaterThanOrEqual(0);
+    const other = await post(base, '/api/program/montecarlo', { ...body, mc_seed: 100 });
+    expect(other.body.max_drawdown).not.toEqual(a.body.max_drawdown);
+  });
+
+  it('bad input is a 400 naming the field', async () => {
+    const cases: [string, unknown, string, RegExp?][] = [
+      ['/api/program/backtest', { ...bt, symbol: 'XX' }, 'symbol'],
+      ['/api/program/backtest', { ...bt, strategy: 'martingale' }, 'strategy'],
+      ['/api/program/backtest', { ...bt, params: { fast: 0 } }, 'params.fast'],
+      ['/api/program/backtest', { ...bt, params: { fast: 30, slow: 20 } }, 'params.slow'],
+      ['/api/program/backtest', { ...bt, params: { speed: 3 } }, 'params'],
+      ['/api/program/backtest', { ...bt, count: 2_000_000 }, 'count'],
+      ['/api/program/backtest', { ...bt, timeframe: '1d', count: 10_000 }, 'count', /one-minute bars/],
+      ['/api/program/backtest', { ...bt, strategy: 'triple_sync', timeframe: '1m', count: 200 }, 'count', /needs at least 316 candles/],
+      ['/api/program/backtest', { ...bt, settings: { max_positions: 11 } }, 'settings.max_positions'],
+      ['/api/program/backtest', { ...bt, settings: { schedule: { start: '25:00', end: '10:00' } } }, 'settings.schedule.start'],
+      ['/api/program/backtest-compare', { ...bt, strategies: ['ema_cross', { strategy: 'breakout', params: { lookback: 1 } }] }, 'strategies.1.params.lookback'],
+      ['/api/program/optimize', { ...bt, grid: { fast: range(2, 24), slow: range(30, 30) } }, 'grid', /^grid: 720 combinations asked; at most 500/],
+      ['/api/program/optimize', { ...bt, grid: { fast: [5, 1000] } }, 'grid.fast.1'],
+      ['/api/program/optimize', { ...bt, grid: { depth: [1] } }, 'grid.depth'],
+      ['/api/program/walkforward', { ...bt, in_sample: 4000, out_of_sample: 2000 }, 'in_sample', /no complete window/],
+      ['/api/program/walkforward', { ...bt, in_sample: 100, out_of_sample: 50, step: 50 }, 'step'],
+      ['/api/program/montecarlo', { ...bt, runs: 501 }, 'runs'],
+      ['/api/program/montecarlo', { ...bt, ruin_drawdown: 1 }, 'ruin_drawdown'],
+      ['/api/program/backtest', { ...bt, job_id: 'a b' }, 'job_id'],
+    ];
+    for (const [path, body, field, message] of cases) {
+      const r = await post(base, path, body);
+      expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(r.body.error.code).toBe('invalid_body');
+      expect(r.body.error.details.issues.map((i: any) => i.field)).toContain(field);
+      expect(r.body.error.message.startsWith(`${r.body.error.details.issues[0].field}:`)).toBe(true);
+      if (message) expect(r.body.error.message).toMatch(message);
+    }
+  });
+
+  it('progress is published on job:<id> over a real WebSocket', async () => {
+    const ws = await connectTopics(base);
+    try {
+      await ws.subscribe('job:progress-1');
+      const r = await post(base, '/api/program/optimize', { ...bt, job_id: 'progress-1', grid: { fast: range(2, 10), slow: range(30, 10) } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-job-id')).toBe('progress-1');
+      const frames = [];
+      for (;;) {
+        const f = await ws.next();
+        frames.push(f.data);
+        if (f.data.state !== 'running') break;
+      }
+      expect(frames[0]).toMatchObject({ job: 'progress-1', total: 100, state: 'running' });
+      expect(frames.at(-1)).toEqual({ job: 'progress-1', done: 100, total: 100, state: 'done' });
+      for (let i = 1; i < frames.length; i++) expect(frames[i].done).toBeGreaterThanOrEqual(frames[i - 1].done);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('a job can be cancelled: the running request answers 409 cancelled', async () => {
+    const ws = await connectTopics(base);
+    try {
+      await ws.subscribe('job:cancel-me');
+      const running = post(base, '/api/program/optimize', { ...bt, count: 20_000, job_id: 'cancel-me', grid: grid500 });
+      const first = await ws.next(10_000);
+      expect(first.data).toMatchObject({ job: 'cancel-me', total: 500, state: 'running' });
+      const dup = await post(base, '/api/program/optimize', { ...bt, job_id: 'cancel-me' });
+      expect(dup.status).toBe(409);
+      expect(dup.body.error.code).toBe('job_running');
+      const c = await fetch(`${base}/api/program/jobs/cancel-me/cancel`, { method: 'POST' });
+      expect(c.status).toBe(202);
+      const r = await running;
+      expect(r.status).toBe(409);
+      expect(r.body.error.code).toBe('cancelled');
+      let last;
+      do last = (await ws.next()).data;
+      while (last.state === 'running');
+      expect(last.state).toBe('cancelled');
+      expect((await fetch(`${base}/api/program/jobs/cancel-me/cancel`, { method: 'POST' })).status).toBe(404);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('the event loop keeps answering /healthz while a 500-combination optimization runs', async () => {
+    let finished = false;
+    const job = post(base, '/api/program/optimize', { ...bt, count: 20_000, grid: grid500 }).then((r) => {
+      finished = true;
+      return r;
+    });
+    let answered = 0;
+    let duringJob = 0;
+    while (!finished && answered < 200) {
+      const h = await fetch(`${base}/healthz`);
+      expect(h.status).toBe(200);
+      answered++;
+      if (!finished) duringJob++;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const r = await job;
+    expect(r.status).toBe(200);
+    expect(r.body.combinations).toBe(500);
+    expect(duringJob).toBeGreaterThan(0);
+  });
+});
