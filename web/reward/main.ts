@@ -182,7 +182,7 @@ async function main(): Promise<void> {
     const ev = data as RewardEvent;
     renderStats(ev.stats);
     if (feed.querySelector('.muted')) feed.replaceChildren();
-    const time = new Date(ev.at).toLocaleTimeString('ko-KR', { timeZone: 'Asia/Seoul', hour12: false });
+    const time = new Date(ev.at).toLocaleTimeString('en-GB', { timeZone: 'Asia/Seoul' }); // KST, HH:MM:SS
     feed.prepend(el('li', { 'data-type': ev.type }, `${time} · ${describe(ev)}`));
     while (feed.children.length > 50) feed.lastElementChild!.remove();
     if (ev.type === 'work' || ev.type === 'exchange') void refreshReserve();
