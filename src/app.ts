@@ -6,6 +6,7 @@ import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { registerRewardRoutes } from './http/reward.js';
 import { registerTicketRoutes } from './http/ticket.js';
+import { registerProgramRoutes } from './http/programs.js';
 import { registerTradingRoutes } from './http/trading.js';
 import { Hub } from './hub/index.js';
 import { createLogger } from './log.js';
@@ -16,6 +17,7 @@ import { RewardService } from './reward/service.js';
 import { WorkSignatureGuard } from './reward/signing.js';
 import { openStore } from './store/open.js';
 import { TicketService } from './ticket/service.js';
+import { ProgramService } from './trading/programs.js';
 import { TradingService } from './trading/service.js';
 import { TradingPool } from './workers/pool.js';
 
@@ -86,6 +88,20 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     onPublishError: (err) => logger.warn({ err }, 'job progress not published'),
   });
   registerTradingRoutes(hub, { service: trading });
+  const programs = new ProgramService({
+    store,
+    clock,
+    bus,
+    barMs: Math.max(1, Math.floor(config.PROGRAM_CANDLE_MS / config.PROGRAM_SPEED)),
+    leaseMs: config.PROGRAM_LEASE_MS,
+    onError: (err) => logger.warn({ err }, 'program service error'),
+  });
+  registerProgramRoutes(hub, { service: programs, bus });
+  hub.page('/trading', '/trading.html', {
+    title: 'Trading programs',
+    description: 'Live trading programs (state, P&L, log, signals, equity) and the backtest lab',
+  });
+  await programs.start();
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();
@@ -101,6 +117,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     stop: () =>
       (stopped ??= (async () => {
         trading.jobs.cancelAll();
+        await programs.close();
         await hub.stop();
         await tradingPool.close();
         await outbox.stop();

@@ -38,6 +38,12 @@ const schema = z.object({
 
   /** Piscina worker threads for trading backtests and analyses (default: one per core). */
   TRADING_WORKERS: intFrom(availableParallelism(), 1, 64),
+  /** Live programs: simulated length of one market candle, ms (the market's bars are one-minute bars). */
+  PROGRAM_CANDLE_MS: intFrom(60_000, 1000, 86_400_000),
+  /** Accelerated market for demos and tests: a candle closes every PROGRAM_CANDLE_MS / PROGRAM_SPEED ms of the hub clock. */
+  PROGRAM_SPEED: intFrom(1, 1, 10_000),
+  /** Lease of a running program to one process (renewed every third); a dead process's programs resume elsewhere after it. */
+  PROGRAM_LEASE_MS: intFrom(15_000, 300, 600_000),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -51,7 +51,7 @@ function checkCandles(b: CandleBody, ctx: Ctx): void {
 }
 
 /** Validates params against the strategy's schema (issues under `prefix`); returns them with defaults. */
-function checkParams(strategy: StrategyId, params: unknown, prefix: (string | number)[], ctx: Ctx): Record<string, number> | undefined {
+export function checkParams(strategy: StrategyId, params: unknown, prefix: (string | number)[], ctx: Ctx): Record<string, number> | undefined {
   const r = STRATEGY_DEFS[strategy].schema.safeParse(params ?? {});
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', path: [...prefix, ...(i.path as (string | number)[])], message: i.message });

@@ -1,0 +1,119 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserAvailable, launchChromium } from '../support/browser.js';
+import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+
+/** The trading dashboard (/trading) in Debian's Chromium against a built hub process (one-second candles). */
+const hasBrowser = browserAvailable();
+
+describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
+  let hub: HubProcess;
+  let browser: Browser;
+  let page: Page;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    hub = await startHubProcess({
+      DATA_DIR: tempDir('trading-dashboard'),
+      CLOCK_START: '2026-11-18T12:01:00Z',
+      PROGRAM_SPEED: '60',
+      TRADING_WORKERS: '2',
+    });
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(hub.url + '/trading');
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.waitForSelector('#conn.on');
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await hub?.stop();
+  });
+
+  const row = (name: string) => `#programs tr[data-id]:has(td:text-is("${name}"))`;
+  const stateOf = (name: string) => page.textContent(`${row(name)} .state`);
+
+  it('creates from the parameter schema, runs, pauses, stops and deletes a program with a live log and equity chart', async () => {
+    // the form comes from the strategy's schema
+    await page.selectOption('#cf-strategy', 'ema_cross');
+    expect(await page.inputValue('input[name="param.fast"]')).toBe('9');
+    expect(await page.getAttribute('input[name="param.fast"]', 'min')).toBe('2');
+    await page.selectOption('#cf-strategy', 'rsi_rebound');
+    expect(await page.$$eval('#cf-params input', (i) => i.map((x) => (x as HTMLInputElement).name))).toEqual(['param.period', 'param.oversold', 'param.overbought']);
+    await page.selectOption('#cf-strategy', 'ema_cross');
+
+    // invalid parameters: the 400 is shown
+    await page.fill('input[name="param.fast"]', '30');
+    await page.fill('input[name="param.slow"]', '10');
+    await page.click('#cf-submit');
+    await page.waitForFunction(() => document.querySelector('#cf-error')?.textContent?.includes('params.slow'));
+
+    await page.fill('#cf-name', 'live-one');
+    await page.fill('input[name="param.fast"]', '2');
+    await page.fill('input[name="param.slow"]', '3');
+    await page.selectOption('#cf-symbol', 'CL');
+    await page.click('#cf-submit');
+    await page.waitForSelector(row('live-one'));
+    expect(await stateOf('live-one')).toBe('created');
+    expect(await page.isDisabled(`${row('live-one')} button[data-move="pause"]`)).toBe(true);
+
+    await page.click(`${row('live-one')} button[data-move="start"]`);
+    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent === 'running');
+    await page.click(`${row('live-one')} td:first-child`);
+    // ticks every 3 s feed the chart; signals and the log arrive live
+    await page.waitForFunction(() => Number(document.querySelector('#equity-chart')?.getAttribute('data-points')) >= 2, null, { timeout: 15_000 });
+    await page.waitForSelector('#signals li', { timeout: 15_000 });
+    await page.waitForSelector('#log li[data-code="running"]');
+    expect(await page.$$eval('#equity-chart polyline', (p) => p.length)).toBe(1);
+    expect(await page.textContent('[data-fig="running"]')).toBe('1');
+
+    await page.click(`${row('live-one')} button[data-move="pause"]`);
+    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent?.startsWith('paused'));
+    await page.click(`${row('live-one')} button[data-move="stop"]`);
+    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent?.startsWith('stopped'));
+    await page.waitForSelector('#log li[data-code="stopped"]');
+    await page.click(`${row('live-one')} button[data-move="delete"]`);
+    await page.waitForFunction(() => document.querySelectorAll('#programs tr[data-id]').length === 0);
+    expect(errors).toEqual([]);
+  }, 60_000);
+
+  it('runs the backtest lab: backtest, compare, optimize heat map, walk-forward windows, Monte Carlo fan, with progress', async () => {
+    await page.selectOption('#lab-strategy', 'ema_cross');
+    await page.fill('#lab-form input[name="count"]', '4000');
+    const finished = async () => {
+      await page.waitForFunction(() => document.body.dataset.job === 'idle' && document.querySelector('#lab-progress-text')?.textContent === 'done', null, { timeout: 30_000 });
+      const p = await page.$eval('#lab-progress', (x) => [(x as HTMLProgressElement).value, (x as HTMLProgressElement).max]);
+      expect(p[0]).toBe(p[1]);
+    };
+
+    await page.click('#bt-run');
+    await page.waitForSelector('#bt-metrics', { timeout: 30_000 });
+    await finished();
+    expect(await page.$$eval('#bt-equity polyline', (p) => p.length)).toBe(1);
+
+    await page.click('#bt-compare');
+    await page.waitForSelector('#compare-table', { timeout: 30_000 });
+    await finished();
+    expect(await page.$$eval('#compare-table tbody tr', (r) => r.length)).toBe(5);
+
+    await page.click('#bt-optimize');
+    await page.waitForSelector('#heatmap', { timeout: 30_000 });
+    await finished();
+    // the default ema_cross grid: 5 fast x 5 slow
+    expect(await page.$$eval('#heatmap rect', (r) => r.length)).toBe(25);
+    expect(await page.$eval('#lab-progress', (x) => (x as HTMLProgressElement).max)).toBeGreaterThan(1);
+
+    await page.click('#bt-walk');
+    await page.waitForSelector('#wf-table', { timeout: 30_000 });
+    await finished();
+    expect(await page.$$eval('#wf-table tbody tr', (r) => r.length)).toBeGreaterThan(1);
+
+    await page.click('#bt-mc');
+    await page.waitForSelector('#fan', { timeout: 30_000 });
+    await finished();
+    expect(await page.$$eval('#fan polygon', (p) => p.length)).toBe(3);
+    expect(await page.textContent('#lab-result')).toContain('probability of ruin');
+    expect(errors).toEqual([]);
+  }, 120_000);
+});

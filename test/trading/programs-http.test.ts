@@ -1,0 +1,206 @@
+import { EventSource } from 'eventsource';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMaru, type Maru } from '../../src/app.js';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { tempDir } from '../support/process.js';
+import { connectTopics } from '../support/ws.js';
+
+/**
+ * The live-program routes and the SSE stream over real HTTP on an in-process hub, read by a real
+ * EventSource client. The hub clock is a ManualClock: candles (one per second of hub time) and the
+ * 3-second ticks happen only when the test moves it; the service's pump notices within ~250 ms.
+ */
+const silent = pino({ level: 'silent' });
+const T0 = Date.parse('2026-11-18T12:01:00Z');
+
+async function req(base: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : text };
+}
+
+interface Received {
+  event: string;
+  id: string;
+  data: any;
+}
+
+/** A real EventSource; `drop()` cuts the connection as a network failure would (it then reconnects by itself). */
+function listen(url: string, lastEventId?: string) {
+  const got: Received[] = [];
+  const sentIds: (string | null)[] = [];
+  let drop: (() => void) | undefined;
+  const es = new EventSource(url, {
+    fetch: async (input, init) => {
+      const headers = new Headers(init?.headers);
+      if (lastEventId !== undefined && sentIds.length === 0) headers.set('last-event-id', lastEventId);
+      sentIds.push(headers.get('last-event-id'));
+      const res = await fetch(input, { ...init, headers });
+      // the body passes through a stream the test can break as a network failure would
+      const reader = res.body!.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        start(ctl) {
+          drop = () => {
+            ctl.error(new TypeError('terminated'));
+            void reader.cancel();
+          };
+        },
+        async pull(ctl) {
+          const { done, value } = await reader.read();
+          if (done) ctl.close();
+          else ctl.enqueue(value);
+        },
+        cancel: () => reader.cancel(),
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    },
+  });
+  for (const name of ['signal', 'trade', 'status', 'tick']) {
+    es.addEventListener(name, (e) => got.push({ event: name, id: e.lastEventId, data: JSON.parse(e.data) }));
+  }
+  const opened = new Promise<void>((r) => es.addEventListener('open', () => r(), { once: true }));
+  return { es, got, sentIds, opened, drop: () => drop?.() };
+}
+
+async function until<T>(what: string, f: () => T | undefined | false, timeoutMs = 8000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('live programs over HTTP and SSE', () => {
+  const clock = new ManualClock(T0);
+  let maru: Maru;
+  let base: string;
+
+  beforeAll(async () => {
+    const config = loadConfig({
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATA_DIR: tempDir('programs-http'),
+      LOG_LEVEL: 'silent',
+      TRADING_WORKERS: '1',
+      PROGRAM_SPEED: '60',
+    });
+    maru = await startMaru(config, { clock, logger: silent });
+    base = maru.url;
+  });
+  afterAll(async () => {
+    await maru?.stop();
+  });
+
+  it('answers bad input: 400 invalid parameters, 404 unknown id, 409 forbidden move, no update-params', async () => {
+    const bad = await req(base, 'POST', '/api/program/create', { strategy: 'ema_cross', symbol: 'ES', params: { fast: 30, slow: 10 } });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('params.slow');
+    expect((await req(base, 'POST', '/api/program/create', { strategy: 'nope', symbol: 'ES' })).status).toBe(400);
+    expect((await req(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES', settings: { max_positions: 99 } })).status).toBe(400);
+    expect((await req(base, 'GET', '/api/program/status/p_unknown')).status).toBe(404);
+    expect((await req(base, 'GET', '/api/program/logs/p_unknown')).status).toBe(404);
+    expect((await req(base, 'POST', '/api/program/start', { id: 'p_unknown' })).status).toBe(404);
+    expect((await req(base, 'POST', '/api/program/update-params', { id: 'p_unknown', params: {} })).status).toBe(404);
+    const p = (await req(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'NQ' })).body.program;
+    const pause = await req(base, 'POST', '/api/program/pause', { id: p.id });
+    expect(pause.status).toBe(409);
+    expect(pause.body.error).toMatchObject({ code: 'invalid_state', details: { state: 'created' } });
+    expect((await req(base, 'POST', '/api/program/delete', { id: p.id })).body).toEqual({ id: p.id, deleted: true });
+    const list = (await req(base, 'GET', '/api/program/list')).body;
+    expect(list.programs).toEqual([]);
+    expect(list.strategies.map((s: { id: string }) => s.id)).toEqual(['ema_cross', 'rsi_rebound', 'breakout', 'mean_reversion', 'triple_sync']);
+    expect(list.strategies[0].params.properties.fast).toMatchObject({ type: 'integer', minimum: 2 });
+  });
+
+  it('streams signals, trades and status in id order, ticks every 3 s of hub time, resumes with Last-Event-ID', async () => {
+    const ws = await connectTopics(base);
+    await ws.subscribe('program:events');
+    const all = listen(`${base}/api/program/stream`);
+    await all.opened;
+
+    const mk = async (name: string) =>
+      (await req(base, 'POST', '/api/program/create', { name, strategy: 'ema_cross', symbol: 'ES', params: { fast: 2, slow: 3 }, settings: { stop_loss_atr: 0.5 } })).body.program;
+    const a = await mk('A');
+    const b = await mk('B');
+    const onlyA = listen(`${base}/api/program/stream?program=${a.id}`);
+    await onlyA.opened;
+    expect((await req(base, 'POST', '/api/program/start', { id: a.id })).body.program.state).toBe('running');
+    expect((await req(base, 'POST', '/api/program/start', { id: b.id })).status).toBe(200);
+
+    const frame = await ws.next();
+    expect(frame).toMatchObject({ type: 'message', topic: 'program:events', data: { type: 'status', program: a.id, state: 'running' } });
+
+    // tick cadence: one tick per 3 s of hub time, at multiples of 3 s, none while the clock stands still
+    const ticksOf = (l: ReturnType<typeof listen>) => l.got.filter((e) => e.event === 'tick');
+    for (let i = 1; i <= 5; i++) {
+      clock.advance(3000);
+      await until(`tick ${i}`, () => ticksOf(all).length >= i);
+    }
+    await new Promise((r) => setTimeout(r, 700));
+    const ticks = ticksOf(all).map((e) => e.data);
+    expect(ticks).toHaveLength(5);
+    for (let i = 1; i < ticks.length; i++) expect(ticks[i].t - ticks[i - 1].t).toBe(3000);
+    expect(ticks.every((t) => t.t % 3000 === 0)).toBe(true);
+    expect(ticks[4].programs.map((p: { program: string }) => p.program).sort()).toEqual([a.id, b.id].sort());
+    // the filtered stream carries only A
+    expect(ticksOf(onlyA).at(-1)!.data.programs.map((p: { program: string }) => p.program)).toEqual([a.id]);
+    expect(onlyA.got.every((e) => e.event === 'tick' || e.data.program === a.id)).toBe(true);
+
+    // id order on the wire, signals and trades present
+    const withIds = all.got.filter((e) => e.event !== 'tick');
+    const ids = withIds.map((e) => Number(e.id));
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(withIds.some((e) => e.event === 'signal')).toBe(true);
+    expect(withIds.some((e) => e.event === 'trade')).toBe(true);
+    for (const e of withIds) expect(e.data.id).toBe(Number(e.id));
+
+    // the connection of the filtered client drops; events happen meanwhile; it reconnects by itself
+    const seenBefore = onlyA.got.filter((e) => e.event !== 'tick').length;
+    const lastBefore = onlyA.got.filter((e) => e.event !== 'tick').at(-1)!.id;
+    onlyA.drop();
+    await new Promise((r) => setTimeout(r, 100));
+    clock.advance(6000);
+    await until('a tick after the drop', () => ticksOf(all).length >= 6);
+    await req(base, 'POST', '/api/program/pause', { id: a.id });
+    await req(base, 'POST', '/api/program/stop', { id: b.id });
+    // reconnection after the announced retry (3 s): Last-Event-ID sent, missed events replayed in order
+    await until('the replayed pause', () => onlyA.got.some((e) => e.event === 'status' && e.data.state === 'paused'), 10_000);
+    expect(onlyA.sentIds).toEqual([null, lastBefore]);
+    const afterDrop = onlyA.got.filter((e) => e.event !== 'tick').slice(seenBefore);
+    const missed = all.got.filter((e) => e.event !== 'tick' && e.data.program === a.id && Number(e.id) > Number(lastBefore));
+    expect(afterDrop.map((e) => e.id)).toEqual(missed.map((e) => e.id));
+
+    // a fresh client resuming from an explicit Last-Event-ID gets the history after it, then live events
+    const from = withIds[0]!.id;
+    const late = listen(`${base}/api/program/stream`, from);
+    await until('replay', () => late.got.filter((e) => e.event !== 'tick').length >= all.got.filter((e) => e.event !== 'tick').length - 1);
+    expect(late.got.filter((e) => e.event !== 'tick').map((e) => e.id)).toEqual(
+      all.got.filter((e) => e.event !== 'tick' && Number(e.id) > Number(from)).map((e) => e.id),
+    );
+    await req(base, 'POST', '/api/program/delete', { id: a.id });
+    await until('live delete', () => late.got.some((e) => e.event === 'status' && e.data.state === 'deleted'));
+    const statuses = late.got.filter((e) => e.event === 'status' && e.data.program === a.id).map((e) => e.data.state);
+    expect(statuses.slice(-3)).toEqual(['paused', 'stopped', 'deleted']);
+
+    // logs and statistics
+    const logs = (await req(base, 'GET', `/api/program/logs/${b.id}`)).body;
+    expect(logs.signals.length).toBeGreaterThan(0);
+    expect(logs.logs.map((l: { code: string }) => l.code)).toContain('stopped');
+    expect(logs.equity.length).toBeGreaterThan(0);
+    const list = (await req(base, 'GET', '/api/program/list')).body;
+    expect(list.statistics).toMatchObject({ total: 1, stopped: 1, running: 0 });
+    expect(list.programs[0].stats.bars).toBeGreaterThan(10);
+
+    for (const l of [all, onlyA, late]) l.es.close();
+    ws.close();
+  }, 40_000);
+});

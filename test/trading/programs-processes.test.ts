@@ -1,0 +1,123 @@
+import { EventSource } from 'eventsource';
+import { afterAll, describe, expect, it } from 'vitest';
+import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+
+/**
+ * Live programs across real hub processes (dist/src/main.js; `npm run build` first): the stream on
+ * Redis seen from another process, one process per program (the lease) with takeover when its
+ * process dies, and resume after a restart on LMDB. Candles close every second (PROGRAM_SPEED=60).
+ */
+const CLOCK_START = '2026-11-18T12:01:00Z';
+const ENV = { CLOCK_START, PROGRAM_SPEED: '60', PROGRAM_LEASE_MS: '1500', TRADING_WORKERS: '1' };
+const redis = await redisOrSkip();
+const prefixes: string[] = [];
+const started: HubProcess[] = [];
+afterAll(async () => {
+  for (const p of started) await p.stop('SIGKILL');
+  for (const p of prefixes) await deletePrefix(redis.url, p);
+});
+
+async function start(env: Record<string, string>): Promise<HubProcess> {
+  const p = await startHubProcess({ ...ENV, ...env });
+  started.push(p);
+  return p;
+}
+const post = async (base: string, path: string, body: unknown) => {
+  const r = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+};
+const getJson = async (url: string) => (await fetch(url)).json();
+const create = async (base: string, name: string) =>
+  (await post(base, '/api/program/create', { name, strategy: 'ema_cross', symbol: 'CL', params: { fast: 2, slow: 3 } })).body.program.id as string;
+
+function stream(url: string) {
+  const got: { event: string; data: any }[] = [];
+  const es = new EventSource(url);
+  for (const name of ['signal', 'trade', 'status', 'tick']) es.addEventListener(name, (e) => got.push({ event: name, data: JSON.parse(e.data) }));
+  const opened = new Promise<void>((r) => es.addEventListener('open', () => r(), { once: true }));
+  return { es, got, opened };
+}
+
+async function until<T>(what: string, f: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe.skipIf(!redis.available)('live programs on Redis, two processes', () => {
+  it('a subscriber on one process sees the programs of the other; each program runs on exactly one process', async () => {
+    const prefix = uniquePrefix('programs');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('programs-redis') };
+    const [a, b] = await Promise.all([start(env), start(env)]);
+    const s = stream(`${b.url}/api/program/stream`);
+    await s.opened;
+    const ids = [await create(a.url, 'a1'), await create(a.url, 'a2'), await create(b.url, 'b1'), await create(b.url, 'b2')];
+    await post(a.url, '/api/program/start', { id: ids[0] });
+    await post(a.url, '/api/program/start', { id: ids[1] });
+    await post(b.url, '/api/program/start', { id: ids[2] });
+    await post(b.url, '/api/program/start', { id: ids[3] });
+
+    // status events of programs started on A reach the subscriber on B
+    await until('four running statuses', () => s.got.filter((e) => e.event === 'status' && e.data.state === 'running').length === 4);
+    const owners = await Promise.all(ids.map(async (id) => (await getJson(`${a.url}/api/program/status/${id}`)).program.owner as string));
+    expect(owners[0]).toBe(owners[1]);
+    expect(owners[2]).toBe(owners[3]);
+    expect(owners[0]).not.toBe(owners[2]);
+
+    // ticks from both processes; in each 3-second slot every program appears exactly once
+    await until('two tick slots with all four programs', () => {
+      const slots = new Map<number, string[]>();
+      for (const e of s.got) if (e.event === 'tick') slots.set(e.data.t, [...(slots.get(e.data.t) ?? []), ...e.data.programs.map((p: { program: string }) => p.program)]);
+      return [...slots.values()].filter((p) => p.length === 4).length >= 2;
+    });
+    const slots = new Map<number, string[]>();
+    for (const e of s.got) if (e.event === 'tick') slots.set(e.data.t, [...(slots.get(e.data.t) ?? []), ...e.data.programs.map((p: { program: string }) => p.program)]);
+    for (const programs of slots.values()) expect(new Set(programs).size).toBe(programs.length);
+    // signals of A's programs reach B's subscriber
+    await until("a signal of A's programs", () => s.got.some((e) => e.event === 'signal' && (e.data.program === ids[0] || e.data.program === ids[1])));
+
+    // A dies: after its leases expire, B drives A's programs too
+    await a.stop('SIGKILL');
+    await until('B owns all four', async () => {
+      const now = await Promise.all(ids.map(async (id) => (await getJson(`${b.url}/api/program/status/${id}`)).program.owner));
+      return now.every((o) => o === owners[2]);
+    });
+    const before = s.got.length;
+    await until('a tick of B with all four', () =>
+      s.got.slice(before).some((e) => e.event === 'tick' && e.data.programs.length === 4),
+    );
+    s.es.close();
+  }, 60_000);
+});
+
+describe('live programs resume after a restart (LMDB)', () => {
+  it('a running program keeps its statistics and runs again on the next process', async () => {
+    const dir = tempDir('programs-restart');
+    const first = await start({ DATA_DIR: dir });
+    const id = await create(first.url, 'r');
+    await post(first.url, '/api/program/start', { id });
+    const s1 = stream(`${first.url}/api/program/stream?program=${id}`);
+    await until('a tick', () => s1.got.some((e) => e.event === 'tick'));
+    s1.es.close();
+    const bars1 = (await getJson(`${first.url}/api/program/status/${id}`)).program.stats.bars as number;
+    expect(bars1).toBeGreaterThan(0);
+    expect(await first.stop()).toBe(0);
+
+    const second = await start({ DATA_DIR: dir });
+    const st = (await getJson(`${second.url}/api/program/status/${id}`)).program;
+    expect(st.state).toBe('running');
+    expect(st.stats.bars).toBeGreaterThanOrEqual(bars1);
+    const s2 = stream(`${second.url}/api/program/stream?program=${id}`);
+    await until('a tick after the restart', () => s2.got.some((e) => e.event === 'tick'));
+    await until('more bars', async () => (await getJson(`${second.url}/api/program/status/${id}`)).program.stats.bars > bars1);
+    const logs = (await getJson(`${second.url}/api/program/logs/${id}`)).logs as { code: string }[];
+    expect(logs.filter((l) => l.code === 'claimed')).toHaveLength(2);
+    s2.es.close();
+  }, 40_000);
+});

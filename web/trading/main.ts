@@ -1,0 +1,466 @@
+import { LiveTopics, el, getJson } from '../common/live.js';
+
+/** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
+
+type State = 'created' | 'running' | 'paused' | 'stopped';
+interface Stats {
+  bars: number; trades: number; wins: number; realized_pnl: number; equity: number; pnl: number; day_pnl: number;
+  open_positions: number; position: string; last_price: number | null; blocked: number;
+}
+interface Program { id: string; name: string; strategy: string; symbol: string; state: State; reason: string | null; settings: { capital: number }; stats: Stats }
+interface JsonSchema { properties?: Record<string, { type?: string; minimum?: number; maximum?: number; default?: number }> }
+interface StrategyForm { id: string; name: string; description: string; params: JsonSchema; defaults: Record<string, number> }
+interface ListAnswer { programs: Program[]; statistics: Record<string, number>; strategies: StrategyForm[]; symbols: string[]; moves: Record<string, { from: State[] }> }
+interface LogEntry { t: number; level: string; code: string; message: string }
+interface Signal { t: number; action: string; price: number }
+interface TickEntry { program: string; price: number | null; equity: number; pnl: number; position: string; open_positions: number }
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+const nf = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
+const time = (t: number) => new Date(t).toISOString().slice(11, 19);
+const SVG = 'http://www.w3.org/2000/svg';
+const svg = (tag: string, attrs: Record<string, string | number>) => {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+};
+
+let info: ListAnswer;
+const programs = new Map<string, Program>();
+let selected: string | null = null;
+let equity: { t: number; equity: number }[] = [];
+
+async function send(path: string, body: unknown): Promise<any> {
+  const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const out = await res.json();
+  if (!res.ok) {
+    const issues = out?.error?.details?.issues as { field: string; message: string }[] | undefined;
+    throw new Error(issues?.length ? issues.map((i) => `${i.field}: ${i.message}`).join('; ') : (out?.error?.message ?? `${res.status}`));
+  }
+  return out;
+}
+
+// ---- programs -----------------------------------------------------------------------------------
+
+function money(v: number): HTMLElement {
+  return el('span', { class: v > 0 ? 'pos' : v < 0 ? 'neg' : '' }, nf.format(v));
+}
+
+function renderRow(p: Program): HTMLTableRowElement {
+  const moves = info.moves;
+  const btn = (move: string, label: string, enabled: boolean) => {
+    const b = el('button', { type: 'button', class: 'small', 'data-move': move }, label);
+    b.disabled = !enabled;
+    return b;
+  };
+  const tr = el(
+    'tr',
+    { 'data-id': p.id, class: p.id === selected ? 'selected' : '' },
+    el('td', {}, p.name),
+    el('td', {}, p.strategy),
+    el('td', {}, p.symbol),
+    el('td', {}, el('span', { class: 'state', 'data-state': p.state }, p.state + (p.reason && p.state !== 'running' ? ` · ${p.reason}` : ''))),
+    el('td', { class: 'pnl' }, money(p.stats.pnl)),
+    el('td', { class: 'equity' }, nf.format(p.stats.equity)),
+    el('td', {}, String(p.stats.trades)),
+    el('td', { class: 'position' }, `${p.stats.position}${p.stats.open_positions > 1 ? ` ×${p.stats.open_positions}` : ''}`),
+    el(
+      'td',
+      {},
+      btn('start', '▶ start', moves.start!.from.includes(p.state)),
+      btn('pause', '⏸ pause', moves.pause!.from.includes(p.state)),
+      btn('stop', '■ stop', moves.stop!.from.includes(p.state)),
+      btn('delete', '✕ delete', true),
+    ),
+  );
+  return tr;
+}
+
+function renderPrograms(): void {
+  const body = $('programs');
+  body.replaceChildren(...[...programs.values()].map(renderRow));
+  if (programs.size === 0) body.append(el('tr', {}, el('td', { colspan: '9', class: 'muted' }, 'no program yet: create one')));
+  const all = [...programs.values()];
+  setFig('total', all.length);
+  setFig('running', all.filter((p) => p.state === 'running').length);
+  setFig('pnl', Math.round(all.reduce((a, p) => a + p.stats.pnl, 0) * 100) / 100);
+  setFig('trades', all.reduce((a, p) => a + p.stats.trades, 0));
+}
+
+function setFig(name: string, v: number): void {
+  const n = document.querySelector(`[data-fig="${name}"]`);
+  if (n) n.textContent = nf.format(v);
+}
+
+async function loadList(): Promise<void> {
+  info = await getJson<ListAnswer>('/api/program/list');
+  programs.clear();
+  for (const p of info.programs) programs.set(p.id, p);
+  if (selected && !programs.has(selected)) select(null);
+  renderPrograms();
+}
+
+$('programs').addEventListener('click', async (ev) => {
+  const target = ev.target as HTMLElement;
+  const tr = target.closest('tr[data-id]') as HTMLElement | null;
+  if (!tr) return;
+  const id = tr.dataset.id!;
+  const move = (target.closest('button[data-move]') as HTMLElement | null)?.dataset.move;
+  $('programs-error').textContent = '';
+  if (!move) return void select(id);
+  try {
+    await send(`/api/program/${move}`, { id });
+    await loadList();
+  } catch (err) {
+    $('programs-error').textContent = (err as Error).message;
+  }
+});
+
+async function select(id: string | null): Promise<void> {
+  selected = id;
+  for (const tr of document.querySelectorAll<HTMLElement>('#programs tr[data-id]')) tr.classList.toggle('selected', tr.dataset.id === id);
+  $('detail-name').textContent = id ? (programs.get(id)?.name ?? id) : '— select a program';
+  $('log').replaceChildren();
+  $('signals').replaceChildren();
+  equity = [];
+  drawEquity();
+  if (!id) return;
+  const logs = await getJson<{ logs: LogEntry[]; signals: Signal[]; equity: { t: number; equity: number }[] }>(`/api/program/logs/${id}`);
+  if (selected !== id) return;
+  for (const l of logs.logs) addLog(l);
+  for (const s of logs.signals) addSignal(s);
+  equity = logs.equity;
+  drawEquity();
+}
+
+function addLog(l: LogEntry): void {
+  $('log').prepend(el('li', { 'data-level': l.level, 'data-code': l.code }, `${time(l.t)} ${l.message}`));
+}
+function addSignal(s: Signal): void {
+  $('signals').prepend(el('li', { 'data-action': s.action }, `${time(s.t)} ${s.action} @ ${nf.format(s.price)}`));
+}
+
+function drawEquity(): void {
+  const chart = $('equity-chart') as unknown as SVGSVGElement;
+  chart.replaceChildren();
+  const pts = equity.slice(-300);
+  chart.dataset.points = String(pts.length);
+  if (pts.length < 2) return;
+  const ys = pts.map((p) => p.equity);
+  const lo = Math.min(...ys);
+  const hi = Math.max(...ys);
+  const span = hi - lo || 1;
+  const d = pts.map((p, i) => `${((i / (pts.length - 1)) * 600).toFixed(1)},${(170 - ((p.equity - lo) / span) * 160).toFixed(1)}`).join(' ');
+  chart.append(svg('polyline', { points: d, fill: 'none', stroke: 'var(--accent)', 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
+  const label = svg('text', { x: 4, y: 14, 'font-size': 12, fill: 'var(--muted)' });
+  label.textContent = `${nf.format(lo)} – ${nf.format(hi)}`;
+  chart.append(label);
+}
+
+// ---- create form ----------------------------------------------------------------------------------
+
+function fillParams(): void {
+  const s = info.strategies.find((x) => x.id === ($('cf-strategy') as HTMLSelectElement).value)!;
+  $('cf-description').textContent = s.description;
+  const set = $('cf-params');
+  set.replaceChildren(el('legend', {}, '파라미터 parameters'));
+  for (const [name, p] of Object.entries(s.params.properties ?? {})) {
+    const input = el('input', {
+      type: 'number',
+      name: `param.${name}`,
+      step: p.type === 'integer' ? '1' : 'any',
+      value: String(s.defaults[name] ?? p.default ?? ''),
+      ...(p.minimum !== undefined ? { min: String(p.minimum) } : {}),
+      ...(p.maximum !== undefined ? { max: String(p.maximum) } : {}),
+    });
+    set.append(el('label', {}, `${name} `, input));
+  }
+}
+
+function options(select: HTMLSelectElement, values: { value: string; label: string }[]): void {
+  select.replaceChildren(...values.map((v) => el('option', { value: v.value }, v.label)));
+}
+
+$('create-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const f = new FormData(ev.target as HTMLFormElement);
+  const params: Record<string, number> = {};
+  const settings: Record<string, unknown> = {};
+  for (const [k, v] of f.entries()) {
+    if (k.startsWith('param.') && v !== '') params[k.slice(6)] = Number(v);
+  }
+  for (const k of ['daily_loss_limit', 'max_positions', 'daily_trade_limit', 'contracts']) {
+    const v = f.get(k);
+    if (v !== null && v !== '') settings[k] = Number(v);
+  }
+  const a = String(f.get('schedule_start') ?? '');
+  const b = String(f.get('schedule_end') ?? '');
+  if (a || b) settings.schedule = { start: a, end: b };
+  $('cf-error').textContent = '';
+  try {
+    const name = String(f.get('name') ?? '').trim();
+    const out = await send('/api/program/create', { ...(name ? { name } : {}), strategy: f.get('strategy'), symbol: f.get('symbol'), params, settings });
+    await loadList();
+    await select(out.program.id);
+  } catch (err) {
+    $('cf-error').textContent = (err as Error).message;
+  }
+});
+
+// ---- the stream -----------------------------------------------------------------------------------
+
+function connectStream(): void {
+  const es = new EventSource('/api/program/stream');
+  es.onopen = () => $('conn').classList.add('on');
+  es.onerror = () => $('conn').classList.remove('on');
+  let reload: number | undefined;
+  const later = () => {
+    clearTimeout(reload);
+    reload = window.setTimeout(() => void loadList(), 150);
+  };
+  es.addEventListener('status', (e) => {
+    const ev = JSON.parse(e.data);
+    if (ev.program === selected) addLog({ t: ev.t, level: ev.reason === 'daily_loss_limit' ? 'warn' : 'info', code: ev.state, message: `${ev.previous} -> ${ev.state}${ev.reason ? ` (${ev.reason})` : ''}` });
+    later();
+  });
+  es.addEventListener('signal', (e) => {
+    const ev = JSON.parse(e.data);
+    if (ev.program === selected) addSignal(ev);
+  });
+  es.addEventListener('trade', (e) => {
+    const ev = JSON.parse(e.data);
+    if (ev.program === selected) {
+      addLog({ t: ev.t, level: 'info', code: 'trade', message: `${ev.kind} ${ev.side} ${ev.contracts} @ ${nf.format(ev.price)}${ev.pnl !== undefined ? ` P&L ${nf.format(ev.pnl)}${ev.reason ? ` (${ev.reason})` : ''}` : ''}` });
+    }
+    const p = programs.get(ev.program);
+    if (p) p.stats.trades += ev.kind === 'exit' ? 1 : 0;
+  });
+  es.addEventListener('tick', (e) => {
+    const tick = JSON.parse(e.data) as { t: number; programs: TickEntry[] };
+    for (const x of tick.programs) {
+      const p = programs.get(x.program);
+      if (!p) continue;
+      p.stats.equity = x.equity;
+      p.stats.pnl = x.pnl;
+      p.stats.position = x.position;
+      p.stats.open_positions = x.open_positions;
+      if (x.program === selected) {
+        equity.push({ t: tick.t, equity: x.equity });
+        drawEquity();
+      }
+    }
+    renderPrograms();
+  });
+}
+
+// ---- backtest lab ---------------------------------------------------------------------------------
+
+const live = new LiveTopics();
+let running: string | null = null;
+
+function labBase(): Record<string, unknown> {
+  const f = new FormData($('lab-form') as HTMLFormElement);
+  return { symbol: f.get('symbol'), timeframe: f.get('timeframe'), count: Number(f.get('count')), seed: Number(f.get('seed')) };
+}
+const labStrategy = () => ($('lab-strategy') as HTMLSelectElement).value;
+
+async function runJob(path: string, body: Record<string, unknown>): Promise<any> {
+  const job = `ui-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const bar = $('lab-progress') as HTMLProgressElement;
+  bar.value = 0;
+  bar.max = 1;
+  $('lab-progress-text').textContent = 'starting…';
+  $('lab-error').textContent = '';
+  const off = live.on(`job:${job}`, (d) => {
+    const p = d as { done: number; total: number; state: string };
+    bar.max = p.total || 1;
+    bar.value = p.done;
+    $('lab-progress-text').textContent = `${p.done} / ${p.total} ${p.state}`;
+  });
+  running = job;
+  ($('bt-cancel') as HTMLButtonElement).disabled = false;
+  document.body.dataset.job = 'running';
+  try {
+    const out = await send(path, { ...body, job_id: job });
+    bar.value = bar.max;
+    $('lab-progress-text').textContent = 'done';
+    return out;
+  } catch (err) {
+    $('lab-error').textContent = (err as Error).message;
+    $('lab-progress-text').textContent = '';
+    return null;
+  } finally {
+    off();
+    running = null;
+    ($('bt-cancel') as HTMLButtonElement).disabled = true;
+    document.body.dataset.job = 'idle';
+  }
+}
+
+function table(head: string[], rows: (string | number | Node)[][], attrs: Record<string, string> = {}): HTMLTableElement {
+  return el(
+    'table',
+    attrs,
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', {}, typeof c === 'number' ? nf.format(c) : c))))),
+  );
+}
+
+function lineChart(id: string, series: { t: number; equity: number }[][]): SVGSVGElement {
+  const chart = svg('svg', { id, class: 'chart', viewBox: '0 0 600 180', preserveAspectRatio: 'none' }) as SVGSVGElement;
+  const all = series.flat().map((p) => p.equity);
+  const lo = Math.min(...all);
+  const span = Math.max(...all) - lo || 1;
+  const colors = ['#2f6fed', '#1f9d6b', '#c98a12', '#c0392b', '#7a4cc2'];
+  series.forEach((s, k) => {
+    const d = s.map((p, i) => `${((i / Math.max(1, s.length - 1)) * 600).toFixed(1)},${(170 - ((p.equity - lo) / span) * 160).toFixed(1)}`).join(' ');
+    chart.append(svg('polyline', { points: d, fill: 'none', stroke: colors[k % colors.length]!, 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
+  });
+  return chart;
+}
+
+const METRICS = ['trades', 'win_rate', 'profit_factor', 'net_profit', 'sharpe', 'max_drawdown'] as const;
+
+$('bt-run').addEventListener('click', async () => {
+  const r = await runJob('/api/program/backtest', { ...labBase(), strategy: labStrategy(), equity_points: 300, trades_limit: 0 });
+  if (!r) return;
+  $('lab-result').replaceChildren(
+    el('h3', {}, `backtest ${r.strategy} ${JSON.stringify(r.params)}`),
+    table([...METRICS], [METRICS.map((m) => r.metrics[m] as number)], { id: 'bt-metrics' }),
+    lineChart('bt-equity', [r.equity_curve]),
+  );
+});
+
+$('bt-compare').addEventListener('click', async () => {
+  const r = await runJob('/api/program/backtest-compare', { ...labBase(), equity_points: 150 });
+  if (!r) return;
+  $('lab-result').replaceChildren(
+    el('h3', {}, `compare (${r.objective}), candles ${r.candles.checksum}`),
+    table(['rank', 'strategy', 'score', ...METRICS], r.ranking.map((x: any, i: number) => [i + 1, x.strategy, x.score, ...METRICS.map((m) => r.results[x.index].metrics[m])]), { id: 'compare-table' }),
+    lineChart('compare-chart', r.results.map((x: any) => x.equity_curve)),
+  );
+});
+
+$('bt-optimize').addEventListener('click', async () => {
+  const strategy = labStrategy();
+  const r = await runJob('/api/program/optimize', { ...labBase(), strategy });
+  if (!r) return;
+  const rows = r.results as ({ params: Record<string, number> } & Record<string, number>)[];
+  const keys = Object.keys(rows[0]?.params ?? {}).filter((k) => new Set(rows.map((x) => x.params[k])).size > 1);
+  const [kx, ky] = [keys[0] ?? Object.keys(rows[0]?.params ?? {})[0]!, keys[1]];
+  const xs = [...new Set(rows.map((x) => x.params[kx]!))].sort((a, b) => a - b);
+  const ys = ky ? [...new Set(rows.map((x) => x.params[ky]!))].sort((a, b) => a - b) : [0];
+  const obj = r.objective === 'max_drawdown' ? 'max_drawdown' : r.objective;
+  const cell = new Map<string, number>();
+  for (const x of rows) {
+    const key = `${x.params[kx]}|${ky ? x.params[ky] : 0}`;
+    const v = x[obj] as number;
+    const better = obj === 'max_drawdown' ? Math.min : Math.max;
+    cell.set(key, cell.has(key) ? better(cell.get(key)!, v) : v);
+  }
+  const vals = [...cell.values()];
+  const lo = Math.min(...vals);
+  const span = Math.max(...vals) - lo || 1;
+  const W = 600 / xs.length;
+  const H = 240 / ys.length;
+  const heat = svg('svg', { id: 'heatmap', class: 'heat', viewBox: `0 0 660 270`, width: '100%' });
+  xs.forEach((x, i) =>
+    ys.forEach((y, j) => {
+      const v = cell.get(`${x}|${y}`);
+      if (v === undefined) return;
+      let q = (v - lo) / span;
+      if (obj === 'max_drawdown') q = 1 - q;
+      const rect = svg('rect', { x: 50 + i * W, y: j * H, width: W - 1, height: H - 1, fill: `hsl(${Math.round(q * 120)},65%,${45 + (1 - q) * 10}%)`, 'data-value': v });
+      const title = svg('title', {});
+      title.textContent = `${kx}=${x}${ky ? ` ${ky}=${y}` : ''}: ${obj} ${nf.format(v)}`;
+      rect.append(title);
+      heat.append(rect);
+    }),
+  );
+  xs.forEach((x, i) => {
+    const t = svg('text', { x: 50 + i * W + W / 2, y: 262, 'font-size': 11, 'text-anchor': 'middle' });
+    t.textContent = String(x);
+    heat.append(t);
+  });
+  ys.forEach((y, j) => {
+    const t = svg('text', { x: 44, y: j * H + H / 2 + 4, 'font-size': 11, 'text-anchor': 'end' });
+    t.textContent = ky ? String(y) : '';
+    heat.append(t);
+  });
+  $('lab-result').replaceChildren(
+    el('h3', {}, `optimize ${strategy}: ${r.combinations} combinations (${r.skipped} skipped), ${obj} by ${kx}${ky ? ` × ${ky}` : ''}; best ${JSON.stringify(r.best.params)}`),
+    heat,
+  );
+});
+
+$('bt-walk').addEventListener('click', async () => {
+  const base = labBase();
+  const count = base.count as number;
+  const r = await runJob('/api/program/walkforward', {
+    ...base,
+    strategy: labStrategy(),
+    in_sample: Math.floor(count * 0.3),
+    out_of_sample: Math.floor(count * 0.1),
+  });
+  if (!r) return;
+  const s = r.summary;
+  $('lab-result').replaceChildren(
+    el('h3', {}, `walk-forward: ${s.windows} windows, robustness ${nf.format(s.robustness_score)}, OOS net ${nf.format(s.oos_net_profit)}`),
+    table(
+      ['window', 'in-sample bars', 'best params', 'IS net', 'OOS bars', 'OOS net', 'efficiency'],
+      r.windows.map((w: any) => [w.index, `${w.in_sample.from}–${w.in_sample.to}`, JSON.stringify(w.in_sample.best_params), w.in_sample.metrics.net_profit, `${w.out_of_sample.from}–${w.out_of_sample.to}`, w.out_of_sample.metrics.net_profit, w.efficiency ?? '—']),
+      { id: 'wf-table' },
+    ),
+  );
+});
+
+$('bt-mc').addEventListener('click', async () => {
+  const r = await runJob('/api/program/montecarlo', { ...labBase(), strategy: labStrategy(), runs: 500 });
+  if (!r) return;
+  // fan: from the starting capital to the percentiles of the final equity (5-95, 25-75, median)
+  const fe = r.final_equity as Record<string, number>;
+  const le = r.lowest_equity as Record<string, number>;
+  const bm = r.backtest.metrics ?? r.backtest;
+  const capital = bm.final_equity - bm.net_profit;
+  const lo = Math.min(capital, fe.p5!, le.p5!);
+  const span = Math.max(capital, fe.p95!) - lo || 1;
+  const y = (v: number) => 170 - ((v - lo) / span) * 160;
+  const fan = svg('svg', { id: 'fan', class: 'chart', viewBox: '0 0 600 180', preserveAspectRatio: 'none' });
+  const band = (a: number, b: number, fill: string) => fan.append(svg('polygon', { points: `0,${y(capital)} 600,${y(a)} 600,${y(b)}`, fill, 'data-band': `${a}-${b}` }));
+  band(fe.p5!, fe.p95!, 'rgba(47,111,237,.15)');
+  band(fe.p25!, fe.p75!, 'rgba(47,111,237,.3)');
+  band(le.p5!, le.p50!, 'rgba(192,57,43,.12)');
+  fan.append(svg('line', { x1: 0, y1: y(capital), x2: 600, y2: y(fe.p50!), stroke: 'var(--accent)', 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
+  $('lab-result').replaceChildren(
+    el('h3', {}, `Monte Carlo: ${r.runs} shuffles of ${r.trades} trades, probability of ruin ${nf.format(r.probability_of_ruin * 100)}%`),
+    fan,
+    table(['', 'p5', 'p25', 'p50', 'p75', 'p95'], [
+      ['final equity', fe.p5!, fe.p25!, fe.p50!, fe.p75!, fe.p95!],
+      ['max drawdown', ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => r.max_drawdown[k] as number)],
+    ], { id: 'mc-table' }),
+  );
+});
+
+$('bt-cancel').addEventListener('click', () => {
+  if (running) void fetch(`/api/program/jobs/${running}/cancel`, { method: 'POST' });
+});
+
+// ---- start ----------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  await loadList();
+  const strategies = info.strategies.map((s) => ({ value: s.id, label: s.name }));
+  const symbols = info.symbols.map((s) => ({ value: s, label: s }));
+  options($('cf-strategy') as HTMLSelectElement, strategies);
+  options($('cf-symbol') as HTMLSelectElement, symbols);
+  options($('lab-strategy') as HTMLSelectElement, strategies);
+  options($('lab-symbol') as HTMLSelectElement, symbols);
+  $('cf-strategy').addEventListener('change', fillParams);
+  fillParams();
+  connectStream();
+  document.body.dataset.ready = 'true';
+}
+
+void main().catch((err) => {
+  $('programs-error').textContent = String(err);
+});
