@@ -146,15 +146,30 @@ function drawEquity(): void {
   const pts = equity.slice(-300);
   chart.dataset.points = String(pts.length);
   if (pts.length < 2) return;
-  const ys = pts.map((p) => p.equity);
-  const lo = Math.min(...ys);
-  const hi = Math.max(...ys);
+  plot(chart, [pts]);
+}
+
+/** Plot area inside the 600 x 180 view box: labels above and below, the lines between. */
+const PLOT_TOP = 22;
+const PLOT_BOTTOM = 160;
+const COLORS = ['#2f6fed', '#1f9d6b', '#c98a12', '#c0392b', '#7a4cc2'];
+
+/** Draws equity series on one scale, with the highest value labelled above and the lowest below. */
+function plot(chart: SVGSVGElement, series: { t: number; equity: number }[][]): void {
+  const all = series.flat().map((p) => p.equity);
+  const lo = Math.min(...all);
+  const hi = Math.max(...all);
   const span = hi - lo || 1;
-  const d = pts.map((p, i) => `${((i / (pts.length - 1)) * 600).toFixed(1)},${(170 - ((p.equity - lo) / span) * 160).toFixed(1)}`).join(' ');
-  chart.append(svg('polyline', { points: d, fill: 'none', stroke: 'var(--accent)', 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
-  const label = svg('text', { x: 4, y: 14, 'font-size': 12, fill: 'var(--muted)' });
-  label.textContent = `${nf.format(lo)} – ${nf.format(hi)}`;
-  chart.append(label);
+  const y = (v: number) => (PLOT_BOTTOM - ((v - lo) / span) * (PLOT_BOTTOM - PLOT_TOP)).toFixed(1);
+  series.forEach((s, k) => {
+    const d = s.map((p, i) => `${((i / Math.max(1, s.length - 1)) * 600).toFixed(1)},${y(p.equity)}`).join(' ');
+    chart.append(svg('polyline', { points: d, fill: 'none', stroke: COLORS[k % COLORS.length]!, 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
+  });
+  const top = svg('text', { x: 4, y: 14, 'font-size': 12, fill: 'var(--muted)' });
+  top.textContent = nf.format(hi);
+  const bottom = svg('text', { x: 4, y: 176, 'font-size': 12, fill: 'var(--muted)' });
+  bottom.textContent = nf.format(lo);
+  chart.append(top, bottom);
 }
 
 // ---- create form ----------------------------------------------------------------------------------
@@ -308,14 +323,7 @@ function table(head: string[], rows: (string | number | Node)[][], attrs: Record
 
 function lineChart(id: string, series: { t: number; equity: number }[][]): SVGSVGElement {
   const chart = svg('svg', { id, class: 'chart', viewBox: '0 0 600 180', preserveAspectRatio: 'none' }) as SVGSVGElement;
-  const all = series.flat().map((p) => p.equity);
-  const lo = Math.min(...all);
-  const span = Math.max(...all) - lo || 1;
-  const colors = ['#2f6fed', '#1f9d6b', '#c98a12', '#c0392b', '#7a4cc2'];
-  series.forEach((s, k) => {
-    const d = s.map((p, i) => `${((i / Math.max(1, s.length - 1)) * 600).toFixed(1)},${(170 - ((p.equity - lo) / span) * 160).toFixed(1)}`).join(' ');
-    chart.append(svg('polyline', { points: d, fill: 'none', stroke: colors[k % colors.length]!, 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
-  });
+  plot(chart, series);
   return chart;
 }
 
