@@ -105,6 +105,27 @@ function checkGrid(strategy: StrategyId, grid: Record<string, number[]> | undefi
 
 const candleSpec = (b: CandleBody) => ({ seed: b.seed, symbol: b.symbol, timeframe: b.timeframe, count: b.count });
 
+type SingleStrategyBody = CandleBody & {
+  job_id?: string | undefined;
+  settings: z.output<typeof settingsSchema>;
+  strategy: StrategyId;
+  params?: Record<string, unknown> | undefined;
+};
+
+/** The checks and fields shared by the routes that run one strategy with fixed parameters. */
+function singleStrategy(b: SingleStrategyBody, ctx: Ctx) {
+  checkCandles(b, ctx);
+  const params = checkParams(b.strategy, b.params, ['params'], ctx);
+  if (params) checkWarmup(b.strategy, params, b, b.count, 'count', ctx);
+  return {
+    job_id: b.job_id,
+    candles: candleSpec(b),
+    settings: b.settings,
+    strategy: b.strategy,
+    params: params ?? {},
+  };
+}
+
 export const backtestBody = z
   .strictObject({
     ...candleFields,
@@ -113,20 +134,11 @@ export const backtestBody = z
     equity_points: z.number().int().min(2).max(2000).default(500),
     trades_limit: z.number().int().min(0).max(10_000).default(1000),
   })
-  .transform((b, ctx) => {
-    checkCandles(b, ctx);
-    const params = checkParams(b.strategy, b.params, ['params'], ctx);
-    if (params) checkWarmup(b.strategy, params, b, b.count, 'count', ctx);
-    return {
-      job_id: b.job_id,
-      candles: candleSpec(b),
-      settings: b.settings,
-      strategy: b.strategy,
-      params: params ?? {},
-      equity_points: b.equity_points,
-      trades_limit: b.trades_limit,
-    };
-  });
+  .transform((b, ctx) => ({
+    ...singleStrategy(b, ctx),
+    equity_points: b.equity_points,
+    trades_limit: b.trades_limit,
+  }));
 
 const compareEntry = z.union([z.enum(STRATEGIES), z.strictObject({ strategy: z.enum(STRATEGIES), params: paramsField })]);
 export const compareBody = z
@@ -227,21 +239,12 @@ export const monteCarloBody = z
     mc_seed: z.number().int().min(0).max(0xffff_ffff).optional(),
     ruin_drawdown: z.number().gt(0).lt(1).default(0.5),
   })
-  .transform((b, ctx) => {
-    checkCandles(b, ctx);
-    const params = checkParams(b.strategy, b.params, ['params'], ctx);
-    if (params) checkWarmup(b.strategy, params, b, b.count, 'count', ctx);
-    return {
-      job_id: b.job_id,
-      candles: candleSpec(b),
-      settings: b.settings,
-      strategy: b.strategy,
-      params: params ?? {},
-      runs: b.runs,
-      mc_seed: b.mc_seed ?? b.seed,
-      ruin_drawdown: b.ruin_drawdown,
-    };
-  });
+  .transform((b, ctx) => ({
+    ...singleStrategy(b, ctx),
+    runs: b.runs,
+    mc_seed: b.mc_seed ?? b.seed,
+    ruin_drawdown: b.ruin_drawdown,
+  }));
 
 export interface TradingRoutesOptions {
   service: TradingService;
