@@ -4,6 +4,9 @@ import type { Logger } from 'pino';
 import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
+import { Rooms } from './collab/rooms.js';
+import { CollabService } from './collab/service.js';
+import { registerCollabRoutes } from './http/collab.js';
 import { registerRewardRoutes } from './http/reward.js';
 import { registerTicketRoutes } from './http/ticket.js';
 import { registerProgramRoutes } from './http/programs.js';
@@ -103,6 +106,34 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
   await programs.start();
 
+  const collab = new CollabService({
+    store,
+    clock,
+    bus,
+    maxBytes: config.MD_MAX_BYTES,
+    onPublishError: (err) => logger.warn({ err }, 'document event not published'),
+  });
+  registerCollabRoutes(hub, { service: collab });
+  collab.start(config.MD_SWEEP_MS);
+  const rooms = new Rooms({
+    store,
+    service: collab,
+    origin: `${process.pid}-${randomBytes(4).toString('hex')}`,
+    logger: logger.child({ part: 'rooms' }),
+    debounceMs: config.MD_PERSIST_DEBOUNCE_MS,
+    maxDelayMs: config.MD_PERSIST_MAX_MS,
+    resyncMs: config.MD_RESYNC_MS,
+  });
+  rooms.attach(
+    hub.socket('/yjs/:slug', {
+      maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
+      upgrade: (params) => rooms.upgrade(params),
+      open: (ws) => rooms.open(ws),
+      message: (ws, msg) => rooms.message(ws, msg),
+      close: (ws) => rooms.close_(ws),
+    }),
+  );
+
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
@@ -118,7 +149,9 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
       (stopped ??= (async () => {
         trading.jobs.cancelAll();
         await programs.close();
+        collab.close();
         await hub.stop();
+        await rooms.close();
         await tradingPool.close();
         await outbox.stop();
         await bus.close();

@@ -44,6 +44,16 @@ const schema = z.object({
   PROGRAM_SPEED: intFrom(1, 1, 10_000),
   /** Lease of a running program to one process (renewed every third); a dead process's programs resume elsewhere after it. */
   PROGRAM_LEASE_MS: intFrom(15_000, 300, 600_000),
+
+  /** Documents: largest markdown document in bytes (UTF-8); larger is a 413 document_too_large. */
+  MD_MAX_BYTES: intFrom(262_144, 1024, 8_388_608),
+  /** Documents: Yjs persistence debounce after the last edit, and the longest a burst of edits waits. */
+  MD_PERSIST_DEBOUNCE_MS: intFrom(2000, 0, 60_000),
+  MD_PERSIST_MAX_MS: intFrom(10_000, 0, 600_000),
+  /** Documents: how often lock expiry and presence time-outs are swept (and rooms re-announce their state vector). */
+  MD_SWEEP_MS: intFrom(1000, 50, 60_000),
+  /** Documents: how often a loaded room announces its Yjs state vector to the other processes (repairs dropped pub/sub messages). */
+  MD_RESYNC_MS: intFrom(2000, 50, 60_000),
 });
 
 export type Config = z.infer<typeof schema>;

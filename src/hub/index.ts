@@ -44,6 +44,27 @@ export interface SseRouteDef<Q = unknown> {
   open(ctx: RequestContext<Q, undefined, Record<string, string>>, stream: SseStream): void | Promise<void>;
 }
 
+/**
+ * An extra WebSocket endpoint (e.g. a binary protocol such as y-websocket at /yjs/:room). The hub
+ * keeps its bookkeeping (open-socket metric, 1001 close on shutdown, 503 while stopping); `upgrade`
+ * validates the path parameters and returns the socket's data, or throws an AppError (answered
+ * as that HTTP status).
+ */
+export interface SocketBehaviour<D> {
+  maxPayloadLength?: number;
+  idleTimeoutS?: number;
+  maxBackpressure?: number;
+  upgrade(params: string[], query: string): D;
+  open?(ws: WebSocket<SocketData & D>): void;
+  message(ws: WebSocket<SocketData & D>, message: ArrayBuffer, isBinary: boolean): void;
+  close?(ws: WebSocket<SocketData & D>, code: number): void;
+}
+
+export interface SocketHandle {
+  /** uWS native fan-out to every socket (of any endpoint) subscribed to `topic`. */
+  publish(topic: string, message: Uint8Array | string, isBinary: boolean): void;
+}
+
 export interface PageInfo {
   path: string;
   title: string;
@@ -124,6 +145,63 @@ export class Hub {
   topic(spec: TopicSpec): this {
     this.topics.define(spec);
     return this;
+  }
+
+  /** Registers an extra WebSocket endpoint at `pattern` (uWS syntax, `:name` parameters). */
+  socket<D extends object>(pattern: string, behaviour: SocketBehaviour<D>): SocketHandle {
+    type S = SocketData & D;
+    const params = pattern.split('/').filter((p) => p.startsWith(':')).length;
+    this.app.ws<S>(pattern, {
+      idleTimeout: behaviour.idleTimeoutS ?? this.opts.wsIdleTimeoutS ?? 120,
+      maxPayloadLength: behaviour.maxPayloadLength ?? this.opts.wsMaxPayload ?? 64 * 1024,
+      maxBackpressure: behaviour.maxBackpressure ?? this.opts.wsMaxBackpressure ?? 1 << 20,
+      closeOnBackpressureLimit: 0,
+      sendPingsAutomatically: true,
+      upgrade: (res, req, context) => {
+        if (this.stopping) {
+          res.writeStatus('503 Service Unavailable').end();
+          return;
+        }
+        let data: D;
+        try {
+          const values: string[] = [];
+          for (let i = 0; i < params; i++) values.push(decodeURIComponent(req.getParameter(i) ?? ''));
+          data = behaviour.upgrade(values, req.getQuery() ?? '');
+        } catch (err) {
+          const e = err instanceof AppError ? err : new AppError(400, 'invalid_path', 'the socket path is not valid');
+          res.cork(() => {
+            res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json').end(JSON.stringify(errorBody(e)));
+          });
+          return;
+        }
+        const base: SocketData = {
+          id: this.nextSocketId++,
+          remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+          topics: new Set(),
+          closed: false,
+        };
+        res.upgrade(
+          { ...data, ...base } as S,
+          req.getHeader('sec-websocket-key'),
+          req.getHeader('sec-websocket-protocol'),
+          req.getHeader('sec-websocket-extensions'),
+          context,
+        );
+      },
+      open: (ws) => {
+        this.sockets.add(ws as unknown as WebSocket<SocketData>);
+        this.metrics.websockets.inc();
+        behaviour.open?.(ws);
+      },
+      message: (ws, message, isBinary) => behaviour.message(ws, message, isBinary),
+      close: (ws, code) => {
+        ws.getUserData().closed = true;
+        this.sockets.delete(ws as unknown as WebSocket<SocketData>);
+        this.metrics.websockets.dec();
+        behaviour.close?.(ws, code);
+      },
+    });
+    return { publish: (topic, message, isBinary) => void this.app.publish(topic, message, isBinary) };
   }
 
   /** Delivers to this process's WebSocket subscribers of the topic (the Bus calls this). */

@@ -340,3 +340,37 @@ describe('hub WebSocket topics', () => {
     a.ws.close();
   });
 });
+
+describe('hub extra socket endpoints', () => {
+  it('registers a binary endpoint with path parameters, counts it, refuses bad parameters and closes it with 1001 on stop', async () => {
+    const { default: WebSocket } = await import('ws');
+    const web = mkdtempSync(join(tmpdir(), 'maru-web-'));
+    const h = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: web, shutdownGraceMs: 100 });
+    const echo = h.socket<{ room: string }>('/bin/:room', {
+      upgrade: ([room]) => {
+        if (!/^[a-z]+$/.test(room!)) throw new AppError(400, 'invalid_room', 'bad room');
+        return { room };
+      },
+      open: (ws) => void ws.subscribe('room:' + ws.getUserData().room),
+      message: (ws, msg) => echo.publish('room:' + ws.getUserData().room, new Uint8Array(msg.slice(0)), true),
+    });
+    const port = await h.listen('127.0.0.1', 0);
+    const url = `ws://127.0.0.1:${port}/bin/`;
+    const rejected = await new Promise<number>((res) => {
+      const w = new WebSocket(url + 'BAD1');
+      w.on('unexpected-response', (_q, r) => res(r.statusCode ?? 0));
+      w.on('error', () => undefined);
+    });
+    expect(rejected).toBe(400);
+    const a = new WebSocket(url + 'abc');
+    const b = new WebSocket(url + 'abc');
+    await Promise.all([a, b].map((w) => new Promise((r) => w.once('open', r))));
+    const got = new Promise<Buffer>((r) => b.once('message', (d) => r(d as Buffer)));
+    a.send(Buffer.from([7, 8, 9]));
+    expect([...(await got)]).toEqual([7, 8, 9]);
+    expect(await h.metrics.registry.metrics()).toMatch(/websocket_connections_open 2/);
+    const closed = new Promise<number>((r) => a.once('close', (code) => r(code)));
+    await h.stop();
+    expect(await closed).toBe(1001);
+  });
+});

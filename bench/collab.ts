@@ -1,0 +1,195 @@
+/**
+ * bench/collab: one writer and SUBSCRIBERS idle readers on one document, against maru's /yjs
+ * endpoint (uWS, y-protocols) and, in the same run, the reference y-websocket server
+ * (@y/websocket-server on `ws`, its stock bin). Each server runs in its own child process; the
+ * clients (raw WebSockets speaking the y-websocket framing) run here.
+ *
+ *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--paced 100] [--burst 300]
+ *
+ * - latency: the writer sends `paced` Yjs updates at 50/s; a subscriber's k-th update frame
+ *   (type 0/2) is the writer's k-th; latency = receive time - send time (same clock), p50/p99.
+ * - deliveries/s: `burst` updates sent back to back; deliveries (subscribers x updates) divided by
+ *   the time from the first send to the last delivery.
+ * - memory per idle connection: server RSS (from /proc) after all subscribers connected and the
+ *   sync handshake settled, minus RSS before, divided by subscribers.
+ * Prints one JSON object.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import * as encoding from 'lib0/encoding';
+import WebSocket from 'ws';
+import * as Y from 'yjs';
+
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+};
+const SUBSCRIBERS = arg('subscribers', 1000);
+const PACED = arg('paced', 100);
+const BURST = arg('burst', 300);
+const ROOT = resolve(import.meta.dirname, '../..');
+
+const pct = (s: number[], p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : 0);
+const r2 = (x: number) => Math.round(x * 100) / 100;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function freePort(): Promise<number> {
+  return new Promise((res) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => res(p));
+    });
+  });
+}
+
+function rss(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child =
+    kind === 'maru'
+      ? spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+          cwd: ROOT,
+          env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1' },
+          stdio: 'ignore',
+        })
+      : spawn(process.execPath, [join(ROOT, 'node_modules/@y/websocket-server/src/server.js')], {
+          cwd: ROOT,
+          env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port) },
+          stdio: 'ignore',
+        });
+  const url = kind === 'maru' ? `ws://127.0.0.1:${port}/yjs` : `ws://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    const ok = await new Promise<boolean>((r) => {
+      const w = new WebSocket(`${url}/probe`);
+      w.on('open', () => (w.close(), r(true)));
+      w.on('error', () => r(false));
+    });
+    if (ok) return { child, url };
+    await sleep(100);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${kind} server did not start`);
+}
+
+function frame(update: Uint8Array): Uint8Array {
+  const enc = encoding.createEncoder();
+  encoding.writeVarUint(enc, 0);
+  encoding.writeVarUint(enc, 2);
+  encoding.writeVarUint8Array(enc, update);
+  return encoding.toUint8Array(enc);
+}
+
+async function run(kind: 'maru' | 'reference') {
+  const { child, url } = await startServer(kind);
+  const room = `bench-${kind}`;
+  try {
+    await sleep(500);
+    const before = rss(child.pid!);
+    const sent: number[] = [];
+    const latencies: number[] = [];
+    let deliveries = 0;
+    let lastDelivery = 0;
+    let recordLatency = true;
+    const subs: WebSocket[] = [];
+    for (let i = 0; i < SUBSCRIBERS; i += 100) {
+      await Promise.all(
+        Array.from({ length: Math.min(100, SUBSCRIBERS - i) }, () =>
+          new Promise<void>((res, rej) => {
+            const ws = new WebSocket(`${url}/${room}`, { perMessageDeflate: false });
+            let k = 0;
+            ws.on('message', (d: Buffer) => {
+              if (d[0] !== 0 || d[1] !== 2) return;
+              const now = performance.now();
+              if (recordLatency) latencies.push(now - sent[k]!);
+              k++;
+              deliveries++;
+              lastDelivery = now;
+            });
+            ws.on('open', () => res());
+            ws.on('error', rej);
+            subs.push(ws);
+          }),
+        ),
+      );
+    }
+    await sleep(1500);
+    const after = rss(child.pid!);
+
+    const writer = new WebSocket(`${url}/${room}`, { perMessageDeflate: false });
+    await new Promise((r) => writer.on('open', r));
+    await sleep(200);
+    const doc = new Y.Doc();
+    const text = doc.getText('content');
+    let pending: Uint8Array | undefined;
+    doc.on('update', (u: Uint8Array) => (pending = u));
+    const send = () => {
+      text.insert(text.length, 'x');
+      sent.push(performance.now());
+      writer.send(frame(pending!));
+    };
+    for (let i = 0; i < PACED; i++) {
+      send();
+      await sleep(20);
+    }
+    const pacedTarget = PACED * SUBSCRIBERS;
+    for (let i = 0; i < 200 && deliveries < pacedTarget; i++) await sleep(25);
+    const pacedDelivered = deliveries;
+    recordLatency = false;
+
+    deliveries = 0;
+    const t0 = performance.now();
+    for (let i = 0; i < BURST; i++) send();
+    const target = BURST * SUBSCRIBERS;
+    for (let i = 0; i < 1200 && deliveries < target; i++) await sleep(25);
+    const seconds = (lastDelivery - t0) / 1000;
+    latencies.sort((a, b) => a - b);
+    const out = {
+      server: kind === 'maru' ? 'maru (uWS, y-protocols)' : '@y/websocket-server 0.1.1 (ws)',
+      subscribers: SUBSCRIBERS,
+      paced_updates: PACED,
+      paced_delivered: pacedDelivered,
+      latency_ms: { p50: r2(pct(latencies, 50)), p99: r2(pct(latencies, 99)), max: r2(latencies.at(-1) ?? 0) },
+      burst_updates: BURST,
+      burst_delivered: deliveries,
+      deliveries_per_s: Math.round(deliveries / Math.max(seconds, 1e-3)),
+      memory_per_idle_connection_kb: r2((after - before) / SUBSCRIBERS / 1024),
+      server_rss_mb: r2(after / 1048576),
+    };
+    writer.close();
+    for (const s of subs) s.terminate();
+    return out;
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+const maru = await run('maru');
+await sleep(500);
+const reference = await run('reference');
+console.log(
+  JSON.stringify(
+    {
+      bench: 'collab',
+      node: process.version,
+      maru,
+      reference,
+      ratio: {
+        deliveries_per_s: r2(maru.deliveries_per_s / Math.max(1, reference.deliveries_per_s)),
+        p99: r2(maru.latency_ms.p99 / Math.max(0.01, reference.latency_ms.p99)),
+        memory_per_connection: r2(maru.memory_per_idle_connection_kb / Math.max(0.01, reference.memory_per_idle_connection_kb)),
+      },
+    },
+    null,
+    2,
+  ),
+);
+process.exit(0);
