@@ -494,42 +494,12 @@ export class Hub {
 
   // ---- WebSocket topics ---------------------------------------------------------------------
 
+  /** The JSON topics endpoint: one more socket endpoint, with the hub's own frame handling. */
   private installWebSocket(): void {
-    this.app.ws<SocketData>('/ws', {
-      idleTimeout: this.opts.wsIdleTimeoutS ?? 120,
-      maxPayloadLength: this.opts.wsMaxPayload ?? 64 * 1024,
-      maxBackpressure: this.opts.wsMaxBackpressure ?? 1 << 20,
-      closeOnBackpressureLimit: 0,
-      sendPingsAutomatically: true,
-      upgrade: (res, req, context) => {
-        if (this.stopping) {
-          res.writeStatus('503 Service Unavailable').end();
-          return;
-        }
-        const data: SocketData = {
-          id: this.nextSocketId++,
-          remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-          topics: new Set(),
-          closed: false,
-        };
-        res.upgrade(
-          data,
-          req.getHeader('sec-websocket-key'),
-          req.getHeader('sec-websocket-protocol'),
-          req.getHeader('sec-websocket-extensions'),
-          context,
-        );
-      },
-      open: (ws) => {
-        this.sockets.add(ws);
-        this.metrics.websockets.inc();
-      },
+    this.socket<object>('/ws', {
+      upgrade: () => ({}),
       message: (ws, message, isBinary) => this.onClientFrame(ws, message, isBinary),
-      close: (ws) => {
-        this.sockets.delete(ws);
-        this.topics.removeSocket(ws);
-        this.metrics.websockets.dec();
-      },
+      close: (ws) => this.topics.removeSocket(ws),
     });
   }
 
