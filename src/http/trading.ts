@@ -159,6 +159,24 @@ export const compareBody = z
     return { job_id: b.job_id, candles: candleSpec(b), settings: b.settings, entries, objective: b.objective, equity_points: b.equity_points };
   });
 
+/** Bars the slowest combination of a grid needs before it can act. */
+function gridWarmup(strategy: StrategyId, timeframe: SingleStrategyBody['timeframe'], combos: Record<string, number>[]): number {
+  return combos.reduce((m, p) => Math.max(m, STRATEGY_DEFS[strategy].warmup(p, 1380 / TIMEFRAME_MINUTES[timeframe]).bars), 0);
+}
+
+/** The fields shared by the grid routes (optimize, walk-forward). */
+function gridFields(b: SingleStrategyBody & { grid?: Record<string, number[]> | undefined; objective: (typeof OBJECTIVES)[number] }) {
+  return {
+    job_id: b.job_id,
+    candles: candleSpec(b),
+    settings: b.settings,
+    strategy: b.strategy,
+    grid: b.grid,
+    params: (b.params ?? {}) as Record<string, number>,
+    objective: b.objective,
+  };
+}
+
 export const optimizeBody = z
   .strictObject({ ...candleFields, strategy: z.enum(STRATEGIES), params: paramsField, grid: gridField, objective: objectiveField })
   .transform((b, ctx) => {
@@ -166,17 +184,11 @@ export const optimizeBody = z
     const fixed = checkParams(b.strategy, b.params, ['params'], ctx);
     const g = fixed ? checkGrid(b.strategy, b.grid, b.params ? (b.params as Record<string, number>) : {}, ctx) : undefined;
     if (g) {
-      const worst = g.combos.reduce((m, p) => Math.max(m, STRATEGY_DEFS[b.strategy].warmup(p, 1380 / TIMEFRAME_MINUTES[b.timeframe]).bars), 0);
+      const worst = gridWarmup(b.strategy, b.timeframe, g.combos);
       if (b.count < worst + 2) ctx.addIssue({ code: 'custom', path: ['count'], message: `the grid needs at least ${worst + 2} candles (its slowest combination's warm-up); got ${b.count}` });
     }
     return {
-      job_id: b.job_id,
-      candles: candleSpec(b),
-      settings: b.settings,
-      strategy: b.strategy,
-      grid: b.grid,
-      params: (b.params ?? {}) as Record<string, number>,
-      objective: b.objective,
+      ...gridFields(b),
     };
   });
 
@@ -207,7 +219,7 @@ export const walkForwardBody = z
       ctx.addIssue({ code: 'custom', path: ['step'], message: `${windows} windows; at most ${MAX_WINDOWS} (raise step or in_sample)` });
     }
     if (g && windows > 0) {
-      const worst = g.combos.reduce((m, p) => Math.max(m, STRATEGY_DEFS[b.strategy].warmup(p, 1380 / TIMEFRAME_MINUTES[b.timeframe]).bars), 0);
+      const worst = gridWarmup(b.strategy, b.timeframe, g.combos);
       if (b.in_sample < worst + 2) {
         ctx.addIssue({ code: 'custom', path: ['in_sample'], message: `in-sample windows need at least ${worst + 2} candles (the grid's slowest warm-up); got ${b.in_sample}` });
       }
@@ -217,13 +229,7 @@ export const walkForwardBody = z
       }
     }
     return {
-      job_id: b.job_id,
-      candles: candleSpec(b),
-      settings: b.settings,
-      strategy: b.strategy,
-      grid: b.grid,
-      params: (b.params ?? {}) as Record<string, number>,
-      objective: b.objective,
+      ...gridFields(b),
       in_sample: b.in_sample,
       out_of_sample: b.out_of_sample,
       step,

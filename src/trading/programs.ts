@@ -344,7 +344,9 @@ export class ProgramService {
   /** start / pause / stop. A move the state forbids: 409 `invalid_state` with the current state. */
   async move(id: string, move: Move, reason: string = move): Promise<ProgramRecord> {
     const now = this.opts.clock.now();
-    const { rec, previous } = await this.opts.store.update([K.rec(id)], ([cur]) => {
+    // starting takes the lease in the same atomic write, so no other process's lease round can
+    // claim the program between the move and this process driving it
+    const { rec, previous, leased } = await this.opts.store.update([K.rec(id), K.lease(id)], ([cur, lease]) => {
       if (!cur) throw notFound('program_not_found', `no program ${id}`, { id });
       const r = cur as unknown as ProgramRecord;
       const rule = MOVES[move];
@@ -354,11 +356,13 @@ export class ProgramService {
       const next: ProgramRecord = { ...r, state: rule.to, updated_at: now, reason: rule.to === 'running' ? null : reason };
       const writes: Write[] = [{ op: 'set', key: K.rec(id), value: next as unknown as Json }];
       writes.push(rule.to === 'running' ? { op: 'index', key: K.running, member: id, score: now } : { op: 'unindex', key: K.running, member: id });
-      return { writes, result: { rec: next, previous: r.state } };
+      const leased = rule.to === 'running' && (lease === undefined || lease === this.owner);
+      if (leased) writes.push({ op: 'set', key: K.lease(id), value: this.owner, ttlMs: this.opts.leaseMs });
+      return { writes, result: { rec: next, previous: r.state, leased } };
     });
     this.log(id, rec.state === 'running' ? 'info' : reason === move ? 'info' : 'warn', rec.state, `${previous} -> ${rec.state}${reason !== move ? ` (${reason})` : ''}`);
     await this.emit({ type: 'status', program: id, t: now, state: rec.state, previous, reason: rec.reason });
-    if (rec.state === 'running') await this.claim(id);
+    if (rec.state === 'running') await this.claim(id, leased);
     return rec;
   }
 
@@ -593,10 +597,10 @@ export class ProgramService {
     for (const { member } of running) if (!this.runners.has(member)) await this.claim(member);
   }
 
-  /** Takes the program's lease when free and starts driving it. */
-  private async claim(id: string): Promise<void> {
+  /** Takes the program's lease when free (or drives it when `leased`: already taken) and starts driving it. */
+  private async claim(id: string, leased = false): Promise<void> {
     if (this.closed || this.runners.has(id)) return;
-    const got = await this.opts.store.set(K.lease(id), this.owner, { ifAbsent: true, ttlMs: this.opts.leaseMs });
+    const got = leased || (await this.opts.store.set(K.lease(id), this.owner, { ifAbsent: true, ttlMs: this.opts.leaseMs }));
     if (!got) return;
     const [rec, stats] = await this.opts.store.getMany([K.rec(id), K.stats(id)]);
     const r = rec as unknown as ProgramRecord | undefined;
