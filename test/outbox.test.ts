@@ -10,6 +10,7 @@ import { rewardPeerDeliverers, ValueServiceClient } from '../src/reward/peers.js
 import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Json, Store } from '../src/store/port.js';
 import { openRedisStore } from '../src/store/redis.js';
+import { until } from './support/http.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from './support/redis.js';
 
 const redis = await redisOrSkip();
@@ -80,15 +81,6 @@ afterEach(async () => {
   }
 });
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -181,7 +173,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       expect((await outbox.pending('value')).map((p) => p.id)).toEqual([items[0]!.id, items[1]!.id]);
       outbox.start();
       // The counter follows the atomic delete, so wait for it rather than for pending === 0.
-      await waitFor('delivery', async () => (await outbox.stats()).delivered === 3);
+      await until('delivery', async () => (await outbox.stats()).delivered === 3);
       expect(value.state.inflowTotal).toBe(1200);
       expect([...value.state.byKey.keys()].sort()).toEqual([items[0]!.id, items[1]!.id].sort());
       expect(ledger.state.byKey.get(items[2]!.id)?.entry).toMatchObject({ id: items[2]!.id, task: 'work_unit', member: 'm_1' });
@@ -200,7 +192,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       await enqueue(store, [late]);
       const t0 = Date.now();
       slowPoll.kick();
-      await waitFor('kicked delivery', () => value.state.byKey.has(late.id));
+      await until('kicked delivery', () => value.state.byKey.has(late.id));
       expect(Date.now() - t0).toBeLessThan(2000);
     });
 
@@ -229,14 +221,14 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const early = item('value', 1000);
       await enqueue(store, [early]);
       outbox.kick();
-      await waitFor('the first delivery', async () => (await outbox.stats()).delivered === 1);
+      await until('the first delivery', async () => (await outbox.stats()).delivered === 1);
       await first.close();
       attempts.clear();
 
       const items = [item('value', 100), item('value', 20), item('value', 3)];
       await enqueue(store, items);
       outbox.kick();
-      await waitFor('five attempts each', () => items.every((i) => (attempts.get(i.id)?.length ?? 0) >= 5), 15_000);
+      await until('five attempts each', () => items.every((i) => (attempts.get(i.id)?.length ?? 0) >= 5), 15_000);
 
       const pending = await outbox.pending();
       expect(pending.map((p) => p.id).sort()).toEqual(items.map((i) => i.id).sort());
@@ -263,7 +255,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
 
       // The peer comes back on the same port (with its totals kept across the restart).
       const value = await valueStandin({ port, state: first.state });
-      await waitFor('delivery after recovery', async () => (await outbox.stats()).delivered === 4, 15_000);
+      await until('delivery after recovery', async () => (await outbox.stats()).delivered === 4, 15_000);
       expect((await outbox.stats()).pending).toBe(0);
       expect(value.state.inflowTotal).toBe(1123);
       expect(value.state.inflowCount).toBe(4);
@@ -288,7 +280,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const slowItem = item('value', 77);
       await enqueue(store, [slowItem]);
       outbox.kick();
-      await waitFor('the slow call to start', () => slow.state.calls > 0);
+      await until('the slow call to start', () => slow.state.calls > 0);
 
       // While the value peer hangs, the ledger item goes out and the event loop stays free.
       const fastItem = item('task-ledger', 0, { task: 'content' });
@@ -297,9 +289,9 @@ for (const kind of [lmdbKind(), redisKind()]) {
       outbox.kick();
       let ticks = 0;
       const ticker = setInterval(() => ticks++, 10);
-      await waitFor('the ledger delivery', () => ledger.state.byKey.has(fastItem.id), 5000);
+      await until('the ledger delivery', () => ledger.state.byKey.has(fastItem.id), 5000);
       expect(Date.now() - t0).toBeLessThan(1000);
-      await waitFor('a timed-out attempt', async () => {
+      await until('a timed-out attempt', async () => {
         const [p] = await outbox.pending('value');
         return p !== undefined && p.attempts >= 2 && /did not answer within 150 ms/.test(p.lastError ?? '');
       });
@@ -308,7 +300,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       expect(slow.state.inflowTotal).toBe(77); // the peer did the work; only its answer was late
 
       slow.knobs.delayMs = 0;
-      await waitFor('the slow item delivered', async () => (await outbox.stats()).pending === 0, 10_000);
+      await until('the slow item delivered', async () => (await outbox.stats()).pending === 0, 10_000);
       expect(slow.state.inflowTotal).toBe(77);
       expect(slow.state.inflowCount).toBe(1);
       expect(slow.state.duplicates).toBeGreaterThanOrEqual(1);
@@ -337,9 +329,9 @@ for (const kind of [lmdbKind(), redisKind()]) {
       await sleep(100);
       expect(value.state.calls).toBe(0);
       expect((await outbox.pending())[0]).toMatchObject({ id: it1.id, inFlight: true, attempts: 1 });
-      await waitFor('delivery after the lease', () => value.state.byKey.has(it1.id), 5000);
+      await until('delivery after the lease', () => value.state.byKey.has(it1.id), 5000);
       expect(Date.now()).toBeGreaterThanOrEqual(leaseEnd);
-      await waitFor('deleted', async () => (await outbox.stats()).pending === 0);
+      await until('deleted', async () => (await outbox.stats()).pending === 0);
       expect(value.state.calls).toBe(1);
     });
 
@@ -379,7 +371,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const b = makeOutbox(storeB, { value: instrumented('B') }, { concurrency: 3, pollMs: 20 });
       a.start();
       b.start();
-      await waitFor('all delivered', async () => (await a.stats()).pending === 0, 20_000);
+      await until('all delivered', async () => (await a.stats()).pending === 0, 20_000);
       await Promise.all([a.stop(), b.stop()]);
 
       expect(overlap).toBe(0);
@@ -407,7 +399,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const first = item('value', 1);
       await enqueue(store, [first]);
       graceful.start();
-      await waitFor('in flight', () => graceful.inFlight === 1);
+      await until('in flight', () => graceful.inFlight === 1);
       await graceful.stop();
       expect(graceful.inFlight).toBe(0);
       expect(await graceful.stats()).toMatchObject({ pending: 0, delivered: 1 });
@@ -417,7 +409,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const second = item('value', 2);
       await enqueue(store, [second]);
       hasty.start();
-      await waitFor('in flight', () => hasty.inFlight === 1);
+      await until('in flight', () => hasty.inFlight === 1);
       const t0 = Date.now();
       await hasty.stop();
       expect(Date.now() - t0).toBeLessThan(2000);
@@ -427,7 +419,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       value.knobs.delayMs = 0;
       const again = makeOutbox(store, deliver);
       again.start();
-      await waitFor('redelivered', async () => (await again.stats()).pending === 0);
+      await until('redelivered', async () => (await again.stats()).pending === 0);
       expect(value.state.inflowTotal).toBe(3);
     });
 
@@ -441,7 +433,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const b = item('mystery', 1);
       await enqueue(store, [a, b]);
       outbox.start();
-      await waitFor('two attempts each', async () => (await outbox.pending()).every((p) => p.attempts >= 2));
+      await until('two attempts each', async () => (await outbox.pending()).every((p) => p.attempts >= 2));
       const pending = await outbox.pending();
       expect(pending.find((p) => p.id === a.id)?.lastError).toMatch(/peer not configured: value service/);
       expect(pending.find((p) => p.id === b.id)?.lastError).toMatch(/no deliverer for dest "mystery"/);
@@ -461,7 +453,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const outbox = makeOutbox(store, rewardPeerDeliverers({ VALUE_SERVICE_URL: value.url, TASK_LEDGER_URL: undefined, PEER_TIMEOUT_MS: 1000 }));
       expect((await outbox.stats()).pending).toBe(1);
       outbox.start();
-      await waitFor('delivered', async () => (await outbox.stats()).pending === 0);
+      await until('delivered', async () => (await outbox.stats()).pending === 0);
       expect(value.state.calls).toBe(1);
       expect(value.state.inflowTotal).toBe(10);
     });

@@ -180,6 +180,7 @@ export function entryWire(e: LedgerEntry) {
   if (e.kind === 'credit') {
     return {
       ...head,
+      kind: e.kind,
       kc: e.kc,
       v: e.v,
       grade: e.grade,
@@ -191,7 +192,7 @@ export function entryWire(e: LedgerEntry) {
       reserve_share: toWire(e.reserve_share),
     };
   }
-  return { ...head, maturity_value: toWire(e.maturity_value) };
+  return { ...head, kind: e.kind, maturity_value: toWire(e.maturity_value) };
 }
 
 export function ecoEntryWire(e: EcoEntry) {

@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { call } from '../support/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
@@ -9,15 +10,6 @@ import { connectTopics } from '../support/ws.js';
 const T0 = Date.parse('2026-11-21T12:00:00+09:00');
 const silent = pino({ level: 'silent' });
 
-async function call(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : text };
-}
 
 describe('document collaboration over HTTP', () => {
   const clock = new ManualClock(T0);

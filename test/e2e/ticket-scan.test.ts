@@ -1,16 +1,13 @@
 import { mkdirSync } from 'node:fs';
-import jsQR from 'jsqr';
+import jsQRModule from 'jsqr';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
+import { post } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 
 const hasBrowser = browserAvailable();
 
-async function post(url: string, body: unknown) {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: r.status, body: await r.json() };
-}
 
 /** The QR image as the page shows it, drawn on a canvas: RGBA pixels for jsQR (decoded in Node). */
 async function qrPixels(page: Page): Promise<{ data: Uint8ClampedArray; width: number; height: number }> {
@@ -43,8 +40,8 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
   });
 
   it('decodes the QR of the ticket page, checks it in by manual entry, and a second scanner sees it live', async () => {
-    const show = (await post(`${hub.url}/api/shows`, { name: '크리스마스 갈라', venue: '예술의전당', date: '2026-12-25T19:00:00+09:00' })).body;
-    const booked = (await post(`${hub.url}/api/reservations`, { show_id: show.id, seat: 'R-7', amount_paid: 132000, theme: 'food' })).body;
+    const show = (await post('', `${hub.url}/api/shows`, { name: '크리스마스 갈라', venue: '예술의전당', date: '2026-12-25T19:00:00+09:00' })).body;
+    const booked = (await post('', `${hub.url}/api/reservations`, { show_id: show.id, seat: 'R-7', amount_paid: 132000, theme: 'food' })).body;
     const errors: string[] = [];
     const watch = (p: Page) => p.on('pageerror', (e) => errors.push(e.message));
 
@@ -66,6 +63,10 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
 
     // read the QR image from the page and decode it with jsQR
     const px = await qrPixels(ticketPage);
+    // jsqr is CommonJS: under NodeNext its default export is the module object
+    type Decode = (data: Uint8ClampedArray, width: number, height: number) => { data: string } | null;
+    const mod = jsQRModule as unknown as Decode & { default?: Decode };
+    const jsQR = mod.default ?? mod;
     const decoded = jsQR(px.data, px.width, px.height);
     expect(decoded?.data).toBe(booked.code);
     const code = decoded!.data;

@@ -348,7 +348,7 @@ describe('hub extra socket endpoints', () => {
     const h = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: web, shutdownGraceMs: 100 });
     const echo = h.socket<{ room: string }>('/bin/:room', {
       upgrade: ([room]) => {
-        if (!/^[a-z]+$/.test(room!)) throw new AppError(400, 'invalid_room', 'bad room');
+        if (!room || !/^[a-z]+$/.test(room)) throw new AppError(400, 'invalid_room', 'bad room');
         return { room };
       },
       open: (ws) => void ws.subscribe('room:' + ws.getUserData().room),

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { get, post } from '../support/http.js';
 import { redisOrSkip, uniquePrefix, deletePrefix } from '../support/redis.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
@@ -22,22 +23,14 @@ async function start(env: Record<string, string>): Promise<HubProcess> {
   return p;
 }
 
-const getJson = async (url: string) => {
-  const r = await fetch(url);
-  return { status: r.status, body: await r.json() };
-};
-const postJson = async (url: string, body: unknown) => {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: r.status, body: await r.json() };
-};
 
 /** Creates a zone and a member, credits 2 units, returns the member id and its record. */
 async function seed(hub: HubProcess, zoneName: string) {
-  const zone = (await getJson(`${hub.url}/culture?country=KR&lang=ko&name=${zoneName}`)).body.id;
-  const id = (await postJson(`${hub.url}/api/reward/members`, { name: 'restart', zone })).body.id as string;
-  const work = await getJson(`${hub.url}/work?id=${id}&kc=2&v=120`);
+  const zone = (await get('', `${hub.url}/culture?country=KR&lang=ko&name=${zoneName}`)).body.id;
+  const id = (await post('', `${hub.url}/api/reward/members`, { name: 'restart', zone })).body.id as string;
+  const work = await get('', `${hub.url}/work?id=${id}&kc=2&v=120`);
   expect(work.status).toBe(200);
-  const member = (await getJson(`${hub.url}/member?id=${id}`)).body;
+  const member = (await get('', `${hub.url}/member?id=${id}`)).body;
   expect(member.kc).toBe(2);
   return { id, member };
 }
@@ -62,7 +55,7 @@ describe('hub process', () => {
     expect(await a.stop('SIGTERM')).toBe(0);
     expect(await closed).toBe(1001);
     const b = await start({ DATA_DIR: dir });
-    expect((await getJson(`${b.url}/member?id=${id}`)).body).toEqual(member);
+    expect((await get('', `${b.url}/member?id=${id}`)).body).toEqual(member);
     expect(await b.stop()).toBe(0);
   });
 
@@ -70,11 +63,11 @@ describe('hub process', () => {
     const dir = tempDir('kill9');
     const a = await start({ DATA_DIR: dir });
     const { id } = await seed(a, 'lmdb-kill');
-    const credit = await getJson(`${a.url}/work?id=${id}&kc=1&v=100`);
+    const credit = await get('', `${a.url}/work?id=${id}&kc=1&v=100`);
     expect(credit.status).toBe(200);
     await a.stop('SIGKILL');
     const b = await start({ DATA_DIR: dir });
-    const after = (await getJson(`${b.url}/member?id=${id}`)).body;
+    const after = (await get('', `${b.url}/member?id=${id}`)).body;
     expect(after.kc).toBe(3);
     expect(after.ru).toBeGreaterThan(0);
   });
@@ -93,7 +86,7 @@ describe.skipIf(!redis.available)('hub processes on Redis', () => {
     const { id, member } = await seed(a, 'redis-restart');
     expect(await a.stop()).toBe(0);
     const b = await start(e);
-    expect((await getJson(`${b.url}/member?id=${id}`)).body).toEqual(member);
+    expect((await get('', `${b.url}/member?id=${id}`)).body).toEqual(member);
   });
 
   it('delivers a message published through one process to a WebSocket subscriber of the other', async () => {
@@ -104,7 +97,7 @@ describe.skipIf(!redis.available)('hub processes on Redis', () => {
     const onA = await connectTopics(a.url);
     await onA.subscribe('reward');
 
-    const created = await getJson(`${a.url}/culture?country=KR&lang=ko&name=two-process`);
+    const created = await get('', `${a.url}/culture?country=KR&lang=ko&name=two-process`);
     expect(created.status).toBe(200);
     const seenOnB = await onB.next();
     expect(seenOnB).toMatchObject({ type: 'message', topic: 'reward', data: { type: 'culture', id: created.body.id } });
@@ -113,8 +106,8 @@ describe.skipIf(!redis.available)('hub processes on Redis', () => {
     await expect(onA.next(300)).rejects.toThrow(/no frame/);
 
     // shared state: a member created through A is read through B
-    const id = (await postJson(`${a.url}/api/reward/members`, { name: 'shared', zone: created.body.id })).body.id;
-    expect((await getJson(`${b.url}/member?id=${id}`)).status).toBe(200);
+    const id = (await post('', `${a.url}/api/reward/members`, { name: 'shared', zone: created.body.id })).body.id;
+    expect((await get('', `${b.url}/member?id=${id}`)).status).toBe(200);
     onA.close();
     onB.close();
   });

@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { get, post } from '../support/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
@@ -16,20 +17,6 @@ function config(extra: Record<string, string> = {}) {
   return loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('reward-http'), LOG_LEVEL: 'silent', ...extra });
 }
 
-async function get(base: string, path: string) {
-  const res = await fetch(base + path);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text.startsWith('{') ? JSON.parse(text) : text };
-}
-
-async function post(base: string, path: string, body: unknown) {
-  const res = await fetch(base + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, headers: res.headers, body: await res.json() };
-}
 
 describe('reward plan over HTTP', () => {
   const clock = new ManualClock(KST_NOON('2026-11-21'));

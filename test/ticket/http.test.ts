@@ -3,27 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
+import { call } from '../support/http.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
 
 const silent = pino({ level: 'silent' });
 const T0 = Date.parse('2026-12-24T18:00:00+09:00');
 
-async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: any = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // html or png
-  }
-  return { status: res.status, headers: res.headers, body: parsed };
-}
 
 async function start(clock = new ManualClock(T0)) {
   return startMaru(loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('ticket-http'), LOG_LEVEL: 'silent' }), {

@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { post } from '../support/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
@@ -12,11 +13,6 @@ import { connectTopics } from '../support/ws.js';
  */
 const silent = pino({ level: 'silent' });
 
-async function post(base: string, path: string, body: unknown) {
-  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
-}
 
 const range = (a: number, n: number, step = 1) => Array.from({ length: n }, (_, i) => a + i * step);
 /** 20 x 25 = 500 valid ema_cross combinations. */

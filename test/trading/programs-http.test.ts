@@ -1,5 +1,6 @@
 import { EventSource } from 'eventsource';
 import pino from 'pino';
+import { call, until } from '../support/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
@@ -15,15 +16,6 @@ import { connectTopics } from '../support/ws.js';
 const silent = pino({ level: 'silent' });
 const T0 = Date.parse('2026-11-18T12:01:00Z');
 
-async function req(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : text };
-}
 
 interface Received {
   event: string;
@@ -68,15 +60,6 @@ function listen(url: string, lastEventId?: string) {
   return { es, got, sentIds, opened, drop: () => drop?.() };
 }
 
-async function until<T>(what: string, f: () => T | undefined | false, timeoutMs = 8000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('live programs over HTTP and SSE', () => {
   const clock = new ManualClock(T0);
@@ -100,21 +83,21 @@ describe('live programs over HTTP and SSE', () => {
   });
 
   it('answers bad input: 400 invalid parameters, 404 unknown id, 409 forbidden move, no update-params', async () => {
-    const bad = await req(base, 'POST', '/api/program/create', { strategy: 'ema_cross', symbol: 'ES', params: { fast: 30, slow: 10 } });
+    const bad = await call(base, 'POST', '/api/program/create', { strategy: 'ema_cross', symbol: 'ES', params: { fast: 30, slow: 10 } });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('params.slow');
-    expect((await req(base, 'POST', '/api/program/create', { strategy: 'nope', symbol: 'ES' })).status).toBe(400);
-    expect((await req(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES', settings: { max_positions: 99 } })).status).toBe(400);
-    expect((await req(base, 'GET', '/api/program/status/p_unknown')).status).toBe(404);
-    expect((await req(base, 'GET', '/api/program/logs/p_unknown')).status).toBe(404);
-    expect((await req(base, 'POST', '/api/program/start', { id: 'p_unknown' })).status).toBe(404);
-    expect((await req(base, 'POST', '/api/program/update-params', { id: 'p_unknown', params: {} })).status).toBe(404);
-    const p = (await req(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'NQ' })).body.program;
-    const pause = await req(base, 'POST', '/api/program/pause', { id: p.id });
+    expect((await call(base, 'POST', '/api/program/create', { strategy: 'nope', symbol: 'ES' })).status).toBe(400);
+    expect((await call(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES', settings: { max_positions: 99 } })).status).toBe(400);
+    expect((await call(base, 'GET', '/api/program/status/p_unknown')).status).toBe(404);
+    expect((await call(base, 'GET', '/api/program/logs/p_unknown')).status).toBe(404);
+    expect((await call(base, 'POST', '/api/program/start', { id: 'p_unknown' })).status).toBe(404);
+    expect((await call(base, 'POST', '/api/program/update-params', { id: 'p_unknown', params: {} })).status).toBe(404);
+    const p = (await call(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'NQ' })).body.program;
+    const pause = await call(base, 'POST', '/api/program/pause', { id: p.id });
     expect(pause.status).toBe(409);
     expect(pause.body.error).toMatchObject({ code: 'invalid_state', details: { state: 'created' } });
-    expect((await req(base, 'POST', '/api/program/delete', { id: p.id })).body).toEqual({ id: p.id, deleted: true });
-    const list = (await req(base, 'GET', '/api/program/list')).body;
+    expect((await call(base, 'POST', '/api/program/delete', { id: p.id })).body).toEqual({ id: p.id, deleted: true });
+    const list = (await call(base, 'GET', '/api/program/list')).body;
     expect(list.programs).toEqual([]);
     expect(list.strategies.map((s: { id: string }) => s.id)).toEqual(['ema_cross', 'rsi_rebound', 'breakout', 'mean_reversion', 'triple_sync']);
     expect(list.strategies[0].params.properties.fast).toMatchObject({ type: 'integer', minimum: 2 });
@@ -127,13 +110,13 @@ describe('live programs over HTTP and SSE', () => {
     await all.opened;
 
     const mk = async (name: string) =>
-      (await req(base, 'POST', '/api/program/create', { name, strategy: 'ema_cross', symbol: 'ES', params: { fast: 2, slow: 3 }, settings: { stop_loss_atr: 0.5 } })).body.program;
+      (await call(base, 'POST', '/api/program/create', { name, strategy: 'ema_cross', symbol: 'ES', params: { fast: 2, slow: 3 }, settings: { stop_loss_atr: 0.5 } })).body.program;
     const a = await mk('A');
     const b = await mk('B');
     const onlyA = listen(`${base}/api/program/stream?program=${a.id}`);
     await onlyA.opened;
-    expect((await req(base, 'POST', '/api/program/start', { id: a.id })).body.program.state).toBe('running');
-    expect((await req(base, 'POST', '/api/program/start', { id: b.id })).status).toBe(200);
+    expect((await call(base, 'POST', '/api/program/start', { id: a.id })).body.program.state).toBe('running');
+    expect((await call(base, 'POST', '/api/program/start', { id: b.id })).status).toBe(200);
 
     const frame = await ws.next();
     expect(frame).toMatchObject({ type: 'message', topic: 'program:events', data: { type: 'status', program: a.id, state: 'running' } });
@@ -170,8 +153,8 @@ describe('live programs over HTTP and SSE', () => {
     await new Promise((r) => setTimeout(r, 100));
     clock.advance(6000);
     await until('a tick after the drop', () => ticksOf(all).length >= 6);
-    await req(base, 'POST', '/api/program/pause', { id: a.id });
-    await req(base, 'POST', '/api/program/stop', { id: b.id });
+    await call(base, 'POST', '/api/program/pause', { id: a.id });
+    await call(base, 'POST', '/api/program/stop', { id: b.id });
     // reconnection after the announced retry (3 s): Last-Event-ID sent, missed events replayed in order
     await until('the replayed pause', () => onlyA.got.some((e) => e.event === 'status' && e.data.state === 'paused'), 10_000);
     expect(onlyA.sentIds).toEqual([null, lastBefore]);
@@ -186,17 +169,17 @@ describe('live programs over HTTP and SSE', () => {
     expect(late.got.filter((e) => e.event !== 'tick').map((e) => e.id)).toEqual(
       all.got.filter((e) => e.event !== 'tick' && Number(e.id) > Number(from)).map((e) => e.id),
     );
-    await req(base, 'POST', '/api/program/delete', { id: a.id });
+    await call(base, 'POST', '/api/program/delete', { id: a.id });
     await until('live delete', () => late.got.some((e) => e.event === 'status' && e.data.state === 'deleted'));
     const statuses = late.got.filter((e) => e.event === 'status' && e.data.program === a.id).map((e) => e.data.state);
     expect(statuses.slice(-3)).toEqual(['paused', 'stopped', 'deleted']);
 
     // logs and statistics
-    const logs = (await req(base, 'GET', `/api/program/logs/${b.id}`)).body;
+    const logs = (await call(base, 'GET', `/api/program/logs/${b.id}`)).body;
     expect(logs.signals.length).toBeGreaterThan(0);
     expect(logs.logs.map((l: { code: string }) => l.code)).toContain('stopped');
     expect(logs.equity.length).toBeGreaterThan(0);
-    const list = (await req(base, 'GET', '/api/program/list')).body;
+    const list = (await call(base, 'GET', '/api/program/list')).body;
     expect(list.statistics).toMatchObject({ total: 1, stopped: 1, running: 0 });
     expect(list.programs[0].stats.bars).toBeGreaterThan(10);
 

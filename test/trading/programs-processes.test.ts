@@ -1,5 +1,6 @@
 import { EventSource } from 'eventsource';
 import { afterAll, describe, expect, it } from 'vitest';
+import { get, until } from '../support/http.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 
@@ -27,7 +28,6 @@ const post = async (base: string, path: string, body: unknown) => {
   const r = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: r.status, body: await r.json() };
 };
-const getJson = async (url: string) => (await fetch(url)).json();
 const create = async (base: string, name: string) =>
   (await post(base, '/api/program/create', { name, strategy: 'ema_cross', symbol: 'CL', params: { fast: 2, slow: 3 } })).body.program.id as string;
 
@@ -39,15 +39,6 @@ function stream(url: string) {
   return { es, got, opened };
 }
 
-async function until<T>(what: string, f: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe.skipIf(!redis.available)('live programs on Redis, two processes', () => {
   it('a subscriber on one process sees the programs of the other; each program runs on exactly one process', async () => {
@@ -65,7 +56,7 @@ describe.skipIf(!redis.available)('live programs on Redis, two processes', () =>
 
     // status events of programs started on A reach the subscriber on B
     await until('four running statuses', () => s.got.filter((e) => e.event === 'status' && e.data.state === 'running').length === 4);
-    const owners = await Promise.all(ids.map(async (id) => (await getJson(`${a.url}/api/program/status/${id}`)).program.owner as string));
+    const owners = await Promise.all(ids.map(async (id) => (await get('', `${a.url}/api/program/status/${id}`)).body.program.owner as string));
     expect(owners[0]).toBe(owners[1]);
     expect(owners[2]).toBe(owners[3]);
     expect(owners[0]).not.toBe(owners[2]);
@@ -85,7 +76,7 @@ describe.skipIf(!redis.available)('live programs on Redis, two processes', () =>
     // A dies: after its leases expire, B drives A's programs too
     await a.stop('SIGKILL');
     await until('B owns all four', async () => {
-      const now = await Promise.all(ids.map(async (id) => (await getJson(`${b.url}/api/program/status/${id}`)).program.owner));
+      const now = await Promise.all(ids.map(async (id) => (await get('', `${b.url}/api/program/status/${id}`)).body.program.owner));
       return now.every((o) => o === owners[2]);
     });
     const before = s.got.length;
@@ -105,18 +96,18 @@ describe('live programs resume after a restart (LMDB)', () => {
     const s1 = stream(`${first.url}/api/program/stream?program=${id}`);
     await until('a tick', () => s1.got.some((e) => e.event === 'tick'));
     s1.es.close();
-    const bars1 = (await getJson(`${first.url}/api/program/status/${id}`)).program.stats.bars as number;
+    const bars1 = (await get('', `${first.url}/api/program/status/${id}`)).body.program.stats.bars as number;
     expect(bars1).toBeGreaterThan(0);
     expect(await first.stop()).toBe(0);
 
     const second = await start({ DATA_DIR: dir });
-    const st = (await getJson(`${second.url}/api/program/status/${id}`)).program;
+    const st = (await get('', `${second.url}/api/program/status/${id}`)).body.program;
     expect(st.state).toBe('running');
     expect(st.stats.bars).toBeGreaterThanOrEqual(bars1);
     const s2 = stream(`${second.url}/api/program/stream?program=${id}`);
     await until('a tick after the restart', () => s2.got.some((e) => e.event === 'tick'));
-    await until('more bars', async () => (await getJson(`${second.url}/api/program/status/${id}`)).program.stats.bars > bars1);
-    const logs = (await getJson(`${second.url}/api/program/logs/${id}`)).logs as { code: string }[];
+    await until('more bars', async () => (await get('', `${second.url}/api/program/status/${id}`)).body.program.stats.bars > bars1);
+    const logs = (await get('', `${second.url}/api/program/logs/${id}`)).body.logs as { code: string }[];
     expect(logs.filter((l) => l.code === 'claimed')).toHaveLength(2);
     s2.es.close();
   }, 40_000);

@@ -1,0 +1,53 @@
+/** Real HTTP calls against a started hub, and polling, shared by the tests. */
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  /** The raw body text. */
+  text: string;
+  /** The body parsed as JSON when it is JSON, else the text (HTML, markdown, PNG bytes as text). */
+  body: any;
+}
+
+/** `body` is sent as JSON (a string is sent as it is, with the JSON content type). */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, headers: res.headers, text, body: parsed };
+}
+
+export const get = (base: string, path: string, headers?: Record<string, string>) => call(base, 'GET', path, undefined, headers);
+export const post = (base: string, path: string, body: unknown, headers?: Record<string, string>) =>
+  call(base, 'POST', path, body, headers);
+
+/** Polls `f` until it gives a truthy value (returned), or fails naming `what` after the time-out. */
+export async function until<T>(
+  what: string,
+  f: () => T | undefined | false | null | Promise<T | undefined | false | null>,
+  timeoutMs = 15_000,
+  everyMs = 25,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
