@@ -98,6 +98,7 @@ type ClientFrame =
 /** Bounds of one /ws socket: subscriptions held at once, and the length of a topic name. */
 export const WS_MAX_SUBSCRIPTIONS = 100;
 export const WS_MAX_TOPIC_LENGTH = 200;
+export const WS_MAX_QUEUED = 32;
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content',
@@ -553,9 +554,15 @@ export class Hub {
     });
   }
 
+  /**
+   * Frames of one socket are handled in order, one after the other: an `auth` frame (a store
+   * look-up) takes effect before the `subscribe` sent right after it. A socket may have at most
+   * WS_MAX_QUEUED frames waiting; beyond that they are refused.
+   */
   private onClientFrame(ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean): void {
+    const data = ws.getUserData();
     const reply = (obj: unknown) => {
-      if (!ws.getUserData().closed) ws.send(JSON.stringify(obj), false);
+      if (!data.closed) ws.send(JSON.stringify(obj), false);
     };
     let frame: ClientFrame;
     try {
@@ -564,16 +571,29 @@ export class Hub {
     } catch {
       return reply({ type: 'error', code: 'invalid_frame', message: 'frames are JSON text' });
     }
+    if ((data.queued ?? 0) >= WS_MAX_QUEUED) {
+      return reply({ type: 'error', code: 'too_many_frames', message: `at most ${WS_MAX_QUEUED} frames may wait for an answer` });
+    }
+    data.queued = (data.queued ?? 0) + 1;
+    data.queue = (data.queue ?? Promise.resolve())
+      .then(() => this.handleFrame(ws, data, frame, reply))
+      .catch(() => reply({ type: 'error', code: 'unavailable', message: 'the frame could not be handled; try again' }))
+      .finally(() => {
+        data.queued!--;
+      });
+  }
+
+  private async handleFrame(ws: WebSocket<SocketData>, data: SocketData, frame: ClientFrame, reply: (obj: unknown) => void): Promise<void> {
+    if (data.closed) return;
     if (frame?.type === 'ping') return reply({ type: 'pong' });
     if (frame?.type === 'auth' && typeof frame.token === 'string') {
-      this.auth.resolve(frame.token).then(
-        (identity) => {
-          ws.getUserData().identity = identity;
-          reply({ type: 'authenticated', id: identity.id, roles: identity.roles });
-        },
-        () => reply({ type: 'error', code: 'invalid_token', message: 'the token is not valid (unknown, revoked or expired)' }),
-      );
-      return;
+      try {
+        const identity = await this.auth.resolve(frame.token);
+        data.identity = identity;
+        return reply({ type: 'authenticated', id: identity.id, roles: identity.roles });
+      } catch {
+        return reply({ type: 'error', code: 'invalid_token', message: 'the token is not valid (unknown, revoked or expired)' });
+      }
     }
     if ((frame?.type === 'subscribe' || frame?.type === 'unsubscribe') && typeof frame.topic === 'string') {
       const topic = frame.topic;
@@ -584,27 +604,21 @@ export class Hub {
       if (topic.length > WS_MAX_TOPIC_LENGTH) {
         return reply({ type: 'error', code: 'invalid_topic', message: `a topic name is at most ${WS_MAX_TOPIC_LENGTH} characters`, topic: topic.slice(0, WS_MAX_TOPIC_LENGTH) });
       }
-      const data = ws.getUserData();
       if (!data.topics.has(topic) && data.topics.size >= WS_MAX_SUBSCRIPTIONS) {
         return reply({ type: 'error', code: 'too_many_subscriptions', message: `a socket holds at most ${WS_MAX_SUBSCRIPTIONS} subscriptions`, topic });
       }
-      this.topics.authorize(topic, data.identity).then(
-        (verdict) => {
-          if (data.closed) return;
-          if (verdict !== 'ok') {
-            const messages = { unknown: `no topic ${topic}`, unauthorized: 'this topic needs a signed-in identity: send {type: "auth", token} first', forbidden: 'this identity may not subscribe to this topic' };
-            const code = verdict === 'unknown' ? 'unknown_topic' : verdict;
-            return reply({ type: 'error', code, message: messages[verdict], topic });
-          }
-          if (!data.topics.has(topic) && data.topics.size >= WS_MAX_SUBSCRIPTIONS) {
-            return reply({ type: 'error', code: 'too_many_subscriptions', message: `a socket holds at most ${WS_MAX_SUBSCRIPTIONS} subscriptions`, topic });
-          }
-          this.topics.subscribe(ws, topic);
-          reply({ type: 'subscribed', topic });
-        },
-        () => reply({ type: 'error', code: 'unavailable', message: 'the subscription could not be checked; try again', topic }),
-      );
-      return;
+      const verdict = await this.topics.authorize(topic, data.identity);
+      if (data.closed) return;
+      if (verdict !== 'ok') {
+        const messages = {
+          unknown: `no topic ${topic}`,
+          unauthorized: 'this topic needs a signed-in identity: send {type: "auth", token} first',
+          forbidden: 'this identity may not subscribe to this topic',
+        };
+        return reply({ type: 'error', code: verdict === 'unknown' ? 'unknown_topic' : verdict, message: messages[verdict], topic });
+      }
+      this.topics.subscribe(ws, topic);
+      return reply({ type: 'subscribed', topic });
     }
     reply({ type: 'error', code: 'invalid_frame', message: 'expected {type: subscribe|unsubscribe|auth|ping, topic|token}' });
   }

@@ -34,6 +34,9 @@ export interface SocketData {
   closed: boolean;
   /** Set by an {type: "auth"} frame. */
   identity?: Principal;
+  /** The socket's frames, handled one after the other (see Hub.onClientFrame). */
+  queue?: Promise<void>;
+  queued?: number;
 }
 
 const DEFAULT_MAX_BACKPRESSURE = 1 << 20;

@@ -218,6 +218,19 @@ describe('identity model over HTTP', () => {
     }
   });
 
+  it('WebSocket frames are handled in order: a subscribe sent right after auth sees the identity', async () => {
+    const ws = await connectTopics(base);
+    try {
+      const partner = (await post(base, '/api/partner/login', { password: TEST_PARTNER_PASSWORD })).body.token;
+      ws.ws.send(JSON.stringify({ type: 'auth', token: partner }));
+      ws.ws.send(JSON.stringify({ type: 'subscribe', topic: 'test-private:b' }));
+      expect(await ws.next()).toMatchObject({ type: 'authenticated' });
+      expect(await ws.next()).toMatchObject({ type: 'subscribed', topic: 'test-private:b' });
+    } finally {
+      ws.close();
+    }
+  });
+
   it('WebSocket topics: names are bounded and a socket holds at most 100 subscriptions', async () => {
     maru.hub.topic({ name: 'test-open:*', policy: 'drop' });
     const ws = await connectTopics(base);
