@@ -13,7 +13,7 @@ export { ClamdScanner, assertClean, parseClamdUrl, type Scanner, type ScanVerdic
  */
 export async function inspectUpload(file: UploadedFile, scanner?: Scanner): Promise<Sniffed> {
   try {
-    const sniffed = await sniff(file.tempPath);
+    const sniffed = await sniff(file.tempPath, file.filename);
     if (scanner) assertClean(await scanner.scan(file.tempPath), file.filename);
     return sniffed;
   } catch (err) {
