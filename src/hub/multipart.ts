@@ -133,9 +133,10 @@ export class MultipartReader {
         defParamCharset: 'utf8',
         limits: {
           fileSize: this.maxFileBytes,
-          files: opts.files.length,
+          // one more than accepted, so a fourth file is named (unexpected_file / duplicate_file) before the count refuses it
+          files: opts.files.length + 1,
           fields: maxFields,
-          parts: opts.files.length + maxFields,
+          parts: opts.files.length + 1 + maxFields,
           fieldSize: opts.maxFieldBytes ?? 16 * 1024,
           fieldNameSize: 100,
           headerPairs: 16,
@@ -167,8 +168,13 @@ export class MultipartReader {
       }
       if (!this.error) {
         // uWS reuses the chunk's memory once this callback returns: copy it
-        const ok = this.bb.write(Buffer.from(chunk.slice(0)));
-        if (!ok && !this.paused && !isLast) {
+        let ok = true;
+        try {
+          ok = this.bb.write(Buffer.from(chunk.slice(0)));
+        } catch (err) {
+          this.fail(new AppError(400, 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
+        }
+        if (!ok && !this.error && !this.paused && !isLast) {
           this.paused = true;
           res.pause();
           this.bb.once('drain', () => this.resumeInput());
@@ -176,7 +182,13 @@ export class MultipartReader {
       }
       if (isLast) {
         this.inputEnded = true;
-        if (!this.error) this.bb.end();
+        if (!this.error) {
+          try {
+            this.bb.end();
+          } catch (err) {
+            this.fail(new AppError(400, 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
+          }
+        }
         this.trySettle();
       }
     });
@@ -284,12 +296,6 @@ export class MultipartReader {
     this.error = err;
     // stop writing files: close them now (they are deleted by dispose)
     for (const w of this.writers) w.destroy();
-    if (!this.parserClosed) {
-      this.bb.removeAllListeners('drain');
-      this.bb.on('error', () => undefined);
-      this.bb.destroy();
-      this.parserClosed = true;
-    }
     // keep reading the rest of the body (discarded) so the answer reaches the client
     if (this.paused) this.resumeInput();
     this.trySettle();
