@@ -75,7 +75,7 @@ afterAll(async () => {
 
 /** Sends raw bytes (the JSON helper would encode a Buffer as JSON). */
 async function raw(method: string, path: string, body: Buffer | string, headers: Record<string, string>): Promise<Answer> {
-  const res = await fetch(base + path, { method, headers, body });
+  const res = await fetch(base + path, { method, headers, body: typeof body === 'string' ? body : new Uint8Array(body) });
   const text = await res.text();
   let parsed: unknown = text;
   try {
