@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { mkdtempSync, readdirSync, rmSync, watch } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
@@ -29,7 +29,11 @@ const FILE_LIMIT = 256 * 1024;
 beforeAll(async () => {
   blobs = await new FsBlobStore(join(root, 'blobs')).init();
   hub = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: root, shutdownGraceMs: 500, uploads: { tempDir, maxFileBytes: FILE_LIMIT } });
-  hub.authenticate(async (token) => (token === 'partner-token' ? { id: 'p1', name: 'partner', roles: ['partner'], kind: 'account' } : undefined));
+  // a look-up that takes a while, as a store round trip does: the body arrives meanwhile
+  hub.authenticate(async (token) => {
+    await new Promise((r) => setTimeout(r, 50));
+    return token === 'partner-token' ? { id: 'p1', name: 'partner', roles: ['partner'], kind: 'account' } : undefined;
+  });
   const upload = {
     schema: z.object({ title: z.string().min(1).max(40), fail: z.literal('after-store').optional() }),
     multipart: { files: ['bizCard', 'uniqueNumber', 'internalResolution'], fields: ['title', 'fail'], maxRequestBytes: 1 << 20 },
@@ -193,15 +197,47 @@ describe('streaming multipart uploads', () => {
     expect(['unexpected_field', 'too_many_fields', 'too_many_parts']).toContain(r.body.error.code);
   });
 
-  it('checks the credential of an upload route, and keeps nothing of a refused upload', async () => {
-    const none = await send('/test/partner-upload', three(), {}, 'PUT');
+  it('checks the credential of an upload route first: a refused upload never reaches the disk', async () => {
+    const created: string[] = [];
+    const watcher = watch(tempDir, (_event, name) => created.push(String(name)));
+    const big = three({ bizCard: { name: 'bizCard', filename: 'a.pdf', data: makePdf(200_000) } });
+    const none = await send('/test/partner-upload', big, {}, 'PUT');
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
-    const wrong = await send('/test/partner-upload', three(), { authorization: 'Bearer nope' }, 'PUT');
+    const wrong = await send('/test/partner-upload', big, { authorization: 'Bearer nope' }, 'PUT');
     expect(wrong.status).toBe(401);
+    watcher.close();
+    expect(created).toEqual([]);
     const ok = await send('/test/partner-upload', three(), { authorization: 'Bearer partner-token' }, 'PUT');
     expect(ok.status).toBe(200);
     expect(tempFiles()).toEqual([]);
+  });
+
+  it('keeps a keep-alive connection reading after uploads that paused it (held for the credential, backpressure)', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const url = new URL(base);
+    const over = (method: string, path: string, parts: Part[], headers: Record<string, string> = {}) => {
+      const { body, contentType } = multipart(parts);
+      return new Promise<{ status: number; socket: unknown }>((resolve, reject) => {
+        const req = request({ host: url.hostname, port: url.port, method, path, agent, headers: { 'content-type': contentType, 'content-length': body.length, ...headers } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, socket: req.socket }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    };
+    try {
+      const small = await over('PUT', '/test/partner-upload', three(), { authorization: 'Bearer partner-token' });
+      const bigFile = Buffer.alloc(8 << 20, 1);
+      makePdf().copy(bigFile);
+      const big = await over('POST', '/test/big', [{ name: 'doc', filename: 'big.pdf', data: bigFile }]);
+      const again = await over('PUT', '/test/partner-upload', three(), { authorization: 'Bearer partner-token' });
+      expect([small.status, big.status, again.status]).toEqual([200, 200, 200]);
+      expect(again.socket).toBe(small.socket);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('removes the temporary file of a client that goes away mid-upload', async () => {
