@@ -70,7 +70,7 @@ interface AbortHook {
 const MiB = 1 << 20;
 const TEMP_PREFIX = 'upload-';
 
-/** Refuses file names that carry a path or control characters (`../../x`, `C:\x`, NUL). */
+/** Refuses file names that carry a path, control or bidi-override characters (`../../x`, `C:\x`, NUL); returns the name in NFC. */
 export function checkFilename(name: string): string {
   const bad =
     name.length === 0 ||
@@ -78,6 +78,8 @@ export function checkFilename(name: string): string {
     /[/\\]/.test(name) ||
     // eslint-disable-next-line no-control-regex
     /[\u0000-\u001f\u007f]/.test(name) ||
+    // bidirectional overrides make "gpj.exe" look like "exe.jpg" in a reviewer's list
+    /[\u202a-\u202e\u2066-\u2069]/.test(name) ||
     name === '.' ||
     name === '..' ||
     name.trim() !== name;
@@ -86,7 +88,8 @@ export function checkFilename(name: string): string {
       filename: name.slice(0, 255),
     });
   }
-  return name;
+  // macOS sends Korean names decomposed (NFD): keep them composed, as every other client shows them
+  return name.normalize('NFC');
 }
 
 /**
@@ -262,7 +265,7 @@ export class MultipartReader {
           // a file input left empty: browsers still send the part, with no name and no bytes
           return void stream.resume();
         }
-        checkFilename(info.filename);
+        info.filename = checkFilename(info.filename);
       } catch (err) {
         stream.resume();
         return this.fail(err as AppError);

@@ -123,6 +123,13 @@ describe('streaming multipart uploads', () => {
     expect(tempFiles()).toEqual([]);
   });
 
+  it('keeps Korean file names composed (NFC), as macOS sends them decomposed', async () => {
+    const nfd = '명함.pdf'.normalize('NFD');
+    const r = await send('/test/applications', three({ bizCard: { name: 'bizCard', filename: nfd, data: makePdf() } }));
+    expect(r.status).toBe(201);
+    expect(r.body.files[0].filename).toBe('명함.pdf'.normalize('NFC'));
+  });
+
   it('takes a .hwpx that is really HWP 5 as HWP', async () => {
     const r = await send('/test/applications', three({ internalResolution: { name: 'internalResolution', filename: 'x.hwpx', data: makeHwp() } }));
     expect(r.status).toBe(201);
@@ -155,6 +162,7 @@ describe('streaming multipart uploads', () => {
     ['a duplicated file field', () => [...three(), { name: 'bizCard', filename: 'again.pdf', data: makePdf() }], 400, 'duplicate_file'],
     ['a path-like filename', () => three({ bizCard: { name: 'bizCard', filename: '../../x', data: makePdf() } }), 400, 'invalid_filename'],
     ['a Windows path filename', () => three({ bizCard: { name: 'bizCard', filename: 'C:\\temp\\x.pdf', data: makePdf() } }), 400, 'invalid_filename'],
+    ['a filename with a bidi override', () => three({ bizCard: { name: 'bizCard', filename: 'card\u202Efdp.exe', data: makePdf() } }), 400, 'invalid_filename'],
     ['an unknown text field', () => [{ name: 'admin', value: '1' }, ...three()], 400, 'unexpected_field'],
     ['a duplicated text field', () => [{ name: 'title', value: 'again' }, ...three()], 400, 'duplicate_field'],
     ['a file sent as a text field', () => [{ name: 'bizCard', value: 'not a file' }, { name: 'title', value: 't' }], 400, 'invalid_file'],
