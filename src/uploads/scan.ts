@@ -96,9 +96,14 @@ export class ClamdScanner implements Scanner {
       };
       const timer = setTimeout(() => finish(unavailable('timeout')), this.timeoutMs);
       let socketError = '';
+      let connected = false;
       // an error after clamd has answered (EPIPE: it stopped reading, e.g. its size limit) is read from the answer on close
       socket.on('error', (e: NodeJS.ErrnoException) => {
         socketError = e.code ?? e.message;
+        if (connected && (e.code === 'EPIPE' || e.code === 'ECONNRESET')) {
+          // clamd stops reading and closes when a stream passes its StreamMaxLength
+          socketError = `clamd closed the connection during the upload (${e.code}): is its StreamMaxLength below the file size?`;
+        }
         if (!answer) finish(unavailable(socketError));
       });
       file.on('error', (e: NodeJS.ErrnoException) => finish(new AppError(500, 'scan_failed', 'the file to scan could not be read', { reason: e.code })));
@@ -119,6 +124,7 @@ export class ClamdScanner implements Scanner {
         else finish(unavailable(line ? `clamd: ${line.slice(0, 200)}` : socketError || 'clamd closed without an answer'));
       });
       socket.once('connect', () => {
+        connected = true;
         socket.write('zINSTREAM\0');
         file.on('data', (chunk) => {
           const buf = chunk as Buffer;
