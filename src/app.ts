@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
+import { AuthService, SUPER_ROLE } from './auth/service.js';
 import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Rooms } from './collab/rooms.js';
 import { CollabService } from './collab/service.js';
+import { registerAuthRoutes } from './http/auth.js';
 import { registerCollabRoutes } from './http/collab.js';
 import { registerRewardRoutes } from './http/reward.js';
 import { registerTicketRoutes } from './http/ticket.js';
@@ -52,6 +54,18 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   bus.onMessage(({ topic, message }) => hub.publish(topic, message));
   await bus.start();
   hub.ready('store', () => store.ping());
+
+  const auth = new AuthService({
+    store,
+    clock,
+    logger: logger.child({ part: 'auth' }),
+    tokenTtlMs: config.AUTH_TOKEN_TTL_MS,
+    partnerTokenTtlMs: config.PARTNER_TOKEN_TTL,
+    deviceTokenTtlMs: config.DEVICE_TOKEN_TTL_MS,
+  });
+  await auth.bootstrap({ admin: config.ADMIN_PASSWORD, partner: config.PARTNER_PASSWORD });
+  hub.authenticate((token) => auth.authenticate(token), { superRole: SUPER_ROLE });
+  registerAuthRoutes(hub, { service: auth });
 
   const outbox = new Outbox({
     store,

@@ -25,6 +25,17 @@ const schema = z.object({
   /** Seconds to wait for in-flight work on SIGTERM/SIGINT before closing sockets. */
   SHUTDOWN_GRACE_MS: intFrom(5000, 0),
 
+  /** Identity (docs/auth.md): the operator "admin"'s password; unset, a random one is printed once at first start. */
+  ADMIN_PASSWORD: z.string().min(8).max(256).optional(),
+  /** The rental partner's password (account "partner"); unset, a random one is printed once at first start. */
+  PARTNER_PASSWORD: z.string().min(8).max(256).optional(),
+  /** Lifetime of a login token, ms (default 8 h). */
+  AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
+  /** Lifetime of a partner token, ms (default 8 h). */
+  PARTNER_TOKEN_TTL: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
+  /** Lifetime of a scanner device token, ms (default 30 days). */
+  DEVICE_TOKEN_TTL_MS: intFrom(30 * 86_400_000, 60_000, 400 * 86_400_000),
+
   /** Reward plan peers. Unset: the outbox keeps deliveries until a peer is configured. */
   VALUE_SERVICE_URL: z.string().url().optional(),
   TASK_LEDGER_URL: z.string().url().optional(),

@@ -17,6 +17,35 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   readonly remoteAddress: string;
   /** Set by guards (e.g. an authenticated principal). */
   state: Record<string, unknown>;
+  /** The caller, when the route declares `auth` and a valid token was given. */
+  identity?: Principal;
+}
+
+/**
+ * Who is calling, as the hub sees it: the identity model (src/auth) resolves a bearer token to
+ * this. The hub only compares roles; it knows no role by name except the configured super role.
+ */
+export interface Principal {
+  id: string;
+  name: string;
+  roles: readonly string[];
+  /** 'account' (a person who signed in) or 'device' (a scanner at a gate). */
+  kind: string;
+  /** Devices: the gate the device token was issued for. */
+  gate?: string;
+}
+
+/** Resolves a bearer token to its principal, or undefined when the token is unknown or expired. */
+export type Authenticator = (token: string) => Promise<Principal | undefined>;
+
+/**
+ * What a route needs from its caller. `roles` omitted: any signed-in identity; given: one of
+ * them (the super role passes every check). `optional`: the route also serves callers without a
+ * token (ctx.identity stays undefined); a token that is given must still be valid.
+ */
+export interface AuthSpec {
+  roles?: readonly string[];
+  optional?: boolean;
 }
 
 /** A non-JSON or non-200 answer. Handlers may also return plain data, sent as JSON with 200. */
@@ -88,6 +117,8 @@ export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
   params?: z.ZodType<P>;
   body?: BodySpec<B>;
   guards?: Guard[];
+  /** The credential the route needs (checked before the guards); see AuthSpec. */
+  auth?: AuthSpec;
   /** Cache-Control for successful answers; default no header (errors are always no-store). */
   cacheControl?: string;
   handler(ctx: RequestContext<Q, B, P>): unknown;

@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AppError, errorBody } from '../errors.js';
+import { AuthGate, WWW_AUTHENTICATE } from './auth.js';
 import {
   Reply,
   jsonBody,
   mediaType,
   parseQuery,
   validate,
+  type AuthSpec,
+  type Authenticator,
   type Guard,
+  type Principal,
   type RequestContext,
   type RouteDef,
 } from './http.js';
@@ -19,7 +23,7 @@ import { Topics, type SocketData, type TopicSpec } from './topics.js';
 import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket } from './uws.js';
 
 export { Reply, route } from './http.js';
-export type { Guard, RequestContext, RouteDef, BodyReader } from './http.js';
+export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader } from './http.js';
 export type { SseStream } from './sse.js';
 export type { TopicSpec } from './topics.js';
 
@@ -40,6 +44,8 @@ export interface SseRouteDef<Q = unknown> {
   path: string;
   query?: import('zod').ZodType<Q>;
   guards?: Guard[];
+  /** The credential the stream needs; EventSource clients pass the token as `access_token`. */
+  auth?: AuthSpec;
   /** Called once the stream is open; register stream.onClose for clean-up. */
   open(ctx: RequestContext<Q, undefined, Record<string, string>>, stream: SseStream): void | Promise<void>;
 }
@@ -54,7 +60,10 @@ export interface SocketBehaviour<D> {
   maxPayloadLength?: number;
   idleTimeoutS?: number;
   maxBackpressure?: number;
-  upgrade(params: string[], query: string): D;
+  /** The credential an upgrade needs (token in the `access_token` query parameter or the Authorization header). */
+  auth?: AuthSpec;
+  /** May be async (e.g. a store look-up); `identity` is the caller when `auth` is declared. */
+  upgrade(params: string[], query: string, identity: Principal | undefined): D | Promise<D>;
   open?(ws: WebSocket<SocketData & D>): void;
   message(ws: WebSocket<SocketData & D>, message: ArrayBuffer, isBinary: boolean): void;
   close?(ws: WebSocket<SocketData & D>, code: number): void;
@@ -81,7 +90,15 @@ interface Pending {
 }
 
 /** Messages a WebSocket client may send on /ws. */
-type ClientFrame = { type: 'subscribe' | 'unsubscribe'; topic: string } | { type: 'ping' };
+type ClientFrame =
+  | { type: 'subscribe' | 'unsubscribe'; topic: string }
+  | { type: 'auth'; token: string }
+  | { type: 'ping' };
+
+/** Bounds of one /ws socket: subscriptions held at once, and the length of a topic name. */
+export const WS_MAX_SUBSCRIPTIONS = 100;
+export const WS_MAX_TOPIC_LENGTH = 200;
+export const WS_MAX_QUEUED = 32;
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content',
@@ -102,6 +119,8 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export class Hub {
   readonly metrics: Metrics;
   readonly topics: Topics;
+  /** The credential gate: the identity model plugs its authenticator in with `authenticate`. */
+  readonly auth = new AuthGate();
   private readonly app: TemplatedApp;
   private readonly uws: ReturnType<typeof loadNativeUws>;
   private readonly router = new Router<Entry>();
@@ -142,6 +161,12 @@ export class Hub {
     return this;
   }
 
+  /** Installs the identity model: how a bearer token becomes a principal; `superRole` passes every role check. */
+  authenticate(authenticator: Authenticator, opts: { superRole?: string } = {}): this {
+    this.auth.use(authenticator, opts);
+    return this;
+  }
+
   topic(spec: TopicSpec): this {
     this.topics.define(spec);
     return this;
@@ -162,31 +187,48 @@ export class Hub {
           res.writeStatus('503 Service Unavailable').end();
           return;
         }
-        let data: D;
-        try {
-          const values: string[] = [];
-          for (let i = 0; i < params; i++) values.push(decodeURIComponent(req.getParameter(i) ?? ''));
-          data = behaviour.upgrade(values, req.getQuery() ?? '');
-        } catch (err) {
+        // everything from req is read now: it is gone after the first await
+        const key = req.getHeader('sec-websocket-key');
+        const protocol = req.getHeader('sec-websocket-protocol');
+        const extensions = req.getHeader('sec-websocket-extensions');
+        const authorization = req.getHeader('authorization');
+        const query = req.getQuery() ?? '';
+        const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+        let aborted = false;
+        res.onAborted(() => {
+          aborted = true;
+        });
+        const refuse = (err: unknown) => {
+          if (aborted) return;
           const e = err instanceof AppError ? err : new AppError(400, 'invalid_path', 'the socket path is not valid');
           res.cork(() => {
-            res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json').end(JSON.stringify(errorBody(e)));
+            res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json');
+            if (e.status === 401) res.writeHeader('www-authenticate', WWW_AUTHENTICATE(e.code));
+            res.end(JSON.stringify(errorBody(e)));
           });
-          return;
-        }
-        const base: SocketData = {
-          id: this.nextSocketId++,
-          remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-          topics: new Set(),
-          closed: false,
         };
-        res.upgrade(
-          { ...data, ...base } as S,
-          req.getHeader('sec-websocket-key'),
-          req.getHeader('sec-websocket-protocol'),
-          req.getHeader('sec-websocket-extensions'),
-          context,
-        );
+        const accept = (data: D, identity: Principal | undefined) => {
+          if (aborted) return;
+          if (this.stopping) return refuse(new AppError(503, 'shutting_down', 'the server is shutting down'));
+          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity };
+          res.cork(() => res.upgrade({ ...data, ...base } as S, key, protocol, extensions, context));
+        };
+        let values: string[];
+        try {
+          values = [];
+          for (let i = 0; i < params; i++) values.push(decodeURIComponent(req.getParameter(i) ?? ''));
+        } catch (err) {
+          return refuse(err);
+        }
+        const run = async () => {
+          let identity: Principal | undefined;
+          if (behaviour.auth) {
+            const headers: Record<string, string> = authorization ? { authorization } : {};
+            identity = await this.auth.check(behaviour.auth, headers, parseQuery(query));
+          }
+          return { data: await behaviour.upgrade(values, query, identity), identity };
+        };
+        run().then(({ data, identity }) => accept(data, identity), refuse);
       },
       open: (ws) => {
         this.sockets.add(ws as unknown as WebSocket<SocketData>);
@@ -321,6 +363,11 @@ export class Hub {
 
     // The body must be read now: uWS only delivers it to a handler registered synchronously.
     const def = entry.def as RouteDef<any, any, any>;
+    // A state-changing request takes JSON only: a form post (the cross-site kind a browser sends
+    // without asking) is refused even on routes that read no body.
+    if (entry.kind === 'route' && !def.body && BODY_METHODS.has(method) && headers['content-type'] !== undefined && mediaType(headers['content-type']) !== 'application/json') {
+      return fail(routeLabel, new AppError(415, 'unsupported_media_type', 'content-type must be application/json', { received: mediaType(headers['content-type']) || null }));
+    }
     let bodyPromise: Promise<Buffer> | undefined;
     if (entry.kind === 'route' && def.body && BODY_METHODS.has(method)) {
       try {
@@ -340,7 +387,7 @@ export class Hub {
 
     // Plain routes (no body, no guards) whose handler answers synchronously are served without
     // leaving this call: no promise, no extra tick, and the write is already corked by uWS.
-    if (entry.kind === 'route' && !bodyPromise && !def.body && !def.guards?.length) {
+    if (entry.kind === 'route' && !bodyPromise && !def.body && !def.guards?.length && !def.auth) {
       let out: unknown;
       try {
         ctx.query = def.query ? validate(def.query, parseQuery(rawQuery), 'query') : parseQuery(rawQuery);
@@ -358,7 +405,10 @@ export class Hub {
     this.inFlight++;
     const run = async (): Promise<void> => {
       try {
-        ctx.query = entry.def.query ? validate(entry.def.query, parseQuery(rawQuery), 'query') : parseQuery(rawQuery);
+        const rawParsed = parseQuery(rawQuery);
+        // the credential first: a caller without one learns nothing about the route's inputs
+        if (entry.def.auth) ctx.identity = await this.auth.check(entry.def.auth, headers, rawParsed);
+        ctx.query = entry.def.query ? validate(entry.def.query, rawParsed, 'query') : rawParsed;
         if (entry.kind === 'route') {
           if (def.params) ctx.params = validate(def.params, match.params, 'params');
           if (def.body) ctx.body = await this.parseBody(def, headers, bodyPromise);
@@ -429,6 +479,7 @@ export class Hub {
       if ((err.status === 429 || err.status === 503) && typeof retry === 'number' && retry >= 0) {
         headers['retry-after'] = String(Math.ceil(retry));
       }
+      if (err.status === 401) headers['www-authenticate'] = WWW_AUTHENTICATE(err.code);
       return Reply.json(errorBody(err), err.status, headers);
     }
     this.log.error({ requestId, method, path, err }, 'unhandled error');
@@ -503,9 +554,15 @@ export class Hub {
     });
   }
 
+  /**
+   * Frames of one socket are handled in order, one after the other: an `auth` frame (a store
+   * look-up) takes effect before the `subscribe` sent right after it. A socket may have at most
+   * WS_MAX_QUEUED frames waiting; beyond that they are refused.
+   */
   private onClientFrame(ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean): void {
+    const data = ws.getUserData();
     const reply = (obj: unknown) => {
-      if (!ws.getUserData().closed) ws.send(JSON.stringify(obj), false);
+      if (!data.closed) ws.send(JSON.stringify(obj), false);
     };
     let frame: ClientFrame;
     try {
@@ -514,18 +571,56 @@ export class Hub {
     } catch {
       return reply({ type: 'error', code: 'invalid_frame', message: 'frames are JSON text' });
     }
-    if (frame?.type === 'ping') return reply({ type: 'pong' });
-    if ((frame?.type === 'subscribe' || frame?.type === 'unsubscribe') && typeof frame.topic === 'string') {
-      if (frame.type === 'unsubscribe') {
-        this.topics.unsubscribe(ws, frame.topic);
-        return reply({ type: 'unsubscribed', topic: frame.topic });
-      }
-      if (!this.topics.subscribe(ws, frame.topic)) {
-        return reply({ type: 'error', code: 'unknown_topic', message: `no topic ${frame.topic}`, topic: frame.topic });
-      }
-      return reply({ type: 'subscribed', topic: frame.topic });
+    if ((data.queued ?? 0) >= WS_MAX_QUEUED) {
+      return reply({ type: 'error', code: 'too_many_frames', message: `at most ${WS_MAX_QUEUED} frames may wait for an answer` });
     }
-    reply({ type: 'error', code: 'invalid_frame', message: 'expected {type: subscribe|unsubscribe|ping, topic}' });
+    data.queued = (data.queued ?? 0) + 1;
+    data.queue = (data.queue ?? Promise.resolve())
+      .then(() => this.handleFrame(ws, data, frame, reply))
+      .catch(() => reply({ type: 'error', code: 'unavailable', message: 'the frame could not be handled; try again' }))
+      .finally(() => {
+        data.queued!--;
+      });
+  }
+
+  private async handleFrame(ws: WebSocket<SocketData>, data: SocketData, frame: ClientFrame, reply: (obj: unknown) => void): Promise<void> {
+    if (data.closed) return;
+    if (frame?.type === 'ping') return reply({ type: 'pong' });
+    if (frame?.type === 'auth' && typeof frame.token === 'string') {
+      try {
+        const identity = await this.auth.resolve(frame.token);
+        data.identity = identity;
+        return reply({ type: 'authenticated', id: identity.id, roles: identity.roles });
+      } catch {
+        return reply({ type: 'error', code: 'invalid_token', message: 'the token is not valid (unknown, revoked or expired)' });
+      }
+    }
+    if ((frame?.type === 'subscribe' || frame?.type === 'unsubscribe') && typeof frame.topic === 'string') {
+      const topic = frame.topic;
+      if (frame.type === 'unsubscribe') {
+        this.topics.unsubscribe(ws, topic);
+        return reply({ type: 'unsubscribed', topic });
+      }
+      if (topic.length > WS_MAX_TOPIC_LENGTH) {
+        return reply({ type: 'error', code: 'invalid_topic', message: `a topic name is at most ${WS_MAX_TOPIC_LENGTH} characters`, topic: topic.slice(0, WS_MAX_TOPIC_LENGTH) });
+      }
+      if (!data.topics.has(topic) && data.topics.size >= WS_MAX_SUBSCRIPTIONS) {
+        return reply({ type: 'error', code: 'too_many_subscriptions', message: `a socket holds at most ${WS_MAX_SUBSCRIPTIONS} subscriptions`, topic });
+      }
+      const verdict = await this.topics.authorize(topic, data.identity);
+      if (data.closed) return;
+      if (verdict !== 'ok') {
+        const messages = {
+          unknown: `no topic ${topic}`,
+          unauthorized: 'this topic needs a signed-in identity: send {type: "auth", token} first',
+          forbidden: 'this identity may not subscribe to this topic',
+        };
+        return reply({ type: 'error', code: verdict === 'unknown' ? 'unknown_topic' : verdict, message: messages[verdict], topic });
+      }
+      this.topics.subscribe(ws, topic);
+      return reply({ type: 'subscribed', topic });
+    }
+    reply({ type: 'error', code: 'invalid_frame', message: 'expected {type: subscribe|unsubscribe|auth|ping, topic|token}' });
   }
 
   // ---- Operational routes -------------------------------------------------------------------
@@ -588,6 +683,7 @@ class Context implements RequestContext<any, any, any> {
   query: any = undefined;
   body: any = undefined;
   state: Record<string, unknown> = {};
+  identity: Principal | undefined = undefined;
   private remote: string | undefined;
 
   constructor(

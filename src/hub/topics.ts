@@ -1,5 +1,6 @@
 import type { TemplatedApp, WebSocket } from './uws.js';
 import type { Metrics } from './metrics.js';
+import type { Principal } from './http.js';
 
 /**
  * What happens to a subscriber that cannot keep up:
@@ -16,13 +17,26 @@ export interface TopicSpec {
   /** Bytes of unsent data a subscriber may hold before the policy applies. */
   /** 'close' topics only; 'drop' topics use the socket behaviour's limit (uWS skips slow receivers). */
   maxBackpressure?: number;
+  /**
+   * Who may subscribe, and whether the named topic exists (a document, a job, a ticket): 'ok',
+   * 'unknown' (answered as unknown_topic), 'unauthorized' (no identity yet) or 'forbidden'.
+   * Absent: anyone may subscribe to any name the spec matches.
+   */
+  authorize?(topic: string, identity: Principal | undefined): TopicVerdict | Promise<TopicVerdict>;
 }
+
+export type TopicVerdict = 'ok' | 'unknown' | 'unauthorized' | 'forbidden';
 
 export interface SocketData {
   id: number;
   remoteAddress: string;
   topics: Set<string>;
   closed: boolean;
+  /** Set by an {type: "auth"} frame. */
+  identity?: Principal;
+  /** The socket's frames, handled one after the other (see Hub.onClientFrame). */
+  queue?: Promise<void>;
+  queued?: number;
 }
 
 const DEFAULT_MAX_BACKPRESSURE = 1 << 20;
@@ -51,6 +65,13 @@ export class Topics {
     return this.exact.get(topic) ?? this.prefixes.find((p) => topic.startsWith(p.name.slice(0, -1)));
   }
 
+  /** The spec's verdict on a subscription (see TopicSpec.authorize). */
+  async authorize(topic: string, identity: Principal | undefined): Promise<TopicVerdict> {
+    const spec = this.spec(topic);
+    if (!spec) return 'unknown';
+    return spec.authorize ? spec.authorize(topic, identity) : 'ok';
+  }
+
   subscribe(ws: WebSocket<SocketData>, topic: string): boolean {
     const spec = this.spec(topic);
     if (!spec) return false;
@@ -77,7 +98,13 @@ export class Topics {
   removeSocket(ws: WebSocket<SocketData>): void {
     const data = ws.getUserData();
     data.closed = true;
-    for (const topic of data.topics) this.subscribers.get(topic)?.delete(ws);
+    for (const topic of data.topics) {
+      const set = this.subscribers.get(topic);
+      if (!set) continue;
+      set.delete(ws);
+      // an emptied set is dropped, so memory returns once the sockets are gone
+      if (set.size === 0) this.subscribers.delete(topic);
+    }
     data.topics.clear();
   }
 

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { ROLES, USER_RE, type AuthService } from '../auth/service.js';
+import { MAX_PASSWORD, MIN_PASSWORD } from '../auth/passwords.js';
+import { bearerToken } from '../hub/auth.js';
+import { Reply, type Hub, type RequestContext } from '../hub/index.js';
+import { label } from './text.js';
+
+/**
+ * Routes of the identity model (docs/auth.md): login and logout for every account, the rental
+ * partner's login at the document's path, account management for operators, and scanner device
+ * tokens for staff.
+ */
+
+const user = z.string().regex(USER_RE, 'a user name is 2-32 of a-z 0-9 . _ - (starting with a letter or digit)');
+const password = z.string().min(1, 'must not be empty').max(MAX_PASSWORD);
+const newPassword = z.string().min(MIN_PASSWORD, `must be at least ${MIN_PASSWORD} characters`).max(MAX_PASSWORD);
+const roles = z.array(z.enum(ROLES)).min(1).max(ROLES.length);
+
+/** The token the caller presented (the route's auth already accepted it). */
+const tokenOf = (ctx: RequestContext) => bearerToken(ctx.headers, ctx.query as Record<string, unknown>)!;
+
+export function registerAuthRoutes(hub: Hub, opts: { service: AuthService }): void {
+  const { service } = opts;
+
+  hub.route({
+    method: 'POST',
+    path: '/api/auth/login',
+    body: { schema: z.strictObject({ user: z.string().max(64), password }) },
+    handler: (ctx) => service.login(ctx.body.user, ctx.body.password, ctx.remoteAddress),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/auth/logout',
+    auth: {},
+    handler: async (ctx) => {
+      await service.logout(tokenOf(ctx), ctx.identity!.id);
+      return { ok: true };
+    },
+  });
+  hub.route({ method: 'GET', path: '/api/auth/me', auth: {}, cacheControl: 'no-store', handler: (ctx) => ({ identity: ctx.identity }) });
+
+  // the rental partner (doc 1, Authentication): one more login of the same model, account "partner"
+  hub.route({
+    method: 'POST',
+    path: '/api/partner/login',
+    body: { schema: z.strictObject({ password }) },
+    handler: async (ctx) => {
+      const out = await service.login('partner', ctx.body.password, ctx.remoteAddress);
+      return { token: out.token, expiresAt: out.expiresAt };
+    },
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/partner/logout',
+    auth: { roles: ['partner'] },
+    handler: async (ctx) => {
+      await service.logout(tokenOf(ctx), ctx.identity!.id);
+      return { ok: true };
+    },
+  });
+
+  const operator = { roles: ['operator'] } as const;
+  hub.route({ method: 'GET', path: '/api/auth/accounts', auth: operator, cacheControl: 'no-store', handler: async () => ({ accounts: await service.accounts() }) });
+  hub.route({
+    method: 'POST',
+    path: '/api/auth/accounts',
+    auth: operator,
+    body: { schema: z.strictObject({ user, password: newPassword, roles, name: label(60).optional() }) },
+    handler: async (ctx) => Reply.json(await service.createAccount(ctx.body), 201),
+  });
+  hub.route({
+    method: 'PUT',
+    path: '/api/auth/accounts/:user',
+    auth: operator,
+    params: z.object({ user }),
+    body: {
+      schema: z
+        .strictObject({ password: newPassword.optional(), roles: roles.optional(), name: label(60).optional(), disabled: z.boolean().optional() })
+        .refine((b) => Object.keys(b).length > 0, 'name at least one of password, roles, name, disabled'),
+    },
+    handler: (ctx) => service.updateAccount(ctx.params.user, ctx.body),
+  });
+
+  const staff = { roles: ['staff'] } as const;
+  hub.route({
+    method: 'POST',
+    path: '/api/auth/devices',
+    auth: staff,
+    body: { schema: z.strictObject({ gate: label(64), name: label(64) }) },
+    handler: async (ctx) => Reply.json(await service.issueDevice(ctx.body, ctx.identity!.id), 201),
+  });
+  hub.route({ method: 'GET', path: '/api/auth/devices', auth: staff, cacheControl: 'no-store', handler: async () => ({ devices: await service.devices() }) });
+  hub.route({
+    method: 'DELETE',
+    path: '/api/auth/devices/:id',
+    auth: staff,
+    params: z.object({ id: z.string().regex(/^d_[0-9a-f]{12}$/, 'must be a device id (d_ and 12 hex digits)') }),
+    handler: (ctx) => service.revokeDevice(ctx.params.id),
+  });
+}
+

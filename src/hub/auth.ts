@@ -1,0 +1,75 @@
+import { AppError } from '../errors.js';
+import type { AuthSpec, Authenticator, Principal } from './http.js';
+
+/**
+ * The hub's credential check, the one place a bearer token is read. The identity model
+ * (src/auth) plugs in an Authenticator; routes, SSE streams, WebSocket topics and socket
+ * endpoints ask this gate.
+ *
+ * - no token where one is needed: 401 `unauthorized`;
+ * - a token that is unknown, revoked or expired: 401 `invalid_token` (also on optional routes);
+ * - a valid token without one of the route's roles: 403 `forbidden`.
+ * Every 401 carries `WWW-Authenticate: Bearer` (the hub adds it from the status).
+ */
+export class AuthGate {
+  private authenticator: Authenticator = async () => undefined;
+  private superRole: string | undefined;
+
+  use(authenticator: Authenticator, opts: { superRole?: string } = {}): void {
+    this.authenticator = authenticator;
+    this.superRole = opts.superRole;
+  }
+
+  /** Whether the principal holds one of `roles` (or the super role); no roles: any principal. */
+  allows(principal: Principal, roles: readonly string[] | undefined): boolean {
+    if (!roles || roles.length === 0) return true;
+    if (this.superRole && principal.roles.includes(this.superRole)) return true;
+    return roles.some((r) => principal.roles.includes(r));
+  }
+
+  /** Resolves a token; throws 401 invalid_token when it does not resolve. */
+  async resolve(token: string): Promise<Principal> {
+    if (token.length > 512) throw invalidToken();
+    const principal = await this.authenticator(token);
+    if (!principal) throw invalidToken();
+    return principal;
+  }
+
+  /** Checks a request against a route's AuthSpec; returns the principal (undefined: optional and none given). */
+  async check(spec: AuthSpec, headers: Record<string, string>, query?: Record<string, unknown>): Promise<Principal | undefined> {
+    const token = bearerToken(headers, query);
+    if (token === undefined) {
+      if (spec.optional) return undefined;
+      throw new AppError(401, 'unauthorized', 'this route needs a bearer token (Authorization: Bearer <token>)');
+    }
+    const principal = await this.resolve(token);
+    if (!this.allows(principal, spec.roles)) {
+      throw new AppError(403, 'forbidden', `this route needs the role ${spec.roles!.join(' or ')}`, {
+        needs: spec.roles,
+        has: principal.roles,
+      });
+    }
+    return principal;
+  }
+}
+
+const invalidToken = () => new AppError(401, 'invalid_token', 'the token is not valid (unknown, revoked or expired)');
+
+/**
+ * The bearer token of a request: the Authorization header, or (for EventSource and WebSocket
+ * clients, which cannot set headers) the `access_token` query parameter as RFC 6750 allows.
+ * A malformed Authorization header counts as a wrong token, not as none.
+ */
+export function bearerToken(headers: Record<string, string>, query?: Record<string, unknown>): string | undefined {
+  const h = headers.authorization;
+  if (h !== undefined) {
+    const m = /^Bearer +([\x21-\x7e]{1,512})\s*$/i.exec(h);
+    return m ? m[1]! : '\0';
+  }
+  const q = query?.access_token;
+  if (typeof q === 'string' && q.length > 0) return q;
+  return undefined;
+}
+
+export const WWW_AUTHENTICATE = (code: string) =>
+  code === 'invalid_token' ? 'Bearer realm="maru", error="invalid_token"' : 'Bearer realm="maru"';
