@@ -28,10 +28,27 @@ export function normalisePhone(raw: string): string | undefined {
   return m[1] ? `${m[1]}-${m[2]}-${m[3]}` : `${m[4]}-${m[5]}`;
 }
 
-const text = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`);
-const optionalText = (max: number) =>
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+// eslint-disable-next-line no-control-regex
+const LINE_BREAK = /[\r\n\t]/;
+
+/**
+ * Applicant text: trimmed, bounded, and refused when it carries control characters or
+ * bidirectional overrides (they corrupt the partner's screen, the CSV and the mails); only
+ * `remarks` may span lines.
+ */
+const text = (max: number, multiline = false) =>
   z
-    .union([text(max), z.null()])
+    .string()
+    .trim()
+    .max(max, `must be at most ${max} characters`)
+    .refine((s) => !CONTROL.test(s) && (multiline || !LINE_BREAK.test(s)), {
+      message: multiline ? 'must not contain control characters' : 'must be one line without control characters',
+    });
+const optionalText = (max: number, multiline = false) =>
+  z
+    .union([text(max, multiline), z.null()])
     .optional()
     .transform((v) => (v ? v : ''));
 
@@ -60,7 +77,7 @@ export const intakeInput = z.strictObject({
     .transform((v) => (v ? v.toLowerCase() : null)),
   /** A single choice; the list belongs to the type (src/rental: building types). */
   buildingType: z.string().trim().max(40).optional(),
-  remarks: optionalText(2000),
+  remarks: optionalText(2000, true),
 });
 
 export type IntakeInputRaw = z.input<typeof intakeInput>;

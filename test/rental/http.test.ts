@@ -102,6 +102,11 @@ describe('rental intake and partner review over HTTP', () => {
     expect(await watcher.next()).toMatchObject({ type: 'error', code: 'unauthorized' });
     await watcher.auth(await partnerLogin());
     await watcher.subscribe('rental:partner');
+    const outsider = await connectTopics(base);
+    await outsider.auth(await signIn(base, ['staff']));
+    outsider.ws.send(JSON.stringify({ type: 'subscribe', topic: 'rental:partner' }));
+    expect(await outsider.next()).toMatchObject({ type: 'error', code: 'forbidden' });
+    outsider.close();
 
     const r = await submit(applicant, threeFiles());
     expect(r.status).toBe(201);
