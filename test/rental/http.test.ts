@@ -10,7 +10,8 @@ import { AUTH_TEST_ENV, TEST_PARTNER_PASSWORD, bearer, signIn } from '../support
 import { call, get, post, until, type Answer } from '../support/http.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
-import { applicant, exe, form, hwp, pdf, png, rawMultipart, threeFiles, type FilePart } from './fixtures.js';
+import { makeExe as exe, makeHwp as hwp, makePdf as pdf, makePng as png } from '../support/uploads.js';
+import { applicant, form, rawMultipart, threeFiles, type FilePart } from './fixtures.js';
 
 const silent = pino({ level: 'silent' });
 const T0 = Date.parse('2026-11-22T10:00:00+09:00');
