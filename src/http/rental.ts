@@ -14,6 +14,7 @@ import type { Review } from '../rental/review.js';
 import { PARTNER_TOPIC, type RentalService } from '../rental/service.js';
 import type { Store } from '../store/port.js';
 import { inspectUpload, type Scanner } from '../uploads/index.js';
+import { note } from '../text.js';
 import { qInt } from './query.js';
 
 /**
@@ -180,7 +181,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       schema: z
         .strictObject({
           result: z.enum(['approved', 'rejected'], { error: 'must be "approved" or "rejected"' }),
-          reason: z.string().trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional(),
+          reason: note(500).transform((r) => r.trim()).refine((r) => r.length > 0, 'must not be empty').optional(),
         })
         .refine((b) => b.result !== 'rejected' || b.reason !== undefined, { path: ['reason'], message: 'is required when the result is rejected' }),
     },

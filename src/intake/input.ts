@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { unsafeTextReason } from '../text.js';
 
 /**
  * What an intake registration carries: the applicant's fields, common to every intake type.
@@ -28,23 +29,19 @@ export function normalisePhone(raw: string): string | undefined {
   return m[1] ? `${m[1]}-${m[2]}-${m[3]}` : `${m[4]}-${m[5]}`;
 }
 
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
-// eslint-disable-next-line no-control-regex
-const LINE_BREAK = /[\r\n\t]/;
-
 /**
- * Applicant text: trimmed, bounded, and refused when it carries control characters or
- * bidirectional overrides (they corrupt the partner's screen, the CSV and the mails); only
- * `remarks` may span lines.
+ * Applicant text: trimmed, bounded, refused when it carries control characters, lone surrogates
+ * or bidirectional overrides (src/text.ts; they corrupt the partner's screen, the CSV and the
+ * mails); only `remarks` may span lines.
  */
 const text = (max: number, multiline = false) =>
   z
     .string()
     .trim()
     .max(max, `must be at most ${max} characters`)
-    .refine((s) => !CONTROL.test(s) && (multiline || !LINE_BREAK.test(s)), {
-      message: multiline ? 'must not contain control characters' : 'must be one line without control characters',
+    .superRefine((s, ctx) => {
+      const why = unsafeTextReason(multiline ? s.replace(/[\n\r\t]/g, ' ') : s);
+      if (why) ctx.addIssue({ code: 'custom', message: why });
     });
 const optionalText = (max: number, multiline = false) =>
   z
