@@ -72,6 +72,37 @@ async function storeFiles(files: UploadedFile[], blobs: BlobStore, scanner: Scan
   return stored;
 }
 
+/**
+ * Downloads are answered from memory (the hub's replies are whole bodies), so at most
+ * `running` files are read at once per process and at most `waiting` requests wait for a turn;
+ * beyond that the answer is 503 `busy` with Retry-After. The memory bound is
+ * running x UPLOAD_MAX_BYTES.
+ */
+export class Turns {
+  private active = 0;
+  private readonly queue: (() => void)[] = [];
+  constructor(
+    private readonly running: number,
+    private readonly waiting: number,
+  ) {}
+
+  async run<T>(f: () => Promise<T>): Promise<T> {
+    if (this.active >= this.running) {
+      if (this.queue.length >= this.waiting) {
+        throw new AppError(503, 'busy', 'too many downloads at once; try again shortly', { retry_after_s: 1 });
+      }
+      await new Promise<void>((r) => this.queue.push(r));
+    }
+    this.active++;
+    try {
+      return await f();
+    } finally {
+      this.active--;
+      this.queue.shift()?.();
+    }
+  }
+}
+
 /** `Content-Disposition: attachment` with the original name (RFC 6266 / 5987) and an ASCII fallback. */
 export function attachment(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
@@ -84,6 +115,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   const submitLimit = rateLimit({ store, clock, name: 'intake-submit', ...(opts.limits?.submit ?? { limit: 30, windowMs: 600_000 }) });
   const trackLimit = rateLimit({ store, clock, name: 'intake-track', ...(opts.limits?.track ?? { limit: 120, windowMs: 60_000 }) });
   const isPartner = (p: Principal | undefined) => !!p && hub.auth.allows(p, partner.roles);
+  const downloads = new Turns(4, 64);
 
   hub.topic({
     name: PARTNER_TOPIC,
@@ -217,13 +249,16 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       } else {
         throw new AppError(401, 'unauthorized', 'a partner token (Authorization: Bearer) or the access key (?key=) is needed');
       }
-      const file = await service.file(id, filename, access);
-      const chunks: Buffer[] = [];
-      for await (const chunk of file.stream) chunks.push(chunk as Buffer);
+      const { file, body } = await downloads.run(async () => {
+        const file = await service.file(id, filename, access);
+        const chunks: Buffer[] = [];
+        for await (const chunk of file.stream) chunks.push(chunk as Buffer);
+        return { file, body: Buffer.concat(chunks) };
+      });
       if ('partner' in access) {
         await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'download', target: `${file.receiptNo}/${filename}`, result: 'ok', detail: null });
       }
-      return new Reply(200, Buffer.concat(chunks), file.entry.mediaType, {
+      return new Reply(200, body, file.entry.mediaType, {
         'content-disposition': attachment(file.entry.filename),
         'x-content-type-options': 'nosniff',
       });
