@@ -8,7 +8,7 @@ import { parseIntakeInput } from '../intake/input.js';
 import { RECEIPT_RE, type IntakeService } from '../intake/service.js';
 import type { Mailer } from '../mail/mailer.js';
 import type { PartnerAudit } from '../rental/audit.js';
-import { DOC_TYPES, STATUSES } from '../rental/catalog.js';
+import { DOC_TYPES, STATUSES, catalogue } from '../rental/catalog.js';
 import type { StoredFile } from '../rental/files.js';
 import type { Review } from '../rental/review.js';
 import { PARTNER_TOPIC, type RentalService } from '../rental/service.js';
@@ -124,6 +124,9 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   });
 
   // ---- intake (public) -----------------------------------------------------------------------
+  const products = catalogue();
+  hub.route({ method: 'GET', path: '/api/rental/products', cacheControl: 'no-cache', handler: () => products });
+
   hub.route({
     method: 'POST',
     path: '/api/subscriptions',

@@ -79,3 +79,20 @@ export const STATUS_LABELS: Record<RentalStatus, string> = {
   approved: '승인',
   rejected: '반려',
 };
+
+/** The catalogue as the form shows it: products with their fees, building types, documents, statuses. */
+export function catalogue() {
+  return {
+    termMonths: TERM_MONTHS,
+    products: RENTAL_TYPES.map((type) => ({
+      type,
+      ...PRODUCTS[type],
+      preselected: type === 'rental-ipa',
+      monthlyFee: feesFor(type, null).monthlyFee,
+      fees: Object.fromEntries(BUILDING_TYPES.map((b) => [b, feesFor(type, b).monthlyFee])),
+    })),
+    buildingTypes: BUILDING_TYPES.map((value) => ({ value, label: BUILDING_LABELS[value] })),
+    documents: DOC_TYPES.map((field) => ({ field, label: DOC_LABELS[field] })),
+    statuses: STATUSES.map((value) => ({ value, label: STATUS_LABELS[value] })),
+  };
+}

@@ -217,6 +217,19 @@ describe('rental intake and partner review over HTTP', () => {
     expect((await replace(app.id, 'photo', app.accessKey, { field: 'bizCard', filename: 'x.png', data: png() })).body.error.code).toBe('unknown_document');
   });
 
+  it('serves the catalogue the form shows: products with fees by building type, documents, statuses', async () => {
+    const r = await get(base, '/api/rental/products');
+    expect(r.status).toBe(200);
+    expect(r.body.termMonths).toBe(36);
+    expect(r.body.products).toEqual([
+      expect.objectContaining({ type: 'rental-ipa', code: 'SOL-702', badge: 'ipa', preselected: true, monthlyFee: 300_000, fees: expect.objectContaining({ school: 300_000, office: 350_000 }) }),
+      expect.objectContaining({ type: 'rental-db', code: 'SOL-701', badge: 'db', preselected: false, monthlyFee: 830_000 }),
+    ]);
+    expect(r.body.buildingTypes).toContainEqual({ value: 'school', label: '학교' });
+    expect(r.body.documents.map((d: { field: string }) => d.field)).toEqual(['bizCard', 'uniqueNumber', 'internalResolution']);
+    expect(r.body.statuses.map((d: { value: string }) => d.value)).toEqual(['pending', 'documents_submitted', 'under_review', 'approved', 'rejected']);
+  });
+
   it('registers an intake without files from JSON (the conversation service path)', async () => {
     const r = await post(base, '/api/subscriptions', { type: 'chat', contactPhone: '01098765432', contactName: '이고객' });
     expect(r.status).toBe(201);
