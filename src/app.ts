@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { AuthService, SUPER_ROLE } from './auth/service.js';
+import { uploadTempDir } from './blobs/index.js';
 import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -47,6 +48,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     bodyLimit: config.BODY_LIMIT,
     webDir: config.WEB_DIR,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    uploads: { tempDir: uploadTempDir(config), maxFileBytes: config.UPLOAD_MAX_BYTES },
   });
 
   const store = await openStore(config);

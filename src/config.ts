@@ -80,6 +80,18 @@ const schema = z.object({
   COACH_OWNER_SECRET: z.string().min(16).max(256).optional(),
   /** Coaching: calls per client and minute on the owner routes. */
   COACH_CALLS_PER_MINUTE: intFrom(120, 1, 1_000_000),
+  /** Uploads: largest file of a multipart upload in bytes (default 20 MiB); larger is a 413 file_too_large. */
+  UPLOAD_MAX_BYTES: intFrom(20 * 1_048_576, 1024, 1 << 30),
+  /** Uploads: clamd to scan every uploaded file with (tcp://host:port); unset, files are not scanned. */
+  CLAMD_URL: z.string().regex(/^tcp:\/\/[^/]+:\d+$/, 'must be tcp://host:port').optional(),
+  /** Uploads: time for one clamd scan, ms. */
+  CLAMD_TIMEOUT_MS: intFrom(30_000, 100, 600_000),
+  /** Blobs: an S3-compatible endpoint (path-style); set, uploaded files live in S3_BUCKET instead of DATA_DIR/blobs. */
+  S3_URL: z.string().url().optional(),
+  S3_BUCKET: z.string().min(3).max(63).default('maru-uploads'),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
 });
 
 export type Config = z.infer<typeof schema>;
