@@ -1,21 +1,15 @@
+import { normalisePhone as intakePhone } from '../intake/input.js';
+
 /**
  * Contact fields the conversation collects: Korean phone numbers (normalised to the hyphenated
  * form) and e-mail addresses. Pure functions; undefined means "not valid".
  */
 
-/** 010-1234-5678, 02-123-4567, 031-1234-5678, 070-1234-5678, 1588-1234; "+82 10 …" and "82-10-…" too. */
-export function normalisePhone(input: string): string | undefined {
-  const raw = input.normalize('NFKC').trim();
-  if (!/^[+\d\s().-]{7,24}$/.test(raw)) return undefined;
-  let d = raw.replace(/\D/g, '');
-  if (raw.startsWith('+82') || (d.startsWith('82') && d.length >= 11)) d = '0' + d.slice(2).replace(/^0/, '');
-  let m: RegExpMatchArray | null;
-  if ((m = d.match(/^(01[016789])(\d{3,4})(\d{4})$/))) return `${m[1]}-${m[2]}-${m[3]}`;
-  if ((m = d.match(/^(02)(\d{3,4})(\d{4})$/))) return `${m[1]}-${m[2]}-${m[3]}`;
-  if ((m = d.match(/^(0[3-6][1-5]|070|050\d)(\d{3,4})(\d{4})$/))) return `${m[1]}-${m[2]}-${m[3]}`;
-  if ((m = d.match(/^(1[5-9]\d{2})(\d{4})$/))) return `${m[1]}-${m[2]}`;
-  return undefined;
-}
+/**
+ * A Korean phone number (010-1234-5678, 02-123-4567, +82 10 …), hyphenated; the intake's rule, after
+ * NFKC (full-width digits from phones).
+ */
+export const normalisePhone = (input: string): string | undefined => intakePhone(input.normalize('NFKC').trim());
 
 /** A practical e-mail check: one @, a dotted domain, no spaces; at most 254 characters. */
 export function normaliseEmail(input: string): string | undefined {

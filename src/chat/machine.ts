@@ -158,7 +158,12 @@ const handoffs = (stage: Stage, request: (a: Ctx) => boolean = wantsPerson) => (
 const resume = (when: (a: Ctx) => boolean) =>
   STAGES.map((s) => ({ guard: (a: Ctx) => when(a) && a.context.returnTo === s, target: s, actions: set({ returnTo: undefined, ...moved }) }));
 
-const restart = set(({ context }: Ctx): ChatContext => ({ subject: context.subject, retries: 0 }));
+/** A new conversation in the same session: everything but the subject is forgotten (assign merges, so clear each key). */
+const restart = set(({ context }: Ctx) => ({
+  ...Object.fromEntries(Object.keys(context).map((k) => [k, undefined])),
+  subject: context.subject,
+  retries: 0,
+}));
 
 const journey = (stage: Stage, steps: object[], error: string, request?: (a: Ctx) => boolean) => {
   const h = handoffs(stage, request);

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { initialTransition, transition } from 'xstate';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
-import type { Json, Store } from '../store/port.js';
+import type { Json, Store, Write } from '../store/port.js';
 import { NEED_LABELS, productFor } from './catalog.js';
 import { classify } from './classify.js';
 import { chatMachine, MACHINE_VERSION, type AnswerEvent, type ChatContext, type ChatEvent, type Progress, type StateName } from './machine.js';
@@ -23,26 +23,23 @@ import { view, type View } from './view.js';
 export interface ChatIntake {
   /**
    * Registers an intake record of type `chat` (an application from the conversation) or `consult`
-   * (a callback request) and returns its receipt number. `idempotencyKey` names the attempt: an
-   * intake that honours it answers the first record again.
+   * (a callback request) and returns its receipt number. `idempotencyKey` names the attempt: the
+   * same key again answers the first record. `also` adds writes (the confirmation mail) to the same
+   * atomic update that stores the record.
    */
-  register(input: {
-    type: 'chat' | 'consult';
-    contactName?: string;
-    contactPhone: string;
-    email?: string;
-    remarks?: string;
-    idempotencyKey: string;
-  }): Promise<{ receiptNo: string }>;
+  register(
+    input: { type: 'chat' | 'consult'; contactName?: string; contactPhone: string; email?: string; remarks?: string; idempotencyKey: string },
+    also?: (receiptNo: string) => Write[],
+  ): Promise<{ receiptNo: string }>;
   /** The record's progress, or undefined when the receipt number is unknown. */
   track(receiptNo: string): Promise<Progress | undefined>;
   /** Every intake record ever registered (the shareholder view's cumulative receipts). */
   countReceipts(): Promise<number>;
 }
 
-/** What the conversation needs of the mail module. */
+/** What the conversation needs of the mail module: the writes that queue one mail (sent from the outbox). */
 export interface ChatMail {
-  send(mail: { to: string; subject: string; text: string; key: string }): Promise<void>;
+  writes(id: string, message: { to: string; subject: string; text: string }): Write[];
 }
 
 export interface ChatServiceDeps {
@@ -70,8 +67,9 @@ interface SessionRecord {
   at: number;
 }
 
-export interface TurnAnswer extends View {
+export interface TurnAnswer extends Omit<View, 'choices'> {
   session: string;
+  choices: string[];
   receiptNo?: string;
 }
 
@@ -99,9 +97,16 @@ export class ChatService {
     return { v: MACHINE_VERSION, state: r.state, ctx: r.ctx as unknown as Json, at: this.deps.clock.now() };
   }
 
+  /** The stored record, unless it outlived its idle TTL on the hub clock (the store's TTL may lag it). */
+  private live(raw: Json | undefined): SessionRecord {
+    const rec = raw as unknown as SessionRecord | undefined;
+    if (!rec || this.deps.clock.now() - rec.at > this.deps.sessionTtlMs) throw sessionNotFound();
+    return rec;
+  }
+
   /** A stored session; an old machine version or a long idle time starts again at greet. */
   private restore(raw: Json): Restored {
-    const rec = raw as unknown as SessionRecord;
+    const rec = this.live(raw);
     if (rec.v !== MACHINE_VERSION || this.deps.clock.now() - rec.at > this.deps.idleRestartMs) {
       return { ...this.initial(rec.ctx.subject, rec.ctx.referredBy), restarted: true };
     }
@@ -109,7 +114,8 @@ export class ChatService {
   }
 
   private answer(session: string, r: { state: StateName; ctx: ChatContext }, welcome = false): TurnAnswer {
-    return { session, ...view(r.state, r.ctx, welcome), ...(r.ctx.receiptNo ? { receiptNo: r.ctx.receiptNo } : {}) };
+    const v = view(r.state, r.ctx, welcome);
+    return { session, ...v, choices: v.choices.map((c) => c.label), ...(r.ctx.receiptNo ? { receiptNo: r.ctx.receiptNo } : {}) };
   }
 
   async start(subject: string, referralCode?: string): Promise<TurnAnswer> {
@@ -124,10 +130,7 @@ export class ChatService {
 
   /** The session as it stands (no turn). */
   async get(session: string): Promise<TurnAnswer> {
-    const raw = await this.deps.store.get(K.session(session));
-    if (!raw) throw sessionNotFound();
-    const r = raw as unknown as SessionRecord;
-    return this.answer(session, r);
+    return this.answer(session, this.live(await this.deps.store.get(K.session(session))));
   }
 
   async turn(session: string, input: { choice?: string; message?: string }): Promise<TurnAnswer> {
@@ -140,9 +143,7 @@ export class ChatService {
       );
     }
     for (let attempt = 0; attempt < 3; attempt++) {
-      const before = await this.deps.store.get(key);
-      if (!before) throw sessionNotFound();
-      const b = before as unknown as SessionRecord;
+      const b = this.live(await this.deps.store.get(key));
       if (b.ctx.pending) {
         await this.settle(session);
         continue;
@@ -150,8 +151,7 @@ export class ChatService {
       // the receipt's progress is read before the atomic turn (the machine stays pure)
       const progress = b.ctx.receiptNo && (b.state === 'received' || b.state === 'track') ? await this.progress(b.ctx.receiptNo) : undefined;
       const out = await this.deps.store.update<{ owed: true } | (Restored & { owed: false })>([key], ([cur]) => {
-        if (!cur) throw sessionNotFound();
-        const r = this.restore(cur);
+        const r = this.restore(cur!);
         if (r.restarted) return { writes: [{ op: 'set', key, value: this.record(r), ttlMs: this.deps.sessionTtlMs }], result: { ...r, owed: false } };
         if (r.ctx.pending) return { writes: [], result: { owed: true } };
         const offered = view(r.state, r.ctx).choices;
@@ -246,31 +246,31 @@ export class ChatService {
     const remarks = [`상담 경로: ${ctx.source ?? '-'}`, `필요: ${NEED_LABELS[ctx.category!]} (${ctx.need ?? ''})`, `추천 상품: ${product.code} ${product.name}`, ctx.memo ? `요청 사항: ${ctx.memo}` : '']
       .filter(Boolean)
       .join('\n');
-    const { receiptNo } = await this.deps.intake.register({
-      type: 'chat',
-      contactName: ctx.name,
-      contactPhone: ctx.contact!,
-      ...(ctx.email ? { email: ctx.email } : {}),
-      remarks,
-      idempotencyKey: `chat:${session}:receipt`,
-    });
+    const email = ctx.email;
+    const { receiptNo } = await this.deps.intake.register(
+      {
+        type: 'chat',
+        contactName: ctx.name,
+        contactPhone: ctx.contact!,
+        ...(email ? { email } : {}),
+        remarks,
+        idempotencyKey: `chat:${session}:receipt`,
+      },
+      // the confirmation mail is queued in the same atomic write as the record
+      (no) =>
+        email
+          ? this.deps.mail.writes(`chat:${no}:receipt`, {
+              to: email,
+              subject: `[maru] 상담 접수 ${no}`,
+              text: `${ctx.name}님, 상담이 접수되었습니다.\n접수번호: ${no}\n추천 상품: ${product.name} (${product.code})\n담당자가 ${ctx.contact}(으)로 연락드리겠습니다.`,
+            })
+          : [],
+    );
     if (ctx.referredBy) {
       try {
         await this.deps.referrals.redeem(ctx.referredBy, { customerId, phone: ctx.contact });
       } catch (err) {
         this.deps.logger.info({ err, session, code: ctx.referredBy }, 'chat: referral not redeemed');
-      }
-    }
-    if (ctx.email) {
-      try {
-        await this.deps.mail.send({
-          to: ctx.email,
-          subject: `[maru] 상담 접수 ${receiptNo}`,
-          text: `${ctx.name}님, 상담이 접수되었습니다.\n접수번호: ${receiptNo}\n추천 상품: ${product.name} (${product.code})\n담당자가 ${ctx.contact}(으)로 연락드리겠습니다.`,
-          key: `chat:${receiptNo}`,
-        });
-      } catch (err) {
-        this.deps.logger.warn({ err, session, receiptNo }, 'chat: confirmation mail not queued');
       }
     }
     return { type: 'REGISTERED', receiptNo, customerId };
