@@ -80,6 +80,13 @@ const schema = z.object({
   COACH_OWNER_SECRET: z.string().min(16).max(256).optional(),
   /** Coaching: calls per client and minute on the owner routes. */
   COACH_CALLS_PER_MINUTE: intFrom(120, 1, 1_000_000),
+  /** Mail (src/mail): smtp://user:pass@host:port; unset, mails are kept and listed for the operator (GET /api/mail). */
+  SMTP_URL: z.string().url().optional(),
+  /** Mail: the sender address. */
+  MAIL_FROM: z.string().min(3).default('maru <noreply@maru.local>'),
+  /** Blobs: uploaded files no record names (a crash between storing and recording) are deleted after this long, ms. */
+  BLOB_ORPHAN_GRACE_MS: intFrom(3_600_000, 60_000),
+
   /** Uploads: largest file of a multipart upload in bytes (default 20 MiB); larger is a 413 file_too_large. */
   UPLOAD_MAX_BYTES: intFrom(20 * 1_048_576, 1024, 1 << 30),
   /** Uploads: clamd to scan every uploaded file with (tcp://host:port); unset, files are not scanned. */

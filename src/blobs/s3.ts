@@ -42,6 +42,10 @@ export class S3BlobStore implements BlobStore {
       endpoint: opts.url,
       region: opts.region ?? 'us-east-1',
       forcePathStyle: true,
+      // checksums only where S3 requires them: the default streams bodies as aws-chunked with a
+      // trailing checksum, which S3-compatible servers (s3rver, older MinIO, Ceph) store verbatim
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
     };
     if (opts.accessKeyId && opts.secretAccessKey) {
       config.credentials = { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey };

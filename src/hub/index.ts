@@ -388,7 +388,7 @@ export class Hub {
     if (entry.kind === 'route' && def.body && BODY_METHODS.has(method)) {
       try {
         if (def.body.multipart && mediaType(headers['content-type']) === 'multipart/form-data') {
-          upload = new MultipartReader(res, headers, def.body.multipart, this.uploads, pending);
+          upload = new MultipartReader(res, headers, def.body.multipart, this.uploads, pending, Boolean(def.auth));
         } else bodyPromise = this.readBody(res, headers, def.body.limit ?? this.opts.bodyLimit, pending);
       } catch (err) {
         return fail(routeLabel, err);
@@ -426,6 +426,7 @@ export class Hub {
         const rawParsed = parseQuery(rawQuery);
         // the credential first: a caller without one learns nothing about the route's inputs
         if (entry.def.auth) ctx.identity = await this.auth.check(entry.def.auth, headers, rawParsed);
+        upload?.release();
         ctx.query = entry.def.query ? validate(entry.def.query, rawParsed, 'query') : rawParsed;
         if (entry.kind === 'route') {
           if (def.params) ctx.params = validate(def.params, match.params, 'params');

@@ -107,6 +107,7 @@ export class MultipartReader {
   private parserClosed = false;
   private paused = false;
   private settled = false;
+  private queue: Array<{ chunk: Buffer; isLast: boolean }> | undefined;
   private resolve!: (r: MultipartResult) => void;
   private reject!: (e: AppError) => void;
   private readonly bb: busboy.Busboy;
@@ -118,6 +119,7 @@ export class MultipartReader {
     private readonly opts: MultipartOptions,
     private readonly settings: UploadSettings,
     private readonly pending: AbortHook,
+    hold = false,
   ) {
     this.maxFileBytes = opts.maxFileBytes ?? settings.maxFileBytes;
     const maxRequest = opts.maxRequestBytes ?? opts.files.length * this.maxFileBytes + MiB;
@@ -133,9 +135,10 @@ export class MultipartReader {
         defParamCharset: 'utf8',
         limits: {
           fileSize: this.maxFileBytes,
-          files: opts.files.length,
+          // one more than accepted, so a fourth file is named (unexpected_file / duplicate_file) before the count refuses it
+          files: opts.files.length + 1,
           fields: maxFields,
-          parts: opts.files.length + maxFields,
+          parts: opts.files.length + 1 + maxFields,
           fieldSize: opts.maxFieldBytes ?? 16 * 1024,
           fieldNameSize: 100,
           headerPairs: 16,
@@ -156,6 +159,11 @@ export class MultipartReader {
       this.fail(new AppError(400, 'aborted', 'the client went away'));
     };
     let received = 0;
+    if (hold) {
+      // nothing is parsed or written before release(): chunks uWS still delivers wait in memory
+      this.queue = [];
+      res.pause();
+    }
     res.onData((chunk, isLast) => {
       if (this.inputEnded) return;
       received += chunk.byteLength;
@@ -165,21 +173,51 @@ export class MultipartReader {
         this.fail(new AppError(413, 'payload_too_large', `the request is larger than ${maxRequest} bytes`, { limit: maxRequest }));
         return;
       }
+      // uWS reuses the chunk's memory once this callback returns: copy it
+      const copy = this.error ? undefined : Buffer.from(chunk.slice(0));
+      if (this.queue && copy) this.queue.push({ chunk: copy, isLast });
+      else this.feed(copy, isLast);
+    });
+  }
+
+  /**
+   * Routes with a credential: the reader starts held (the response paused, nothing written), and the
+   * hub releases it once the credential is checked, so an unauthenticated upload never reaches disk.
+   */
+  release(): void {
+    const queued = this.queue;
+    if (!queued) return;
+    this.queue = undefined;
+    for (const { chunk, isLast } of queued) this.feed(chunk, isLast);
+    // resumed even when the whole body is in: a paused socket would never read its next request
+    if (!this.paused) this.resumeSocket();
+  }
+
+  private feed(chunk: Buffer | undefined, isLast: boolean): void {
+    if (chunk && !this.error) {
+      let ok = true;
+      try {
+        ok = this.bb.write(chunk);
+      } catch (err) {
+        this.fail(new AppError(400, 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
+      }
+      if (!ok && !this.error && !this.paused && !isLast) {
+        this.paused = true;
+        this.res.pause();
+        this.bb.once('drain', () => this.resumeInput());
+      }
+    }
+    if (isLast) {
+      this.inputEnded = true;
       if (!this.error) {
-        // uWS reuses the chunk's memory once this callback returns: copy it
-        const ok = this.bb.write(Buffer.from(chunk.slice(0)));
-        if (!ok && !this.paused && !isLast) {
-          this.paused = true;
-          res.pause();
-          this.bb.once('drain', () => this.resumeInput());
+        try {
+          this.bb.end();
+        } catch (err) {
+          this.fail(new AppError(400, 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
         }
       }
-      if (isLast) {
-        this.inputEnded = true;
-        if (!this.error) this.bb.end();
-        this.trySettle();
-      }
-    });
+      this.trySettle();
+    }
   }
 
   /**
@@ -197,7 +235,16 @@ export class MultipartReader {
   private resumeInput(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (!this.pending.aborted && !this.inputEnded) this.res.resume();
+    this.resumeSocket();
+  }
+
+  private resumeSocket(): void {
+    if (this.pending.aborted) return;
+    try {
+      this.res.resume();
+    } catch {
+      // the response is already gone
+    }
   }
 
   private listen(): void {
@@ -284,13 +331,12 @@ export class MultipartReader {
     this.error = err;
     // stop writing files: close them now (they are deleted by dispose)
     for (const w of this.writers) w.destroy();
-    if (!this.parserClosed) {
-      this.bb.removeAllListeners('drain');
-      this.bb.on('error', () => undefined);
-      this.bb.destroy();
-      this.parserClosed = true;
-    }
     // keep reading the rest of the body (discarded) so the answer reaches the client
+    if (this.queue) {
+      if (this.queue.some((q) => q.isLast)) this.inputEnded = true;
+      this.queue = undefined;
+      if (!this.paused) this.resumeSocket();
+    }
     if (this.paused) this.resumeInput();
     this.trySettle();
   }

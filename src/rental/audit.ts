@@ -11,6 +11,8 @@ export const K = {
   events: 'rental:events',
   /** Capped list of partner actions and login attempts (AuditEntry), oldest first. */
   audit: 'rental:audit',
+  /** Blob key -> application id, for every stored document (the orphan sweep asks). */
+  blob: (key: string) => `rental:blob:${key}`,
 } as const;
 
 export const AUDIT_CAP = 20_000;

@@ -1,14 +1,12 @@
-import type { Readable } from 'node:stream';
-
 /**
- * What the rental service needs from the upload pipeline and the blob storage. The pipeline
- * (multipart reader, content sniffing, virus scan) hands over files that are validated, scanned
- * and written under a temporary (staged) key; the service commits them to their final key only
- * after the record is written, and discards them when the request fails, so a request that fails
- * half-way leaves nothing behind.
+ * What the rental service takes from the upload pipeline (src/hub/multipart.ts, src/uploads):
+ * files whose type is decided by content, scanned, and already stored in the BlobStore
+ * (`putFile`: durable under a new unguessable key). The record that names them is written after;
+ * when it is not, the service deletes the blobs, so a request that fails half-way leaves nothing
+ * behind. A crash between the two leaves an unreferenced blob, which the orphan sweep removes.
  */
 
-/** A validated, scanned, stored file. `blobKey` is its staged key until the record commits. */
+/** A validated, scanned, stored file. */
 export interface StoredFile {
   /** The form field: bizCard, uniqueNumber or internalResolution. */
   field: string;
@@ -17,24 +15,11 @@ export interface StoredFile {
   size: number;
   /** Decided from the content, never from the name or the client's Content-Type. */
   mediaType: string;
+  /** The BlobStore key. */
   blobKey: string;
 }
 
-export interface BlobInfo {
-  size: number;
-}
-
-/** The blob operations the rental service uses. */
-export interface RentalBlobs {
-  /** Moves a staged blob to its final key (durably: the final blob survives kill -9 afterwards). */
-  commit(stagedKey: string, finalKey: string): Promise<void>;
-  /** Removes a blob (staged or final); a missing one is fine. */
-  remove(key: string): Promise<void>;
-  /** Reads a final blob; undefined when it does not exist. */
-  open(key: string): Promise<{ stream: Readable; info: BlobInfo } | undefined>;
-}
-
-/** File name extension for a detected media type (stored names carry it). */
+/** File name extension for a detected media type (served names carry it). */
 export const EXTENSIONS: Record<string, string> = {
   'application/x-hwp': 'hwp',
   'application/hwp+zip': 'hwpx',
@@ -43,8 +28,10 @@ export const EXTENSIONS: Record<string, string> = {
   'image/png': 'png',
 };
 
-/** The final blob key of a stored document: `rental/<subId>/<stored name>`. */
-export const finalBlobKey = (subId: string, stored: string) => `rental/${subId}/${stored}`;
+/** The served name of a stored document: its blob key and the type's extension. */
+export const STORED_NAME_RE = /^([A-Za-z0-9_-]{22})\.(hwp|hwpx|pdf|jpg|png)$/;
 
-/** A stored name is unguessable: the docType, 16 random hex characters and the type's extension. */
-export const STORED_NAME_RE = /^(bizCard|uniqueNumber|internalResolution)-[0-9a-f]{16}\.(hwp|hwpx|pdf|jpg|png)$/;
+/** The blob key in a document's url (`/api/uploads/<subId>/<key>.<ext>`). */
+export function blobKeyOf(url: string): string {
+  return STORED_NAME_RE.exec(url.slice(url.lastIndexOf('/') + 1))?.[1] ?? '';
+}

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError, badRequest, conflict, notFound } from '../errors.js';
@@ -18,7 +17,8 @@ import {
   type DocType,
   type RentalStatus,
 } from './catalog.js';
-import { EXTENSIONS, STORED_NAME_RE, finalBlobKey, type RentalBlobs, type StoredFile } from './files.js';
+import type { BlobStore } from '../blobs/port.js';
+import { EXTENSIONS, STORED_NAME_RE, blobKeyOf, type StoredFile } from './files.js';
 import { decisionMail, receiptMail } from './mails.js';
 import { emptyDocuments, statusAfterCheck, statusAfterUpload, type Check, type DocumentEntry, type Documents } from './status.js';
 
@@ -60,7 +60,7 @@ export interface RentalServiceOptions {
   store: Store;
   clock: Clock;
   bus: Bus;
-  blobs: RentalBlobs;
+  blobs: Pick<BlobStore, 'get' | 'delete'>;
   onPublishError?: (err: unknown) => void;
   onBlobError?: (err: unknown, key: string) => void;
 }
@@ -77,11 +77,11 @@ export class RentalService {
 
   /**
    * A new intake registration. Rental types get their product, fee and the given documents; other
-   * types (the conversation's receipts, consultations) take no files. The staged files are
-   * committed after the record is written and discarded when anything fails before.
+   * types (the conversation's receipts, consultations) take no files. The files are already in
+   * the blob store; when the record is not written they are deleted.
    */
   async submit(raw: unknown, files: StoredFile[] = []): Promise<{ application: SubscriptionView; accessKey: string }> {
-    const { intake, clock, blobs } = this.opts;
+    const { intake, clock } = this.opts;
     try {
       const input = parseIntakeInput(raw);
       if (!isRentalType(input.type)) {
@@ -106,13 +106,10 @@ export class RentalService {
       const id = newSubscriptionId();
       const now = clock.now();
       const documents = emptyDocuments();
-      const commits: { staged: string; final: string }[] = [];
       for (const f of files) {
         if (!isDocType(f.field)) throw badRequest('unknown_field', `unknown file field ${f.field}`, { field: f.field, allowed: DOC_TYPES });
         if (documents[f.field]) throw badRequest('duplicate_field', `the file field ${f.field} is given twice`, { field: f.field });
-        const entry = this.documentEntry(id, f, now);
-        documents[f.field] = entry;
-        commits.push({ staged: f.blobKey, final: finalBlobKey(id, entry.url.split('/').pop()!) });
+        documents[f.field] = this.documentEntry(id, f, now);
       }
       const status = statusAfterUpload(documents);
       const rentalExt: RentalExt = { product: PRODUCTS[input.type], ...feesFor(input.type, building as BuildingType | null), documents, rev: 1 };
@@ -125,13 +122,11 @@ export class RentalService {
           writes: (rec) => [
             { op: 'index', key: K.all, member: id, score: now },
             { op: 'index', key: K.status(status), member: id, score: now },
+            ...files.map((f): Write => ({ op: 'set', key: K.blob(f.blobKey), value: id })),
             ...(rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec), now) : []),
           ],
         },
       );
-      // The record is written: from here the files are the record's. A failed move is repaired by
-      // the sweep (the staged blob is promoted because the record names it).
-      for (const c of commits) await blobs.commit(c.staged, c.final);
       const application = view(record);
       this.publish({ kind: 'application', application: publicView(application) });
       return { application, accessKey };
@@ -210,8 +205,6 @@ export class RentalService {
    */
   async replace(id: string, docType: string, key: string | undefined, file: StoredFile): Promise<SubscriptionView> {
     const { intake, clock, blobs } = this.opts;
-    let finalKey: string | undefined;
-    let oldKey: string | undefined;
     try {
       const doc = requireDocType(docType);
       if (file.field !== doc) throw badRequest('unknown_field', `the file field must be ${doc}`, { field: file.field, expected: doc });
@@ -219,7 +212,6 @@ export class RentalService {
       intake.requireKey(current, key);
       const now = clock.now();
       const entry = this.documentEntry(id, file, now);
-      finalKey = finalBlobKey(id, entry.url.split('/').pop()!);
       const out = await intake.modify(id, (rec) => {
         const at = new Date(now).toISOString();
         const x = ext(rec);
@@ -229,7 +221,8 @@ export class RentalService {
         const documents: Documents = { ...x.documents, [doc]: entry };
         const status = statusAfterUpload(documents);
         const next: SubscriptionRecord = { ...rec, status, updatedAt: at, ext: { ...rec.ext, documents, rev: x.rev + 1 } as never };
-        const writes: Write[] = [];
+        const writes: Write[] = [{ op: 'set', key: K.blob(file.blobKey), value: id }];
+        if (prev) writes.push({ op: 'del', key: K.blob(blobKeyOf(prev.url)) });
         let moved: StatusEvent | undefined;
         if (status !== rec.status) {
           moved = { at, id, receiptNo: rec.receiptNo, from: rec.status as RentalStatus, to: status, by: 'applicant' };
@@ -237,12 +230,13 @@ export class RentalService {
         }
         return { record: next, writes, result: { record: next, moved, prev } };
       });
-      await blobs.commit(file.blobKey, finalKey);
-      if (out.prev) oldKey = finalBlobKey(id, out.prev.url.split('/').pop()!);
       const application = view(out.record);
       this.publish({ kind: 'document', id, receiptNo: out.record.receiptNo, docType: doc, status: out.record.status, application: publicView(application) });
       if (out.moved) this.publish({ kind: 'status', ...out.moved } as unknown as Json);
-      if (oldKey) await blobs.remove(oldKey).catch((err) => this.opts.onBlobError?.(err, oldKey!));
+      if (out.prev) {
+        const oldKey = blobKeyOf(out.prev.url);
+        await blobs.delete(oldKey).catch((err) => this.opts.onBlobError?.(err, oldKey));
+      }
       return application;
     } catch (err) {
       await this.discard([file]);
@@ -262,9 +256,13 @@ export class RentalService {
       ? Object.values(ext(rec).documents).find((d) => d !== null && d.url.endsWith(`/${stored}`))
       : undefined;
     if (!entry) throw notFound('file_not_found', 'no such file');
-    const blob = await this.opts.blobs.open(finalBlobKey(subId, stored));
-    if (!blob) throw notFound('file_not_found', 'the file is not stored');
-    return { entry, stream: blob.stream, size: blob.info.size, receiptNo: rec.receiptNo };
+    try {
+      const blob = await this.opts.blobs.get(blobKeyOf(entry.url));
+      return { entry, stream: blob.stream, size: blob.size, receiptNo: rec.receiptNo };
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) throw notFound('file_not_found', 'the file is not stored');
+      throw err;
+    }
   }
 
   /** Status moves so far (oldest first): the store's own record of events. */
@@ -272,12 +270,9 @@ export class RentalService {
     return this.opts.store.range(K.events, -limit, -1) as unknown as Promise<StatusEvent[]>;
   }
 
-  /** Whether a final blob key belongs to a stored application (the sweep promotes its staged copy). */
-  async references(finalKey: string): Promise<boolean> {
-    const m = /^rental\/(sub_[0-9a-z]{12})\/([^/]+)$/.exec(finalKey);
-    if (!m) return false;
-    const rec = await this.opts.intake.get(m[1]!);
-    return !!rec && isRentalType(rec.type) && Object.values(ext(rec).documents).some((d) => d?.url.endsWith(`/${m[2]}`));
+  /** Whether an application names the blob (the orphan sweep keeps it). */
+  async references(blobKey: string): Promise<boolean> {
+    return (await this.opts.store.get(K.blob(blobKey))) !== undefined;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -291,7 +286,8 @@ export class RentalService {
   private documentEntry(id: string, f: StoredFile, now: number): DocumentEntry {
     const extension = EXTENSIONS[f.mediaType];
     if (!extension) throw new AppError(415, 'unsupported_file_type', `${f.mediaType} is not accepted`, { field: f.field, detected: f.mediaType });
-    const stored = `${f.field}-${randomBytes(8).toString('hex')}.${extension}`;
+    if (!STORED_NAME_RE.test(`${f.blobKey}.${extension}`)) throw new TypeError(`bad blob key ${f.blobKey}`);
+    const stored = `${f.blobKey}.${extension}`;
     return {
       filename: f.filename,
       size: f.size,
@@ -314,7 +310,7 @@ export class RentalService {
   }
 
   private async discard(files: StoredFile[]): Promise<void> {
-    for (const f of files) await this.opts.blobs.remove(f.blobKey).catch((err) => this.opts.onBlobError?.(err, f.blobKey));
+    for (const f of files) await this.opts.blobs.delete(f.blobKey).catch((err) => this.opts.onBlobError?.(err, f.blobKey));
   }
 
   private publish(message: Json): void {

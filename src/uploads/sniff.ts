@@ -115,12 +115,37 @@ async function isHwpx(path: string): Promise<boolean> {
   return value.trim() === HWPX_MIMETYPE;
 }
 
+/** Which detected kinds a file name's extension admits (HWP and HWPX are one family: .hwpx files are often HWP 5). */
+const NAME_ADMITS: Record<string, readonly DocumentKind[]> = {
+  hwp: ['hwp', 'hwpx'],
+  hwpx: ['hwpx', 'hwp'],
+  pdf: ['pdf'],
+  jpg: ['jpg'],
+  jpeg: ['jpg'],
+  png: ['png'],
+};
+
 /**
  * The type of the file at `path`, by content. Throws AppError 415 `unsupported_file_type` naming
  * what was detected, or 422 `document_encrypted` / `document_drm` for an HWP a reviewer cannot open.
  * Distribution HWP documents (read-only, still viewable) are accepted and reported in `hwp`.
+ * With `filename`, a name whose extension claims another accepted type (a PDF called .hwp) is 415
+ * `type_mismatch`; a name without such an extension leaves the decision to the content.
  */
-export async function sniff(path: string): Promise<Sniffed> {
+export async function sniff(path: string, filename?: string): Promise<Sniffed> {
+  const found = await sniffContent(path);
+  const ext = /\.([A-Za-z0-9]{1,8})$/.exec(filename ?? '')?.[1]?.toLowerCase();
+  const admits = ext ? NAME_ADMITS[ext] : undefined;
+  if (admits && !admits.includes(found.kind)) {
+    throw new AppError(415, 'type_mismatch', `the file is named .${ext} but its content is ${found.kind.toUpperCase()}`, {
+      detected: found.kind,
+      named: ext,
+    });
+  }
+  return found;
+}
+
+async function sniffContent(path: string): Promise<Sniffed> {
   const head = await readHead(path, 8);
   if (head.length < 4) throw unsupported(head.length === 0 ? 'empty' : 'too short to be a document');
   if (head.equals(CFB_MAGIC)) return sniffHwp(path);

@@ -1,6 +1,6 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
+import { FsBlobStore } from '../../src/blobs/fs.js';
 import { createBus, type BusMessage } from '../../src/bus.js';
 import { ManualClock } from '../../src/clock.js';
 import { AppError } from '../../src/errors.js';
@@ -9,7 +9,6 @@ import { OUTBOX_CREATED, outboxKey } from '../../src/outbox.js';
 import { K } from '../../src/rental/audit.js';
 import { feesFor } from '../../src/rental/catalog.js';
 import type { StoredFile } from '../../src/rental/files.js';
-import { LocalBlobs } from '../../src/rental/local-blobs.js';
 import { Review } from '../../src/rental/review.js';
 import { PARTNER_TOPIC, RentalService } from '../../src/rental/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
@@ -29,7 +28,7 @@ afterAll(async () => {
 const T0 = Date.parse('2026-11-22T10:00:00+09:00');
 const partner = { id: 'partner', name: '렌탈 파트너' };
 
-function harness(store: Store, blobs = new LocalBlobs(tempDir('rental-blobs')), clock = new ManualClock(T0)) {
+function harness(store: Store, blobs: FsBlobStore, clock = new ManualClock(T0)) {
   const bus = createBus(store, `t-${Math.random()}`);
   const messages: BusMessage[] = [];
   bus.onMessage((m) => messages.push(m));
@@ -37,9 +36,8 @@ function harness(store: Store, blobs = new LocalBlobs(tempDir('rental-blobs')), 
   const service = new RentalService({ intake, store, clock, bus, blobs });
   const review = new Review(store, intake);
   const stage = async (field: string, mediaType = 'application/x-hwp', filename = `${field}.hwp`): Promise<StoredFile> => {
-    const blobKey = blobs.stageKey(field);
-    const size = await blobs.put(blobKey, Buffer.from(`content of ${field}`));
-    return { field, filename, size, mediaType, blobKey };
+    const { key, size } = await blobs.put(Readable.from([Buffer.from(`content of ${field}`)]));
+    return { field, filename, size, mediaType, blobKey: key };
   };
   const three = () => Promise.all(['bizCard', 'uniqueNumber', 'internalResolution'].map((f) => stage(f)));
   return { store, blobs, clock, bus, messages, intake, service, review, stage, three };
@@ -48,7 +46,7 @@ function harness(store: Store, blobs = new LocalBlobs(tempDir('rental-blobs')), 
 async function lmdbHarness() {
   const store = await openLmdbStore({ path: tempDir('rental') });
   stores.push(store);
-  return harness(store);
+  return harness(store, await new FsBlobStore(tempDir('rental-blobs')).init());
 }
 
 const form = (extra: Record<string, unknown> = {}) => ({
@@ -73,7 +71,12 @@ const error = async (p: Promise<unknown>) => {
   throw new Error('expected an AppError');
 };
 
-const staged = (blobs: LocalBlobs) => (existsSync(join(blobs.root, '.staging')) ? readdirSync(join(blobs.root, '.staging')) : []);
+/** Keys of every stored blob. */
+async function stored(blobs: FsBlobStore): Promise<string[]> {
+  const out: string[] = [];
+  for await (const b of blobs.list()) out.push(b.key);
+  return out;
+}
 
 describe('fees', () => {
   it('SOL-702 is set by the building type from 300000; SOL-701 is 830000; total is fee x 36', () => {
@@ -101,8 +104,9 @@ describe('RentalService', () => {
     expect(accessKey).toMatch(/^ak_/);
     const docs = application.documents as any;
     expect(docs.bizCard).toMatchObject({ filename: 'bizCard.hwp', mediaType: 'application/x-hwp', check: null, reason: null, checkedAt: null });
-    expect(docs.bizCard.url).toMatch(new RegExp(`^/api/uploads/${application.id}/bizCard-[0-9a-f]{16}\\.hwp$`));
-    expect(staged(h.blobs)).toEqual([]);
+    expect(docs.bizCard.url).toMatch(new RegExp(`^/api/uploads/${application.id}/[\\w-]{22}\\.hwp$`));
+    expect(await stored(h.blobs)).toHaveLength(3);
+    for (const k of await stored(h.blobs)) expect(await h.service.references(k)).toBe(true);
     const file = await h.service.file(application.id, docs.bizCard.url.split('/').pop(), { partner: true });
     expect(file.size).toBe('content of bizCard'.length);
     file.stream.destroy();
@@ -127,9 +131,9 @@ describe('RentalService', () => {
   ])('refuses %j with %i %s; nothing stored, staged files removed', async (extra, status, code) => {
     const h = await lmdbHarness();
     const files = await h.three();
-    expect(staged(h.blobs)).toHaveLength(3);
+    expect(await stored(h.blobs)).toHaveLength(3);
     expect(await error(h.service.submit(form(extra), files))).toMatchObject({ status, code });
-    expect(staged(h.blobs)).toEqual([]);
+    expect(await stored(h.blobs)).toEqual([]);
     expect(await h.store.indexCount(IK.all)).toBe(0);
     expect(await h.store.indexCount(OUTBOX_CREATED)).toBe(0);
   });
@@ -139,7 +143,7 @@ describe('RentalService', () => {
     expect(await error(h.service.submit(form(), [await h.stage('bizCard'), await h.stage('bizCard')]))).toMatchObject({ status: 400, code: 'duplicate_field' });
     expect(await error(h.service.submit(form(), [await h.stage('photo')]))).toMatchObject({ status: 400, code: 'unknown_field' });
     expect(await error(h.service.submit({ type: 'chat', contactPhone: '010-1234-5678' }, [await h.stage('bizCard')]))).toMatchObject({ status: 400, code: 'unexpected_files' });
-    expect(staged(h.blobs)).toEqual([]);
+    expect(await stored(h.blobs)).toEqual([]);
     expect(await h.store.indexCount(IK.all)).toBe(0);
   });
 
@@ -192,7 +196,9 @@ describe('RentalService', () => {
     const approvedMails = (await h.store.indexRange(OUTBOX_CREATED)).filter((e) => e.member.includes(':approved:'));
     expect(approvedMails).toHaveLength(1);
     expect(await h.review.counters()).toMatchObject({ total: 1, approved: 1, pending: 0, documents_submitted: 0, rejected: 0, under_review: 0 });
-    expect(staged(h.blobs)).toEqual([]);
+    const left = await stored(h.blobs);
+    expect(left).toHaveLength(3); // the three current documents; replaced and refused files are gone
+    for (const k of left) expect(await h.service.references(k)).toBe(true);
     const audit = await h.store.range(K.audit);
     expect(audit).toHaveLength(8);
     expect((audit as any[]).map((e) => e.result)).toEqual([
@@ -246,7 +252,7 @@ describe('RentalService', () => {
   it.runIf(redis.available)('two partners checking the last two documents at once on two connections: one move to approved, one event', async () => {
     const prefix = uniquePrefix('rental');
     prefixes.push(prefix);
-    const blobs = new LocalBlobs(tempDir('rental-race'));
+    const blobs = await new FsBlobStore(tempDir('rental-race')).init();
     const [s1, s2] = await Promise.all([0, 1].map(() => openRedisStore({ url: redis.url, prefix })));
     stores.push(s1!, s2!);
     const a = harness(s1!, blobs);
