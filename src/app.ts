@@ -15,6 +15,7 @@ import { CoachService } from './coach/service.js';
 import { registerAuthRoutes } from './http/auth.js';
 import { registerChatRoutes } from './http/chat.js';
 import { registerCoachRoutes } from './http/coach.js';
+import { registerIntakeMailRoutes } from './http/intake-mail.js';
 import { registerCollabRoutes } from './http/collab.js';
 import { registerRentalRoutes } from './http/rental.js';
 import { IntakeService } from './intake/service.js';
@@ -175,6 +176,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
       lookupsPerMinute: config.CHAT_LOOKUPS_PER_MINUTE,
     },
   });
+  registerIntakeMailRoutes(hub, { intake, store, clock });
   registerCoachRoutes(hub, {
     service: new CoachService({ store, clock }),
     ownerSecret: config.COACH_OWNER_SECRET,

@@ -34,8 +34,8 @@ export function chatIntake(intake: IntakeService, store: Store): ChatIntake {
       const { idempotencyKey, ...fields } = input;
       const id = idFor(idempotencyKey);
       try {
-        const { record } = await intake.register(fields, { id, writes: (r) => also?.(r.receiptNo) ?? [] });
-        return { receiptNo: record.receiptNo };
+        const { record, accessKey } = await intake.register(fields, { id, writes: (r) => also?.(r.receiptNo) ?? [] });
+        return { receiptNo: record.receiptNo, accessKey };
       } catch (err) {
         // the same attempt again (a retry after a lost answer): the first record stands
         if (err instanceof AppError && err.code === 'subscription_exists') {

@@ -48,6 +48,8 @@ export interface ChatContext {
   /** The collect question being asked. */
   field?: Field;
   receiptNo?: string;
+  /** The receipt's access key (tracking and mail resend on the intake routes). */
+  accessKey?: string;
   customerId?: number;
   progress?: Progress;
   upsellAccepted?: boolean;
@@ -84,7 +86,7 @@ export interface AnswerEvent {
 }
 export type ChatEvent =
   | AnswerEvent
-  | { type: 'REGISTERED'; receiptNo: string; customerId: number }
+  | { type: 'REGISTERED'; receiptNo: string; customerId: number; accessKey?: string }
   | { type: 'CALLBACK_REGISTERED'; receiptNo: string };
 
 type Ctx = { context: ChatContext; event: ChatEvent };
@@ -242,7 +244,9 @@ export const chatMachine = setup({
         REGISTERED: {
           guard: ({ context }) => context.pending === 'receipt',
           actions: set(({ event }) =>
-            event.type === 'REGISTERED' ? { receiptNo: event.receiptNo, customerId: event.customerId, pending: undefined } : {},
+            event.type === 'REGISTERED'
+              ? { receiptNo: event.receiptNo, customerId: event.customerId, accessKey: event.accessKey, pending: undefined }
+              : {},
           ),
         },
         ...journey(

@@ -30,7 +30,7 @@ export interface ChatIntake {
   register(
     input: { type: 'chat' | 'consult'; contactName?: string; contactPhone: string; email?: string; remarks?: string; idempotencyKey: string },
     also?: (receiptNo: string) => Write[],
-  ): Promise<{ receiptNo: string }>;
+  ): Promise<{ receiptNo: string; accessKey?: string }>;
   /** The record's progress, or undefined when the receipt number is unknown. */
   track(receiptNo: string): Promise<Progress | undefined>;
   /** Every intake record ever registered (the shareholder view's cumulative receipts). */
@@ -247,7 +247,7 @@ export class ChatService {
       .filter(Boolean)
       .join('\n');
     const email = ctx.email;
-    const { receiptNo } = await this.deps.intake.register(
+    const { receiptNo, accessKey } = await this.deps.intake.register(
       {
         type: 'chat',
         contactName: ctx.name,
@@ -273,7 +273,7 @@ export class ChatService {
         this.deps.logger.info({ err, session, code: ctx.referredBy }, 'chat: referral not redeemed');
       }
     }
-    return { type: 'REGISTERED', receiptNo, customerId };
+    return { type: 'REGISTERED', receiptNo, customerId, ...(accessKey ? { accessKey } : {}) };
   }
 
   private async registerCallback(session: string, ctx: ChatContext): Promise<ChatEvent> {

@@ -18,7 +18,7 @@ export interface Choice {
 export type Card =
   | { type: 'product'; code: number; name: string; category: Need; categoryLabel: string; summary: string; monthlyFee: number }
   | { type: 'upsell'; code: number; name: string; baseName: string; summary: string; monthlyFee: number }
-  | { type: 'receipt'; receiptNo: string }
+  | { type: 'receipt'; receiptNo: string; trackUrl?: string }
   | { type: 'progress'; receiptNo: string; status: string; label: string }
   | { type: 'callback'; receiptNo: string }
   | { type: 'share'; title: string; text: string; url: string; referralCode?: string };
@@ -116,7 +116,11 @@ export function view(state: StateName, ctx: ChatContext, welcome = false): View 
             'received',
             `접수되었어요. 접수번호는 ${ctx.receiptNo}입니다.${ctx.email ? ` ${ctx.email}(으)로 확인 메일을 보냈어요.` : ''} 진행 상황을 보시겠어요?`,
             [{ label: '진행 상황 보기', answer: { yes: true } }, person],
-            { type: 'receipt', receiptNo: ctx.receiptNo },
+            {
+              type: 'receipt',
+              receiptNo: ctx.receiptNo,
+              ...(ctx.accessKey ? { trackUrl: `/api/subscriptions/${ctx.receiptNo}?key=${ctx.accessKey}` } : {}),
+            },
           )
         : at('received', '접수하고 있어요. 잠시 후 다시 눌러 주세요.', [{ label: '진행 상황 보기', answer: { yes: true } }, person]);
     case 'track': {

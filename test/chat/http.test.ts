@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { call, post } from '../support/http.js';
+import { AUTH_TEST_ENV, bearer, login, TEST_ADMIN_PASSWORD } from '../support/auth.js';
+import { call, post, until } from '../support/http.js';
 import { tempDir } from '../support/process.js';
 
 const silent = pino({ level: 'silent' });
@@ -24,6 +25,7 @@ beforeAll(async () => {
       CHAT_TURNS_PER_MINUTE: '100000',
       CHAT_SESSIONS_PER_CLIENT: '100000',
       CHAT_LOOKUPS_PER_MINUTE: '100000',
+      ...AUTH_TEST_ENV,
     }),
     { clock, logger: silent },
   );
@@ -263,5 +265,47 @@ describe('referrals', () => {
     expect(new Set(r.body.services.map((s: { id: string }) => s.id)).size).toBe(10);
     expect(r.body.entryPoints.length).toBeGreaterThan(0);
     expect(typeof r.body.cumulativeReceipts).toBe('number');
+  });
+});
+
+describe('receipt mail and the preserved intake routes', () => {
+  it('mails the confirmation through the outbox; tracking and mail resend work with the access key', async () => {
+    const admin = bearer(await login(base, 'admin', TEST_ADMIN_PASSWORD));
+    const id = (await post(base, '/api/chat/start', { subject: '메일' })).body.session;
+    for (const c of ['검색', '솔루션', '신청할게요']) await turn(id, { choice: c });
+    for (const m of ['윤서연', '010-6060-7070', 'seoyeon@example.kr']) await turn(id, { message: m });
+    const v = await turn(id, { choice: '없음' });
+    const receiptNo: string = v.receiptNo;
+    expect(v.card.trackUrl).toMatch(new RegExp(`^/api/subscriptions/${receiptNo}\\?key=ak_`));
+    const mails = () => call(base, 'GET', '/api/mail?limit=50', undefined, admin).then((r) => r.body.mails as { to: string; subject: string; text: string }[]);
+    const first = await until('the confirmation mail', async () => (await mails()).find((m) => m.subject.includes(receiptNo)));
+    expect(first).toMatchObject({ to: 'seoyeon@example.kr' });
+    expect(first.text).toContain('업무 자동화 솔루션');
+
+    const tracked = await call(base, 'GET', v.card.trackUrl);
+    expect(tracked.status).toBe(200);
+    expect(tracked.body).toMatchObject({ receiptNo, type: 'chat', contactName: '윤서연', contactPhone: '010-6060-7070', status: 'pending' });
+
+    const key = new URL(v.card.trackUrl, base).searchParams.get('key')!;
+    const resend = await call(base, 'POST', `/api/subscriptions/${receiptNo}/mail?key=${key}`);
+    expect(resend.status).toBe(202);
+    expect(resend.body).toEqual({ receiptNo, to: 's***@example.kr', resend: 1 });
+    await until('the resent mail', async () => (await mails()).filter((m) => m.subject.includes(receiptNo)).length === 2);
+
+    const bad: [string, number, string][] = [
+      [`/api/subscriptions/${receiptNo}/mail?key=ak_${'x'.repeat(43)}`, 403, 'invalid_key'],
+      [`/api/subscriptions/${receiptNo}/mail`, 400, 'invalid_query'],
+      [`/api/subscriptions/R000000-999999/mail?key=${key}`, 404, 'subscription_not_found'],
+      [`/api/subscriptions/nope/mail?key=${key}`, 400, 'invalid_params'],
+    ];
+    for (const [path, status, code] of bad) {
+      const r = await call(base, 'POST', path);
+      expect({ path, status: r.status, code: r.body.error?.code }).toEqual({ path, status, code });
+    }
+    // bounded: three resends per receipt and hour
+    expect((await call(base, 'POST', `/api/subscriptions/${receiptNo}/mail?key=${key}`)).status).toBe(202);
+    const limited = await call(base, 'POST', `/api/subscriptions/${receiptNo}/mail?key=${key}`);
+    expect(limited.status).toBe(429);
+    expect(limited.body.error.code).toBe('rate_limited');
   });
 });
