@@ -52,6 +52,11 @@ export function chatIntake(intake: IntakeService, store: Store): ChatIntake {
       return { status: record.status, label: PROGRESS_LABELS[record.status] ?? record.status };
     },
     countReceipts: () => store.indexCount(K.all),
+    async recordUpsell(receiptNo, upsell) {
+      const id = await store.get<string>(K.receipt(receiptNo));
+      if (!id) return;
+      await intake.modify(id, (rec) => ({ record: { ...rec, ext: { ...rec.ext, upsell } }, result: undefined }));
+    },
   };
 }
 

@@ -35,6 +35,8 @@ export interface ChatIntake {
   track(receiptNo: string): Promise<Progress | undefined>;
   /** Every intake record ever registered (the shareholder view's cumulative receipts). */
   countReceipts(): Promise<number>;
+  /** Notes the customer's upsell answer on the receipt's record (setting it again is harmless). */
+  recordUpsell(receiptNo: string, upsell: { code: number; accepted: boolean }): Promise<void>;
 }
 
 /** What the conversation needs of the mail module: the writes that queue one mail (sent from the outbox). */
@@ -80,6 +82,7 @@ const K = {
 };
 /** How long one process may hold a session's side effect before another may take it over. */
 const EFFECT_LEASE_MS = 30_000;
+const WAIT_ROUNDS = 400;
 
 type Restored = { state: StateName; ctx: ChatContext; restarted: boolean };
 
@@ -150,7 +153,7 @@ export class ChatService {
       }
       // the receipt's progress is read before the atomic turn (the machine stays pure)
       const progress = b.ctx.receiptNo && (b.state === 'received' || b.state === 'track') ? await this.progress(b.ctx.receiptNo) : undefined;
-      const out = await this.deps.store.update<{ owed: true } | (Restored & { owed: false })>([key], ([cur]) => {
+      const out = await this.deps.store.update<{ owed: true } | (Restored & { owed: false; from?: StateName })>([key], ([cur]) => {
         const r = this.restore(cur!);
         if (r.restarted) return { writes: [{ op: 'set', key, value: this.record(r), ttlMs: this.deps.sessionTtlMs }], result: { ...r, owed: false } };
         if (r.ctx.pending) return { writes: [], result: { owed: true } };
@@ -177,7 +180,10 @@ export class ChatService {
         const event: ChatEvent = { type: 'ANSWER', ...answer, ...(progress ? { progress } : {}) };
         const [next] = transition(chatMachine, chatMachine.resolveState({ value: r.state, context: r.ctx }), event);
         const n = { state: next.value as StateName, ctx: next.context };
-        return { writes: [{ op: 'set', key, value: this.record(n), ttlMs: this.deps.sessionTtlMs }], result: { ...n, restarted: false, owed: false } };
+        return {
+          writes: [{ op: 'set', key, value: this.record(n), ttlMs: this.deps.sessionTtlMs }],
+          result: { ...n, restarted: false, owed: false, from: r.state },
+        };
       });
       if (out.owed) {
         await this.settle(session);
@@ -185,6 +191,12 @@ export class ChatService {
       }
       if (out.restarted) return this.answer(session, out, true);
       const done = out.ctx.pending ? await this.settle(session) : out;
+      if (out.from === 'upsell' && done.state === 'referral' && done.ctx.receiptNo && done.ctx.upsellCode !== undefined) {
+        // upsell records acceptance on the receipt too; the session already holds it
+        await this.deps.intake
+          .recordUpsell(done.ctx.receiptNo, { code: done.ctx.upsellCode, accepted: done.ctx.upsellAccepted === true })
+          .catch((err: unknown) => this.deps.logger.warn({ err, session }, 'chat: upsell not recorded on the receipt'));
+      }
       if (done.state === 'sharing' && done.ctx.referral && done.ctx.customerId !== undefined) {
         await this.deps.referrals.issue({ customerId: done.ctx.customerId, name: done.ctx.name ?? '', phone: done.ctx.contact ?? '' });
       }
@@ -207,16 +219,16 @@ export class ChatService {
    * only one process registers it; others wait for the result.
    */
   private async settle(session: string): Promise<{ state: StateName; ctx: ChatContext }> {
-    const { store, clock } = this.deps;
+    const { store } = this.deps;
     const key = K.session(session);
     const lease = K.effect(session);
     const me = `${this.id}:${randomBytes(4).toString('hex')}`;
-    const deadline = clock.now() + EFFECT_LEASE_MS;
-    while (!(await store.set(lease, me, { ifAbsent: true, ttlMs: EFFECT_LEASE_MS }))) {
+    // another process holds the lease: wait for its result, at most WAIT_ROUNDS x 25 ms
+    for (let round = 0; !(await store.set(lease, me, { ifAbsent: true, ttlMs: EFFECT_LEASE_MS })); round++) {
       const cur = (await store.get(key)) as unknown as SessionRecord | undefined;
       if (!cur) throw sessionNotFound();
       if (!cur.ctx.pending) return cur;
-      if (clock.now() > deadline) throw new AppError(503, 'session_busy', 'the session is finishing a registration; try again');
+      if (round >= WAIT_ROUNDS) throw new AppError(503, 'session_busy', 'the session is finishing a registration; try again');
       await new Promise((r) => setTimeout(r, 25));
     }
     try {

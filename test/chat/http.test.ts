@@ -72,12 +72,16 @@ describe('the journey from greet to sharing', () => {
     expect(v.receiptNo).toMatch(/^R\d{6}-\d{6,}$/);
     expect(v.card.receiptNo).toBe(v.receiptNo);
     const receiptNo = v.receiptNo;
+    const trackUrl = v.card.trackUrl;
     v = await turn(id, { choice: '진행 상황 보기' });
     expect(v).toMatchObject({ stage: 'track', stageCode: 6, card: { type: 'progress', receiptNo, status: 'pending', label: '접수 완료' } });
     v = await turn(id, { choice: '다음' });
     expect(v).toMatchObject({ stage: 'upsell', stageCode: 7, card: { type: 'upsell', code } });
     v = await turn(id, { choice: '추가할게요' });
     expect(v).toMatchObject({ stage: 'referral', stageCode: 8 });
+    // the receipt is an intake record of type chat, and it notes the accepted upsell
+    const record = await call(base, 'GET', trackUrl);
+    expect(record.body).toMatchObject({ receiptNo, type: 'chat', contactName: '홍길동', contactPhone: '010-1234-5678', email: 'hong@example.kr', upsell: { code, accepted: true } });
     v = await turn(id, { choice: '추천 코드 받기' });
     expect(v).toMatchObject({ stage: 'sharing', stageCode: 9, card: { type: 'share' } });
     const refCode = v.card.referralCode;
