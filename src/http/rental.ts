@@ -14,6 +14,7 @@ import type { Review } from '../rental/review.js';
 import { PARTNER_TOPIC, type RentalService } from '../rental/service.js';
 import type { Store } from '../store/port.js';
 import { inspectUpload, type Scanner } from '../uploads/index.js';
+import { note } from '../text.js';
 import { qInt } from './query.js';
 
 /**
@@ -49,47 +50,15 @@ const partner = { roles: ['partner'] } as const;
 const key = z.string({ error: 'is required: the access key given at submission' }).min(1).max(100);
 const subId = z.string().max(40);
 
-/** The file name's extension, when it has one. */
-const extensionOf = (name: string) => /\.([A-Za-z0-9]{1,8})$/.exec(name)?.[1]?.toLowerCase();
-/** What each document extension may contain: an .hwpx is sometimes really HWP 5, so both pass. */
-const EXTENSION_KINDS: Record<string, string[]> = {
-  hwp: ['hwp'],
-  hwpx: ['hwpx', 'hwp'],
-  pdf: ['pdf'],
-  jpg: ['jpg'],
-  jpeg: ['jpg'],
-  png: ['png'],
-};
-
 /**
- * Every received file: type by content (and the name's extension must agree), virus scan, then
+ * Every received file: virus scan, type by content (the name's extension must agree), then
  * into the blob store. Nothing is stored until every file passed; when storing fails half-way,
  * the blobs already stored are deleted.
  */
 async function storeFiles(files: UploadedFile[], blobs: BlobStore, scanner: Scanner | undefined): Promise<StoredFile[]> {
   const checked = [];
-  for (const file of files) {
-    const sniffed = await inspectUpload(file, scanner);
-    const ext = extensionOf(file.filename);
-    if (ext !== undefined) {
-      const allowed = EXTENSION_KINDS[ext];
-      if (!allowed) {
-        throw new AppError(415, 'unsupported_file_type', `${file.field}: .${ext} files are not accepted (the content is ${sniffed.kind})`, {
-          field: file.field,
-          detected: sniffed.kind,
-          extension: ext,
-        });
-      }
-      if (!allowed.includes(sniffed.kind)) {
-        throw new AppError(415, 'file_type_mismatch', `${file.field}: the file is named .${ext} but its content is ${sniffed.kind}`, {
-          field: file.field,
-          detected: sniffed.kind,
-          extension: ext,
-        });
-      }
-    }
-    checked.push({ file, mediaType: sniffed.mediaType });
-  }
+  // type by content; a name whose extension claims another type is 415 type_mismatch (src/uploads)
+  for (const file of files) checked.push({ file, mediaType: (await inspectUpload(file, scanner)).mediaType });
   const stored: StoredFile[] = [];
   try {
     for (const { file, mediaType } of checked) {
@@ -101,6 +70,37 @@ async function storeFiles(files: UploadedFile[], blobs: BlobStore, scanner: Scan
     throw err;
   }
   return stored;
+}
+
+/**
+ * Downloads are answered from memory (the hub's replies are whole bodies), so at most
+ * `running` files are read at once per process and at most `waiting` requests wait for a turn;
+ * beyond that the answer is 503 `busy` with Retry-After. The memory bound is
+ * running x UPLOAD_MAX_BYTES.
+ */
+export class Turns {
+  private active = 0;
+  private readonly queue: (() => void)[] = [];
+  constructor(
+    private readonly running: number,
+    private readonly waiting: number,
+  ) {}
+
+  async run<T>(f: () => Promise<T>): Promise<T> {
+    if (this.active >= this.running) {
+      if (this.queue.length >= this.waiting) {
+        throw new AppError(503, 'busy', 'too many downloads at once; try again shortly', { retry_after_s: 1 });
+      }
+      await new Promise<void>((r) => this.queue.push(r));
+    }
+    this.active++;
+    try {
+      return await f();
+    } finally {
+      this.active--;
+      this.queue.shift()?.();
+    }
+  }
 }
 
 /** `Content-Disposition: attachment` with the original name (RFC 6266 / 5987) and an ASCII fallback. */
@@ -115,6 +115,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   const submitLimit = rateLimit({ store, clock, name: 'intake-submit', ...(opts.limits?.submit ?? { limit: 30, windowMs: 600_000 }) });
   const trackLimit = rateLimit({ store, clock, name: 'intake-track', ...(opts.limits?.track ?? { limit: 120, windowMs: 60_000 }) });
   const isPartner = (p: Principal | undefined) => !!p && hub.auth.allows(p, partner.roles);
+  const downloads = new Turns(4, 64);
 
   hub.topic({
     name: PARTNER_TOPIC,
@@ -212,7 +213,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       schema: z
         .strictObject({
           result: z.enum(['approved', 'rejected'], { error: 'must be "approved" or "rejected"' }),
-          reason: z.string().trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional(),
+          reason: note(500).transform((r) => r.trim()).refine((r) => r.length > 0, 'must not be empty').optional(),
         })
         .refine((b) => b.result !== 'rejected' || b.reason !== undefined, { path: ['reason'], message: 'is required when the result is rejected' }),
     },
@@ -248,13 +249,16 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       } else {
         throw new AppError(401, 'unauthorized', 'a partner token (Authorization: Bearer) or the access key (?key=) is needed');
       }
-      const file = await service.file(id, filename, access);
-      const chunks: Buffer[] = [];
-      for await (const chunk of file.stream) chunks.push(chunk as Buffer);
+      const { file, body } = await downloads.run(async () => {
+        const file = await service.file(id, filename, access);
+        const chunks: Buffer[] = [];
+        for await (const chunk of file.stream) chunks.push(chunk as Buffer);
+        return { file, body: Buffer.concat(chunks) };
+      });
       if ('partner' in access) {
         await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'download', target: `${file.receiptNo}/${filename}`, result: 'ok', detail: null });
       }
-      return new Reply(200, Buffer.concat(chunks), file.entry.mediaType, {
+      return new Reply(200, body, file.entry.mediaType, {
         'content-disposition': attachment(file.entry.filename),
         'x-content-type-options': 'nosniff',
       });

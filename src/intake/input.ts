@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { unsafeTextReason } from '../text.js';
 
 /**
  * What an intake registration carries: the applicant's fields, common to every intake type.
@@ -28,10 +29,23 @@ export function normalisePhone(raw: string): string | undefined {
   return m[1] ? `${m[1]}-${m[2]}-${m[3]}` : `${m[4]}-${m[5]}`;
 }
 
-const text = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`);
-const optionalText = (max: number) =>
+/**
+ * Applicant text: trimmed, bounded, refused when it carries control characters, lone surrogates
+ * or bidirectional overrides (src/text.ts; they corrupt the partner's screen, the CSV and the
+ * mails); only `remarks` may span lines.
+ */
+const text = (max: number, multiline = false) =>
   z
-    .union([text(max), z.null()])
+    .string()
+    .trim()
+    .max(max, `must be at most ${max} characters`)
+    .superRefine((s, ctx) => {
+      const why = unsafeTextReason(multiline ? s.replace(/[\n\r\t]/g, ' ') : s);
+      if (why) ctx.addIssue({ code: 'custom', message: why });
+    });
+const optionalText = (max: number, multiline = false) =>
+  z
+    .union([text(max, multiline), z.null()])
     .optional()
     .transform((v) => (v ? v : ''));
 
@@ -60,7 +74,7 @@ export const intakeInput = z.strictObject({
     .transform((v) => (v ? v.toLowerCase() : null)),
   /** A single choice; the list belongs to the type (src/rental: building types). */
   buildingType: z.string().trim().max(40).optional(),
-  remarks: optionalText(2000),
+  remarks: optionalText(2000, true),
 });
 
 export type IntakeInputRaw = z.input<typeof intakeInput>;

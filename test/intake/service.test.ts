@@ -82,6 +82,12 @@ describe('IntakeService', () => {
     expect(await intake.ids('chat')).toEqual([record.id]);
   });
 
+  it('keeps line breaks in remarks only', async () => {
+    const intake = new IntakeService({ store: await lmdb(), clock: new ManualClock(T0) });
+    const { record } = await intake.register({ type: 'consult', contactPhone: '02-123-4567', remarks: '첫 줄\n둘째 줄' });
+    expect(record.remarks).toBe('첫 줄\n둘째 줄');
+  });
+
   it.each([
     [{ type: 'chat' }, 'contactPhone'],
     [{ type: 'chat', contactPhone: '12-34' }, 'contactPhone'],
@@ -89,6 +95,9 @@ describe('IntakeService', () => {
     [{ type: 'lease', contactPhone: '010-1234-5678' }, 'type'],
     [{ type: 'chat', contactPhone: '010-1234-5678', surprise: 1 }, 'body'],
     [{ type: 'chat', contactPhone: '010-1234-5678', remarks: 'x'.repeat(2001) }, 'remarks'],
+    [{ type: 'chat', contactPhone: '010-1234-5678', organization: '학교\u202e어쩌고' }, 'organization'],
+    [{ type: 'chat', contactPhone: '010-1234-5678', contactName: '김\n담당' }, 'contactName'],
+    [{ type: 'chat', contactPhone: '010-1234-5678', remarks: 'a\u0000b' }, 'remarks'],
   ])('refuses %j naming %s, storing nothing', async (input, field) => {
     const store = await lmdb();
     const intake = new IntakeService({ store, clock: new ManualClock(T0) });

@@ -10,7 +10,8 @@ import { AUTH_TEST_ENV, TEST_PARTNER_PASSWORD, bearer, signIn } from '../support
 import { call, get, post, until, type Answer } from '../support/http.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
-import { applicant, exe, form, hwp, pdf, png, rawMultipart, threeFiles, type FilePart } from './fixtures.js';
+import { makeExe as exe, makeHwp as hwp, makePdf as pdf, makePng as png } from '../support/uploads.js';
+import { applicant, form, rawMultipart, threeFiles, type FilePart } from './fixtures.js';
 
 const silent = pino({ level: 'silent' });
 const T0 = Date.parse('2026-11-22T10:00:00+09:00');
@@ -102,6 +103,11 @@ describe('rental intake and partner review over HTTP', () => {
     expect(await watcher.next()).toMatchObject({ type: 'error', code: 'unauthorized' });
     await watcher.auth(await partnerLogin());
     await watcher.subscribe('rental:partner');
+    const outsider = await connectTopics(base);
+    await outsider.auth(await signIn(base, ['staff']));
+    outsider.ws.send(JSON.stringify({ type: 'subscribe', topic: 'rental:partner' }));
+    expect(await outsider.next()).toMatchObject({ type: 'error', code: 'forbidden' });
+    outsider.close();
 
     const r = await submit(applicant, threeFiles());
     expect(r.status).toBe(201);
@@ -234,7 +240,7 @@ describe('bad input: a clear 4xx, nothing stored', () => {
     ['an unknown buildingType', () => submit({ ...applicant, buildingType: 'castle' }, threeFiles()), 400, 'invalid_body'],
     ['a file over the limit', () => submit(applicant, [...threeFiles().slice(0, 2), { field: 'internalResolution', filename: 'big.hwp', data: hwp(1, LIMIT) }]), 413, 'file_too_large'],
     ['a renamed executable', () => submit(applicant, [...threeFiles().slice(0, 2), { field: 'internalResolution', filename: 'setup.hwp', data: exe() }]), 415, 'unsupported_file_type'],
-    ['a PDF called .hwp', () => submit(applicant, [...threeFiles().slice(0, 2), { field: 'internalResolution', filename: 'resolution.hwp', data: pdf() }]), 415, 'file_type_mismatch'],
+    ['a PDF called .hwp', () => submit(applicant, [...threeFiles().slice(0, 2), { field: 'internalResolution', filename: 'resolution.hwp', data: pdf() }]), 415, 'type_mismatch'],
     ['a fourth file field', () => submit(applicant, [...threeFiles(), { field: 'photo', filename: 'p.png', data: png() }]), 400, /^(unexpected_file|too_many_files)$/],
     ['an unknown file field', () => submit(applicant, [{ field: 'photo', filename: 'p.png', data: png() }]), 400, 'unexpected_file'],
     ['a duplicated file field', () => submit(applicant, [threeFiles()[0]!, { field: 'bizCard', filename: 'b.png', data: png() }]), 400, 'duplicate_file'],

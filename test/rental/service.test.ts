@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../src/blobs/fs.js';
+import { sweepOrphanBlobs } from '../../src/blobs/sweep.js';
 import { createBus, type BusMessage } from '../../src/bus.js';
 import { ManualClock } from '../../src/clock.js';
 import { AppError } from '../../src/errors.js';
@@ -113,6 +114,18 @@ describe('RentalService', () => {
     expect(await h.store.get(outboxKey(`mail:rental:${application.id}:receipt`))).toMatchObject({ dest: 'mail', payload: { to: 'kim@school.kr' } });
     expect(h.messages.filter((m) => m.topic === PARTNER_TOPIC).map((m) => (m.message as any).kind)).toEqual(['application']);
     expect((await h.review.counters())).toMatchObject({ total: 1, documents_submitted: 1, pending: 0 });
+  });
+
+  it('the orphan sweep deletes blobs no application names (a crash between storing and recording) and keeps the rest', async () => {
+    const h = await lmdbHarness();
+    const { application } = await h.service.submit(form(), await h.three());
+    const orphan = await h.stage('bizCard'); // stored, then the process died before the record
+    const removed = await sweepOrphanBlobs(h.blobs, (k) => h.service.references(k), { graceMs: 0, now: Date.now() + 1000 });
+    expect(removed).toEqual([orphan.blobKey]);
+    expect(await stored(h.blobs)).toHaveLength(3);
+    const url = (application.documents as any).uniqueNumber.url as string;
+    const file = await h.service.file(application.id, url.split('/').pop()!, { partner: true });
+    file.stream.destroy();
   });
 
   it('SOL-701 is 830000 a month whatever the building', async () => {
