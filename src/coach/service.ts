@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { josa } from 'es-hangul';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import type { Json, Store } from '../store/port.js';
@@ -143,7 +144,7 @@ export class CoachService {
     return {
       date,
       title: '오늘의 한 걸음',
-      message: `${o.vision ? `"${o.vision}"을 향해, ` : ''}오늘은 "${action.title}"부터 해 볼까요? 완료하면 ${action.reward}점을 드려요.`,
+      message: `${o.vision ? `"${o.vision}"${josa.pick(o.vision, '을/를')} 향해, ` : ''}오늘은 "${action.title}"부터 해 볼까요? 완료하면 ${action.reward}점을 드려요.`,
       ...(o.vision ? { vision: o.vision } : {}),
       action,
     };
