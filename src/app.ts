@@ -8,7 +8,14 @@ import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Rooms } from './collab/rooms.js';
 import { CollabService } from './collab/service.js';
+import { chatIntake, chatMail } from './chat/intake-link.js';
+import { ReferralService } from './chat/referral.js';
+import { ChatService } from './chat/service.js';
+import { CoachService } from './coach/service.js';
 import { registerAuthRoutes } from './http/auth.js';
+import { registerChatRoutes } from './http/chat.js';
+import { registerCoachRoutes } from './http/coach.js';
+import { registerIntakeMailRoutes } from './http/intake-mail.js';
 import { registerCollabRoutes } from './http/collab.js';
 import { registerRentalRoutes } from './http/rental.js';
 import { IntakeService } from './intake/service.js';
@@ -143,6 +150,40 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     );
   const blobSweep = setInterval(sweepBlobs, Math.min(config.BLOB_ORPHAN_GRACE_MS, 600_000));
   blobSweep.unref();
+
+  // guided conversation: registers its receipts through the intake service, mail through the outbox
+  const referrals = new ReferralService({ store, clock });
+  const chatIntakeLink = chatIntake(intake, store);
+  const chat = new ChatService({
+    store,
+    clock,
+    intake: chatIntakeLink,
+    mail: chatMail(() => clock.now()),
+    referrals,
+    logger: logger.child({ part: 'chat' }),
+    sessionTtlMs: config.CHAT_SESSION_TTL * 1000,
+    idleRestartMs: config.CHAT_IDLE_RESTART * 1000,
+  });
+  registerChatRoutes(hub, {
+    service: chat,
+    referrals,
+    countReceipts: () => chatIntakeLink.countReceipts(),
+    store,
+    clock,
+    limits: {
+      sessionsPerHour: config.CHAT_SESSIONS_PER_CLIENT,
+      turnsPerMinute: config.CHAT_TURNS_PER_MINUTE,
+      lookupsPerMinute: config.CHAT_LOOKUPS_PER_MINUTE,
+    },
+  });
+  registerIntakeMailRoutes(hub, { intake, store, clock });
+  registerCoachRoutes(hub, {
+    service: new CoachService({ store, clock }),
+    ownerSecret: config.COACH_OWNER_SECRET,
+    store,
+    clock,
+    callsPerMinute: config.COACH_CALLS_PER_MINUTE,
+  });
 
   const tradingPool = new TradingPool(config.TRADING_WORKERS);
   const trading = new TradingService({

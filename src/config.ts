@@ -66,6 +66,20 @@ const schema = z.object({
   /** Documents: how often a loaded room announces its Yjs state vector to the other processes (repairs dropped pub/sub messages). */
   MD_RESYNC_MS: intFrom(2000, 50, 60_000),
 
+  /** Guided conversation: a session is kept this many seconds after its last turn (then 404 session_not_found). */
+  CHAT_SESSION_TTL: intFrom(86_400, 60, 30 * 86_400),
+  /** Guided conversation: a turn after this many idle seconds starts the session again at greet. */
+  CHAT_IDLE_RESTART: intFrom(1800, 10, 30 * 86_400),
+  /** Guided conversation: new sessions per client and hour (429 beyond). */
+  CHAT_SESSIONS_PER_CLIENT: intFrom(30, 1, 100_000),
+  /** Guided conversation: turns per client and minute (429 beyond). */
+  CHAT_TURNS_PER_MINUTE: intFrom(120, 1, 1_000_000),
+  /** Referral and shareholder routes: calls per client and minute. */
+  CHAT_LOOKUPS_PER_MINUTE: intFrom(60, 1, 1_000_000),
+  /** Coaching: when set, X-Service-Owner must be an owner id signed with this secret (HMAC-SHA256). */
+  COACH_OWNER_SECRET: z.string().min(16).max(256).optional(),
+  /** Coaching: calls per client and minute on the owner routes. */
+  COACH_CALLS_PER_MINUTE: intFrom(120, 1, 1_000_000),
   /** Mail (src/mail): smtp://user:pass@host:port; unset, mails are kept and listed for the operator (GET /api/mail). */
   SMTP_URL: z.string().url().optional(),
   /** Mail: the sender address. */
