@@ -70,11 +70,11 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   registerAuthRoutes(hub, { service: auth });
 
   // the payment relay's outbox deliverers are bound once the relay exists (below)
-  const paymentDeliver: Record<string, import('./outbox.js').Deliver> = {};
+  const deliver: Record<string, import('./outbox.js').Deliver> = { ...rewardPeerDeliverers(config) };
   const outbox = new Outbox({
     store,
     clock,
-    deliver: { ...rewardPeerDeliverers(config), ...paymentDeliver },
+    deliver,
     retryMinMs: config.OUTBOX_RETRY_MIN_MS,
     retryMaxMs: config.OUTBOX_RETRY_MAX_MS,
     logger: logger.child({ part: 'outbox' }),
@@ -125,7 +125,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   await programs.start();
 
   const payment = await createPayment(config, { store, clock, bus, logger: logger.child({ part: 'payment' }), programs });
-  Object.assign(paymentDeliver, payment.deliverers);
+  Object.assign(deliver, payment.deliverers);
   payment.setKick(() => outbox.kick());
   registerPaymentRoutes(hub, payment);
 

@@ -30,7 +30,9 @@ export interface StoredAnswer {
 }
 
 export const fingerprint = (method: string, path: string, body: unknown) =>
-  createHash('sha256').update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
+  createHash('sha256')
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`)
+    .digest('hex');
 
 export class Idempotency {
   constructor(
