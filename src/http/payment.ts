@@ -67,17 +67,21 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
   const sameUser = (ctx: RequestContext, bodyUser: string) => {
     if (bodyUser !== uid(ctx)) throw new AppError(403, 'forbidden', 'user_id does not match the SSO token');
   };
-  const answer = (a: StoredAnswer, replayed: boolean) => {
+  // a 303 is the on-ramp's answer; a script asking for JSON only (Accept: application/json, as the
+  // /wallet page does, since fetch cannot read a redirect's Location) gets 200 with the address instead
+  const answer = (a: StoredAnswer, replayed: boolean, wantsJson: boolean) => {
     const h = { ...(a.headers ?? {}), ...(replayed ? { 'idempotent-replayed': 'true' } : {}) };
-    return a.status === 303 ? Reply.empty(303, h) : Reply.json(a.body, a.status, h);
+    if (a.status === 303) return wantsJson ? Reply.json(a.body, 200, h) : Reply.empty(303, h);
+    return Reply.json(a.body, a.status, h);
   };
   /** Runs a POST's effect under its Idempotency-Key, scoped to the caller. */
   const idem = async (ctx: RequestContext, scope: string, run: (e: Effect) => Promise<Json | StoredAnswer>, stored = false) => {
+    const wantsJson = ctx.headers.accept === 'application/json';
     const begun = await idempotency.begin(scope, ctx.headers['idempotency-key'], fingerprint(ctx.method, ctx.path, ctx.body));
-    if ('replay' in begun) return answer(begun.replay, true);
+    if ('replay' in begun) return answer(begun.replay, true, wantsJson);
     try {
       const out = await run({ ticket: begun.ticket });
-      return stored ? answer(out as StoredAnswer, false) : Reply.json(out);
+      return stored ? answer(out as StoredAnswer, false, wantsJson) : Reply.json(out);
     } catch (err) {
       await idempotency.abandon(begun.ticket).catch(() => undefined);
       throw err;
