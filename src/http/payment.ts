@@ -184,10 +184,19 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
 
   hub.route({
     method: 'GET',
+    path: '/api/token/receipts',
+    query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 100_000 }).default(0) }).strict(),
+    guards: [user],
+    handler: (ctx) => service.receipts(uid(ctx), ctx.query),
+  });
+
+  hub.route({
+    method: 'GET',
     path: '/api/token/receipt/:hash',
     params: z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits') }),
+    guards: [user],
     handler: async (ctx) => {
-      const r = await service.receipt(ctx.params.hash);
+      const r = await service.receipt(ctx.params.hash, uid(ctx));
       let proof: Json = null;
       const link = r.chain as { leaf_index: number; tree_size: number } | null;
       if (link && opts.chain) {

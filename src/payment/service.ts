@@ -321,11 +321,22 @@ export class PaymentService {
     await this.store.set(RK.link(chainId), { tx_id: link.tx_id, leaf_index: link.leaf_index, tree_size: link.tree_size });
   }
 
-  async receipt(hash: string) {
+  /** One receipt of `user` (another user's reads as absent) with its chain link. */
+  async receipt(hash: string, user: string) {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new AppError(400, 'invalid_hash', 'a receipt hash is 64 lower-case hex digits');
     const [r, link] = await this.store.getMany([RK.receipt(hash), RK.link(`receipt:${hash}`)]);
-    if (!r) throw new AppError(404, 'receipt_not_found', `no receipt ${hash}`);
+    if (!r || (r as { user?: string }).user !== user) throw new AppError(404, 'receipt_not_found', `no receipt ${hash}`);
     return { receipt_hash: hash, receipt: r, chain: link ?? null };
+  }
+
+  /** The user's receipts, newest first. */
+  async receipts(user: string, page: { limit: number; offset: number }) {
+    const [ids, total] = await Promise.all([
+      this.store.indexRange(RK.user(user), { reverse: true, offset: page.offset, limit: page.limit }),
+      this.store.indexCount(RK.user(user)),
+    ]);
+    const recs = await this.store.getMany(ids.map((e) => RK.receipt(e.member)));
+    return { receipts: ids.map((e, i) => ({ receipt_hash: e.member, ...(recs[i] as object) })), page: { ...page, total } };
   }
 }
 

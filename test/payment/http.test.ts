@@ -120,11 +120,15 @@ describe('payment relay over HTTP', () => {
     // the broker account is created and the receipt recorded on the chain, with an inclusion proof
     await until('broker account', () => peers.broker.state.accounts.has(buy.body.broker_account));
     const rc = await until('chain link', async () => {
-      const r = await call(base, 'GET', `/api/token/receipt/${buy.body.receipt_hash}`);
+      const r = await call(base, 'GET', `/api/token/receipt/${buy.body.receipt_hash}`, undefined, h);
       return r.body.proof ? r : undefined;
     });
     const leaf = leafHash(chainLeafData(`receipt:${buy.body.receipt_hash}`, 'receipt', { hash: buy.body.receipt_hash, prev_hash: rc.body.receipt.prev_hash, n: rc.body.receipt.n, kind: 'challenge_purchase' }));
     expect(leaf.toString('hex')).toBe(rc.body.proof.leaf_hash);
+    expect((await call(base, 'GET', `/api/token/receipt/${buy.body.receipt_hash}`, undefined, await as('mallory'))).status).toBe(404);
+    const mine = await call(base, 'GET', '/api/token/receipts?limit=1', undefined, h);
+    expect(mine.body.receipts[0].receipt_hash).toBe(buy.body.receipt_hash);
+    expect(mine.body.page.total).toBe(2); // the on-ramp and the purchase
     expect(verifyInclusion(leaf, rc.body.proof.leaf_index, rc.body.proof.tree_size, rc.body.proof.audit_path.map((x: string) => Buffer.from(x, 'hex')), Buffer.from(rc.body.proof.root, 'hex'))).toBe(true);
   });
 
@@ -151,7 +155,9 @@ describe('payment relay over HTTP', () => {
     }
     expect((await call(base, 'GET', '/api/token/wallet?limit=0', undefined, h)).status).toBe(400);
     expect((await call(base, 'GET', '/api/token/peg/starter_10k', undefined, h)).status).toBe(404);
-    expect((await call(base, 'GET', '/api/token/receipt/xyz')).status).toBe(400);
+    expect((await call(base, 'GET', '/api/token/receipt/xyz', undefined, h)).status).toBe(400);
+    expect((await call(base, 'GET', `/api/token/receipt/${'a'.repeat(64)}`)).status).toBe(401);
+    expect((await call(base, 'GET', `/api/token/receipt/${'a'.repeat(64)}`, undefined, h)).status).toBe(404);
     // webhooks: unsigned, wrong signature, stale
     const body = JSON.stringify({ type: 'payment.confirmed', data: { payment_id: 'bp_x', ref: 'or_x', amount_krw: 1, usd_micro: 1 } });
     expect((await call(base, 'POST', '/api/token/banking/webhook', body)).status).toBe(401);
@@ -185,11 +191,11 @@ describe('payment relay over HTTP', () => {
     await topUp('erin', 200_000);
     const buy = await postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'erin' }, h);
     expect(buy.status).toBe(200);
-    expect((await call(base, 'GET', `/api/token/receipt/${buy.body.receipt_hash}`)).body.chain).toBeNull();
+    expect((await call(base, 'GET', `/api/token/receipt/${buy.body.receipt_hash}`, undefined, h)).body.chain).toBeNull();
     peers.chain.knobs.failRate = 0;
     await until('recorded after the chain returns', async () => {
       clock.advance(1000); // the outbox's backoff runs on the hub clock
-      return (await call(base, 'GET', `/api/token/receipt/${buy.body.receipt_hash}`)).body.chain;
+      return (await call(base, 'GET', `/api/token/receipt/${buy.body.receipt_hash}`, undefined, h)).body.chain;
     });
   });
 
@@ -234,5 +240,53 @@ describe('payment relay over HTTP', () => {
     expect(check.body.ledger).toMatchObject({ ok: true, mismatches: [], negative: [] });
     expect(check.body.ledger.debits).toBe(check.body.ledger.credits);
     expect(check.body.receipts.ok).toBe(true);
+    clock.set(Date.now()); // back to the banking service's time (webhook timestamps, token expiry)
+  });
+
+  it('off-ramps with 1.4 % to the banking service, pages the history, and answers 409 while the first request runs', async () => {
+    const h = await as('gina');
+    await topUp('gina', 135_000); // about 250 tokens
+    const off = await postK('/api/token/offramp', { amount: '100000000' }, h);
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({ amount: '100000000', fee: '1400000', net: '98600000' });
+    await until('the bank got the off-ramp', () => peers.banking.state.offramps.size > 0);
+    const p1 = await call(base, 'GET', '/api/token/wallet?limit=1&offset=0', undefined, h);
+    const p2 = await call(base, 'GET', '/api/token/wallet?limit=1&offset=1', undefined, h);
+    expect(p1.body.history).toHaveLength(1);
+    expect(p1.body.page.total).toBe(3);
+    expect(p2.body.history[0].id).not.toBe(p1.body.history[0].id);
+    // a slow peg keeps the first purchase running; the same key again meanwhile is 409
+    for (const p of peers.prices) p.knobs.delayMs = 250;
+    const k = key();
+    const first = postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'gina' }, h, k);
+    await new Promise((r) => setTimeout(r, 80));
+    const second = await postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'gina' }, h, k);
+    for (const p of peers.prices) p.knobs.delayMs = 0;
+    expect(second.status).toBe(409);
+    expect(second.body.error.code).toBe('idempotency_in_progress');
+    expect((await first).status).toBe(200);
+    expect((await postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'gina' }, h, k)).status).toBe(200);
+    expect((await call(base, 'POST', '/api/token/offramp', { amount: '1' }, { ...h, 'idempotency-key': 'x'.repeat(256) })).body.error.code).toBe('idempotency_key_invalid');
+  });
+
+  it('refuses bad input on the operator routes', async () => {
+    const opH = { authorization: `Bearer ${await signIn(base, ['operator'])}` };
+    const cases: [string, unknown, number][] = [
+      ['/api/token/ops/challenges/c_nope/judge', { outcome: 'pass', reason: 'x' }, 404],
+      ['/api/token/ops/challenges/c_nope/judge', { outcome: 'maybe', reason: 'x' }, 400],
+      ['/api/token/ops/challenges/c_nope/judge', { outcome: 'pass' }, 400],
+      ['/api/token/ops/reviews/rv_nope/approve', { reason: 'x' }, 404],
+      ['/api/token/ops/reviews/rv_nope/ignore', { reason: 'x' }, 400],
+      ['/api/token/ops/pool/fund', { amount: -1 }, 400],
+      ['/api/token/ops/pool/fund', { amount: 1.5 }, 400],
+      ['/api/token/ops/payout-runs/2026-W60', {}, 400],
+      ['/api/token/ops/challenges/c_nope/events', { type: 'fill', event_id: 'e', realized_cents: 1.5 }, 400],
+    ];
+    for (const [path, body, status] of cases) {
+      const r = await postK(path, body, opH);
+      expect({ path, status: r.status }).toEqual({ path, status });
+    }
+    expect((await call(base, 'GET', '/api/token/ops/payout-runs/2020-W01', undefined, opH)).status).toBe(404);
+    expect((await call(base, 'GET', '/api/token/ops/reviews?state=odd', undefined, opH)).status).toBe(400);
   });
 });

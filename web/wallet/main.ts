@@ -92,19 +92,23 @@ async function verify(hash: string): Promise<string> {
   return sn === 0 && hex(node) === p.root ? `verified on the chain (leaf ${p.leaf_index} of ${p.tree_size}, tx ${r.body.chain?.tx_id?.slice(0, 12)}…)` : 'proof does not match the root';
 }
 
-function addReceipt(hash: string) {
+function addReceipt(hash: string, label = '') {
+  if (document.querySelector(`#receipts li[data-hash="${hash}"]`)) return;
   const li = document.createElement('li');
   li.className = 'receipt';
   li.dataset.hash = hash;
-  li.innerHTML = `<code>${hash.slice(0, 16)}…</code> <button>verify</button> <span class="result"></span>`;
+  li.innerHTML = `<code>${hash.slice(0, 16)}…</code> <span class="kind"></span> <button>verify</button> <span class="result"></span>`;
+  li.querySelector('.kind')!.textContent = label;
   li.querySelector('button')!.addEventListener('click', async () => {
     li.querySelector('.result')!.textContent = await verify(hash);
   });
-  $('receipts').append(li);
+  $('receipts').prepend(li);
 }
 
 async function refresh() {
   if (!token) return;
+  const rs = await api('GET', '/api/token/receipts?limit=20');
+  if (rs.status === 200) for (const r of [...rs.body.receipts].reverse()) addReceipt(r.receipt_hash, `${r.kind} ${fmt(r.amount)}`);
   const w = await api('GET', '/api/token/wallet?limit=50');
   if (w.status !== 200) return say(w.body?.error?.message ?? `wallet: ${w.status}`);
   $('balance').textContent = fmt(w.body.balance);
@@ -131,7 +135,7 @@ async function challenges() {
         const r = await api('POST', '/api/token/challenge/buy', { challenge_id: c.challenge_id, user_id: user });
         if (r.status === 200) {
           say(`bought ${c.name}: broker account ${r.body.broker_account}`);
-          addReceipt(r.body.receipt_hash);
+          addReceipt(r.body.receipt_hash, 'challenge_purchase');
           const peg = await api('GET', `/api/token/peg/${c.challenge_id}`);
           if (peg.status === 200) tr.querySelector('.peg')!.textContent = peg.body.peg_rate;
         } else say(r.body?.error?.message ?? `buy: ${r.status}`);
