@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { Idempotency } from '../../src/payment/idempotency.js';
 import { ChallengeLifecycle } from '../../src/payment/lifecycle.js';
-import { K, checkLedger, ledgerUpdate, transferKeys, userAccount } from '../../src/payment/ledger.js';
+import { K, checkLedger, ledgerUpdate, readAccount, transferKeys, userAccount } from '../../src/payment/ledger.js';
 import { PegService } from '../../src/payment/peg.js';
 import { PriceProviderClient } from '../../src/payment/peers.js';
 import { PayoutService, PAYOUT } from '../../src/payment/payouts.js';
@@ -11,7 +11,7 @@ import { verifyReceiptChain } from '../../src/payment/receipts.js';
 import { DEFAULT_RULES, payoutAt, payoutWeekOf } from '../../src/payment/rules.js';
 import { PaymentService } from '../../src/payment/service.js';
 import { startPriceStandin } from '../../src/peers/payment-standins.js';
-import type { Standin, } from '../../src/peers/value-standin.js';
+import type { Standin } from '../../src/peers/value-standin.js';
 import type { PriceState } from '../../src/peers/payment-standins.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
@@ -83,3 +83,52 @@ describe('weekly payout: exactly once per (week, user)', () => {
     expect((await verifyReceiptChain(store)).ok).toBe(true);
   });
 });
+
+describe('weekly payout: circuit breaker', () => {
+  it('sends payouts above 5 % of capital to manual review as pending holds; approve posts, reject voids, once', async () => {
+    const prices = await Promise.all([0, 0.001, -0.001].map((bias) => startPriceStandin({ bias })));
+    const dir = tempDir('payouts-breaker');
+    const store = await openLmdbStore({ path: dir });
+    const clock = new ManualClock(T0);
+    try {
+      const peg = new PegService(prices.map((p, i) => new PriceProviderClient(`p${i}`, p.url, 2000)), { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
+      const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
+      const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
+      const pay = new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000 });
+      // escrow holds only the entry fees (and 10,000 tokens of pool funding): capital is small
+      const fund = (id: string, credit: string, amount: bigint) =>
+        ledgerUpdate(store, () => clock.now(), transferKeys([{ id, debit: 'bank', credit, amount, code: 'test' }]), (tx) => (tx.transfer({ id, debit: 'bank', credit, amount, code: 'test' }), { result: undefined }));
+      await fund('fund-escrow', 'escrow', 10_000n * 10n ** 6n);
+      for (const u of ['v1', 'v2']) {
+        await fund(`fund-${u}`, userAccount(u, 'wallet'), 1000n * 10n ** 6n);
+        const c = ((await svc.buy(u, 'starter_10k', {})) as { challenge: string }).challenge;
+        await life.event(c, { type: 'fill', event_id: 'pass', realized_cents: 100_000, ts: clock.now() });
+        await life.event(c, { type: 'fill', event_id: 'w', realized_cents: 40_000, ts: clock.now() });
+      }
+      const week = payoutWeekOf(T0);
+      clock.set(payoutAt(week) + 1000);
+      const report = (await pay.runWeek(week)) as { outcomes: Record<string, number>; pool: { ok: boolean } };
+      expect(report.outcomes).toEqual({ review: 2 });
+      const reviews = ((await pay.reviews(true)).reviews as { id: string; reason: string; amount: string }[]).sort((a, b) => (a.id < b.id ? -1 : 1));
+      expect(reviews.map((r) => r.reason)).toEqual(['circuit_breaker', 'circuit_breaker']);
+      const escrowHeld = await readAccount(store, 'escrow');
+      expect(escrowHeld.debits_pending).toBe(BigInt(reviews[0]!.amount) * 2n);
+      const w1 = (await readAccount(store, userAccount('v1', 'wallet'))).credits_posted;
+      await pay.decide(reviews[0]!.id, 'approve', 'ops', 'looked at the fills');
+      await pay.decide(reviews[1]!.id, 'reject', 'ops', 'suspicious');
+      await expect(pay.decide(reviews[0]!.id, 'approve', 'ops', 'twice')).rejects.toMatchObject({ code: 'review_closed' });
+      const after = await readAccount(store, 'escrow');
+      expect(after.debits_pending).toBe(0n);
+      expect((await readAccount(store, userAccount('v1', 'wallet'))).credits_posted - w1).toBeGreaterThan(0n);
+      expect(((await store.get(PAYOUT.record(week, 'v2'))) as { status: string }).status).toBe('rejected');
+      expect((await pay.reviews(true)).reviews).toHaveLength(0);
+      expect(await checkLedger(store)).toMatchObject({ ok: true });
+      expect((await verifyReceiptChain(store)).ok).toBe(true);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+      await Promise.all(prices.map((p) => p.close()));
+    }
+  });
+});
+
