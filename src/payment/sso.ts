@@ -29,8 +29,8 @@ export class SsoVerifier {
       this.key = Promise.resolve(jwks);
     } else if (opts.publicKeyPem) {
       const pem = opts.publicKeyPem.replace(/\\n/g, '\n');
-      const alg = pem.length < 200 ? 'EdDSA' : 'ES256';
-      this.key = importSPKI(pem, alg).catch(() => importSPKI(pem, alg === 'EdDSA' ? 'ES256' : 'EdDSA'));
+      // a P-256 key (ES256) or an Ed25519 key (EdDSA): whichever the PEM holds
+      this.key = importSPKI(pem, 'ES256').catch(() => importSPKI(pem, 'EdDSA'));
     }
   }
 
