@@ -82,6 +82,8 @@ const schema = z.object({
   PEG_WINDOW_MS: intFrom(300_000, 1000, 86_400_000),
   PEG_MAX_GAP_MS: intFrom(60_000, 1000, 3_600_000),
   PEG_TIMEOUT_MS: intFrom(1500, 50, 30_000),
+  /** State-changing payment requests per SSO user per minute (429 beyond). */
+  PAYMENT_POSTS_PER_MINUTE: intFrom(120, 1, 100_000),
   /** Largest single on-ramp, KRW. */
   ONRAMP_MAX_KRW: intFrom(10_000_000, 1000, 1_000_000_000),
   PAYOUT_SCALE_RATIO: z.coerce.number().positive().max(100).default(1),

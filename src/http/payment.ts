@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
+import { rateLimit } from '../hub/guards.js';
 import { validate, type BodyReader } from '../hub/http.js';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
 import type { Json } from '../store/port.js';
@@ -29,6 +31,9 @@ export interface PaymentRoutesOptions {
   webhookSecret?: string;
   chain?: ChainClient;
   program?: ChallengeProgramPort;
+  clock: Clock;
+  /** State-changing requests per user per minute (default 120), counted in the Store. */
+  postsPerMinute?: number;
 }
 
 const OPERATOR = { roles: ['operator'] };
@@ -64,6 +69,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     ctx.state.user = u;
   };
   const uid = (ctx: RequestContext) => ctx.state.user as string;
+  // after `user` (guards run in order): each SSO user's POSTs are bounded
+  const userLimit = rateLimit({ store: service.store, clock: opts.clock, name: 'payment-post', limit: opts.postsPerMinute ?? 120, windowMs: 60_000, key: (ctx) => ctx.state.user as string | undefined });
+  const userPost = [user, userLimit];
   const sameUser = (ctx: RequestContext, bodyUser: string) => {
     if (bodyUser !== uid(ctx)) throw new AppError(403, 'forbidden', 'user_id does not match the SSO token');
   };
@@ -96,7 +104,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/challenge/buy',
     body: { schema: z.object({ challenge_id: id, user_id: z.string().regex(USER_ID_RE, 'must be a user id') }).strict() },
-    guards: [user],
+    guards: userPost,
     handler: (ctx) => {
       sameUser(ctx, ctx.body.user_id);
       return idem(ctx, uid(ctx), (e) => service.buy(uid(ctx), ctx.body.challenge_id, e, opts.program) as Promise<Json>);
@@ -125,7 +133,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/payout/request',
     body: { schema: z.object({ week }).strict() },
-    guards: [user],
+    guards: userPost,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => payouts.payout(ctx.body.week, uid(ctx), e)),
   });
 
@@ -133,7 +141,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/onramp',
     body: { schema: z.object({ amount_krw: z.number().int('must be an integer').positive('must be positive').max(Number.MAX_SAFE_INTEGER), method: z.enum(['card', 'transfer']) }).strict() },
-    guards: [user],
+    guards: userPost,
     handler: (ctx) => {
       const host = /^[A-Za-z0-9.:[\]-]{1,100}$/.test(ctx.headers.host ?? '') ? ctx.headers.host! : '127.0.0.1';
       const base = `http://${host}`;
@@ -162,7 +170,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/offramp',
     body: { schema: z.object({ amount: units }).strict() },
-    guards: [user],
+    guards: userPost,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => service.offramp(uid(ctx), ctx.body.amount, e)),
   });
 
@@ -170,7 +178,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/challenge/scale-up',
     body: { schema: z.object({ challenge_id: id }).strict() },
-    guards: [user],
+    guards: userPost,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.scaleUp(uid(ctx), ctx.body.challenge_id, e)),
   });
 
@@ -178,7 +186,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/challenge/withdraw',
     body: { schema: z.object({ challenge_id: id }).strict() },
-    guards: [user],
+    guards: userPost,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.withdraw(uid(ctx), ctx.body.challenge_id, e)),
   });
 

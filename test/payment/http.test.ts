@@ -29,7 +29,7 @@ describe('payment relay over HTTP', () => {
         HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-http'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
         SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
         BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url,
-        PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), PEG_TIMEOUT_MS: '300', OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
+        PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), PEG_TIMEOUT_MS: '300', PAYMENT_POSTS_PER_MINUTE: '40', OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
       }),
       { clock, logger: silent },
     );
@@ -288,5 +288,15 @@ describe('payment relay over HTTP', () => {
     }
     expect((await call(base, 'GET', '/api/token/ops/payout-runs/2020-W01', undefined, opH)).status).toBe(404);
     expect((await call(base, 'GET', '/api/token/ops/reviews?state=odd', undefined, opH)).status).toBe(400);
+  });
+
+  it('bounds each user\'s state-changing requests per minute', async () => {
+    const h = await as('hal');
+    const statuses: number[] = [];
+    for (let i = 0; i < 41; i++) statuses.push((await postK('/api/token/payout/request', { week: '2099-W01' }, h)).status);
+    expect(statuses.slice(0, 40).every((s) => s === 400)).toBe(true);
+    expect(statuses[40]).toBe(429);
+    // another user is not affected
+    expect((await postK('/api/token/payout/request', { week: '2099-W01' }, await as('ivy'))).status).toBe(400);
   });
 });

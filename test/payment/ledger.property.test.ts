@@ -170,4 +170,31 @@ describe('ledger properties (fc.commands against a model)', () => {
       { numRuns: 40 },
     );
   });
+
+  it('linked transfers land all or nothing (the two halves of a payout, a purchase and its fee)', async () => {
+    const dir = tempDir('ledger-linked');
+    const store = await openLmdbStore({ path: dir });
+    try {
+      const seed: TransferInput = { id: 'seed', debit: 'bank', credit: 'escrow', amount: 100n, code: 'seed' };
+      await ledgerUpdate(store, () => 1, transferKeys([seed]), (tx) => (tx.transfer(seed), { result: undefined }));
+      const trader: TransferInput = { id: 'payout:W1:a:trader', debit: 'escrow', credit: 'u:a:wallet', amount: 90n, code: 'payout' };
+      const platform: TransferInput = { id: 'payout:W1:a:platform', debit: 'escrow', credit: 'operating', amount: 20n, code: 'payout_platform' };
+      // the second half cannot be paid (escrow has 100, the pair needs 110): neither lands
+      await expect(
+        ledgerUpdate(store, () => 2, transferKeys([trader, platform]), (tx) => {
+          tx.transfer(trader);
+          tx.transfer(platform);
+          return { result: undefined };
+        }),
+      ).rejects.toMatchObject({ code: 'insufficient_balance' });
+      expect(await store.get(K.transfer(trader.id))).toBeUndefined();
+      expect(await realAvail({ store, now: 0 }, 'escrow')).toBe(100n);
+      expect(await realAvail({ store, now: 0 }, 'u:a:wallet')).toBe(0n);
+      expect((await checkLedger(store)).ok).toBe(true);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
+
