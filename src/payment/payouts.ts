@@ -168,7 +168,7 @@ export class PayoutService {
   }
 
   /** Runs one week for every funded user, under a lease; returns the run's report. */
-  async runWeek(week: string): Promise<Json> {
+  async runWeek(week: string, onPayout?: (user: string, status: string) => void): Promise<Json> {
     weekStart(week);
     const token = randomUUID();
     const now = this.svc.now();
@@ -191,6 +191,7 @@ export class PayoutService {
         if (this.opts.crashAfter !== undefined && n >= this.opts.crashAfter) throw new Error(`injected crash after ${n} payouts`);
         const r = (await this.payout(week, x.user, {}, x)) as { status: string };
         counts[r.status] = (counts[r.status] ?? 0) + 1;
+        onPayout?.(x.user, r.status);
         n++;
       }
       const report = {
