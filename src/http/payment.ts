@@ -232,6 +232,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     body: { schema: z.object({ reason }).strict() },
     handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, e)),
   });
+  hub.route({ method: 'GET', path: '/api/token/ops/warnings', auth: OPERATOR, handler: () => payouts.warnings() });
   hub.route({ method: 'GET', path: '/api/token/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), handler: (ctx) => payouts.report(ctx.params.week) });
   hub.route({
     method: 'POST',

@@ -248,6 +248,11 @@ export class PayoutService {
     return r;
   }
 
+  /** Warnings raised by held payouts (a rule violation in the last 7 days), newest first. */
+  async warnings() {
+    return { warnings: (await this.store.range(PAYOUT.warnings, -200)).reverse() };
+  }
+
   // ---- manual review -----------------------------------------------------------------------------
 
   async reviews(open: boolean) {

@@ -181,11 +181,20 @@ export class PaymentService {
     return rec.body;
   }
 
+  /** Binds the challenge to its program and records the program's creation on the chain. */
   private async setProgram(id: string, program: string) {
+    const now = this.now();
     await this.store.update([PK.challenge(id)], ([cur]) => {
       if (!cur) return { writes: [], result: undefined };
-      return { writes: [{ op: 'set', key: PK.challenge(id), value: { ...(cur as object), program } as Json }], result: undefined };
+      return {
+        writes: [
+          { op: 'set', key: PK.challenge(id), value: { ...(cur as object), program } as Json },
+          ...chainEventWrites(`program:${program}`, 'program_creation', { program, challenge: id, ts: now }, now),
+        ],
+        result: undefined,
+      };
     });
+    this.opts.onKick?.();
   }
 
   async challenge(id: string): Promise<ChallengeRecord> {

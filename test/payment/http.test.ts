@@ -240,6 +240,19 @@ describe('payment relay over HTTP', () => {
     expect(check.body.ledger).toMatchObject({ ok: true, mismatches: [], negative: [] });
     expect(check.body.ledger.debits).toBe(check.body.ledger.credits);
     expect(check.body.receipts.ok).toBe(true);
+    // a funded account's second violation within 30 days deducts 10 % of the collateral; withdrawal refunds the rest
+    const op2 = { authorization: `Bearer ${await signIn(base, ['operator'])}` };
+    const collateral = BigInt(scale.body.collateral);
+    await postK(`/api/token/ops/challenges/${c2}/events`, { type: 'violation', event_id: 'v1', rule: 'daily_loss' }, op2);
+    await postK(`/api/token/ops/challenges/${c2}/events`, { type: 'violation', event_id: 'v2', rule: 'max_drawdown' }, op2);
+    const afterDeduct = BigInt((await call(base, 'GET', '/api/token/wallet', undefined, h2)).body.collateral);
+    expect(afterDeduct).toBe(collateral - collateral / 10n);
+    const before = BigInt((await call(base, 'GET', '/api/token/wallet', undefined, h2)).body.balance);
+    const wd = await postK('/api/token/challenge/withdraw', { challenge_id: c2 }, h2);
+    expect(wd.body).toMatchObject({ state: 'withdrawn', refunded: afterDeduct.toString() });
+    const after = (await call(base, 'GET', '/api/token/wallet', undefined, h2)).body;
+    expect(after.collateral).toBe('0');
+    expect(BigInt(after.balance) - before).toBe(afterDeduct);
     clock.set(Date.now()); // back to the banking service's time (webhook timestamps, token expiry)
   });
 

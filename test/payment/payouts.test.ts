@@ -73,6 +73,7 @@ describe('weekly payout: exactly once per (week, user)', () => {
     for (const u of USERS) expect(log.filter((m) => m === `payout:${week}:${u}:trader`)).toHaveLength(1);
     const records = await Promise.all(USERS.map((u) => store.get(PAYOUT.record(week, u))));
     expect(records.map((r) => (r as { status: string }).status)).toEqual(['paid', 'paid', 'paid', 'review']);
+    expect((await make().pay.warnings()).warnings).toEqual([expect.objectContaining({ user: 'u4', week, reason: 'violation_last_7_days' })]);
     // the held payout resolves at most once
     const { pay } = make();
     const rv = (await pay.reviews(true)).reviews[0] as { id: string };
