@@ -1,6 +1,5 @@
 import { AppError } from '../errors.js';
 import type { Json, Write } from '../store/port.js';
-import type { Idempotency } from './idempotency.js';
 import { Idempotency as Idem } from './idempotency.js';
 import { availableOf, balanceOf, ledgerUpdate, transferKeys, userAccount, type TransferInput } from './ledger.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
@@ -200,5 +199,3 @@ export class ChallengeLifecycle {
     });
   }
 }
-
-export type { Idempotency };

@@ -259,10 +259,17 @@ describe('payment relay over HTTP', () => {
   it('off-ramps with 1.4 % to the banking service, pages the history, and answers 409 while the first request runs', async () => {
     const h = await as('gina');
     await topUp('gina', 135_000); // about 250 tokens
+    // the banking service is down: the off-ramp is booked at once and reaches the bank when it returns
+    peers.banking.knobs.failRate = 1;
     const off = await postK('/api/token/offramp', { amount: '100000000' }, h);
     expect(off.status).toBe(200);
     expect(off.body).toMatchObject({ amount: '100000000', fee: '1400000', net: '98600000' });
-    await until('the bank got the off-ramp', () => peers.banking.state.offramps.size > 0);
+    expect(peers.banking.state.offramps.size).toBe(0);
+    peers.banking.knobs.failRate = 0;
+    await until('the bank got the off-ramp', () => {
+      clock.advance(1000); // the outbox's backoff runs on the hub clock
+      return peers.banking.state.offramps.size > 0;
+    });
     const p1 = await call(base, 'GET', '/api/token/wallet?limit=1&offset=0', undefined, h);
     const p2 = await call(base, 'GET', '/api/token/wallet?limit=1&offset=1', undefined, h);
     expect(p1.body.history).toHaveLength(1);
