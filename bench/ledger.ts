@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkLedger, ledgerUpdate, transferKeys } from '../src/payment/ledger.js';
+import { ledgerUpdate, transferKeys } from '../src/payment/ledger.js';
+import { checkLedger } from '../src/payment/check.js';
 import { openLmdbStore } from '../src/store/lmdb.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/port.js';
