@@ -106,7 +106,9 @@ export class PayoutService {
       ...transferKeys([{ id: ids.trader, debit: 'escrow', credit: wallet, amount: 1n, code: '' }, { id: ids.platform, debit: 'escrow', credit: 'operating', amount: 1n, code: '' }]),
       PAYOUT.record(week, user), dayKey, RK.head, ...(e.ticket ? [e.ticket.storeKey] : []),
     ];
+    let warned = false; // set when this call (not a replay) raised the warning
     const out = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
+      warned = false;
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body };
       const done = get(PAYOUT.record(week, user));
@@ -144,7 +146,10 @@ export class PayoutService {
         const review = { id: rid, week, user, reason: reason!, amount: x.total.toString(), holds: moves.map((m) => m.id), state: 'open', created_at: now };
         body = { ...base, status: 'review', reason: reason!, review: rid, receipt_hash: null };
         w.push({ op: 'set', key: PAYOUT.review(rid), value: review }, { op: 'index', key: PAYOUT.reviewsOpen, member: rid, score: now }, { op: 'index', key: PAYOUT.reviewsAll, member: rid, score: now });
-        if (reason === 'violation_last_7_days') w.push({ op: 'push', key: PAYOUT.warnings, value: { user, week, reason, ts: now }, cap: 1000 });
+        if (reason === 'violation_last_7_days') {
+          w.push({ op: 'push', key: PAYOUT.warnings, value: { user, week, reason, ts: now }, cap: 1000 });
+          warned = true;
+        }
       } else {
         const r = receiptWrites(get(RK.head), { kind: 'payout', user, amount: x.total.toString(), transfers: moves.map((m) => m.id), ref: `${week}:${user}`, ts: now });
         body = { ...base, status: 'paid', receipt_hash: r.hash };
@@ -155,7 +160,7 @@ export class PayoutService {
       return finish(body, w);
     });
     this.svc.opts.onKick?.();
-    if (recentViolation && (out as { status?: string }).status === 'review') {
+    if (warned) {
       await this.svc.opts.bus?.publish('payment:warnings', { user, week, reason: 'violation_last_7_days' }).catch(() => undefined);
     }
     return out;
@@ -272,7 +277,9 @@ export class PayoutService {
       K.account('escrow'), K.account(wallet), K.account('operating'),
       PAYOUT.review(id), PAYOUT.record(rv.week, rv.user), RK.head, ...(e.ticket ? [e.ticket.storeKey] : []),
     ];
+    let warned = false; // set when this call (not a replay) raised the warning
     const out = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
+      warned = false;
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body };
       const cur = get(PAYOUT.review(id)) as { state: string } & Record<string, Json>;
