@@ -27,10 +27,12 @@ import { ClamdScanner } from './uploads/index.js';
 import { registerRewardRoutes } from './http/reward.js';
 import { registerTicketRoutes } from './http/ticket.js';
 import { registerProgramRoutes } from './http/programs.js';
+import { registerPaymentRoutes } from './http/payment.js';
 import { registerTradingRoutes } from './http/trading.js';
 import { Hub } from './hub/index.js';
 import { createLogger } from './log.js';
 import { Outbox } from './outbox.js';
+import { createPayment } from './payment/wire.js';
 import { parseCharter } from './reward/charter.js';
 import { rewardPeerDeliverers } from './reward/peers.js';
 import { RewardService } from './reward/service.js';
@@ -90,10 +92,12 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
 
   const mailer = new Mailer({ store, clock, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 
+  // the payment relay's outbox deliverers are bound once the relay exists (below)
+  const deliver: Record<string, import('./outbox.js').Deliver> = { ...rewardPeerDeliverers(config), [MAIL_DEST]: mailer.deliver };
   const outbox = new Outbox({
     store,
     clock,
-    deliver: { ...rewardPeerDeliverers(config), [MAIL_DEST]: mailer.deliver },
+    deliver,
     retryMinMs: config.OUTBOX_RETRY_MIN_MS,
     retryMaxMs: config.OUTBOX_RETRY_MAX_MS,
     logger: logger.child({ part: 'outbox' }),
@@ -207,6 +211,11 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
   await programs.start();
 
+  const payment = await createPayment(config, { store, clock, bus, logger: logger.child({ part: 'payment' }), programs });
+  Object.assign(deliver, payment.deliverers);
+  payment.setKick(() => outbox.kick());
+  registerPaymentRoutes(hub, payment);
+
   const collab = new CollabService({
     store,
     clock,
@@ -237,6 +246,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();
+  payment.start();
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   logger.info({ url, store: store.kind, port }, 'maru listening');
@@ -250,6 +260,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
       (stopped ??= (async () => {
         trading.jobs.cancelAll();
         await programs.close();
+        await payment.stop();
         collab.close();
         clearInterval(blobSweep);
         await hub.stop();

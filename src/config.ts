@@ -99,6 +99,34 @@ const schema = z.object({
   S3_REGION: z.string().min(1).default('us-east-1'),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+
+  /** Token payment relay (docs/payment.md). 'embedded' starts the peers' stand-ins in this process (development). */
+  PAYMENT_PEERS: z.enum(['off', 'embedded']).default('off'),
+  /** The banking service's SSO: its JWKS address (cached), or its PEM public key; iss and aud checked when set. */
+  SSO_JWKS_URL: z.string().url().optional(),
+  SSO_PUBLIC_KEY: z.string().min(40).optional(),
+  SSO_ISSUER: z.string().min(1).optional(),
+  SSO_AUDIENCE: z.string().min(1).optional(),
+  BANKING_URL: z.string().url().optional(),
+  /** Standard Webhooks secret (whsec_...) of the banking service's confirmation webhook. */
+  BANKING_WEBHOOK_SECRET: z.string().min(16).optional(),
+  CHAIN_URL: z.string().url().optional(),
+  BROKER_URL: z.string().url().optional(),
+  /** The three token/USD price providers, comma-separated. */
+  PRICE_PROVIDER_URLS: z.string().optional(),
+  PEG_WINDOW_MS: intFrom(300_000, 1000, 86_400_000),
+  PEG_MAX_GAP_MS: intFrom(60_000, 1000, 3_600_000),
+  PEG_TIMEOUT_MS: intFrom(1500, 50, 30_000),
+  /** State-changing payment requests per SSO user per minute (429 beyond). */
+  PAYMENT_POSTS_PER_MINUTE: intFrom(120, 1, 100_000),
+  /** Largest single on-ramp, KRW. */
+  ONRAMP_MAX_KRW: intFrom(10_000_000, 1000, 1_000_000_000),
+  PAYOUT_SCALE_RATIO: z.coerce.number().positive().max(100).default(1),
+  PAYOUT_DISCIPLINE: z.coerce.number().positive().max(1).default(0.9),
+  PAYOUT_CATCHUP_WEEKS: intFrom(8, 1, 52),
+  CHALLENGE_PROFIT_TARGET: z.coerce.number().positive().max(1).default(0.08),
+  CHALLENGE_DAILY_LOSS: z.coerce.number().positive().max(1).default(0.05),
+  CHALLENGE_MAX_DRAWDOWN: z.coerce.number().positive().max(1).default(0.1),
 });
 
 export type Config = z.infer<typeof schema>;
