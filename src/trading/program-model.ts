@@ -1,3 +1,4 @@
+import { forbidden } from '../errors.js';
 import type { Settings } from './engine.js';
 import type { StrategyId } from './strategies.js';
 import type { SymbolId } from './symbols.js';
@@ -157,4 +158,13 @@ export type NewEvent = DistributiveOmit<ProgramEvent, 'id'>;
 export interface Caller {
   id: string;
   operator: boolean;
+}
+
+/** Internal callers (no caller), operators and the program's creator. */
+export function mayManage(rec: ProgramRecord, caller: Caller | undefined): boolean {
+  return caller === undefined || caller.operator || (rec.created_by !== null && rec.created_by === caller.id);
+}
+
+export function checkAccess(rec: ProgramRecord, caller: Caller | undefined): void {
+  if (!mayManage(rec, caller)) throw forbidden(`program ${rec.id} belongs to another trader`, { id: rec.id });
 }

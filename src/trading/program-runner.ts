@@ -5,11 +5,13 @@ import { RING, type Market } from './market.js';
 import {
   K,
   LOG_CAP,
+  MAX_CATCHUP,
   SIGNAL_CAP,
   type LogEntry,
   type NewEvent,
   type ProgramRecord,
   type ProgramStats,
+  type TickEntry,
 } from './program-model.js';
 import { EXIT, LONG, NONE, SHORT, STRATEGY_DEFS, type StrategyRun } from './strategies.js';
 
@@ -139,6 +141,13 @@ export class Runner {
     return { program: this.rec.id, writes: this.state(), events, run: { from: this.run, bar: null } };
   }
 
+  /** This program's entry in the 3-second tick. */
+  tickEntry(): TickEntry {
+    const s = this.stats;
+    const r2 = (x: number) => Math.round(x * 100) / 100;
+    return { program: this.rec.id, price: s.last_price, equity: r2(s.equity), pnl: r2(s.pnl), day_pnl: r2(s.day_pnl), position: s.position, open_positions: s.open_positions };
+  }
+
   /** Statistics and book, written with every bar. */
   state(): Write[] {
     const book: StoredBook = { ...this.engine.snapshot(), signal: this.pendingEntry };
@@ -217,5 +226,20 @@ export class Runner {
     s.pnl = s.equity - this.rec.settings.capital;
     if (s.equity > s.peak) s.peak = s.equity;
     if (s.peak - s.equity > s.max_drawdown) s.max_drawdown = s.peak - s.equity;
+  }
+}
+
+/**
+ * Steps runners of one market through every bar closed by clock time `until` they have not
+ * processed (at most MAX_CATCHUP back). Each runner steps on a slot right after it is written
+ * (bars are pure: rewriting a slot is harmless).
+ */
+export function pumpMarket(market: Market, runners: Runner[], until: number, step: (r: Runner, k: number, slot: number) => void): void {
+  const kNow = market.closedAt(until);
+  const from = Math.max(Math.min(...runners.map((r) => r.lastBar + 1)), kNow - MAX_CATCHUP + 1);
+  for (let k = from; k <= kNow; k++) {
+    const slot = market.write(k);
+    if (k > market.last) market.last = k;
+    for (const r of runners) if (r.lastBar < k) step(r, k, slot);
   }
 }

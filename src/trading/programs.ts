@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
-import { conflict, forbidden, notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { Markets, type Market } from './market.js';
 import { Journal } from './program-journal.js';
@@ -16,6 +16,8 @@ import {
   PROGRAM_EVENTS_TOPIC,
   PROGRAM_TICK_TOPIC,
   TICK_MS,
+  checkAccess,
+  mayManage,
   type Caller,
   type CreateInput,
   type LogEntry,
@@ -26,7 +28,7 @@ import {
   type TickEntry,
   type TickEvent,
 } from './program-model.js';
-import { logWrite, Runner, type StoredBook } from './program-runner.js';
+import { logWrite, pumpMarket, Runner, type StoredBook } from './program-runner.js';
 
 export * from './program-model.js';
 
@@ -286,16 +288,7 @@ export class ProgramService {
     const now = this.opts.clock.now();
     const bySymbol = new Map<Market, Runner[]>();
     for (const r of this.runners.values()) bySymbol.set(r.market, [...(bySymbol.get(r.market) ?? []), r]);
-    for (const [market, runners] of bySymbol) {
-      const kNow = market.closedAt(now);
-      const from = Math.max(Math.min(...runners.map((r) => r.lastBar + 1)), kNow - MAX_CATCHUP + 1);
-      for (let k = from; k <= kNow; k++) {
-        // every runner steps on the slot right after it is written (bars are pure, rewriting is harmless)
-        const slot = market.write(k);
-        if (k > market.last) market.last = k;
-        for (const r of runners) if (r.lastBar < k) this.step(r, k, slot, now);
-      }
-    }
+    for (const [market, runners] of bySymbol) pumpMarket(market, runners, now, (r, k, slot) => this.step(r, k, slot, now));
     const tick = Math.floor(now / TICK_MS);
     if (tick > this.lastTick) {
       this.lastTick = tick;
@@ -318,15 +311,10 @@ export class ProgramService {
     const programs: TickEntry[] = [];
     for (const r of this.runners.values()) {
       if (r.stopping) continue;
-      const s = r.stats;
-      const equity = Math.round(s.equity * 100) / 100;
-      programs.push({ program: r.rec.id, price: s.last_price, equity, pnl: round2(s.pnl), day_pnl: round2(s.day_pnl), position: s.position, open_positions: s.open_positions });
-      void this.journal.add({
-        program: r.rec.id,
-        writes: [{ op: 'push', key: K.equity(r.rec.id), value: { t, equity }, cap: EQUITY_CAP }],
-        events: [],
-        run: { from: r.run, bar: r.lastBar },
-      });
+      const entry = r.tickEntry();
+      programs.push(entry);
+      const point = { t, equity: entry.equity };
+      void this.journal.add({ program: r.rec.id, writes: [{ op: 'push', key: K.equity(r.rec.id), value: point, cap: EQUITY_CAP }], events: [], run: { from: r.run, bar: r.lastBar } });
     }
     if (programs.length === 0) return;
     const ev: TickEvent = { type: 'tick', t, programs };
@@ -390,12 +378,9 @@ export class ProgramService {
     const id = r.rec.id;
     if (this.runners.get(id) !== r) return;
     if (how === 'flatten') {
+      r.stopping = true; // the bars before the pause still count, but cannot stop it again
       const now = this.opts.clock.now();
-      const to = Math.min(r.market.closedAt(until ?? now), r.market.closedAt(now));
-      for (let k = Math.max(r.lastBar + 1, to - MAX_CATCHUP + 1); k <= to; k++) {
-        r.stopping = true; // the bars before the pause: no stop from them
-        void this.journal.add(r.step(k, r.market.write(k), now).entry);
-      }
+      pumpMarket(r.market, [r], Math.min(until ?? now, now), (_, k, slot) => void this.journal.add(r.step(k, slot, now).entry));
       const flat = r.flatten();
       void this.journal.add(flat ?? { program: id, writes: r.state(), events: [], run: { from: r.run, bar: null } });
     }
@@ -423,15 +408,3 @@ export class ProgramService {
     return this.journal.flushed();
   }
 }
-
-const round2 = (x: number) => Math.round(x * 100) / 100;
-
-/** Internal callers (no caller), operators and the program's creator. */
-function mayManage(rec: ProgramRecord, caller: Caller | undefined): boolean {
-  return caller === undefined || caller.operator || (rec.created_by !== null && rec.created_by === caller.id);
-}
-
-function checkAccess(rec: ProgramRecord, caller: Caller | undefined): void {
-  if (!mayManage(rec, caller)) throw forbidden(`program ${rec.id} belongs to another trader`, { id: rec.id });
-}
-
