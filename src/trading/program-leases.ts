@@ -32,9 +32,13 @@ export class Leases {
     });
   }
 
-  /** Takes a free lease; false when another process holds it. */
-  take(id: string): Promise<boolean> {
-    return this.store.set(K.lease(id), this.owner, { ifAbsent: true, ttlMs: this.ttlMs });
+  /** Takes the lease when it is free or already this process's (renewed); false when another process holds it. */
+  hold(id: string): Promise<boolean> {
+    return this.store.update([K.lease(id)], ([cur]) =>
+      cur === undefined || cur === this.owner
+        ? { writes: [{ op: 'set' as const, key: K.lease(id), value: this.owner, ttlMs: this.ttlMs }], result: true }
+        : { writes: [], result: false },
+    );
   }
 
   /** Gives the lease up (only when this process holds it). */

@@ -63,6 +63,8 @@ export class ProgramService {
   readonly markets: Markets;
   readonly owner: string;
   private readonly runners = new Map<string, Runner>();
+  /** Programs being claimed (between taking the lease and the runner). */
+  private readonly claiming = new Set<string>();
   private readonly journal: Journal;
   private readonly leases: Leases;
   private pumping: Promise<void> | undefined;
@@ -342,13 +344,24 @@ export class ProgramService {
 
   /** Takes the program's lease when free (or drives it when `leased`: already taken) and starts driving it. */
   private async claim(id: string, leased = false): Promise<void> {
-    if (this.closed || this.runners.has(id)) return;
-    if (!leased && !(await this.leases.take(id))) return;
-    // this process's own earlier output (the flatten of a previous run) lands first
+    if (this.closed || this.runners.has(id) || this.claiming.has(id)) return;
+    this.claiming.add(id);
+    try {
+      await this.claimHeld(id, leased);
+    } finally {
+      this.claiming.delete(id);
+    }
+  }
+
+  private async claimHeld(id: string, leased: boolean): Promise<void> {
+    if (!leased && !(await this.leases.hold(id))) return;
+    // this process's own earlier output (the flatten of a previous run) lands first, and the
+    // lease is held again in case that release gave it up meanwhile
     await this.journal.flushed();
+    if (!(await this.leases.hold(id))) return;
     const [rec, stored, book] = await this.opts.store.getMany([K.rec(id), K.stats(id), K.book(id)]);
     const r = rec as unknown as ProgramRecord | undefined;
-    if (!r || r.state !== 'running' || this.runners.has(id)) {
+    if (this.closed || !r || r.state !== 'running' || this.runners.has(id)) {
       if (!this.runners.has(id)) await this.leases.drop(id);
       return;
     }
@@ -388,7 +401,7 @@ export class ProgramService {
     r.stopping = true;
     void this.journal
       .flushed()
-      .then(() => this.leases.drop(id))
+      .then(() => (this.runners.has(id) || this.claiming.has(id) ? undefined : this.leases.drop(id)))
       .catch((e) => this.opts.onError?.(e));
   }
 
