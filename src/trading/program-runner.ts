@@ -45,6 +45,8 @@ export class Runner {
   private fills: FillEvent[] = [];
   /** An entry signal waiting for the next open. */
   private pendingEntry = NONE;
+  /** The book as last written (undefined: write it with the next bar). */
+  private bookJson: string | undefined;
   stopping = false;
 
   constructor(
@@ -148,13 +150,19 @@ export class Runner {
     return { program: this.rec.id, price: s.last_price, equity: r2(s.equity), pnl: r2(s.pnl), day_pnl: r2(s.day_pnl), position: s.position, open_positions: s.open_positions };
   }
 
-  /** Statistics and book, written with every bar. */
+  /** The statistics, written with every bar, and the book when it changed since it was last written. */
   state(): Write[] {
+    const writes: Write[] = [{ op: 'set', key: K.stats(this.rec.id), value: { ...this.stats } as unknown as Json }];
     const book: StoredBook = { ...this.engine.snapshot(), signal: this.pendingEntry };
-    return [
-      { op: 'set', key: K.stats(this.rec.id), value: { ...this.stats } as unknown as Json },
-      { op: 'set', key: K.book(this.rec.id), value: book as unknown as Json },
-    ];
+    const json = JSON.stringify(book);
+    if (json !== this.bookJson) writes.push({ op: 'set', key: K.book(this.rec.id), value: book as unknown as Json });
+    this.bookJson = json;
+    return writes;
+  }
+
+  /** A write of this runner was not committed: the next one carries the book again. */
+  forgetBook(): void {
+    this.bookJson = undefined;
   }
 
   private blocked(want: number, dirBefore: ProgramStats['position'], openBefore: number): { code: string; message: string } {

@@ -302,7 +302,7 @@ export class ProgramService {
   private step(r: Runner, k: number, slot: number, now: number): void {
     if (r.stopping || this.runners.get(r.rec.id) !== r) return;
     const { entry, dailyLossHit } = r.step(k, slot, now);
-    void this.journal.add(entry);
+    void this.journal.add(entry).then((ok) => ok || r.forgetBook());
     if (dailyLossHit) {
       r.stopping = true;
       void this.move(r.rec.id, 'stop', undefined, 'daily_loss_limit').catch((e) => this.opts.onError?.(e));
