@@ -1,6 +1,6 @@
 import type { Bus } from '../bus.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { HISTORY, K, PROGRAM_EVENTS_TOPIC, type NewEvent, type ProgramEvent, type ProgramRecord } from './program-model.js';
+import { HISTORY, K, PROGRAM_EVENTS_TOPIC, runOf, type NewEvent, type ProgramEvent, type ProgramRecord } from './program-model.js';
 
 /**
  * The one path by which program output reaches the store and the Bus, in the order it was made.
@@ -93,7 +93,7 @@ export class Journal {
   }
 
   private current(r: ProgramRecord | undefined, lease: Json | undefined, run: { from: number; bar: number | null }): boolean {
-    if (!r || lease !== this.opts.owner || r.from_bar !== run.from) return false;
+    if (!r || lease !== this.opts.owner || runOf(r) !== run.from) return false;
     if (r.state === 'running' || run.bar === null) return true;
     // the program left running: bars that closed before it did still count
     return (run.bar + 1) * this.opts.barMs <= r.updated_at;

@@ -154,6 +154,9 @@ export type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omi
 /** An event before the journal gives it its id. */
 export type NewEvent = DistributiveOmit<ProgramEvent, 'id'>;
 
+/** The run a record is on: its from_bar (-1 for a record from before runs were kept). */
+export const runOf = (rec: ProgramRecord): number => rec.from_bar ?? -1;
+
 /** Who asks: an identity id, and whether it is an operator (who may manage every program). */
 export interface Caller {
   id: string;

@@ -6,6 +6,7 @@ import {
   K,
   LOG_CAP,
   MAX_CATCHUP,
+  runOf,
   SIGNAL_CAP,
   type LogEntry,
   type NewEvent,
@@ -57,7 +58,7 @@ export class Runner {
     start: number,
   ) {
     const def = STRATEGY_DEFS[rec.strategy];
-    this.run = rec.from_bar ?? start;
+    this.run = runOf(rec);
     this.strategy = def.create(rec.params, 1380);
     this.engine = new Engine(market.ring, rec.settings, { from: 0, tradeFrom: 0, to: RING + 1 });
     this.offset = stats.realized_pnl;
