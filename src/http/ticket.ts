@@ -14,7 +14,7 @@ import {
   type TicketService,
 } from '../ticket/service.js';
 import { qInt } from './query.js';
-import { label } from './text.js';
+import { label } from '../text.js';
 
 export interface Limit {
   limit: number;
