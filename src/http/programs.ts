@@ -15,6 +15,7 @@ import {
 } from '../trading/programs.js';
 import { STRATEGIES, STRATEGY_DEFS } from '../trading/strategies.js';
 import { SYMBOLS } from '../trading/symbols.js';
+import { label } from '../text.js';
 import { checkParams } from './trading.js';
 
 /**
@@ -28,7 +29,7 @@ const idField = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a
 
 export const createBody = z
   .strictObject({
-    name: z.string().trim().min(1).max(80).optional(),
+    name: label(80).optional(),
     strategy: z.enum(STRATEGIES),
     symbol: z.enum(SYMBOLS),
     params: z.record(z.string(), z.unknown()).optional(),

@@ -93,6 +93,11 @@ describe('live programs over HTTP and SSE', () => {
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('params.slow');
     expect((await api('POST', '/api/program/create', { strategy: 'nope', symbol: 'ES' })).status).toBe(400);
+    for (const name of ['a\u202eb', 'x\u0000', '\ud800', ' ', 'n'.repeat(81)]) {
+      const r = await api('POST', '/api/program/create', { name, strategy: 'breakout', symbol: 'ES' });
+      expect(r.status, JSON.stringify(name)).toBe(400);
+      expect(r.body.error.details.issues[0].field).toBe('name');
+    }
     expect((await api('POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES', settings: { max_positions: 99 } })).status).toBe(400);
     expect((await api('GET', '/api/program/status/p_unknown')).status).toBe(404);
     expect((await api('GET', '/api/program/logs/p_unknown')).status).toBe(404);
