@@ -142,6 +142,12 @@ export const K = {
   history: 'program:events',
 };
 
+export function newRecord(id: string, input: CreateInput, caller: Caller | undefined, now: number): ProgramRecord {
+  const { strategy, symbol, params, settings } = input;
+  const name = input.name ?? `${strategy} ${symbol}`;
+  return { id, name, strategy, symbol, params, settings, state: 'created', created_at: now, updated_at: now, reason: null, created_by: caller?.id ?? null, from_bar: null };
+}
+
 export function emptyStats(capital: number): ProgramStats {
   return {
     bars: 0, signals: 0, entries: 0, trades: 0, wins: 0, losses: 0, blocked: 0, realized_pnl: 0,

@@ -18,6 +18,7 @@ import {
   TICK_MS,
   checkAccess,
   mayManage,
+  newRecord,
   type Caller,
   type CreateInput,
   type LogEntry,
@@ -145,20 +146,7 @@ export class ProgramService {
     if (count >= MAX_PROGRAMS) throw conflict('too_many_programs', `at most ${MAX_PROGRAMS} programs`, { limit: MAX_PROGRAMS });
     const now = this.opts.clock.now();
     const id = `p_${randomBytes(6).toString('hex')}`;
-    const rec: ProgramRecord = {
-      id,
-      name: input.name ?? `${input.strategy} ${input.symbol}`,
-      strategy: input.strategy,
-      symbol: input.symbol,
-      params: input.params,
-      settings: input.settings,
-      state: 'created',
-      created_at: now,
-      updated_at: now,
-      reason: null,
-      created_by: caller?.id ?? null,
-      from_bar: null,
-    };
+    const rec = newRecord(id, input, caller, now);
     const stats = emptyStats(input.settings.capital);
     await this.opts.store.update([], () => ({
       writes: [
