@@ -84,6 +84,33 @@ describe('abandoned jobs', () => {
   }, 60_000);
 });
 
+describe('cancelling a waiting job', () => {
+  let maru: Maru;
+  beforeAll(async () => {
+    maru = await hub({});
+  });
+  afterAll(() => maru?.stop());
+
+  it('leaves the queue at once: its request answers 409 cancelled, the running one is untouched until cancelled too', async () => {
+    const base = maru.url;
+    const running = call(base, 'POST', '/api/program/optimize', heavy('run-1'));
+    await until('the first runs', async () => (await jobs(base)).running === 1);
+    const waiting = call(base, 'POST', '/api/program/optimize', heavy('wait-1'));
+    await until('the second waits', async () => (await jobs(base)).waiting === 1);
+    const c = await call(base, 'POST', '/api/program/jobs/wait-1/cancel');
+    expect(c.status).toBe(202);
+    const w = await waiting;
+    expect(w.status).toBe(409);
+    expect(w.body.error).toMatchObject({ code: 'cancelled', details: { job: 'wait-1', done: 0, reason: 'cancelled' } });
+    const j = await jobs(base);
+    expect(j).toMatchObject({ admitted: 1, running: 1, waiting: 0 });
+    expect(j.jobs).toEqual([expect.objectContaining({ job: 'run-1', state: 'running' })]);
+    expect((await call(base, 'POST', '/api/program/jobs/run-1/cancel')).status).toBe(202);
+    expect((await running).body.error.code).toBe('cancelled');
+    expect((await jobs(base)).admitted).toBe(0);
+  }, 60_000);
+});
+
 describe('job bounds', () => {
   let maru: Maru;
   beforeAll(async () => {
