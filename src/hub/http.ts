@@ -25,6 +25,8 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
    * deletes after the handler (move what you keep with BlobStore.putFile); [] for a JSON request.
    */
   files?: UploadedFile[];
+  /** Aborted when the client's connection closes before the answer is written. */
+  readonly signal: AbortSignal;
 }
 
 /**
