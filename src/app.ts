@@ -50,8 +50,8 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
 
   const store = await openStore(config);
-  const bus = createBus(store, `${process.pid}-${randomBytes(4).toString('hex')}`);
-  bus.onMessage(({ topic, message }) => hub.publish(topic, message));
+  const bus = createBus(store, `${process.pid}-${randomBytes(4).toString('hex')}`, { logger: logger.child({ part: 'bus' }) });
+  hub.attachBus(bus);
   await bus.start();
   hub.ready('store', () => store.ping());
 
@@ -82,7 +82,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     charter: config.REWARD_CHARTER_FILE
       ? parseCharter(JSON.parse(readFileSync(config.REWARD_CHARTER_FILE, 'utf8')))
       : undefined,
-    onPublishError: (err) => logger.warn({ err }, 'reward event not published'),
   });
   registerRewardRoutes(hub, {
     service: reward,
@@ -94,7 +93,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     store,
     clock,
     bus,
-    onPublishError: (err) => logger.warn({ err }, 'check-in event not published'),
   });
   registerTicketRoutes(hub, { service: tickets, store, clock });
 
@@ -102,7 +100,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const trading = new TradingService({
     pool: tradingPool,
     bus,
-    onPublishError: (err) => logger.warn({ err }, 'job progress not published'),
   });
   registerTradingRoutes(hub, { service: trading });
   const programs = new ProgramService({
@@ -125,7 +122,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     clock,
     bus,
     maxBytes: config.MD_MAX_BYTES,
-    onPublishError: (err) => logger.warn({ err }, 'document event not published'),
+    logger: logger.child({ part: 'collab' }),
   });
   registerCollabRoutes(hub, { service: collab });
   collab.start(config.MD_SWEEP_MS);

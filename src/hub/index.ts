@@ -17,7 +17,9 @@ import {
 } from './http.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { Router } from './router.js';
+import { Live, parseSince, type HistoryBus } from './live.js';
 import { SseStream, type SseOptions } from './sse.js';
+import { busStream, type BusSseDef } from './sse-route.js';
 import { loadStatic, notModified, type StaticFile } from './static.js';
 import { Topics, type SocketData, type TopicSpec } from './topics.js';
 import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket } from './uws.js';
@@ -25,6 +27,7 @@ import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, 
 export { Reply, route } from './http.js';
 export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader } from './http.js';
 export type { SseStream } from './sse.js';
+export type { BusSseDef } from './sse-route.js';
 export type { TopicSpec } from './topics.js';
 
 export interface HubOptions {
@@ -91,7 +94,7 @@ interface Pending {
 
 /** Messages a WebSocket client may send on /ws. */
 type ClientFrame =
-  | { type: 'subscribe' | 'unsubscribe'; topic: string }
+  | { type: 'subscribe' | 'unsubscribe'; topic: string; since?: unknown }
   | { type: 'auth'; token: string }
   | { type: 'ping' };
 
@@ -119,6 +122,8 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export class Hub {
   readonly metrics: Metrics;
   readonly topics: Topics;
+  /** Bus messages to topics and streams, with history recovery (hub/live.ts). */
+  readonly live: Live;
   /** The credential gate: the identity model plugs its authenticator in with `authenticate`. */
   readonly auth = new AuthGate();
   private readonly app: TemplatedApp;
@@ -144,6 +149,7 @@ export class Hub {
     this.metrics = createMetrics();
     this.app = this.uws.App();
     this.topics = new Topics(this.app, this.metrics);
+    this.live = new Live(this.topics);
     this.statics = loadStatic(opts.webDir);
     this.sseOptions = { heartbeatMs: 15_000, maxBacklog: 1 << 20, retryMs: 3000, ...opts.sse };
     this.installWebSocket();
@@ -156,9 +162,21 @@ export class Hub {
     return this;
   }
 
-  sse<Q>(def: SseRouteDef<Q>): this {
+  /** An SSE route: a custom `open`, or Bus topics with ids and Last-Event-ID resume (BusSseDef). */
+  sse<Q>(def: SseRouteDef<Q> | BusSseDef<Q>): this {
+    if ('topics' in def) {
+      for (const t of def.topics) this.live.retain(t, def.history ?? 1000);
+      const { path, query, guards, auth } = def;
+      this.router.add('GET', path, { kind: 'sse', def: { path, query, guards, auth, open: busStream(this.live, def) } });
+      return this;
+    }
     this.router.add('GET', def.path, { kind: 'sse', def });
     return this;
+  }
+
+  /** Delivers the Bus's messages to this hub's topics and streams, and reads its history. */
+  attachBus(bus: HistoryBus): () => void {
+    return this.live.attach(bus);
   }
 
   /** Installs the identity model: how a bearer token becomes a principal; `superRole` passes every role check. */
@@ -169,6 +187,7 @@ export class Hub {
 
   topic(spec: TopicSpec): this {
     this.topics.define(spec);
+    if (spec.history) this.live.retain(spec.name, spec.history);
     return this;
   }
 
@@ -617,8 +636,13 @@ export class Hub {
         };
         return reply({ type: 'error', code: verdict === 'unknown' ? 'unknown_topic' : verdict, message: messages[verdict], topic });
       }
-      this.topics.subscribe(ws, topic);
-      return reply({ type: 'subscribed', topic });
+      let since;
+      try {
+        since = parseSince(frame.since);
+      } catch (err) {
+        return reply({ type: 'error', code: 'invalid_frame', message: (err as Error).message, topic });
+      }
+      return this.live.subscribeSocket(ws, topic, since, reply);
     }
     reply({ type: 'error', code: 'invalid_frame', message: 'expected {type: subscribe|unsubscribe|auth|ping, topic|token}' });
   }

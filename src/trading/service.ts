@@ -72,13 +72,10 @@ export class TradingService {
   constructor(
     private readonly opts: {
       pool: TaskRunner;
-      bus: Pick<Bus, 'publish'>;
-      onPublishError?: (err: unknown) => void;
+      bus: Pick<Bus, 'emit'>;
     },
   ) {
-    this.jobs = new Jobs((topic, p: JobProgress) => {
-      opts.bus.publish(topic, p as never).catch((err) => opts.onPublishError?.(err));
-    });
+    this.jobs = new Jobs((topic, p: JobProgress) => opts.bus.emit(topic, p as never));
   }
 
   cancel(id: string) {

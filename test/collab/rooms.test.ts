@@ -50,7 +50,7 @@ describe('rooms across processes over a lossy pub/sub', () => {
 
   it('converges although 40% of the room messages are dropped (state-vector anti-entropy)', async () => {
     store = await openStore(loadConfig({ DATA_DIR: tempDir('rooms-lossy') }));
-    const service = new CollabService({ store, clock: systemClock, bus: { publish: async () => undefined }, maxBytes: 1 << 20 });
+    const service = new CollabService({ store, clock: systemClock, bus: { emit: () => undefined }, maxBytes: 1 << 20 });
     const bus = lossyBus(0.4);
     const mk = (origin: string) => new Rooms({ store, service, origin, logger: pino({ level: 'silent' }), debounceMs: 50, maxDelayMs: 200, resyncMs: 40, transport: bus.transport });
     const p1 = mk('p1');
