@@ -16,7 +16,7 @@ const slugParams = z.object({ slug });
 
 export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
   const { service } = opts;
-  hub.topic({ name: 'md:*', policy: 'drop' });
+  hub.topic({ name: 'md:*', policy: 'drop', history: 200 });
   void LIST_TOPIC;
 
   const saveBody = z.strictObject({

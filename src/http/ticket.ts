@@ -76,8 +76,8 @@ const client = (ctx: RequestContext) => ctx.remoteAddress;
 export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void {
   const { service, store, clock } = opts;
   const limits = { ...DEFAULT_TICKET_LIMITS, ...opts.limits };
-  hub.topic({ name: CHECKIN_TOPIC, policy: 'close' });
-  hub.topic({ name: 'mticket:*', policy: 'drop' });
+  hub.topic({ name: CHECKIN_TOPIC, policy: 'close', history: 1000 });
+  hub.topic({ name: 'mticket:*', policy: 'drop', history: 50 });
 
   const refusedByLimit = (ctx: RequestContext, via: 'code' | 'id') => {
     const body = (ctx.body ?? {}) as Partial<z.output<typeof checkInBody>>;
