@@ -5,7 +5,7 @@ import { AuthService, SUPER_ROLE } from './auth/service.js';
 import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
-import { Rooms } from './collab/rooms.js';
+import { Rooms, busTransport } from './collab/rooms.js';
 import { CollabService } from './collab/service.js';
 import { registerAuthRoutes } from './http/auth.js';
 import { registerCollabRoutes } from './http/collab.js';
@@ -134,16 +134,16 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     debounceMs: config.MD_PERSIST_DEBOUNCE_MS,
     maxDelayMs: config.MD_PERSIST_MAX_MS,
     resyncMs: config.MD_RESYNC_MS,
+    transport: busTransport(bus),
+    clock,
   });
-  rooms.attach(
-    hub.socket('/yjs/:slug', {
-      maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
-      upgrade: (params) => rooms.upgrade(params),
-      open: (ws) => rooms.open(ws),
-      message: (ws, msg) => rooms.message(ws, msg),
-      close: (ws) => rooms.close_(ws),
-    }),
-  );
+  hub.peers('/yjs/:slug', {
+    maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
+    upgrade: ([slug]) => rooms.check(slug),
+    open: (peer, slug) => rooms.open(peer, slug),
+    message: (peer, bytes) => rooms.message(peer, bytes),
+    close: (peer) => rooms.leave(peer),
+  });
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();

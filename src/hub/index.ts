@@ -18,6 +18,7 @@ import {
 import { createMetrics, type Metrics } from './metrics.js';
 import { Router } from './router.js';
 import { Live, parseSince, type HistoryBus } from './live.js';
+import { peerBehaviour, type PeerEndpoint } from './peer-socket.js';
 import { SseStream, type SseOptions } from './sse.js';
 import { busStream, type BusSseDef } from './sse-route.js';
 import { loadStatic, notModified, type StaticFile } from './static.js';
@@ -28,6 +29,7 @@ export { Reply, route } from './http.js';
 export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader } from './http.js';
 export type { SseStream } from './sse.js';
 export type { BusSseDef } from './sse-route.js';
+export type { PeerEndpoint, SocketPeer } from './peer-socket.js';
 export type { TopicSpec } from './topics.js';
 
 export interface HubOptions {
@@ -263,6 +265,11 @@ export class Hub {
       },
     });
     return { publish: (topic, message, isBinary) => void this.app.publish(topic, message, isBinary) };
+  }
+
+  /** A binary WebSocket endpoint whose connections reach a service as SocketPeers (hub/peer-socket.ts). */
+  peers<D>(pattern: string, endpoint: PeerEndpoint<D>): void {
+    this.socket(pattern, peerBehaviour(endpoint));
   }
 
   /** Delivers to this process's WebSocket subscribers of the topic (the Bus calls this). */
