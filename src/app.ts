@@ -111,6 +111,10 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     onError: (err) => logger.warn({ err }, 'program service error'),
   });
   registerProgramRoutes(hub, { service: programs, bus });
+  hub.page('/reference', '/reference.html', {
+    title: 'API reference',
+    description: 'Every route, stream and socket of this hub, from /openapi.json (generated from the route table)',
+  });
   hub.page('/trading', '/trading.html', {
     title: 'Trading programs',
     description: 'Live trading programs (state, P&L, log, signals, equity) and the backtest lab',

@@ -19,6 +19,8 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { Router } from './router.js';
 import { Live, parseSince, type HistoryBus } from './live.js';
 import { peerBehaviour, type PeerEndpoint } from './peer-socket.js';
+import { ApiTable } from './api-doc.js';
+import type { RouteEntry } from './openapi.js';
 import { SseStream, type SseOptions } from './sse.js';
 import { busStream, type BusSseDef } from './sse-route.js';
 import { loadStatic, notModified, type StaticFile } from './static.js';
@@ -62,6 +64,8 @@ export interface SseRouteDef<Q = unknown> {
  * as that HTTP status).
  */
 export interface SocketBehaviour<D> {
+  /** For the API reference (/openapi.json describes WebSocket endpoints in words). */
+  description?: string;
   maxPayloadLength?: number;
   idleTimeoutS?: number;
   maxBackpressure?: number;
@@ -144,6 +148,8 @@ export class Hub {
   private readonly idPrefix = randomBytes(4).toString('hex');
   private nextRequestId = 1;
   private readonly sseOptions: SseOptions;
+  /** The route table as the API reference sees it (hub/api-doc.ts). */
+  readonly api: ApiTable;
 
   constructor(private readonly opts: HubOptions) {
     this.uws = loadNativeUws();
@@ -152,6 +158,7 @@ export class Hub {
     this.app = this.uws.App();
     this.topics = new Topics(this.app, this.metrics);
     this.live = new Live(this.topics);
+    this.api = new ApiTable(this.topics);
     this.statics = loadStatic(opts.webDir);
     this.sseOptions = { heartbeatMs: 15_000, maxBacklog: 1 << 20, retryMs: 3000, ...opts.sse };
     this.installWebSocket();
@@ -161,6 +168,7 @@ export class Hub {
 
   route<Q, B, P>(def: RouteDef<Q, B, P>): this {
     this.router.add(def.method, def.path, { kind: 'route', def });
+    this.api.add({ method: def.method, path: def.path, kind: 'route', def: def as RouteEntry['def'] });
     return this;
   }
 
@@ -170,9 +178,11 @@ export class Hub {
       for (const t of def.topics) this.live.retain(t, def.history ?? 1000);
       const { path, query, guards, auth } = def;
       this.router.add('GET', path, { kind: 'sse', def: { path, query, guards, auth, open: busStream(this.live, def) } });
+      this.api.add({ method: 'GET', path, kind: 'sse', def });
       return this;
     }
     this.router.add('GET', def.path, { kind: 'sse', def });
+    this.api.add({ method: 'GET', path: def.path, kind: 'sse', def });
     return this;
   }
 
@@ -197,6 +207,7 @@ export class Hub {
   socket<D extends object>(pattern: string, behaviour: SocketBehaviour<D>): SocketHandle {
     type S = SocketData & D;
     const params = pattern.split('/').filter((p) => p.startsWith(':')).length;
+    this.api.socket(pattern, behaviour.description ?? 'a WebSocket endpoint');
     this.app.ws<S>(pattern, {
       idleTimeout: behaviour.idleTimeoutS ?? this.opts.wsIdleTimeoutS ?? 120,
       maxPayloadLength: behaviour.maxPayloadLength ?? this.opts.wsMaxPayload ?? 64 * 1024,
@@ -292,6 +303,7 @@ export class Hub {
       params,
       handler: (ctx) => this.staticReply(file, ctx.headers['if-none-match']),
     });
+    this.api.markPage(path);
     return this;
   }
 
@@ -683,6 +695,7 @@ export class Hub {
       path: '/metrics',
       handler: async () => Reply.text(await this.metrics.registry.metrics(), this.metrics.registry.contentType),
     });
+    this.api.install(this);
     this.route({
       method: 'GET',
       path: '/pages',

@@ -12,6 +12,7 @@ export interface SocketPeer {
  * service knows no sockets (e.g. the y-websocket rooms of src/collab on /yjs/:slug).
  */
 export interface PeerEndpoint<D> {
+  description?: string;
   maxPayloadLength?: number;
   /** Validates the path parameters (throw an AppError to refuse with its status). */
   upgrade(params: string[], query: string): D;
@@ -42,6 +43,7 @@ export function peerBehaviour<D>(ep: PeerEndpoint<D>) {
     });
   };
   return {
+    description: ep.description,
     maxPayloadLength: ep.maxPayloadLength,
     upgrade: (params: string[], query: string): PeerData<D> => ({ data: ep.upgrade(params, query) }),
     open: (ws: W) => ep.open(peerOf(ws), ws.getUserData().data),

@@ -67,6 +67,11 @@ export class Topics {
     else this.exact.set(spec.name, spec);
   }
 
+  /** Every defined topic name or prefix pattern (for the API reference). */
+  names(): string[] {
+    return [...this.exact.keys(), ...this.prefixes.map((p) => p.name)];
+  }
+
   spec(topic: string): TopicSpec | undefined {
     return this.exact.get(topic) ?? this.prefixes.find((p) => topic.startsWith(p.name.slice(0, -1)));
   }
