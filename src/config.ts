@@ -30,7 +30,7 @@ const schema = z.object({
   /** The rental partner's password (account "partner"); unset, a random one is printed once at first start. */
   PARTNER_PASSWORD: z.string().min(8).max(256).optional(),
   /** Lifetime of a login token, ms (default 8 h). */
-  AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
+  AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 400 * 86_400_000),
   /** Lifetime of a partner token, ms (default 8 h). */
   PARTNER_TOKEN_TTL: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
   /** Lifetime of a scanner device token, ms (default 30 days). */

@@ -3,7 +3,7 @@ import { ROLES, USER_RE, type AuthService } from '../auth/service.js';
 import { MAX_PASSWORD, MIN_PASSWORD } from '../auth/passwords.js';
 import { bearerToken } from '../hub/auth.js';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
-import { label } from './text.js';
+import { label } from '../text.js';
 
 /**
  * Routes of the identity model (docs/auth.md): login and logout for every account, the rental

@@ -531,7 +531,12 @@ export class Hub {
       if (reply.contentType) res.writeHeader('content-type', reply.contentType);
       res.writeHeader('x-request-id', requestId);
       for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
-      if (method === 'HEAD') res.endWithoutBody(Buffer.byteLength(reply.body));
+      if (method === 'HEAD') {
+        // the length a GET would send, written by hand: endWithoutBody(n) would make uWS wait for
+        // n more bytes on the connection and drop the next request of a keep-alive client
+        res.writeHeader('content-length', String(Buffer.byteLength(reply.body)));
+        res.endWithoutBody();
+      }
       else if (reply.status === 204 || reply.status === 304) res.endWithoutBody(0);
       else res.end(reply.body);
     });

@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
+import { AUTH_TEST_ENV, bearer, deviceToken, signIn } from '../support/auth.js';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { post } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
@@ -33,7 +33,10 @@ describe.skipIf(!hasBrowser)('a scanner that loses its connection', () => {
       codes.push((await post(hub.url, '/api/reservations', { show_id: show.id, seat, amount_paid: 50000, theme: 'food' }, as)).body.code);
     }
 
+    // this scanner is a registered door device (its token kept in the browser, as the page keeps it)
+    const device = await deviceToken(hub.url, 'N1', 'gate-north');
     const page = await browser.newPage();
+    await page.addInitScript((t) => localStorage.setItem('scan:token', t), device);
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     const listLoads: string[] = [];
@@ -41,7 +44,7 @@ describe.skipIf(!hasBrowser)('a scanner that loses its connection', () => {
       if (r.url().includes('/api/checkins')) listLoads.push(r.url());
     });
     await page.goto(`${proxy.url}/scan`);
-    await page.waitForSelector('body[data-ready="true"][data-live="on"]');
+    await page.waitForSelector('body[data-ready="true"][data-live="on"][data-auth="device"]');
 
     // one check-in while connected arrives live (and gives the page its position)
     expect((await post(hub.url, '/api/checkin', { code: codes[0], scanner: 'gate-west' }, as)).status).toBe(201);
