@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { AppError, errorBody } from '../errors.js';
 import { AuthGate, WWW_AUTHENTICATE } from './auth.js';
 import {
@@ -674,10 +675,11 @@ export class Hub {
   // ---- Operational routes -------------------------------------------------------------------
 
   private installOperationalRoutes(): void {
-    this.route({ method: 'GET', path: '/healthz', cacheControl: 'no-store', handler: () => ({ status: 'ok', uptime_s: Math.round(process.uptime()) }) });
+    this.route({ method: 'GET', path: '/healthz', response: z.object({ status: z.literal('ok'), uptime_s: z.number().int() }), cacheControl: 'no-store', handler: () => ({ status: 'ok', uptime_s: Math.round(process.uptime()) }) });
     this.route({
       method: 'GET',
       path: '/readyz',
+      response: z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.string()) }),
       cacheControl: 'no-store',
       handler: async () => {
         const checks: Record<string, string> = {};
