@@ -14,7 +14,7 @@ import {
 } from '../trading/programs.js';
 import { STRATEGIES, STRATEGY_DEFS } from '../trading/strategies.js';
 import { SYMBOLS } from '../trading/symbols.js';
-import { checkParams } from './trading.js';
+import { checkParams } from '../trading/rules.js';
 
 /**
  * The live-program routes of the trading program service (docs/trading.md "Live programs"):

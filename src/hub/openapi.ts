@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AuthSpec, RouteDef } from './http.js';
+import type { AuthSpec, ResponseSpec, RouteDef } from './http.js';
 
 /**
  * The OpenAPI 3.1 document of a hub, generated from its route table with zod 4's JSON Schema
@@ -8,7 +8,7 @@ import type { AuthSpec, RouteDef } from './http.js';
  * text/event-stream; the WebSocket endpoints (not expressible in OpenAPI) are described in words.
  */
 
-export type ResponseSpec = z.ZodType | { [status: number]: z.ZodType };
+export type { ResponseSpec };
 
 /** What the generator needs of one registered route. */
 export interface RouteEntry {
