@@ -90,6 +90,9 @@ export interface PageInfo {
   description: string;
 }
 
+/** A route's declaration without method, path and handler (the method shortcuts' second argument). */
+export type RouteOpts<Q, B, P> = Omit<RouteDef<Q, B, P>, 'method' | 'path' | 'handler'>;
+
 type Entry =
   | { kind: 'route'; def: RouteDef<any, any, any> }
   | { kind: 'sse'; def: SseRouteDef<any> };
@@ -171,6 +174,20 @@ export class Hub {
     this.router.add(def.method, def.path, { kind: 'route', def });
     this.api.add({ method: def.method, path: def.path, kind: 'route', def: def as RouteEntry['def'] });
     return this;
+  }
+
+  // one-line routes: hub.get(path, {query, params, body, response, auth}, handler)
+  get<Q = Record<string, string>, P = Record<string, string>>(path: string, opts: RouteOpts<Q, undefined, P>, handler: RouteDef<Q, undefined, P>['handler']): this {
+    return this.route({ ...opts, method: 'GET', path, handler });
+  }
+  post<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
+    return this.route({ ...opts, method: 'POST', path, handler });
+  }
+  put<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
+    return this.route({ ...opts, method: 'PUT', path, handler });
+  }
+  del<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
+    return this.route({ ...opts, method: 'DELETE', path, handler });
   }
 
   /** An SSE route: a custom `open`, or Bus topics with ids and Last-Event-ID resume (BusSseDef). */
