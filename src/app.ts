@@ -100,6 +100,12 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const trading = new TradingService({
     pool: tradingPool,
     bus,
+    limits: {
+      running: config.TRADING_JOBS_RUNNING || config.TRADING_WORKERS,
+      queue: config.TRADING_QUEUE_MAX,
+      perClient: config.TRADING_JOBS_PER_CLIENT,
+      timeoutMs: config.TRADING_JOB_TIMEOUT_MS,
+    },
   });
   registerTradingRoutes(hub, { service: trading });
   const programs = new ProgramService({

@@ -49,6 +49,14 @@ const schema = z.object({
 
   /** Piscina worker threads for trading backtests and analyses (default: one per core). */
   TRADING_WORKERS: intFrom(availableParallelism(), 1, 64),
+  /** Trading jobs running on the pool at once (the others wait in order); default TRADING_WORKERS. */
+  TRADING_JOBS_RUNNING: intFrom(0, 0, 1000),
+  /** Trading jobs admitted at once, running or waiting; beyond: 503 queue_full with Retry-After. */
+  TRADING_QUEUE_MAX: intFrom(32, 1, 10_000),
+  /** Trading jobs one client (identity, else address) may have admitted at once; beyond: 429 too_many_jobs. */
+  TRADING_JOBS_PER_CLIENT: intFrom(2, 1, 1000),
+  /** Time budget of a trading job once it runs, ms; past it the job stops (503 job_timeout). */
+  TRADING_JOB_TIMEOUT_MS: intFrom(120_000, 50, 3_600_000),
   /** Live programs: simulated length of one market candle, ms (the market's bars are one-minute bars). */
   PROGRAM_CANDLE_MS: intFrom(60_000, 1000, 86_400_000),
   /** Accelerated market for demos and tests: a candle closes every PROGRAM_CANDLE_MS / PROGRAM_SPEED ms of the hub clock. */

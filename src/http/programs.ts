@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Bus } from '../bus.js';
-import type { Hub, SseStream } from '../hub/index.js';
+import type { Hub, RequestContext, SseStream } from '../hub/index.js';
 import { settingsSchema } from '../trading/engine.js';
 import {
   MOVES,
@@ -8,6 +8,7 @@ import {
   PROGRAM_STATES,
   PROGRAM_TICK_TOPIC,
   TICK_MS,
+  type Caller,
   type ProgramEvent,
   type ProgramService,
   type TickEvent,
@@ -39,6 +40,10 @@ export const createBody = z
   });
 
 const idBody = z.strictObject({ id: idField });
+
+/** Programs belong to the trader who created them; an operator manages them all. */
+const TRADER = { roles: ['trader'] } as const;
+const caller = (ctx: RequestContext): Caller => ({ id: ctx.identity!.id, operator: ctx.identity!.roles.includes('operator') });
 const idParams = z.object({ id: idField });
 
 /** Strategy parameter schemas for forms (JSON Schema of each strategy's zod schema). */
@@ -78,15 +83,17 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
   hub.route({
     method: 'POST',
     path: '/api/program/create',
+    auth: TRADER,
     body: { schema: createBody },
-    handler: async (ctx) => ({ program: await service.create(ctx.body) }),
+    handler: async (ctx) => ({ program: await service.create(ctx.body, caller(ctx)) }),
   });
   hub.route({
     method: 'GET',
     path: '/api/program/list',
+    auth: TRADER,
     cacheControl: 'no-store',
-    handler: async () => {
-      const programs = await service.list();
+    handler: async (ctx) => {
+      const programs = await service.list(caller(ctx));
       const count = (s: string) => programs.filter((p) => p.state === s).length;
       const sum = (f: (p: (typeof programs)[number]) => number) => Math.round(programs.reduce((a, p) => a + f(p), 0) * 100) / 100;
       return {
@@ -109,25 +116,28 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     hub.route({
       method: 'POST',
       path: `/api/program/${move}`,
+      auth: TRADER,
       body: { schema: idBody },
-      handler: async (ctx) => ({ program: await service.move(ctx.body.id, move) }),
+      handler: async (ctx) => ({ program: await service.move(ctx.body.id, move, caller(ctx)) }),
     });
   }
-  hub.route({ method: 'POST', path: '/api/program/delete', body: { schema: idBody }, handler: (ctx) => service.remove(ctx.body.id) });
+  hub.route({ method: 'POST', path: '/api/program/delete', auth: TRADER, body: { schema: idBody }, handler: (ctx) => service.remove(ctx.body.id, caller(ctx)) });
   hub.route({
     method: 'GET',
     path: '/api/program/status/:id',
+    auth: TRADER,
     params: idParams,
     cacheControl: 'no-store',
-    handler: async (ctx) => ({ program: await service.get(ctx.params.id) }),
+    handler: async (ctx) => ({ program: await service.get(ctx.params.id, caller(ctx)) }),
   });
   hub.route({
     method: 'GET',
     path: '/api/program/logs/:id',
+    auth: TRADER,
     params: idParams,
     query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(200) }),
     cacheControl: 'no-store',
-    handler: (ctx) => service.logs(ctx.params.id, ctx.query.limit),
+    handler: (ctx) => service.logs(ctx.params.id, ctx.query.limit, caller(ctx)),
   });
 
   // ---- the stream ----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Reply, type Hub } from '../hub/index.js';
+import { Reply, type Hub, type RequestContext } from '../hub/index.js';
 import { OBJECTIVES, walkForwardWindows } from '../trading/analyses.js';
 import { MAX_BASE_MINUTES, MAX_CANDLES } from '../trading/candles.js';
 import { settingsSchema } from '../trading/engine.js';
@@ -8,6 +8,7 @@ import {
   MAX_COMBINATIONS,
   MAX_MC_RUNS,
   MAX_WINDOWS,
+  type JobOrigin,
   type TradingService,
 } from '../trading/service.js';
 import { expandGrid, STRATEGIES, STRATEGY_DEFS, type StrategyId } from '../trading/strategies.js';
@@ -255,12 +256,18 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
 
   const answer = (out: { job: string; result: unknown }) =>
     Reply.json(out.result, 200, { 'x-job-id': out.job, 'cache-control': 'no-store' });
+  /** A job counts against its client (the signed-in identity, else the address) and ends with its connection. */
+  const origin = (ctx: RequestContext): JobOrigin => ({
+    client: ctx.identity ? `id:${ctx.identity.id}` : `ip:${ctx.remoteAddress}`,
+    signal: ctx.signal,
+  });
+  const optional = { optional: true } as const;
 
-  hub.route({ method: 'POST', path: '/api/program/backtest', body: { schema: backtestBody }, handler: async (ctx) => answer(await service.backtest(ctx.body)) });
-  hub.route({ method: 'POST', path: '/api/program/backtest-compare', body: { schema: compareBody }, handler: async (ctx) => answer(await service.compare(ctx.body)) });
-  hub.route({ method: 'POST', path: '/api/program/optimize', body: { schema: optimizeBody }, handler: async (ctx) => answer(await service.optimize(ctx.body)) });
-  hub.route({ method: 'POST', path: '/api/program/walkforward', body: { schema: walkForwardBody }, handler: async (ctx) => answer(await service.walkForward(ctx.body)) });
-  hub.route({ method: 'POST', path: '/api/program/montecarlo', body: { schema: monteCarloBody }, handler: async (ctx) => answer(await service.monteCarlo(ctx.body)) });
+  hub.route({ method: 'POST', path: '/api/program/backtest', auth: optional, body: { schema: backtestBody }, handler: async (ctx) => answer(await service.backtest(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/backtest-compare', auth: optional, body: { schema: compareBody }, handler: async (ctx) => answer(await service.compare(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/optimize', auth: optional, body: { schema: optimizeBody }, handler: async (ctx) => answer(await service.optimize(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/walkforward', auth: optional, body: { schema: walkForwardBody }, handler: async (ctx) => answer(await service.walkForward(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/montecarlo', auth: optional, body: { schema: monteCarloBody }, handler: async (ctx) => answer(await service.monteCarlo(ctx.body, origin(ctx))) });
 
   // ---- jobs (beyond the document's fourteen routes: docs/trading.md) -------------------------
   hub.route({
@@ -269,5 +276,5 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
     params: z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
     handler: (ctx) => Reply.json(service.cancel(ctx.params.id), 202, { 'cache-control': 'no-store' }),
   });
-  hub.route({ method: 'GET', path: '/api/program/jobs', cacheControl: 'no-store', handler: () => ({ jobs: service.jobs.list() }) });
+  hub.route({ method: 'GET', path: '/api/program/jobs', cacheControl: 'no-store', handler: () => ({ jobs: service.jobs.list(), ...service.jobs.stats() }) });
 }

@@ -19,6 +19,8 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   state: Record<string, unknown>;
   /** The caller, when the route declares `auth` and a valid token was given. */
   identity?: Principal;
+  /** Aborted when the client's connection closes before the answer is written. */
+  readonly signal: AbortSignal;
 }
 
 /**

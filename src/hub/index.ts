@@ -100,6 +100,8 @@ type Entry =
 interface Pending {
   aborted: boolean;
   onAbort?: () => void;
+  /** Made when a handler asks for ctx.signal; aborted with the connection. */
+  controller?: AbortController;
 }
 
 /** Messages a WebSocket client may send on /ws. */
@@ -376,6 +378,7 @@ export class Hub {
     res.onAborted(() => {
       pending.aborted = true;
       pending.onAbort?.();
+      pending.controller?.abort();
     });
 
     const finish = (routeLabel: string, reply: Reply) => {
@@ -764,6 +767,12 @@ class Context implements RequestContext<any, any, any> {
     private readonly res: HttpResponse,
     private readonly pending: Pending,
   ) {}
+
+  get signal(): AbortSignal {
+    const c = (this.pending.controller ??= new AbortController());
+    if (this.pending.aborted && !c.signal.aborted) c.abort();
+    return c.signal;
+  }
 
   get remoteAddress(): string {
     return (this.remote ??= this.pending.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString());

@@ -96,6 +96,21 @@ export interface RawRun {
   range: RunRange;
 }
 
+/** See Engine.snapshot. Levels are null when not set (JSON has no NaN). */
+export interface EngineBook {
+  dir: number;
+  positions: { entry: number; sl: number | null; tp: number | null; bar: number }[];
+  pend: number;
+  pend_sl: number;
+  pend_tp: number;
+  flatten: boolean;
+  halted: boolean;
+  day: number;
+  day_pnl: number;
+  day_trades: number;
+}
+const numOrNull = (x: number) => (Number.isNaN(x) ? null : x);
+
 const DAY_MS = 86_400_000;
 
 /**
@@ -428,6 +443,53 @@ export class Engine {
       this.riskStops++;
       if (this.npos > 0 && reason !== R_END) this.flatten = true;
     }
+  }
+
+  /**
+   * The book of a live run: open positions, the order waiting for the next open and the day's risk
+   * state (a live program keeps it with its statistics, so a new owner continues with it).
+   */
+  snapshot(): EngineBook {
+    const positions: EngineBook['positions'] = [];
+    for (let k = 0; k < this.npos; k++) positions.push({ entry: this.pEntry[k]!, sl: numOrNull(this.pSL[k]!), tp: numOrNull(this.pTP[k]!), bar: this.pBar[k]! });
+    return {
+      dir: this.dir,
+      positions,
+      pend: this.pend,
+      pend_sl: this.pendSL,
+      pend_tp: this.pendTP,
+      flatten: this.flatten,
+      halted: this.halted,
+      day: this.day,
+      day_pnl: this.dayPnl,
+      day_trades: this.dayTrades,
+    };
+  }
+
+  /**
+   * Continues from a book: the cash is the capital less the entry commissions of the open positions
+   * (what this engine would hold had it opened them), so later fills settle exactly.
+   */
+  restore(b: EngineBook): void {
+    const n = Math.min(b.positions.length, MAX_POSITIONS);
+    for (let k = 0; k < n; k++) {
+      const p = b.positions[k]!;
+      this.pEntry[k] = p.entry;
+      this.pSL[k] = p.sl ?? NaN;
+      this.pTP[k] = p.tp ?? NaN;
+      this.pBar[k] = p.bar;
+    }
+    this.npos = n;
+    this.dir = n > 0 ? b.dir : 0;
+    this.cash = this.settings.capital - n * this.comm * this.contracts;
+    this.pend = b.pend;
+    this.pendSL = b.pend_sl;
+    this.pendTP = b.pend_tp;
+    this.flatten = b.flatten;
+    this.halted = b.halted;
+    this.day = b.day;
+    this.dayPnl = b.day_pnl;
+    this.dayTrades = b.day_trades;
   }
 
   /** True once today's loss reached the limit (a live program stops on it). */

@@ -3,190 +3,44 @@ import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { conflict, notFound } from '../errors.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { Engine, type FillEvent, type Settings } from './engine.js';
-import { Markets, RING, type Market } from './market.js';
-import { EXIT, LONG, NONE, SHORT, STRATEGY_DEFS, type StrategyId, type StrategyRun } from './strategies.js';
-import type { SymbolId } from './symbols.js';
+import { Markets, type Market } from './market.js';
+import { Journal } from './program-journal.js';
+import { Leases } from './program-leases.js';
+import {
+  emptyStats,
+  EQUITY_CAP,
+  K,
+  MAX_CATCHUP,
+  MAX_PROGRAMS,
+  MOVES,
+  PROGRAM_EVENTS_TOPIC,
+  PROGRAM_TICK_TOPIC,
+  TICK_MS,
+  checkAccess,
+  mayManage,
+  type Caller,
+  type CreateInput,
+  type LogEntry,
+  type Move,
+  type ProgramEvent,
+  type ProgramRecord,
+  type ProgramStats,
+  type TickEntry,
+  type TickEvent,
+} from './program-model.js';
+import { logWrite, pumpMarket, Runner, type StoredBook } from './program-runner.js';
+
+export * from './program-model.js';
 
 /**
- * Live trading programs (docs/trading.md "Live programs"). A program is created from a strategy,
- * its parameters and risk settings, then moves through the lifecycle below. A running program is
- * driven by exactly one process (a store lease): on every closed candle of its symbol's live market
- * it asks its strategy for an action and steps its own Engine (the one simulation engine); fills
- * update its statistics and P&L, and a fill that takes the day's loss to or past the daily loss
- * limit stops it. Signals, trades and status changes become stream events with ids from one store
- * counter, kept in a capped history and published on the Bus. Knows no sockets.
+ * Live trading programs (docs/trading.md "Live programs"): the commands (create, start, pause,
+ * stop, delete), the queries, and the market pump of this process. A running program is driven by
+ * exactly one process, the holder of its lease (program-leases.ts), through a Runner
+ * (program-runner.ts); every bar's output is committed by the Journal (program-journal.ts). A
+ * program processes only bars that close after it was started or resumed, each at most once.
+ * Programs belong to the identity that created them: a caller that is neither it nor an operator
+ * gets 403. Knows no sockets.
  */
-
-export const PROGRAM_STATES = ['created', 'running', 'paused', 'stopped'] as const;
-export type ProgramState = (typeof PROGRAM_STATES)[number];
-export type Move = 'start' | 'pause' | 'stop';
-/** The allowed moves: move -> states it may start from. Delete is allowed from every state. */
-export const MOVES: Record<Move, { from: ProgramState[]; to: ProgramState }> = {
-  start: { from: ['created', 'paused', 'stopped'], to: 'running' },
-  pause: { from: ['running'], to: 'paused' },
-  stop: { from: ['running', 'paused'], to: 'stopped' },
-};
-
-/** Bus topics (and WebSocket topics): events with ids, and tick batches (no id). */
-export const PROGRAM_EVENTS_TOPIC = 'program:events';
-export const PROGRAM_TICK_TOPIC = 'program:tick';
-/** The document: a tick for running programs every 3 seconds. */
-export const TICK_MS = 3000;
-/** Events kept for Last-Event-ID replay. */
-export const HISTORY = 1000;
-export const LOG_CAP = 500;
-export const SIGNAL_CAP = 200;
-export const EQUITY_CAP = 500;
-/** Most candles processed per market in one pump; older missed candles are skipped. */
-export const MAX_CATCHUP = 500;
-export const MAX_PROGRAMS = 10_000;
-
-export interface ProgramRecord {
-  id: string;
-  name: string;
-  strategy: StrategyId;
-  symbol: SymbolId;
-  params: Record<string, number>;
-  settings: Settings;
-  state: ProgramState;
-  created_at: number;
-  updated_at: number;
-  /** Why the last stop happened (a move, or daily_loss_limit). */
-  reason: string | null;
-}
-
-export interface ProgramStats {
-  bars: number;
-  signals: number;
-  entries: number;
-  trades: number;
-  wins: number;
-  losses: number;
-  blocked: number;
-  realized_pnl: number;
-  /** Marked-to-market: capital + realized + open P&L at the last close. */
-  equity: number;
-  pnl: number;
-  peak: number;
-  max_drawdown: number;
-  day_session: number;
-  day_pnl: number;
-  day_trades: number;
-  open_positions: number;
-  position: 'long' | 'short' | 'flat';
-  last_price: number | null;
-  last_bar: number;
-}
-
-export type ProgramEvent =
-  | { id: number; type: 'signal'; program: string; t: number; bar: number; action: 'long' | 'short' | 'exit'; price: number }
-  | {
-      id: number;
-      type: 'trade';
-      program: string;
-      t: number;
-      bar: number;
-      kind: 'entry' | 'exit';
-      side: 'buy' | 'sell';
-      price: number;
-      contracts: number;
-      reason?: string;
-      pnl?: number;
-      realized_pnl: number;
-      day_pnl: number;
-    }
-  | { id: number; type: 'status'; program: string; t: number; state: ProgramState | 'deleted'; previous: ProgramState | null; reason: string | null };
-
-export interface TickEntry {
-  program: string;
-  price: number | null;
-  equity: number;
-  pnl: number;
-  day_pnl: number;
-  position: ProgramStats['position'];
-  open_positions: number;
-}
-export interface TickEvent {
-  type: 'tick';
-  t: number;
-  programs: TickEntry[];
-}
-
-export interface LogEntry {
-  t: number;
-  level: 'info' | 'warn';
-  code: string;
-  message: string;
-}
-
-export interface CreateInput {
-  name?: string;
-  strategy: StrategyId;
-  symbol: SymbolId;
-  params: Record<string, number>;
-  settings: Settings;
-}
-
-const K = {
-  rec: (id: string) => `program:${id}`,
-  stats: (id: string) => `program:stats:${id}`,
-  log: (id: string) => `program:log:${id}`,
-  signals: (id: string) => `program:signals:${id}`,
-  equity: (id: string) => `program:equity:${id}`,
-  lease: (id: string) => `program:lease:${id}`,
-  all: 'program:all',
-  running: 'program:running',
-  seq: 'program:events:seq',
-  history: 'program:events',
-};
-
-const ACTION_NAME: Record<number, 'long' | 'short' | 'exit'> = { [LONG]: 'long', [SHORT]: 'short', [EXIT]: 'exit' };
-
-export function emptyStats(capital: number): ProgramStats {
-  return {
-    bars: 0, signals: 0, entries: 0, trades: 0, wins: 0, losses: 0, blocked: 0, realized_pnl: 0,
-    equity: capital, pnl: 0, peak: capital, max_drawdown: 0, day_session: -1, day_pnl: 0, day_trades: 0,
-    open_positions: 0, position: 'flat', last_price: null, last_bar: -1,
-  };
-}
-
-/** A program this process drives. */
-class Runner {
-  readonly engine: Engine;
-  readonly strategy: StrategyRun;
-  /** Realized P&L before this runner started (the engine starts flat with the capital). */
-  readonly offset: number;
-  lastBar: number;
-  fills: FillEvent[] = [];
-  /** An entry signal waiting for the next open. */
-  pendingEntry = NONE;
-  dirty = false;
-  stopping = false;
-
-  constructor(
-    readonly rec: ProgramRecord,
-    readonly stats: ProgramStats,
-    readonly market: Market,
-  ) {
-    const def = STRATEGY_DEFS[rec.strategy];
-    this.strategy = def.create(rec.params, 1380);
-    this.engine = new Engine(market.ring, rec.settings, { from: 0, tradeFrom: 0, to: RING + 1 });
-    this.offset = stats.realized_pnl;
-    const k0 = market.last;
-    // strategy warm-up on past market bars (pure), engine warm-up (ATR) on the ring
-    const w = def.warmup(rec.params, 1380).bars + 2;
-    for (let k = k0 - w + 1; k <= k0; k++) {
-      const b = market.bar(k);
-      this.strategy.next(b.o, b.h, b.l, b.c, b.v, b.session, b.pos);
-    }
-    const ew = Math.min(rec.settings.atr_period * 3 + 2, RING - 2);
-    market.fill(k0, ew);
-    for (let k = k0 - ew + 1; k <= k0; k++) this.engine.step(k % RING, NONE);
-    this.engine.onFill = (f) => this.fills.push(f);
-    this.lastBar = k0;
-  }
-}
 
 export interface ProgramServiceOptions {
   store: Store;
@@ -203,14 +57,16 @@ export interface ProgramServiceOptions {
   onError?: (err: unknown) => void;
 }
 
+type WithStats = ProgramRecord & { stats: ProgramStats };
+
 export class ProgramService {
   readonly markets: Markets;
   readonly owner: string;
   private readonly runners = new Map<string, Runner>();
-  private pendingEvents: { ev: DistributiveOmit<ProgramEvent, 'id'>; done: () => void }[] = [];
-  private emitting: Promise<void> | undefined;
-  private pendingWrites: { id: string; w: Write }[] = [];
-  private writing: Promise<void> | undefined;
+  /** Programs being claimed (between taking the lease and the runner). */
+  private readonly claiming = new Set<string>();
+  private readonly journal: Journal;
+  private readonly leases: Leases;
   private pumping: Promise<void> | undefined;
   private lastTick: number;
   private timers: NodeJS.Timeout[] = [];
@@ -221,6 +77,8 @@ export class ProgramService {
     this.markets = new Markets(opts.barMs);
     this.owner = opts.owner ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
     this.lastTick = Math.floor(opts.clock.now() / TICK_MS);
+    this.journal = new Journal({ store: opts.store, bus: opts.bus, owner: this.owner, barMs: opts.barMs, onError: opts.onError });
+    this.leases = new Leases(opts.store, this.owner, opts.leaseMs);
   }
 
   // ---- lifecycle of the service -------------------------------------------------------------
@@ -232,7 +90,7 @@ export class ProgramService {
       const ev = message as unknown as ProgramEvent;
       if (ev.type === 'status' && ev.state !== 'running') {
         const r = this.runners.get(ev.program);
-        if (r) this.release(r, ev.state === 'deleted' ? 'deleted' : 'flatten');
+        if (r) this.release(r, ev.state === 'deleted' ? 'deleted' : 'flatten', ev.t);
       }
     });
     await this.leaseRound();
@@ -263,16 +121,16 @@ export class ProgramService {
     this.timers.push(t);
   }
 
-  /** Shutdown: programs stay running in the store and resume on the next process that claims them. */
+  /** Shutdown: programs stay running in the store (positions too) and continue on the next process that claims them. */
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearTimeout(t);
     this.unsubscribe?.();
     await this.pumping;
-    await this.flushed();
+    await this.journal.flushed();
     const ids = [...this.runners.keys()];
     this.runners.clear();
-    await Promise.all(ids.map((id) => this.dropLease(id)));
+    await Promise.all(ids.map((id) => this.leases.drop(id).catch((e) => this.opts.onError?.(e))));
   }
 
   /** Program ids this process drives. */
@@ -282,7 +140,7 @@ export class ProgramService {
 
   // ---- commands -----------------------------------------------------------------------------
 
-  async create(input: CreateInput): Promise<ProgramRecord & { stats: ProgramStats }> {
+  async create(input: CreateInput, caller?: Caller): Promise<WithStats> {
     const count = await this.opts.store.indexCount(K.all);
     if (count >= MAX_PROGRAMS) throw conflict('too_many_programs', `at most ${MAX_PROGRAMS} programs`, { limit: MAX_PROGRAMS });
     const now = this.opts.clock.now();
@@ -298,6 +156,8 @@ export class ProgramService {
       created_at: now,
       updated_at: now,
       reason: null,
+      created_by: caller?.id ?? null,
+      from_bar: null,
     };
     const stats = emptyStats(input.settings.capital);
     await this.opts.store.update([], () => ({
@@ -308,31 +168,34 @@ export class ProgramService {
       ],
       result: null,
     }));
-    this.log(id, 'info', 'created', `created from ${rec.strategy} on ${rec.symbol}`);
+    void this.journal.add({ program: id, writes: [this.logWrite(id, 'info', 'created', `created from ${rec.strategy} on ${rec.symbol}`)], events: [] });
     return { ...rec, stats };
   }
 
-  async list(): Promise<(ProgramRecord & { stats: ProgramStats })[]> {
+  /** The caller's programs (every program for an operator or an internal caller). */
+  async list(caller?: Caller): Promise<WithStats[]> {
     const ids = (await this.opts.store.indexRange(K.all)).map((e) => e.member);
     if (ids.length === 0) return [];
     const vals = await this.opts.store.getMany([...ids.map(K.rec), ...ids.map(K.stats)]);
-    const out: (ProgramRecord & { stats: ProgramStats })[] = [];
+    const out: WithStats[] = [];
     ids.forEach((id, i) => {
       const rec = vals[i] as unknown as ProgramRecord | undefined;
-      if (rec) out.push({ ...rec, stats: this.liveStats(id, (vals[ids.length + i] as unknown as ProgramStats) ?? emptyStats(rec.settings.capital)) });
+      if (!rec || !mayManage(rec, caller)) return;
+      out.push({ ...rec, stats: this.liveStats(id, (vals[ids.length + i] as unknown as ProgramStats) ?? emptyStats(rec.settings.capital)) });
     });
     return out;
   }
 
-  async get(id: string): Promise<ProgramRecord & { stats: ProgramStats; owner: string | null }> {
+  async get(id: string, caller?: Caller): Promise<WithStats & { owner: string | null }> {
     const [rec, stats, owner] = await this.opts.store.getMany([K.rec(id), K.stats(id), K.lease(id)]);
     if (!rec) throw notFound('program_not_found', `no program ${id}`, { id });
     const r = rec as unknown as ProgramRecord;
+    checkAccess(r, caller);
     return { ...r, stats: this.liveStats(id, (stats as unknown as ProgramStats) ?? emptyStats(r.settings.capital)), owner: (owner as string) ?? null };
   }
 
-  async logs(id: string, limit = 200) {
-    await this.get(id);
+  async logs(id: string, limit = 200, caller?: Caller) {
+    await this.get(id, caller);
     const [logs, signals, equity] = await Promise.all([
       this.opts.store.range<LogEntry & Json>(K.log(id), -limit, -1),
       this.opts.store.range<Json>(K.signals(id), -limit, -1),
@@ -341,37 +204,53 @@ export class ProgramService {
     return { id, logs, signals, equity };
   }
 
-  /** start / pause / stop. A move the state forbids: 409 `invalid_state` with the current state. */
-  async move(id: string, move: Move, reason: string = move): Promise<ProgramRecord> {
+  /**
+   * start / pause / stop. A move the state forbids: 409 `invalid_state` with the current state.
+   * Starting (or resuming) sets from_bar to the last bar closed now: the program processes only
+   * later bars. Starting takes the lease in the same atomic write, so no other process's lease
+   * round can claim the program between the move and this process driving it.
+   */
+  async move(id: string, move: Move, caller?: Caller, reason: string = move): Promise<ProgramRecord> {
     const now = this.opts.clock.now();
-    // starting takes the lease in the same atomic write, so no other process's lease round can
-    // claim the program between the move and this process driving it
     const { rec, previous, leased } = await this.opts.store.update([K.rec(id), K.lease(id)], ([cur, lease]) => {
       if (!cur) throw notFound('program_not_found', `no program ${id}`, { id });
       const r = cur as unknown as ProgramRecord;
+      checkAccess(r, caller);
       const rule = MOVES[move];
       if (!rule.from.includes(r.state)) {
         throw conflict('invalid_state', `cannot ${move} a program that is ${r.state}`, { id, state: r.state, move, allowed_from: rule.from });
       }
-      const next: ProgramRecord = { ...r, state: rule.to, updated_at: now, reason: rule.to === 'running' ? null : reason };
+      const running = rule.to === 'running';
+      const next: ProgramRecord = {
+        ...r,
+        state: rule.to,
+        updated_at: now,
+        reason: running ? null : reason,
+        from_bar: running ? this.markets.get(r.symbol).closedAt(now) : (r.from_bar ?? null),
+      };
       const writes: Write[] = [{ op: 'set', key: K.rec(id), value: next as unknown as Json }];
-      writes.push(rule.to === 'running' ? { op: 'index', key: K.running, member: id, score: now } : { op: 'unindex', key: K.running, member: id });
-      const leased = rule.to === 'running' && (lease === undefined || lease === this.owner);
+      writes.push(running ? { op: 'index', key: K.running, member: id, score: now } : { op: 'unindex', key: K.running, member: id });
+      const leased = running && (lease === undefined || lease === this.owner);
       if (leased) writes.push({ op: 'set', key: K.lease(id), value: this.owner, ttlMs: this.opts.leaseMs });
       return { writes, result: { rec: next, previous: r.state, leased } };
     });
-    this.log(id, rec.state === 'running' ? 'info' : reason === move ? 'info' : 'warn', rec.state, `${previous} -> ${rec.state}${reason !== move ? ` (${reason})` : ''}`);
-    await this.emit({ type: 'status', program: id, t: now, state: rec.state, previous, reason: rec.reason });
+    const level = rec.state === 'running' || reason === move ? 'info' : 'warn';
+    const from = rec.state === 'running' ? `; processes bars after ${rec.from_bar}` : '';
+    await this.journal.add({
+      program: id,
+      writes: [this.logWrite(id, level, rec.state, `${previous} -> ${rec.state}${reason !== move ? ` (${reason})` : ''}${from}`)],
+      events: [{ type: 'status', program: id, t: now, state: rec.state, previous, reason: rec.reason }],
+    });
     if (rec.state === 'running') await this.claim(id, leased);
     return rec;
   }
 
   /** Deletes a program; a running (or paused) one is stopped first. */
-  async remove(id: string): Promise<{ id: string; deleted: true }> {
-    const cur = await this.get(id);
+  async remove(id: string, caller?: Caller): Promise<{ id: string; deleted: true }> {
+    const cur = await this.get(id, caller);
     if (cur.state === 'running' || cur.state === 'paused') {
       try {
-        await this.move(id, 'stop', 'deleted');
+        await this.move(id, 'stop', caller, 'deleted');
       } catch (err) {
         if (!(err instanceof Error && 'status' in err && (err as { status: number }).status === 409)) throw err;
       }
@@ -380,18 +259,14 @@ export class ProgramService {
       if (!r) throw notFound('program_not_found', `no program ${id}`, { id });
       return {
         writes: [
-          { op: 'del', key: K.rec(id) },
-          { op: 'del', key: K.stats(id) },
-          { op: 'del', key: K.log(id) },
-          { op: 'del', key: K.signals(id) },
-          { op: 'del', key: K.equity(id) },
+          ...[K.rec(id), K.stats(id), K.book(id), K.log(id), K.signals(id), K.equity(id)].map((key) => ({ op: 'del' as const, key })),
           { op: 'unindex', key: K.all, member: id },
           { op: 'unindex', key: K.running, member: id },
         ],
         result: (r as unknown as ProgramRecord).state,
       };
     });
-    await this.emit({ type: 'status', program: id, t: this.opts.clock.now(), state: 'deleted', previous, reason: 'deleted' });
+    await this.journal.add({ program: id, writes: [], events: [{ type: 'status', program: id, t: this.opts.clock.now(), state: 'deleted', previous, reason: 'deleted' }] });
     return { id, deleted: true };
   }
 
@@ -414,310 +289,135 @@ export class ProgramService {
     if (this.closed) return;
     const now = this.opts.clock.now();
     const bySymbol = new Map<Market, Runner[]>();
-    for (const r of this.runners.values()) {
-      const list = bySymbol.get(r.market);
-      if (list) list.push(r);
-      else bySymbol.set(r.market, [r]);
-    }
-    for (const [market, runners] of bySymbol) {
-      const kNow = market.closedAt(now);
-      let k = Math.max(market.last + 1, kNow - MAX_CATCHUP + 1);
-      for (; k <= kNow; k++) {
-        const slot = market.write(k);
-        market.last = k;
-        for (const r of runners) if (!r.stopping && r.lastBar < k) this.onBar(r, k, slot);
-      }
-    }
+    for (const r of this.runners.values()) bySymbol.set(r.market, [...(bySymbol.get(r.market) ?? []), r]);
+    for (const [market, runners] of bySymbol) pumpMarket(market, runners, now, (r, k, slot) => this.step(r, k, slot, now));
     const tick = Math.floor(now / TICK_MS);
     if (tick > this.lastTick) {
       this.lastTick = tick;
       await this.tick(tick * TICK_MS);
     }
-    await this.flushed();
+    await this.journal.flushed();
   }
 
-  private onBar(r: Runner, k: number, slot: number): void {
-    const cs = r.market.ring;
-    const s = r.stats;
-    const id = r.rec.id;
-    const o = cs.o[slot]!, h = cs.h[slot]!, l = cs.l[slot]!, c = cs.c[slot]!;
-    const session = cs.session[slot]!;
-    if (session !== s.day_session) {
-      s.day_session = session;
-      s.day_pnl = 0;
-      s.day_trades = 0;
-    }
-    const openBefore = s.open_positions;
-    const dirBefore = s.position;
-    const action = r.strategy.next(o, h, l, c, cs.v[slot]!, session, cs.pos[slot]!);
-    r.fills.length = 0;
-    r.engine.step(slot, action);
-    const t = cs.t[slot]!;
-    // an entry signal from the previous close that did not fill: a risk limit refused it
-    if (r.pendingEntry !== NONE) {
-      const want = r.pendingEntry;
-      r.pendingEntry = NONE;
-      if (!r.fills.some((f) => f.kind === 'entry')) {
-        const sameDir = (want === LONG ? 'long' : 'short') === dirBefore;
-        const set = r.rec.settings;
-        const why =
-          set.daily_trade_limit !== undefined && s.day_trades >= set.daily_trade_limit
-            ? 'daily_trade_limit'
-            : sameDir && openBefore >= set.max_positions
-              ? 'max_positions'
-              : set.schedule
-                ? 'schedule'
-                : 'risk';
-        s.blocked++;
-        const detail =
-          why === 'daily_trade_limit'
-            ? `${s.day_trades} of ${set.daily_trade_limit} entries today`
-            : why === 'max_positions'
-              ? `${openBefore} of ${set.max_positions} positions open`
-              : why === 'schedule'
-                ? `outside ${set.schedule!.start}-${set.schedule!.end} UTC on days ${set.schedule!.days.join(',')}`
-                : 'refused by the engine';
-        this.log(id, 'warn', why, `${ACTION_NAME[want]} entry blocked: ${why} (${detail})`);
-      }
-    }
-    s.bars++;
-    s.last_bar = k;
-    s.last_price = c;
-    r.lastBar = k;
-    for (const f of r.fills) this.onFill(r, f);
-    r.engine.trades.n = 0;
-    for (const a of [r.engine.trades.dir, r.engine.trades.entryBar, r.engine.trades.exitBar, r.engine.trades.entryPrice, r.engine.trades.exitPrice, r.engine.trades.pnl, r.engine.trades.reason]) a.length = 0;
-    this.mark(r, slot);
-    if (action !== NONE) {
-      s.signals++;
-      if (action === LONG || action === SHORT) r.pendingEntry = action;
-      const sig = { type: 'signal' as const, program: id, t, bar: k, action: ACTION_NAME[action]!, price: c };
-      this.queueWrite(id, { op: 'push', key: K.signals(id), value: sig as unknown as Json, cap: SIGNAL_CAP });
-      void this.emit(sig);
-    }
-    if (!r.stopping && r.rec.settings.daily_loss_limit !== undefined && s.day_pnl <= -r.rec.settings.daily_loss_limit) {
+  private step(r: Runner, k: number, slot: number, now: number): void {
+    if (r.stopping || this.runners.get(r.rec.id) !== r) return;
+    const { entry, dailyLossHit } = r.step(k, slot, now);
+    void this.journal.add(entry);
+    if (dailyLossHit) {
       r.stopping = true;
-      void this.move(id, 'stop', 'daily_loss_limit').catch((e) => this.opts.onError?.(e));
+      void this.move(r.rec.id, 'stop', undefined, 'daily_loss_limit').catch((e) => this.opts.onError?.(e));
     }
-    if (r.dirty) this.saveStats(r);
-  }
-
-  private onFill(r: Runner, f: FillEvent): void {
-    const s = r.stats;
-    if (f.kind === 'entry') {
-      s.entries++;
-      s.day_trades++;
-      s.open_positions++;
-      s.position = f.side === 'buy' ? 'long' : 'short';
-    } else {
-      const pnl = f.pnl ?? 0;
-      s.trades++;
-      if (pnl > 0) s.wins++;
-      else s.losses++;
-      s.realized_pnl += pnl;
-      s.day_pnl += pnl;
-      s.open_positions = Math.max(0, s.open_positions - 1);
-      if (s.open_positions === 0) s.position = 'flat';
-    }
-    r.dirty = true;
-    const ev = {
-      type: 'trade' as const,
-      program: r.rec.id,
-      t: f.t,
-      bar: r.lastBar,
-      kind: f.kind,
-      side: f.side,
-      price: f.price,
-      contracts: f.contracts,
-      ...(f.reason ? { reason: f.reason === 'end' ? 'flatten' : f.reason } : {}),
-      ...(f.pnl !== undefined ? { pnl: Math.round(f.pnl * 100) / 100 } : {}),
-      realized_pnl: Math.round(s.realized_pnl * 100) / 100,
-      day_pnl: Math.round(s.day_pnl * 100) / 100,
-    };
-    void this.emit(ev);
-  }
-
-  /** Equity at the slot's close (the engine's mark) plus what was realized before this runner. */
-  private mark(r: Runner, slot: number): void {
-    const s = r.stats;
-    s.equity = r.engine.equity[slot]! + r.offset;
-    s.pnl = s.equity - r.rec.settings.capital;
-    if (s.equity > s.peak) s.peak = s.equity;
-    if (s.peak - s.equity > s.max_drawdown) s.max_drawdown = s.peak - s.equity;
   }
 
   private async tick(t: number): Promise<void> {
-    if (this.runners.size === 0) return;
     const programs: TickEntry[] = [];
     for (const r of this.runners.values()) {
       if (r.stopping) continue;
-      const s = r.stats;
-      programs.push({
-        program: r.rec.id,
-        price: s.last_price,
-        equity: Math.round(s.equity * 100) / 100,
-        pnl: Math.round(s.pnl * 100) / 100,
-        day_pnl: Math.round(s.day_pnl * 100) / 100,
-        position: s.position,
-        open_positions: s.open_positions,
-      });
-      this.queueWrite(r.rec.id, { op: 'push', key: K.equity(r.rec.id), value: { t, equity: Math.round(s.equity * 100) / 100 }, cap: EQUITY_CAP });
-      this.saveStats(r);
+      const entry = r.tickEntry();
+      programs.push(entry);
+      const point = { t, equity: entry.equity };
+      void this.journal.add({ program: r.rec.id, writes: [{ op: 'push', key: K.equity(r.rec.id), value: point, cap: EQUITY_CAP }], events: [], run: { from: r.run, bar: r.lastBar } });
     }
     if (programs.length === 0) return;
     const ev: TickEvent = { type: 'tick', t, programs };
     await this.opts.bus.publish(PROGRAM_TICK_TOPIC, ev as unknown as Json);
   }
 
-  // ---- ownership (leases) -------------------------------------------------------------------
+  // ---- ownership ----------------------------------------------------------------------------
 
   /** Renews this process's leases and claims running programs nobody drives. */
   async leaseRound(): Promise<void> {
     if (this.closed) return;
-    const store = this.opts.store;
     await Promise.all(
       [...this.runners.values()].map(async (r) => {
-        const id = r.rec.id;
-        // renewed only while this process holds it and the program is still running (a missed
-        // status event cannot leave a paused or deleted program running here)
-        const verdict = await store.update([K.lease(id), K.rec(id)], ([cur, rec]) => {
-          if (cur !== this.owner) return { writes: [], result: 'lost' as const };
-          if (!rec) return { writes: [], result: 'deleted' as const };
-          if ((rec as unknown as ProgramRecord).state !== 'running') return { writes: [], result: 'flatten' as const };
-          return { writes: [{ op: 'set', key: K.lease(id), value: this.owner, ttlMs: this.opts.leaseMs }], result: 'mine' as const };
-        });
+        const verdict = await this.leases.renew(r.rec.id, r.run);
+        if (verdict === 'mine') return;
         if (verdict === 'lost') {
-          if (this.runners.get(id) === r) this.runners.delete(id);
-        } else if (verdict !== 'mine') {
-          this.release(r, verdict);
-        }
+          if (this.runners.get(r.rec.id) === r) this.runners.delete(r.rec.id);
+        } else if (verdict === 'deleted') this.release(r, 'deleted');
+        else if (verdict === 'other_run') this.release(r, 'drop');
+        else this.release(r, 'flatten', verdict.left.updated_at);
       }),
     );
-    const running = await store.indexRange(K.running);
-    for (const { member } of running) if (!this.runners.has(member)) await this.claim(member);
+    for (const id of await this.leases.running()) if (!this.runners.has(id)) await this.claim(id);
   }
 
   /** Takes the program's lease when free (or drives it when `leased`: already taken) and starts driving it. */
   private async claim(id: string, leased = false): Promise<void> {
-    if (this.closed || this.runners.has(id)) return;
-    const got = leased || (await this.opts.store.set(K.lease(id), this.owner, { ifAbsent: true, ttlMs: this.opts.leaseMs }));
-    if (!got) return;
-    const [rec, stats] = await this.opts.store.getMany([K.rec(id), K.stats(id)]);
+    if (this.closed || this.runners.has(id) || this.claiming.has(id)) return;
+    this.claiming.add(id);
+    try {
+      await this.claimHeld(id, leased);
+    } finally {
+      this.claiming.delete(id);
+    }
+  }
+
+  private async claimHeld(id: string, leased: boolean): Promise<void> {
+    if (!leased && !(await this.leases.hold(id))) return;
+    // this process's own earlier output (the flatten of a previous run) lands first, and the
+    // lease is held again in case that release gave it up meanwhile
+    await this.journal.flushed();
+    if (!(await this.leases.hold(id))) return;
+    const [rec, stored, book] = await this.opts.store.getMany([K.rec(id), K.stats(id), K.book(id)]);
     const r = rec as unknown as ProgramRecord | undefined;
-    if (!r || r.state !== 'running' || this.runners.has(id)) {
-      if (!this.runners.has(id)) await this.dropLease(id);
+    if (this.closed || !r || r.state !== 'running' || this.runners.has(id)) {
+      if (!this.runners.has(id)) await this.leases.drop(id);
       return;
     }
     const market = this.markets.get(r.symbol);
-    if (market.last < 0 || market.last < market.closedAt(this.opts.clock.now()) - MAX_CATCHUP) {
-      market.last = market.closedAt(this.opts.clock.now());
+    const kNow = market.closedAt(this.opts.clock.now());
+    const stats = (stored as unknown as ProgramStats | undefined) ?? emptyStats(r.settings.capital);
+    let start = Math.max(stats.last_bar, r.from_bar ?? kNow);
+    const writes: Write[] = [];
+    if (start < kNow - MAX_CATCHUP) {
+      writes.push(this.logWrite(id, 'warn', 'gap', `bars ${start + 1}-${kNow - MAX_CATCHUP} closed while no process drove the program: skipped`));
+      start = kNow - MAX_CATCHUP;
     }
-    const runner = new Runner(r, (stats as unknown as ProgramStats) ?? emptyStats(r.settings.capital), market);
+    const runner = new Runner(r, stats, market, book as unknown as StoredBook | undefined, start);
     this.runners.set(id, runner);
-    this.log(id, 'info', 'claimed', `driven by ${this.owner} from bar ${runner.lastBar}`);
+    const restored = runner.stats.open_positions > 0 ? `; ${runner.stats.open_positions} open position(s) restored` : '';
+    writes.push(this.logWrite(id, 'info', 'claimed', `driven by ${this.owner} from bar ${start}${restored}`));
+    void this.journal.add({ program: id, writes, events: [] });
   }
 
-  /** Stops driving a program: flattens open positions at the last close unless it was deleted. */
-  private release(r: Runner, how: 'flatten' | 'deleted'): void {
-    if (this.runners.get(r.rec.id) !== r) return;
-    this.runners.delete(r.rec.id);
-    r.stopping = true;
-    if (how === 'flatten' && r.stats.open_positions > 0 && r.lastBar >= 0) {
-      // Engine.finish closes what is open at the close of its last slot: the scratch slot RING
-      r.fills.length = 0;
-      r.market.write(r.lastBar, RING);
-      r.engine.finish();
-      for (const f of r.fills) this.onFill(r, { ...f, t: r.market.ring.t[RING]! });
-      this.mark(r, RING);
+  /**
+   * Stops driving a program. `flatten` (it was paused or stopped at time `until`): processes the
+   * bars that closed before that moment, closes open positions at the last close and saves; `drop`:
+   * the program is on another run now; `deleted`: nothing to save. The lease goes once the output
+   * is committed.
+   */
+  private release(r: Runner, how: 'flatten' | 'deleted' | 'drop', until?: number): void {
+    const id = r.rec.id;
+    if (this.runners.get(id) !== r) return;
+    if (how === 'flatten') {
+      r.stopping = true; // the bars before the pause still count, but cannot stop it again
+      const now = this.opts.clock.now();
+      pumpMarket(r.market, [r], Math.min(until ?? now, now), (_, k, slot) => void this.journal.add(r.step(k, slot, now).entry));
+      const flat = r.flatten();
+      void this.journal.add(flat ?? { program: id, writes: r.state(), events: [], run: { from: r.run, bar: null } });
     }
-    if (how === 'flatten') this.saveStats(r);
-    void this.dropLease(r.rec.id);
-  }
-
-  private async dropLease(id: string): Promise<void> {
-    await this.opts.store
-      .update([K.lease(id)], ([cur]) => ({ writes: cur === this.owner ? [{ op: 'del', key: K.lease(id) }] : [], result: null }))
+    this.runners.delete(id);
+    r.stopping = true;
+    void this.journal
+      .flushed()
+      .then(() => (this.runners.has(id) || this.claiming.has(id) ? undefined : this.leases.drop(id)))
       .catch((e) => this.opts.onError?.(e));
   }
 
-  // ---- persistence and events ---------------------------------------------------------------
+  // ---- persistence --------------------------------------------------------------------------
 
   private liveStats(id: string, stored: ProgramStats): ProgramStats {
     const r = this.runners.get(id);
     return r ? { ...r.stats } : stored;
   }
 
-  private saveStats(r: Runner): void {
-    r.dirty = false;
-    this.queueWrite(r.rec.id, { op: 'set', key: K.stats(r.rec.id), value: { ...r.stats } as unknown as Json });
-  }
-
-  private log(id: string, level: LogEntry['level'], code: string, message: string): void {
-    const entry: LogEntry = { t: this.opts.clock.now(), level, code, message };
-    this.queueWrite(id, { op: 'push', key: K.log(id), value: entry as unknown as Json, cap: LOG_CAP });
-  }
-
-  /**
-   * Statistics, logs, signals and equity points are written in batches: everything queued while a
-   * batch commits goes into the next one (one atomic store update each, writes of programs deleted
-   * meanwhile left out).
-   */
-  private queueWrite(id: string, w: Write): void {
-    this.pendingWrites.push({ id, w });
-    this.writing ??= this.flushWrites();
-  }
-
-  private async flushWrites(): Promise<void> {
-    await Promise.resolve();
-    while (this.pendingWrites.length > 0) {
-      const batch = this.pendingWrites.splice(0);
-      const ids = [...new Set(batch.map((b) => b.id))];
-      try {
-        await this.opts.store.update(ids.map(K.rec), (vals) => {
-          const alive = new Set(ids.filter((_, i) => vals[i] !== undefined));
-          return { writes: batch.filter((b) => alive.has(b.id)).map((b) => b.w), result: null };
-        });
-      } catch (e) {
-        this.opts.onError?.(e);
-      }
-    }
-    this.writing = undefined;
-  }
-
-  /**
-   * Gives events their ids (one `incr` per batch), keeps them in the history and publishes them, in
-   * the order they were emitted. Resolves once the event is published.
-   */
-  private emit(ev: DistributiveOmit<ProgramEvent, 'id'>): Promise<void> {
-    return new Promise((resolve) => {
-      this.pendingEvents.push({ ev, done: resolve });
-      this.emitting ??= this.flushEvents();
-    });
-  }
-
-  private async flushEvents(): Promise<void> {
-    await Promise.resolve();
-    const store = this.opts.store;
-    while (this.pendingEvents.length > 0) {
-      const batch = this.pendingEvents.splice(0);
-      try {
-        const last = await store.incr(K.seq, batch.length);
-        const full = batch.map((b, i) => ({ id: last - batch.length + 1 + i, ...b.ev }) as unknown as Json);
-        await store.update([], () => ({ writes: full.map((value) => ({ op: 'push' as const, key: K.history, value, cap: HISTORY })), result: null }));
-        await Promise.all(full.map((m) => this.opts.bus.publish(PROGRAM_EVENTS_TOPIC, m)));
-      } catch (e) {
-        this.opts.onError?.(e);
-      } finally {
-        for (const b of batch) b.done();
-      }
-    }
-    this.emitting = undefined;
+  private logWrite(id: string, level: LogEntry['level'], code: string, message: string): Write {
+    return logWrite(id, { t: this.opts.clock.now(), level, code, message });
   }
 
   /** Waits until queued events and writes are in the store. */
-  async flushed(): Promise<void> {
-    while (this.emitting || this.writing) await Promise.all([this.emitting, this.writing]);
+  flushed(): Promise<void> {
+    return this.journal.flushed();
   }
 }
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

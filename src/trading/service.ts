@@ -11,11 +11,17 @@ import {
 } from './analyses.js';
 import type { CandleSpec } from './candles.js';
 import type { Settings } from './engine.js';
-import { Jobs, type Job, type JobProgress } from './jobs.js';
+import { cancelledError, Jobs, type Job, type JobLimits, type JobProgress } from './jobs.js';
 import type { Metrics } from './metrics.js';
 import { expandGrid, type StrategyId } from './strategies.js';
 
 export { JOB_TOPIC_PREFIX } from './jobs.js';
+
+/** Who asked for a job: the client it counts against, and its connection (closing it cancels the job). */
+export interface JobOrigin {
+  client?: string;
+  signal?: AbortSignal;
+}
 
 /** Largest grid (the document: at most 500 parameter combinations). */
 export const MAX_COMBINATIONS = 500;
@@ -73,27 +79,35 @@ export class TradingService {
     private readonly opts: {
       pool: TaskRunner;
       bus: Pick<Bus, 'emit'>;
+      /** Bounds (docs/trading.md "Jobs"); default: the pool's threads run, 32 admitted, 2 per client, 120 s. */
+      limits?: Partial<JobLimits>;
     },
   ) {
-    this.jobs = new Jobs((topic, p: JobProgress) => opts.bus.emit(topic, p as never));
+    this.jobs = new Jobs(
+      (topic, p: JobProgress) => opts.bus.emit(topic, p as never),
+      { running: opts.pool.threads, queue: 32, perClient: 2, timeoutMs: 120_000, ...opts.limits },
+    );
   }
 
   cancel(id: string) {
     return this.jobs.cancel(id);
   }
 
-  /** Runs tasks on the pool under a job: waits for all of them, then 409 if the job was cancelled. */
-  private async runTasks(job: Job, tasks: TradingTask[]): Promise<unknown[]> {
+  /**
+   * Runs tasks on the pool under a job once it gets a running slot: waits for all of them, then
+   * 409 `cancelled` (503 `job_timeout` past its budget) if the job was cancelled.
+   */
+  private async runTasks(job: Job, tasks: TradingTask[], signal: AbortSignal | undefined): Promise<unknown[]> {
     let outcomes: PromiseSettledResult<TaskOutcome>[];
     try {
-      outcomes = await Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl })));
+      outcomes = await this.jobs.run(job, () => Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl }))), signal);
     } catch (err) {
-      this.jobs.close(job, 'failed');
+      this.jobs.close(job, job.cancelled ? 'cancelled' : 'failed');
       throw err;
     }
     if (job.cancelled || outcomes.some((o) => o.status === 'fulfilled' && !o.value.ok)) {
       this.jobs.close(job, 'cancelled');
-      throw conflict('cancelled', `job ${job.id} was cancelled`, { job: job.id, done: job.done, total: job.total });
+      throw cancelledError(job, this.jobs.limits.timeoutMs);
     }
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) {
@@ -104,8 +118,8 @@ export class TradingService {
     return outcomes.map((o) => ((o as PromiseFulfilledResult<TaskOutcome>).value as { value: unknown }).value);
   }
 
-  async backtest(input: BacktestInput): Promise<{ job: string; result: unknown }> {
-    const job = this.jobs.open(input.job_id, 'backtest', 1);
+  async backtest(input: BacktestInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
+    const job = this.jobs.open(input.job_id, 'backtest', 1, from.client);
     const [result] = await this.runTasks(job, [
       {
         kind: 'backtest',
@@ -116,12 +130,12 @@ export class TradingService {
         equity_points: input.equity_points,
         trades_limit: input.trades_limit,
       },
-    ]);
+    ], from.signal);
     return { job: job.id, result };
   }
 
-  async compare(input: CompareInput): Promise<{ job: string; result: unknown }> {
-    const job = this.jobs.open(input.job_id, 'compare', input.entries.length);
+  async compare(input: CompareInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
+    const job = this.jobs.open(input.job_id, 'compare', input.entries.length, from.client);
     const results = (await this.runTasks(
       job,
       input.entries.map((e) => ({
@@ -132,8 +146,7 @@ export class TradingService {
         settings: input.settings,
         equity_points: input.equity_points,
         trades_limit: 0,
-      })),
-    )) as { candles: unknown; metrics: Metrics; trades: unknown; strategy: string; params: unknown }[];
+      })), from.signal)) as { candles: unknown; metrics: Metrics; trades: unknown; strategy: string; params: unknown }[];
     const order = results
       .map((r, i) => ({ i, m: r.metrics }))
       .sort((a, b) => score(b.m, input.objective) - score(a.m, input.objective) || a.i - b.i);
@@ -157,9 +170,9 @@ export class TradingService {
     return out;
   }
 
-  async optimize(input: OptimizeInput): Promise<{ job: string; result: unknown }> {
+  async optimize(input: OptimizeInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
     const { combos, asked, skipped } = expandGrid(input.strategy, input.grid, input.params);
-    const job = this.jobs.open(input.job_id, 'optimize', combos.length);
+    const job = this.jobs.open(input.job_id, 'optimize', combos.length, from.client);
     const parts = (await this.runTasks(
       job,
       this.chunk(combos).map((c) => ({
@@ -168,8 +181,7 @@ export class TradingService {
         strategy: input.strategy,
         combos: c,
         settings: input.settings,
-      })),
-    )) as { params: Record<string, number>; metrics: Metrics }[][];
+      })), from.signal)) as { params: Record<string, number>; metrics: Metrics }[][];
     const rows = parts.flat();
     const best = bestIndex(rows, input.objective);
     const top = rows
@@ -193,10 +205,10 @@ export class TradingService {
     };
   }
 
-  async walkForward(input: WalkForwardInput): Promise<{ job: string; result: unknown }> {
+  async walkForward(input: WalkForwardInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
     const { combos, asked, skipped } = expandGrid(input.strategy, input.grid, input.params);
     const windows = walkForwardWindows(input.candles.count, input.in_sample, input.out_of_sample, input.step);
-    const job = this.jobs.open(input.job_id, 'walkforward', windows.length * (combos.length + 1));
+    const job = this.jobs.open(input.job_id, 'walkforward', windows.length * (combos.length + 1), from.client);
     const results = (await this.runTasks(
       job,
       windows.map((w) => ({
@@ -207,8 +219,7 @@ export class TradingService {
         settings: input.settings,
         objective: input.objective,
         window: w,
-      })),
-    )) as WindowResult[];
+      })), from.signal)) as WindowResult[];
     return {
       job: job.id,
       result: {
@@ -227,8 +238,8 @@ export class TradingService {
     };
   }
 
-  async monteCarlo(input: MonteCarloInput): Promise<{ job: string; result: unknown }> {
-    const job = this.jobs.open(input.job_id, 'montecarlo', input.runs + 1);
+  async monteCarlo(input: MonteCarloInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
+    const job = this.jobs.open(input.job_id, 'montecarlo', input.runs + 1, from.client);
     const [out] = (await this.runTasks(job, [
       {
         kind: 'montecarlo',
@@ -240,7 +251,7 @@ export class TradingService {
         seed: input.mc_seed,
         ruin_level: input.settings.capital * (1 - input.ruin_drawdown),
       },
-    ])) as { metrics: Metrics; monte_carlo: unknown }[];
+    ], from.signal)) as { metrics: Metrics; monte_carlo: unknown }[];
     return {
       job: job.id,
       result: {

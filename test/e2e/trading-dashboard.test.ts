@@ -2,6 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
 
 /** The trading dashboard (/trading) in Debian's Chromium against a built hub process (one-second candles). */
 const hasBrowser = browserAvailable();
@@ -18,11 +19,19 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
       CLOCK_START: '2026-11-18T12:01:00Z',
       PROGRAM_SPEED: '60',
       TRADING_WORKERS: '2',
+      ...AUTH_TEST_ENV,
     });
+    // a trader account (signIn's password rule: pw-<user>-secret)
+    await signIn(hub.url, ['trader'], 'trader1');
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(hub.url + '/trading');
+    // programs belong to the trader who signs in
+    await page.waitForSelector('#signin-form');
+    await page.fill('#signin-user', 'trader1');
+    await page.fill('#signin-password', 'pw-trader1-secret');
+    await page.click('#signin-form button[type="submit"]');
     await page.waitForSelector('body[data-ready="true"]');
     await page.waitForSelector('#conn.on');
   });

@@ -7,6 +7,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
+import { AUTH_TEST_ENV, bearer, login, signIn, TEST_ADMIN_PASSWORD } from '../support/auth.js';
 
 /**
  * The live-program routes and the SSE stream over real HTTP on an in-process hub, read by a real
@@ -65,6 +66,9 @@ describe('live programs over HTTP and SSE', () => {
   const clock = new ManualClock(T0);
   let maru: Maru;
   let base: string;
+  let token: string;
+  /** A call as the trader who owns the programs of these tests. */
+  const api = (method: string, path: string, body?: unknown) => call(base, method, path, body, bearer(token));
 
   beforeAll(async () => {
     const config = loadConfig({
@@ -74,30 +78,32 @@ describe('live programs over HTTP and SSE', () => {
       LOG_LEVEL: 'silent',
       TRADING_WORKERS: '1',
       PROGRAM_SPEED: '60',
+      ...AUTH_TEST_ENV,
     });
     maru = await startMaru(config, { clock, logger: silent });
     base = maru.url;
+    token = await signIn(base, ['trader']);
   });
   afterAll(async () => {
     await maru?.stop();
   });
 
   it('answers bad input: 400 invalid parameters, 404 unknown id, 409 forbidden move, no update-params', async () => {
-    const bad = await call(base, 'POST', '/api/program/create', { strategy: 'ema_cross', symbol: 'ES', params: { fast: 30, slow: 10 } });
+    const bad = await api('POST', '/api/program/create', { strategy: 'ema_cross', symbol: 'ES', params: { fast: 30, slow: 10 } });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('params.slow');
-    expect((await call(base, 'POST', '/api/program/create', { strategy: 'nope', symbol: 'ES' })).status).toBe(400);
-    expect((await call(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES', settings: { max_positions: 99 } })).status).toBe(400);
-    expect((await call(base, 'GET', '/api/program/status/p_unknown')).status).toBe(404);
-    expect((await call(base, 'GET', '/api/program/logs/p_unknown')).status).toBe(404);
-    expect((await call(base, 'POST', '/api/program/start', { id: 'p_unknown' })).status).toBe(404);
-    expect((await call(base, 'POST', '/api/program/update-params', { id: 'p_unknown', params: {} })).status).toBe(404);
-    const p = (await call(base, 'POST', '/api/program/create', { strategy: 'breakout', symbol: 'NQ' })).body.program;
-    const pause = await call(base, 'POST', '/api/program/pause', { id: p.id });
+    expect((await api('POST', '/api/program/create', { strategy: 'nope', symbol: 'ES' })).status).toBe(400);
+    expect((await api('POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES', settings: { max_positions: 99 } })).status).toBe(400);
+    expect((await api('GET', '/api/program/status/p_unknown')).status).toBe(404);
+    expect((await api('GET', '/api/program/logs/p_unknown')).status).toBe(404);
+    expect((await api('POST', '/api/program/start', { id: 'p_unknown' })).status).toBe(404);
+    expect((await api('POST', '/api/program/update-params', { id: 'p_unknown', params: {} })).status).toBe(404);
+    const p = (await api('POST', '/api/program/create', { strategy: 'breakout', symbol: 'NQ' })).body.program;
+    const pause = await api('POST', '/api/program/pause', { id: p.id });
     expect(pause.status).toBe(409);
     expect(pause.body.error).toMatchObject({ code: 'invalid_state', details: { state: 'created' } });
-    expect((await call(base, 'POST', '/api/program/delete', { id: p.id })).body).toEqual({ id: p.id, deleted: true });
-    const list = (await call(base, 'GET', '/api/program/list')).body;
+    expect((await api('POST', '/api/program/delete', { id: p.id })).body).toEqual({ id: p.id, deleted: true });
+    const list = (await api('GET', '/api/program/list')).body;
     expect(list.programs).toEqual([]);
     expect(list.strategies.map((s: { id: string }) => s.id)).toEqual(['ema_cross', 'rsi_rebound', 'breakout', 'mean_reversion', 'triple_sync']);
     expect(list.strategies[0].params.properties.fast).toMatchObject({ type: 'integer', minimum: 2 });
@@ -110,13 +116,13 @@ describe('live programs over HTTP and SSE', () => {
     await all.opened;
 
     const mk = async (name: string) =>
-      (await call(base, 'POST', '/api/program/create', { name, strategy: 'ema_cross', symbol: 'ES', params: { fast: 2, slow: 3 }, settings: { stop_loss_atr: 0.5 } })).body.program;
+      (await api('POST', '/api/program/create', { name, strategy: 'ema_cross', symbol: 'ES', params: { fast: 2, slow: 3 }, settings: { stop_loss_atr: 0.5 } })).body.program;
     const a = await mk('A');
     const b = await mk('B');
     const onlyA = listen(`${base}/api/program/stream?program=${a.id}`);
     await onlyA.opened;
-    expect((await call(base, 'POST', '/api/program/start', { id: a.id })).body.program.state).toBe('running');
-    expect((await call(base, 'POST', '/api/program/start', { id: b.id })).status).toBe(200);
+    expect((await api('POST', '/api/program/start', { id: a.id })).body.program.state).toBe('running');
+    expect((await api('POST', '/api/program/start', { id: b.id })).status).toBe(200);
 
     const frame = await ws.next();
     expect(frame).toMatchObject({ type: 'message', topic: 'program:events', data: { type: 'status', program: a.id, state: 'running' } });
@@ -153,8 +159,8 @@ describe('live programs over HTTP and SSE', () => {
     await new Promise((r) => setTimeout(r, 100));
     clock.advance(6000);
     await until('a tick after the drop', () => ticksOf(all).length >= 6);
-    await call(base, 'POST', '/api/program/pause', { id: a.id });
-    await call(base, 'POST', '/api/program/stop', { id: b.id });
+    await api('POST', '/api/program/pause', { id: a.id });
+    await api('POST', '/api/program/stop', { id: b.id });
     // reconnection after the announced retry (3 s): Last-Event-ID sent, missed events replayed in order
     await until('the replayed pause', () => onlyA.got.some((e) => e.event === 'status' && e.data.state === 'paused'), 10_000);
     expect(onlyA.sentIds).toEqual([null, lastBefore]);
@@ -169,21 +175,64 @@ describe('live programs over HTTP and SSE', () => {
     expect(late.got.filter((e) => e.event !== 'tick').map((e) => e.id)).toEqual(
       all.got.filter((e) => e.event !== 'tick' && Number(e.id) > Number(from)).map((e) => e.id),
     );
-    await call(base, 'POST', '/api/program/delete', { id: a.id });
+    await api('POST', '/api/program/delete', { id: a.id });
     await until('live delete', () => late.got.some((e) => e.event === 'status' && e.data.state === 'deleted'));
     const statuses = late.got.filter((e) => e.event === 'status' && e.data.program === a.id).map((e) => e.data.state);
     expect(statuses.slice(-3)).toEqual(['paused', 'stopped', 'deleted']);
 
     // logs and statistics
-    const logs = (await call(base, 'GET', `/api/program/logs/${b.id}`)).body;
+    const logs = (await api('GET', `/api/program/logs/${b.id}`)).body;
     expect(logs.signals.length).toBeGreaterThan(0);
     expect(logs.logs.map((l: { code: string }) => l.code)).toContain('stopped');
     expect(logs.equity.length).toBeGreaterThan(0);
-    const list = (await call(base, 'GET', '/api/program/list')).body;
+    const list = (await api('GET', '/api/program/list')).body;
     expect(list.statistics).toMatchObject({ total: 1, stopped: 1, running: 0 });
     expect(list.programs[0].stats.bars).toBeGreaterThan(10);
 
     for (const l of [all, onlyA, late]) l.es.close();
     ws.close();
   }, 40_000);
+
+  it('programs belong to the trader who created them; an operator manages them all', async () => {
+    const other = await signIn(base, ['trader']);
+    const editor = await signIn(base, ['editor']);
+    const admin = await login(base, 'admin', TEST_ADMIN_PASSWORD);
+    const mine = (await api('POST', '/api/program/create', { name: 'mine', strategy: 'breakout', symbol: 'ES' })).body.program;
+    expect(mine.created_by).toEqual(expect.any(String));
+    const routes: [string, string, unknown?][] = [
+      ['POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES' }],
+      ['GET', '/api/program/list'],
+      ['POST', '/api/program/start', { id: mine.id }],
+      ['POST', '/api/program/pause', { id: mine.id }],
+      ['POST', '/api/program/stop', { id: mine.id }],
+      ['POST', '/api/program/delete', { id: mine.id }],
+      ['GET', `/api/program/status/${mine.id}`],
+      ['GET', `/api/program/logs/${mine.id}`],
+    ];
+    for (const [method, path, body] of routes) {
+      const none = await call(base, method, path, body);
+      expect(none.status, `${method} ${path} without a token`).toBe(401);
+      expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect((await call(base, method, path, body, bearer('not-a-token'))).status, `${method} ${path} bad token`).toBe(401);
+      expect((await call(base, method, path, body, bearer(editor))).status, `${method} ${path} as an editor`).toBe(403);
+    }
+    // another trader: none of the owner's program, and its list leaves it out
+    for (const [method, path, body] of routes.slice(2)) {
+      const r = await call(base, method, path, body, bearer(other));
+      expect(r.status, `${method} ${path} as another trader`).toBe(403);
+      expect(r.body.error.code).toBe('forbidden');
+    }
+    const theirs = (await call(base, 'POST', '/api/program/create', { name: 'theirs', strategy: 'breakout', symbol: 'ES' }, bearer(other))).body.program;
+    const listed = (who: string) => call(base, 'GET', '/api/program/list', undefined, bearer(who)).then((r) => r.body.programs.map((p: { id: string }) => p.id));
+    expect(await listed(other)).toEqual([theirs.id]);
+    expect(await listed(token)).toContain(mine.id);
+    expect(await listed(token)).not.toContain(theirs.id);
+    expect(await listed(admin)).toEqual(expect.arrayContaining([mine.id, theirs.id]));
+    // the owner and an operator may
+    expect((await api('POST', '/api/program/start', { id: mine.id })).status).toBe(200);
+    expect((await call(base, 'POST', '/api/program/stop', { id: mine.id }, bearer(admin))).status).toBe(200);
+    expect((await api('GET', `/api/program/status/${mine.id}`)).body.program.state).toBe('stopped');
+    expect((await call(base, 'POST', '/api/program/delete', { id: theirs.id }, bearer(admin))).body).toEqual({ id: theirs.id, deleted: true });
+    expect((await api('POST', '/api/program/delete', { id: mine.id })).status).toBe(200);
+  });
 });

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { get, until } from '../support/http.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 
 /**
  * Live programs across real hub processes (dist/src/main.js; `npm run build` first): the stream on
@@ -10,7 +11,8 @@ import { startHubProcess, tempDir, type HubProcess } from '../support/process.js
  * process dies, and resume after a restart on LMDB. Candles close every second (PROGRAM_SPEED=60).
  */
 const CLOCK_START = '2026-11-18T12:01:00Z';
-const ENV = { CLOCK_START, PROGRAM_SPEED: '60', PROGRAM_LEASE_MS: '1500', TRADING_WORKERS: '1' };
+const ENV = { CLOCK_START, PROGRAM_SPEED: '60', PROGRAM_LEASE_MS: '1500', TRADING_WORKERS: '1', ...AUTH_TEST_ENV };
+const BAR = 1000;
 const redis = await redisOrSkip();
 const prefixes: string[] = [];
 const started: HubProcess[] = [];
@@ -24,12 +26,15 @@ async function start(env: Record<string, string>): Promise<HubProcess> {
   started.push(p);
   return p;
 }
+/** The trader token of the current test (accounts live in the store every process shares). */
+let token = '';
 const post = async (base: string, path: string, body: unknown) => {
-  const r = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(token) }, body: JSON.stringify(body) });
   return { status: r.status, body: await r.json() };
 };
-const create = async (base: string, name: string) =>
-  (await post(base, '/api/program/create', { name, strategy: 'ema_cross', symbol: 'CL', params: { fast: 2, slow: 3 } })).body.program.id as string;
+const status = async (base: string, id: string) => (await get('', `${base}/api/program/status/${id}`, bearer(token))).body.program;
+const create = async (base: string, name: string, settings: Record<string, unknown> = {}) =>
+  (await post(base, '/api/program/create', { name, strategy: 'ema_cross', symbol: 'CL', params: { fast: 2, slow: 3 }, settings })).body.program.id as string;
 
 function stream(url: string) {
   const got: { event: string; data: any }[] = [];
@@ -46,6 +51,7 @@ describe.skipIf(!redis.available)('live programs on Redis, two processes', () =>
     prefixes.push(prefix);
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('programs-redis') };
     const [a, b] = await Promise.all([start(env), start(env)]);
+    token = await signIn(a.url, ['trader']);
     const s = stream(`${b.url}/api/program/stream`);
     await s.opened;
     const ids = [await create(a.url, 'a1'), await create(a.url, 'a2'), await create(b.url, 'b1'), await create(b.url, 'b2')];
@@ -56,7 +62,7 @@ describe.skipIf(!redis.available)('live programs on Redis, two processes', () =>
 
     // status events of programs started on A reach the subscriber on B
     await until('four running statuses', () => s.got.filter((e) => e.event === 'status' && e.data.state === 'running').length === 4);
-    const owners = await Promise.all(ids.map(async (id) => (await get('', `${a.url}/api/program/status/${id}`)).body.program.owner as string));
+    const owners = await Promise.all(ids.map(async (id) => (await status(a.url, id)).owner as string));
     expect(owners[0]).toBe(owners[1]);
     expect(owners[2]).toBe(owners[3]);
     expect(owners[0]).not.toBe(owners[2]);
@@ -76,7 +82,7 @@ describe.skipIf(!redis.available)('live programs on Redis, two processes', () =>
     // A dies: after its leases expire, B drives A's programs too
     await a.stop('SIGKILL');
     await until('B owns all four', async () => {
-      const now = await Promise.all(ids.map(async (id) => (await get('', `${b.url}/api/program/status/${id}`)).body.program.owner));
+      const now = await Promise.all(ids.map(async (id) => (await status(b.url, id)).owner));
       return now.every((o) => o === owners[2]);
     });
     const before = s.got.length;
@@ -87,27 +93,84 @@ describe.skipIf(!redis.available)('live programs on Redis, two processes', () =>
   }, 60_000);
 });
 
+describe.skipIf(!redis.available)('a program through a failover (Redis, kill -9)', () => {
+  it('counts exactly the bars that closed while it ran, emits each signal once, and keeps the open position', async () => {
+    const prefix = uniquePrefix('programs-failover');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('programs-failover') };
+    const [a, b] = await Promise.all([start(env), start(env)]);
+    token = await signIn(a.url, ['trader']);
+    const s = stream(`${b.url}/api/program/stream`);
+    await s.opened;
+    // always in the market once it entered: a reversal closes and reopens, no stop or target
+    const id = await create(a.url, 'f', { stop_loss_atr: 0, take_profit_atr: 0 });
+    const started = (await post(a.url, '/api/program/start', { id })).body.program;
+    expect(started.from_bar).toBe(Math.floor(started.updated_at / BAR) - 1);
+    const ownerA = (await status(a.url, id)).owner as string;
+    await until('an open position on A', async () => (await status(b.url, id)).stats.open_positions === 1, 30_000);
+
+    await a.stop('SIGKILL');
+    const atCrash = (await status(b.url, id)).stats;
+    expect(atCrash.open_positions).toBe(1);
+    await until('B drives it', async () => {
+      const o = (await status(b.url, id)).owner;
+      return o !== null && o !== ownerA;
+    });
+    // the first trade of B closes the position A left open
+    const tradesOfB = () => s.got.filter((e) => e.event === 'trade' && e.data.program === id && e.data.bar > atCrash.last_bar);
+    await until('a trade of B', () => tradesOfB().length > 0, 30_000);
+    expect(tradesOfB()[0]!.data).toMatchObject({ kind: 'exit', side: atCrash.position === 'long' ? 'sell' : 'buy' });
+
+    // pause and resume on B; every bar that closed while it ran, once
+    const paused = (await post(b.url, '/api/program/pause', { id })).body.program;
+    const firstRun = Math.floor(paused.updated_at / BAR) - 1 - started.from_bar;
+    await until('the bars up to the pause', async () => (await status(b.url, id)).stats.last_bar === Math.floor(paused.updated_at / BAR) - 1);
+    expect((await status(b.url, id)).stats.bars).toBe(firstRun);
+    const resumed = (await post(b.url, '/api/program/start', { id })).body.program;
+    expect(resumed.from_bar).toBe(Math.floor(resumed.updated_at / BAR) - 1);
+    await until('bars after the resume', async () => (await status(b.url, id)).stats.bars >= firstRun + 3);
+    const stopped = (await post(b.url, '/api/program/stop', { id })).body.program;
+    const last = Math.floor(stopped.updated_at / BAR) - 1;
+    await until('the bars up to the stop', async () => (await status(b.url, id)).stats.last_bar === last);
+    const final = await status(b.url, id);
+    expect(final.stats.bars).toBe(firstRun + last - resumed.from_bar);
+
+    // signals: one per (program, bar), ids unique, the store's list complete
+    const signals = s.got.filter((e) => e.event === 'signal' && e.data.program === id).map((e) => e.data);
+    expect(new Set(signals.map((x) => x.id)).size).toBe(signals.length);
+    expect(new Set(signals.map((x) => x.bar)).size).toBe(signals.length);
+    const stored = (await get('', `${b.url}/api/program/logs/${id}?limit=500`, bearer(token))).body;
+    expect(new Set(stored.signals.map((x: { bar: number }) => x.bar)).size).toBe(stored.signals.length);
+    expect(stored.signals).toHaveLength(final.stats.signals);
+    const bars = stored.signals.map((x: { bar: number }) => x.bar);
+    expect(bars.every((k: number) => (k > started.from_bar && k <= paused.from_bar + firstRun) || (k > resumed.from_bar && k <= last))).toBe(true);
+    expect(stored.logs.some((l: { code: string; message: string }) => l.code === 'claimed' && l.message.includes('restored'))).toBe(true);
+    s.es.close();
+  }, 90_000);
+});
+
 describe('live programs resume after a restart (LMDB)', () => {
   it('a running program keeps its statistics and runs again on the next process', async () => {
     const dir = tempDir('programs-restart');
     const first = await start({ DATA_DIR: dir });
+    token = await signIn(first.url, ['trader']);
     const id = await create(first.url, 'r');
     await post(first.url, '/api/program/start', { id });
     const s1 = stream(`${first.url}/api/program/stream?program=${id}`);
     await until('a tick', () => s1.got.some((e) => e.event === 'tick'));
     s1.es.close();
-    const bars1 = (await get('', `${first.url}/api/program/status/${id}`)).body.program.stats.bars as number;
+    const bars1 = (await status(first.url, id)).stats.bars as number;
     expect(bars1).toBeGreaterThan(0);
     expect(await first.stop()).toBe(0);
 
     const second = await start({ DATA_DIR: dir });
-    const st = (await get('', `${second.url}/api/program/status/${id}`)).body.program;
+    const st = await status(second.url, id);
     expect(st.state).toBe('running');
     expect(st.stats.bars).toBeGreaterThanOrEqual(bars1);
     const s2 = stream(`${second.url}/api/program/stream?program=${id}`);
     await until('a tick after the restart', () => s2.got.some((e) => e.event === 'tick'));
-    await until('more bars', async () => (await get('', `${second.url}/api/program/status/${id}`)).body.program.stats.bars > bars1);
-    const logs = (await get('', `${second.url}/api/program/logs/${id}`)).body.logs as { code: string }[];
+    await until('more bars', async () => (await status(second.url, id)).stats.bars > bars1);
+    const logs = (await get('', `${second.url}/api/program/logs/${id}`, bearer(token))).body.logs as { code: string }[];
     expect(logs.filter((l) => l.code === 'claimed')).toHaveLength(2);
     s2.es.close();
   }, 40_000);

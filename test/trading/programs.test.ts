@@ -30,17 +30,19 @@ interface Rig {
 
 const rigs: Rig[] = [];
 afterEach(async () => {
-  for (const r of rigs.splice(0)) {
+  const all = rigs.splice(0);
+  for (const r of all) {
     await r.svc.close();
     await r.bus.close();
-    await r.store.close();
   }
+  for (const store of new Set(all.map((r) => r.store))) await store.close();
 });
 
-async function rig(): Promise<Rig> {
-  const clock = new ManualClock(T0);
-  const store = await openStore({ DATA_DIR: tempDir('programs'), REDIS_PREFIX: 'x:' });
-  const bus = createBus(store, 'test');
+/** A service; `on` shares the clock and store of another rig (a second process on the same store). */
+async function rig(on?: Rig): Promise<Rig> {
+  const clock = on?.clock ?? new ManualClock(T0);
+  const store = on?.store ?? (await openStore({ DATA_DIR: tempDir('programs'), REDIS_PREFIX: 'x:' }));
+  const bus = createBus(store, `test-${rigs.length}`);
   await bus.start();
   const events: ProgramEvent[] = [];
   bus.onMessage(({ topic, message }) => {
@@ -186,5 +188,73 @@ describe('risk', () => {
 
     const signals = (await svc.logs(trades.id)).signals;
     expect(signals.length).toBeGreaterThan(2);
+  });
+});
+
+describe('bars a program processes', () => {
+  it('only bars that close after it was started or resumed, each once', async () => {
+    const { svc, bars } = await rig();
+    const a = await svc.create(input('ema_cross', { fast: 2, slow: 3 }));
+    const b = await svc.create(input('ema_cross', { fast: 2, slow: 3 }));
+    await svc.move(a.id, 'start');
+    await bars(30);
+    await svc.move(a.id, 'pause');
+    // 20 bars close while nothing runs on the symbol
+    await bars(20);
+    await svc.move(b.id, 'start');
+    await svc.pump();
+    expect((await svc.get(b.id)).stats.bars).toBe(0);
+    await bars(3);
+    expect((await svc.get(b.id)).stats.bars).toBe(3);
+    // the resumed program skips the 23 bars it was paused for
+    await svc.move(a.id, 'start');
+    await svc.pump();
+    expect((await svc.get(a.id)).stats.bars).toBe(30);
+    await bars(4);
+    const got = await svc.get(a.id);
+    expect(got.stats.bars).toBe(34);
+    const signals = (await svc.logs(a.id, 500)).signals as { bar: number; t: number }[];
+    expect(new Set(signals.map((x) => x.bar)).size).toBe(signals.length);
+    // no signal of a bar that closed before the start or during the pause
+    const closes = signals.map((x) => x.t + BAR);
+    const pausedFrom = T0 + 30 * BAR;
+    const resumedAt = T0 + 53 * BAR;
+    expect(closes.every((c) => c > T0 && (c <= pausedFrom || c > resumedAt))).toBe(true);
+  });
+
+  it('a new owner continues from the last committed bar with the open position', async () => {
+    const first = await rig();
+    // always in the market once it entered: a reversal closes and reopens, no stop or target
+    const p = await first.svc.create(input('ema_cross', { fast: 2, slow: 3 }, { stop_loss_atr: 0, take_profit_atr: 0 }));
+    await first.svc.move(p.id, 'start');
+    let n = 0;
+    while ((await first.svc.get(p.id)).stats.entries === 0 && n < 200) n += (await first.bars(5), 5);
+    await first.bars(1);
+    n += 1;
+    const before = await first.svc.get(p.id);
+    expect(before.stats.open_positions).toBe(1);
+    // the first owner goes away with the position open; 7 bars close before another takes over
+    await first.svc.close();
+    rigs.splice(rigs.indexOf(first), 1);
+    await first.bus.close();
+    first.clock.advance(7 * BAR);
+    const second = await rig(first);
+    expect(second.svc.owned()).toEqual([p.id]);
+    const claimed = await second.svc.get(p.id);
+    expect(claimed.stats.open_positions).toBe(1);
+    expect(claimed.stats.position).toBe(before.stats.position);
+    await second.svc.pump();
+    await second.bars(60);
+    const after = await second.svc.get(p.id);
+    // every bar that closed since the start, once
+    expect(after.stats.bars).toBe(n + 7 + 60);
+    const trades = second.events.filter((e) => e.type === 'trade' && e.program === p.id);
+    expect(trades.length).toBeGreaterThan(0);
+    // the restored position is closed by the new owner before it opens another
+    expect(trades[0]).toMatchObject({ kind: 'exit', side: before.stats.position === 'long' ? 'sell' : 'buy' });
+    const signals = (await second.svc.logs(p.id, 500)).signals as { bar: number }[];
+    expect(new Set(signals.map((x) => x.bar)).size).toBe(signals.length);
+    const logs = (await second.svc.logs(p.id)).logs;
+    expect(logs.some((l) => l.code === 'claimed' && l.message.includes('restored'))).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
-import { LiveTopics, el, getJson } from '../common/live.js';
+import { Session, mountSignIn } from '../common/auth.js';
+import { LiveTopics, el } from '../common/live.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
 
@@ -30,8 +31,18 @@ const programs = new Map<string, Program>();
 let selected: string | null = null;
 let equity: { t: number; equity: number }[] = [];
 
+/** Programs belong to the trader who signed in (an operator sees all); the token stays in this tab. */
+const session = new Session('trading:token');
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await session.fetch(url);
+  const body = await res.json();
+  if (!res.ok) throw new Error(body?.error?.message ?? `${res.status}`);
+  return body as T;
+}
+
 async function send(path: string, body: unknown): Promise<any> {
-  const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await session.fetch(path, { body });
   const out = await res.json();
   if (!res.ok) {
     const issues = out?.error?.details?.issues as { field: string; message: string }[] | undefined;
@@ -455,8 +466,13 @@ $('bt-cancel').addEventListener('click', () => {
 
 // ---- start ----------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
+let started = false;
+
+/** Runs once a trader is signed in: the forms come from the list answer. */
+async function start(): Promise<void> {
   await loadList();
+  if (started) return;
+  started = true;
   const strategies = info.strategies.map((s) => ({ value: s.id, label: s.name }));
   const symbols = info.symbols.map((s) => ({ value: s, label: s }));
   options($('cf-strategy') as HTMLSelectElement, strategies);
@@ -469,6 +485,20 @@ async function main(): Promise<void> {
   document.body.dataset.ready = 'true';
 }
 
-void main().catch((err) => {
-  $('programs-error').textContent = String(err);
-});
+function main(): void {
+  mountSignIn($('signin'), session, 'trader');
+  session.onChange((me) => {
+    $('programs-error').textContent = me ? '' : '트레이더로 로그인하세요 · sign in as a trader';
+    if (!me) {
+      programs.clear();
+      if (info) renderPrograms();
+      return;
+    }
+    void start().catch((err) => {
+      $('programs-error').textContent = String(err instanceof Error ? err.message : err);
+    });
+  });
+  void session.restore();
+}
+
+main();

@@ -1,0 +1,101 @@
+import type { Bus } from '../bus.js';
+import type { Json, Store, Write } from '../store/port.js';
+import { HISTORY, K, PROGRAM_EVENTS_TOPIC, type NewEvent, type ProgramEvent, type ProgramRecord } from './program-model.js';
+
+/**
+ * The one path by which program output reaches the store and the Bus, in the order it was made.
+ * Entries queued while a batch commits go into the next batch; a batch is one atomic store update
+ * (statistics, book, signals, logs, equity points and the event history together), and its events
+ * are published only after it committed, so a subscriber never sees an event the store lost.
+ *
+ * An entry of a run (`run`) is the output of one processed bar (or of the flatten at a pause): it is
+ * committed only while this process holds the program's lease, the program is still on that run
+ * (its from_bar), and, once the program left `running`, only for bars that closed before it did.
+ * So after a failover the old owner can write nothing more, and the new owner, which reads the
+ * statistics after taking the lease, continues from the last bar committed: no bar twice, none
+ * skipped. Writes of a program that no longer exists are left out; its events (a `deleted` status)
+ * are not.
+ */
+export interface JournalEntry {
+  program: string;
+  writes: Write[];
+  events: NewEvent[];
+  run?: { from: number; bar: number | null };
+}
+
+export interface JournalOptions {
+  store: Store;
+  bus: Pick<Bus, 'publish'>;
+  owner: string;
+  barMs: number;
+  onError?: (err: unknown) => void;
+}
+
+export class Journal {
+  private queue: { e: JournalEntry; done: (committed: boolean) => void }[] = [];
+  private flushing: Promise<void> | undefined;
+
+  constructor(private readonly opts: JournalOptions) {}
+
+  /** Queues an entry; resolves with whether it was committed (and its events published). */
+  add(e: JournalEntry): Promise<boolean> {
+    return new Promise((done) => {
+      this.queue.push({ e, done });
+      this.flushing ??= this.flush();
+    });
+  }
+
+  /** Waits until everything queued so far is committed (or refused). */
+  async flushed(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async flush(): Promise<void> {
+    await Promise.resolve();
+    const { store, bus } = this.opts;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0);
+      let committed: boolean[] = batch.map(() => false);
+      let events: ProgramEvent[] = [];
+      try {
+        const count = batch.reduce((n, b) => n + b.e.events.length, 0);
+        let next = count > 0 ? (await store.incr(K.seq, count)) - count + 1 : 0;
+        const withIds = batch.map((b) => b.e.events.map((ev) => ({ id: next++, ...ev }) as ProgramEvent));
+        const ids = [...new Set(batch.map((b) => b.e.program))];
+        const keys = [...ids.map(K.rec), ...ids.map(K.lease)];
+        ({ committed, events } = await store.update(keys, (vals) => {
+          const rec = new Map(ids.map((id, i) => [id, vals[i] as unknown as ProgramRecord | undefined]));
+          const lease = new Map(ids.map((id, i) => [id, vals[ids.length + i]]));
+          const writes: Write[] = [];
+          const ok: boolean[] = [];
+          const out: ProgramEvent[] = [];
+          batch.forEach((b, i) => {
+            const r = rec.get(b.e.program);
+            const accepted = b.e.run === undefined || this.current(r, lease.get(b.e.program), b.e.run);
+            ok.push(accepted);
+            if (!accepted) return;
+            if (r) writes.push(...b.e.writes);
+            for (const ev of withIds[i]!) {
+              writes.push({ op: 'push', key: K.history, value: ev as unknown as Json, cap: HISTORY });
+              out.push(ev);
+            }
+          });
+          return { writes, result: { committed: ok, events: out } };
+        }));
+        for (const ev of events) await bus.publish(PROGRAM_EVENTS_TOPIC, ev as unknown as Json);
+      } catch (err) {
+        this.opts.onError?.(err);
+      } finally {
+        batch.forEach((b, i) => b.done(committed[i]!));
+      }
+    }
+    this.flushing = undefined;
+  }
+
+  private current(r: ProgramRecord | undefined, lease: Json | undefined, run: { from: number; bar: number | null }): boolean {
+    if (!r || lease !== this.opts.owner || r.from_bar !== run.from) return false;
+    if (r.state === 'running' || run.bar === null) return true;
+    // the program left running: bars that closed before it did still count
+    return (run.bar + 1) * this.opts.barMs <= r.updated_at;
+  }
+}

@@ -1,0 +1,170 @@
+import { forbidden } from '../errors.js';
+import type { Settings } from './engine.js';
+import type { StrategyId } from './strategies.js';
+import type { SymbolId } from './symbols.js';
+
+/**
+ * Live trading programs: the records, statistics, events and store keys shared by the service
+ * (programs.ts), the runner that drives one program (program-runner.ts), the journal that commits
+ * its output (program-journal.ts) and the leases (program-leases.ts). docs/trading.md "Live programs".
+ */
+
+export const PROGRAM_STATES = ['created', 'running', 'paused', 'stopped'] as const;
+export type ProgramState = (typeof PROGRAM_STATES)[number];
+export type Move = 'start' | 'pause' | 'stop';
+/** The allowed moves: move -> states it may start from. Delete is allowed from every state. */
+export const MOVES: Record<Move, { from: ProgramState[]; to: ProgramState }> = {
+  start: { from: ['created', 'paused', 'stopped'], to: 'running' },
+  pause: { from: ['running'], to: 'paused' },
+  stop: { from: ['running', 'paused'], to: 'stopped' },
+};
+
+/** Bus topics (and WebSocket topics): events with ids, and tick batches (no id). */
+export const PROGRAM_EVENTS_TOPIC = 'program:events';
+export const PROGRAM_TICK_TOPIC = 'program:tick';
+/** The document: a tick for running programs every 3 seconds. */
+export const TICK_MS = 3000;
+/** Events kept for Last-Event-ID replay. */
+export const HISTORY = 1000;
+export const LOG_CAP = 500;
+export const SIGNAL_CAP = 200;
+export const EQUITY_CAP = 500;
+/** Most candles processed per market in one pump; older missed candles are skipped. */
+export const MAX_CATCHUP = 500;
+export const MAX_PROGRAMS = 10_000;
+
+export interface ProgramRecord {
+  id: string;
+  name: string;
+  strategy: StrategyId;
+  symbol: SymbolId;
+  params: Record<string, number>;
+  settings: Settings;
+  state: ProgramState;
+  created_at: number;
+  updated_at: number;
+  /** Why the last stop happened (a move, or daily_loss_limit). */
+  reason: string | null;
+  /** The identity (account id) that created it: it and operators may manage it. */
+  created_by: string | null;
+  /**
+   * The last market bar closed when the program was last started or resumed: it processes only
+   * later bars (null until the first start). Also names the run: bar output of an earlier run is
+   * never committed.
+   */
+  from_bar: number | null;
+}
+
+export interface ProgramStats {
+  bars: number;
+  signals: number;
+  entries: number;
+  trades: number;
+  wins: number;
+  losses: number;
+  blocked: number;
+  realized_pnl: number;
+  /** Marked-to-market: capital + realized + open P&L at the last close. */
+  equity: number;
+  pnl: number;
+  peak: number;
+  max_drawdown: number;
+  day_session: number;
+  day_pnl: number;
+  day_trades: number;
+  open_positions: number;
+  position: 'long' | 'short' | 'flat';
+  last_price: number | null;
+  last_bar: number;
+}
+
+export type ProgramEvent =
+  | { id: number; type: 'signal'; program: string; t: number; bar: number; action: 'long' | 'short' | 'exit'; price: number }
+  | {
+      id: number;
+      type: 'trade';
+      program: string;
+      t: number;
+      bar: number;
+      kind: 'entry' | 'exit';
+      side: 'buy' | 'sell';
+      price: number;
+      contracts: number;
+      reason?: string;
+      pnl?: number;
+      realized_pnl: number;
+      day_pnl: number;
+    }
+  | { id: number; type: 'status'; program: string; t: number; state: ProgramState | 'deleted'; previous: ProgramState | null; reason: string | null };
+
+export interface TickEntry {
+  program: string;
+  price: number | null;
+  equity: number;
+  pnl: number;
+  day_pnl: number;
+  position: ProgramStats['position'];
+  open_positions: number;
+}
+export interface TickEvent {
+  type: 'tick';
+  t: number;
+  programs: TickEntry[];
+}
+
+export interface LogEntry {
+  t: number;
+  level: 'info' | 'warn';
+  code: string;
+  message: string;
+}
+
+export interface CreateInput {
+  name?: string | undefined;
+  strategy: StrategyId;
+  symbol: SymbolId;
+  params: Record<string, number>;
+  settings: Settings;
+}
+
+export const K = {
+  rec: (id: string) => `program:${id}`,
+  stats: (id: string) => `program:stats:${id}`,
+  log: (id: string) => `program:log:${id}`,
+  signals: (id: string) => `program:signals:${id}`,
+  equity: (id: string) => `program:equity:${id}`,
+  lease: (id: string) => `program:lease:${id}`,
+  /** Open positions, waiting order and day risk state of the running program (Engine.snapshot). */
+  book: (id: string) => `program:book:${id}`,
+  all: 'program:all',
+  running: 'program:running',
+  seq: 'program:events:seq',
+  history: 'program:events',
+};
+
+export function emptyStats(capital: number): ProgramStats {
+  return {
+    bars: 0, signals: 0, entries: 0, trades: 0, wins: 0, losses: 0, blocked: 0, realized_pnl: 0,
+    equity: capital, pnl: 0, peak: capital, max_drawdown: 0, day_session: -1, day_pnl: 0, day_trades: 0,
+    open_positions: 0, position: 'flat', last_price: null, last_bar: -1,
+  };
+}
+
+export type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** An event before the journal gives it its id. */
+export type NewEvent = DistributiveOmit<ProgramEvent, 'id'>;
+
+/** Who asks: an identity id, and whether it is an operator (who may manage every program). */
+export interface Caller {
+  id: string;
+  operator: boolean;
+}
+
+/** Internal callers (no caller), operators and the program's creator. */
+export function mayManage(rec: ProgramRecord, caller: Caller | undefined): boolean {
+  return caller === undefined || caller.operator || (rec.created_by !== null && rec.created_by === caller.id);
+}
+
+export function checkAccess(rec: ProgramRecord, caller: Caller | undefined): void {
+  if (!mayManage(rec, caller)) throw forbidden(`program ${rec.id} belongs to another trader`, { id: rec.id });
+}
