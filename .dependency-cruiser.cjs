@@ -43,6 +43,13 @@ module.exports = {
       to: { path: [SERVICES, '^src/http/'] },
     },
     {
+      name: 'domain-imports-adapter',
+      comment: 'The arrow points inward: the trading domain owns its task interface; src/workers adapts it (Piscina).',
+      severity: 'error',
+      from: { path: '^src/trading/' },
+      to: { path: '^src/workers/' },
+    },
+    {
       name: 'no-circular',
       comment: 'No import cycles.',
       severity: 'error',

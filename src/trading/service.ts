@@ -1,7 +1,6 @@
 import type { Bus } from '../bus.js';
 import { AppError, conflict } from '../errors.js';
-import type { TaskRunner } from '../workers/pool.js';
-import type { TaskOutcome, TradingTask } from '../workers/trading.js';
+import type { TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
 import {
   bestIndex,
   summarizeWalkForward,
