@@ -147,13 +147,14 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     transport: busTransport(bus),
     clock,
   });
-  hub.peers('/yjs/:slug', {
+  const yjsPeers = hub.peers('/yjs/:slug', {
     maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
     upgrade: ([slug]) => rooms.check(slug),
     open: (peer, slug) => rooms.open(peer, slug),
     message: (peer, bytes) => rooms.message(peer, bytes),
     close: (peer) => rooms.leave(peer),
   });
+  rooms.useFanout(yjsPeers);
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();

@@ -9,6 +9,12 @@ export interface Peer {
   close(code: number, reason: string): void;
 }
 
+/** Fan-out to a group of peers in one step (the hub's native pub/sub); optional. */
+export interface Fanout {
+  join(peer: Peer, group: string): void;
+  publish(group: string, bytes: Uint8Array, except?: Peer): void;
+}
+
 /** What a room asks of its surroundings (persistence, the relay to other processes, logs). */
 export interface RoomHooks {
   /** Makes a peer's update durable; the room applies and fans it out only after this resolves. */
@@ -19,6 +25,8 @@ export interface RoomHooks {
   /** The document changed (anything but its initial load): a save is due. */
   changed(): void;
   warn(obj: object, msg: string): void;
+  /** When given, updates and awareness reach the peers through it instead of one send each. */
+  fanout?: Fanout;
 }
 
 /** Origins of changes that are not a peer's. */
@@ -66,6 +74,7 @@ export class Room {
   /** A new peer: it gets the room's state vector and who is here. */
   join(peer: Peer): void {
     this.peers.set(peer, new Set());
+    this.hooks.fanout?.join(peer, this.group);
     peer.send(syncStep1(this.doc));
     const states = this.awareness.getStates();
     if (states.size > 0) peer.send(awarenessMessage(this.awareness, [...states.keys()]));
@@ -127,9 +136,18 @@ export class Room {
     this.doc.destroy();
   }
 
+  private get group(): string {
+    return `y:${this.slug}`;
+  }
+
+  private broadcast(msg: Uint8Array, except?: Peer): void {
+    const fan = this.hooks.fanout;
+    if (fan) return fan.publish(this.group, msg, except && this.peers.has(except) ? except : undefined);
+    for (const p of this.peers.keys()) if (p !== except) p.send(msg);
+  }
+
   private onUpdate(update: Uint8Array, origin: unknown): void {
-    const msg = updateMessage(update);
-    for (const p of this.peers.keys()) if (p !== origin) p.send(msg);
+    this.broadcast(updateMessage(update), origin as Peer);
     if (origin !== 'remote') this.hooks.relayUpdate(update);
     const mine = this.peers.get(origin as Peer);
     if (mine) {
@@ -148,8 +166,7 @@ export class Room {
       for (const id of added) mine.add(id);
       for (const id of removed) mine.delete(id);
     }
-    const msg = awarenessMessage(this.awareness, changed);
-    for (const p of this.peers.keys()) p.send(msg);
+    this.broadcast(awarenessMessage(this.awareness, changed));
     if (origin !== 'remote') this.hooks.relayAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
   }
 }

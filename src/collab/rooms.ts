@@ -6,7 +6,7 @@ import { AppError } from '../errors.js';
 import type { Store, Unsubscribe } from '../store/port.js';
 import { Debounce, DocStore, UNSAVED_FLUSH } from './persistence.js';
 import { Relay, type RoomTransport } from './relay.js';
-import { Room, reconcile, type Peer } from './room.js';
+import { Room, reconcile, type Fanout, type Peer } from './room.js';
 import { SLUG_RE, type CollabService, type Doc } from './service.js';
 
 export { applyDiff, reconcile, type Peer } from './room.js';
@@ -38,6 +38,8 @@ export interface RoomsOptions {
   clock?: Clock;
 }
 
+export type { Fanout } from './room.js';
+
 interface Entry {
   room: Room;
   ready: Promise<void>;
@@ -59,6 +61,7 @@ export class Rooms {
   private readonly relay: Relay;
   private readonly clock: Clock;
   private stopping = false;
+  private fanout?: Fanout;
 
   constructor(private readonly opts: RoomsOptions) {
     this.docs = new DocStore(opts.store);
@@ -67,6 +70,11 @@ export class Rooms {
     opts.service.onSaved((doc, origin) => {
       if (origin !== 'live') this.applyExternal(doc).catch((err) => opts.logger.warn({ err, slug: doc.slug }, 'external save not applied to the live document'));
     });
+  }
+
+  /** Native fan-out to the peers of a room (the hub's groups); without it, one send per peer. */
+  useFanout(fanout: Fanout): void {
+    this.fanout = fanout;
   }
 
   get loaded(): string[] {
@@ -131,6 +139,7 @@ export class Rooms {
         if (++e.unsaved >= UNSAVED_FLUSH) void this.flush(e);
       },
       warn: (o, m) => this.opts.logger.warn(o, m),
+      fanout: this.fanout,
     });
     e.save = new Debounce(this.clock, this.opts.debounceMs, this.opts.maxDelayMs, () => void this.flush(e));
     this.rooms.set(slug, e);

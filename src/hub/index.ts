@@ -19,7 +19,7 @@ import {
 import { createMetrics, type Metrics } from './metrics.js';
 import { Router } from './router.js';
 import { Live, parseSince, type HistoryBus } from './live.js';
-import { peerBehaviour, type PeerEndpoint } from './peer-socket.js';
+import { peerBehaviour, peerGroups, type PeerEndpoint, type PeerGroups } from './peer-socket.js';
 import { ApiTable } from './api-doc.js';
 import type { RouteEntry } from './openapi.js';
 import { SseStream, type SseOptions } from './sse.js';
@@ -32,7 +32,7 @@ export { Reply, route } from './http.js';
 export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader } from './http.js';
 export type { SseStream } from './sse.js';
 export type { BusSseDef } from './sse-route.js';
-export type { PeerEndpoint, SocketPeer } from './peer-socket.js';
+export type { PeerEndpoint, PeerGroups, SocketPeer } from './peer-socket.js';
 export type { TopicSpec } from './topics.js';
 
 export interface HubOptions {
@@ -299,8 +299,9 @@ export class Hub {
   }
 
   /** A binary WebSocket endpoint whose connections reach a service as SocketPeers (hub/peer-socket.ts). */
-  peers<D>(pattern: string, endpoint: PeerEndpoint<D>): void {
-    this.socket(pattern, peerBehaviour(endpoint));
+  peers<D>(pattern: string, endpoint: PeerEndpoint<D>): PeerGroups {
+    const handle = this.socket(pattern, peerBehaviour(endpoint));
+    return peerGroups((topic, bytes) => handle.publish(topic, bytes, true));
   }
 
   /** Delivers to this process's WebSocket subscribers of the topic (the Bus calls this). */

@@ -8,6 +8,15 @@ export interface SocketPeer {
 }
 
 /**
+ * Native fan-out to groups of peers (uWS pub/sub: one C++ loop per message instead of one send per
+ * peer from JavaScript). `publish` reaches every peer of the group but `except`.
+ */
+export interface PeerGroups {
+  join(peer: SocketPeer, group: string): void;
+  publish(group: string, bytes: Uint8Array, except?: SocketPeer): void;
+}
+
+/**
  * A binary WebSocket endpoint whose connections are handed to a service as SocketPeers, so the
  * service knows no sockets (e.g. the y-websocket rooms of src/collab on /yjs/:slug).
  */
@@ -26,12 +35,30 @@ interface PeerData<D> {
   data: D;
 }
 
+const sockets = new WeakMap<SocketPeer, WebSocket<SocketData>>();
+
+/** Groups over uWS topics; `appPublish` is the app-wide publish (Hub.socket's handle). */
+export function peerGroups(appPublish: (topic: string, bytes: Uint8Array) => void): PeerGroups {
+  return {
+    join(peer, group) {
+      const ws = sockets.get(peer);
+      if (ws && !ws.getUserData().closed) ws.subscribe(group);
+    },
+    publish(group, bytes, except) {
+      const ws = except && sockets.get(except);
+      if (ws && !ws.getUserData().closed) ws.publish(group, bytes, true);
+      else appPublish(group, bytes);
+    },
+  };
+}
+
 /** The uWS side of a PeerEndpoint, for Hub.socket. */
 export function peerBehaviour<D>(ep: PeerEndpoint<D>) {
   type W = WebSocket<SocketData & PeerData<D>>;
   const peerOf = (ws: W): SocketPeer => {
     const d = ws.getUserData();
-    return (d.peer ??= {
+    if (d.peer) return d.peer;
+    d.peer = {
       send: (bytes) => {
         if (!d.closed) ws.send(bytes, true);
       },
@@ -40,7 +67,9 @@ export function peerBehaviour<D>(ep: PeerEndpoint<D>) {
         d.closed = true;
         ws.end(code, reason);
       },
-    });
+    };
+    sockets.set(d.peer, ws as unknown as WebSocket<SocketData>);
+    return d.peer;
   };
   return {
     description: ep.description,
