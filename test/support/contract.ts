@@ -34,13 +34,14 @@ function compile(doc: Doc): Compiled {
   return { routes, doc, validators: new Map() };
 }
 
-function load(origin: string): Promise<Compiled | undefined> {
-  let p = docs.get(origin);
+/** One document per hub instance: a port reused by another hub (another test) is another key. */
+function load(origin: string, instance: string): Promise<Compiled | undefined> {
+  let p = docs.get(`${origin} ${instance}`);
   if (!p) {
     p = fetch(`${origin}/openapi.json`)
       .then(async (r) => (r.ok ? compile((await r.json()) as Doc) : undefined))
       .catch(() => undefined);
-    docs.set(origin, p);
+    docs.set(`${origin} ${instance}`, p);
   }
   return p;
 }
@@ -54,10 +55,11 @@ function resolve(schema: Record<string, unknown>, doc: Doc): Record<string, unkn
 }
 
 /** Throws when `body` does not match what the route declares for `status`. */
-export async function checkContract(url: string, method: string, status: number, body: unknown): Promise<void> {
+export async function checkContract(url: string, method: string, status: number, body: unknown, requestId = ''): Promise<void> {
   const u = new URL(url);
   if (u.pathname === '/openapi.json') return;
-  const c = await load(u.origin);
+  // the hub's request ids are `<instance prefix>-<n>`
+  const c = await load(u.origin, requestId.replace(/-\d+$/, ''));
   if (!c) return;
   const m = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
   const route = c.routes.find((r) => r.method === m && r.re.test(u.pathname));

@@ -32,7 +32,7 @@ export async function call(
   }
   // the answer must match the schema the route declares in /openapi.json (contract.ts)
   if ((res.headers.get('content-type') ?? '').startsWith('application/json') && parsed !== text) {
-    await checkContract(base + path, method, res.status, parsed);
+    await checkContract(base + path, method, res.status, parsed, res.headers.get('x-request-id') ?? '');
   }
   return { status: res.status, headers: res.headers, text, body: parsed };
 }
