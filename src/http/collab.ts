@@ -18,7 +18,6 @@ const slugParams = z.object({ slug });
 export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
   const { service } = opts;
   hub.topic({ name: 'md:*', policy: 'drop', history: 200 });
-  void LIST_TOPIC;
 
   const saveBody = z.strictObject({
     slug,
@@ -119,6 +118,9 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     handler: (ctx) => service.leave(ctx.body.slug, ctx.body.id),
   });
   hub.route({ method: 'GET', path: '/api/md/presence/:slug', response: R.peers, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.peers(ctx.params.slug) }) });
+
+  // the document list's events as Server-Sent Events, resumable with Last-Event-ID from the Bus history
+  hub.sse({ path: '/api/md/stream', topics: [LIST_TOPIC], history: 200 });
 
   hub.page('/docs', '/docs.html', {
     title: 'Documents',

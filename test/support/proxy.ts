@@ -6,12 +6,14 @@ export interface TcpProxy {
   /** Network drop: every open connection is cut and new ones are refused until restore(). */
   cut(): void;
   restore(): void;
+  /** New connections go to another hub from now on (a restarted process on another port). */
+  retarget(url: string): void;
   close(): Promise<void>;
 }
 
 /** A TCP relay in front of a hub, so a test can take a client offline and back (a real network drop). */
 export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
-  const target = new URL(targetUrl);
+  let target = new URL(targetUrl);
   const open = new Set<Socket>();
   let down = false;
   const server = createServer((client) => {
@@ -40,6 +42,9 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
     },
     restore() {
       down = false;
+    },
+    retarget(url) {
+      target = new URL(url);
     },
     close: () =>
       new Promise<void>((r) => {
