@@ -6,7 +6,7 @@ import { openBlobStore, sweepOrphanBlobs, uploadTempDir } from './blobs/index.js
 import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
-import { Rooms } from './collab/rooms.js';
+import { Rooms, busTransport } from './collab/rooms.js';
 import { CollabService } from './collab/service.js';
 import { chatIntake, chatMail } from './chat/intake-link.js';
 import { ReferralService } from './chat/referral.js';
@@ -68,8 +68,8 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
 
   const store = await openStore(config);
-  const bus = createBus(store, `${process.pid}-${randomBytes(4).toString('hex')}`);
-  bus.onMessage(({ topic, message }) => hub.publish(topic, message));
+  const bus = createBus(store, `${process.pid}-${randomBytes(4).toString('hex')}`, { logger: logger.child({ part: 'bus' }) });
+  hub.attachBus(bus);
   await bus.start();
   hub.ready('store', () => store.ping());
 
@@ -109,7 +109,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     charter: config.REWARD_CHARTER_FILE
       ? parseCharter(JSON.parse(readFileSync(config.REWARD_CHARTER_FILE, 'utf8')))
       : undefined,
-    onPublishError: (err) => logger.warn({ err }, 'reward event not published'),
   });
   registerRewardRoutes(hub, {
     service: reward,
@@ -121,7 +120,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     store,
     clock,
     bus,
-    onPublishError: (err) => logger.warn({ err }, 'check-in event not published'),
   });
   registerTicketRoutes(hub, { service: tickets, store, clock });
 
@@ -199,7 +197,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
       perClient: config.TRADING_JOBS_PER_CLIENT,
       timeoutMs: config.TRADING_JOB_TIMEOUT_MS,
     },
-    onPublishError: (err) => logger.warn({ err }, 'job progress not published'),
   });
   registerTradingRoutes(hub, { service: trading });
   const programs = new ProgramService({
@@ -211,6 +208,10 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     onError: (err) => logger.warn({ err }, 'program service error'),
   });
   registerProgramRoutes(hub, { service: programs, bus });
+  hub.page('/reference', '/reference.html', {
+    title: 'API reference',
+    description: 'Every route, stream and socket of this hub, from /openapi.json (generated from the route table)',
+  });
   hub.page('/trading', '/trading.html', {
     title: 'Trading programs',
     description: 'Live trading programs (state, P&L, log, signals, equity) and the backtest lab',
@@ -227,7 +228,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     clock,
     bus,
     maxBytes: config.MD_MAX_BYTES,
-    onPublishError: (err) => logger.warn({ err }, 'document event not published'),
+    logger: logger.child({ part: 'collab' }),
   });
   registerCollabRoutes(hub, { service: collab });
   collab.start(config.MD_SWEEP_MS);
@@ -239,16 +240,17 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     debounceMs: config.MD_PERSIST_DEBOUNCE_MS,
     maxDelayMs: config.MD_PERSIST_MAX_MS,
     resyncMs: config.MD_RESYNC_MS,
+    transport: busTransport(bus),
+    clock,
   });
-  rooms.attach(
-    hub.socket('/yjs/:slug', {
-      maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
-      upgrade: (params) => rooms.upgrade(params),
-      open: (ws) => rooms.open(ws),
-      message: (ws, msg) => rooms.message(ws, msg),
-      close: (ws) => rooms.close_(ws),
-    }),
-  );
+  const yjsPeers = hub.peers('/yjs/:slug', {
+    maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
+    upgrade: ([slug]) => rooms.check(slug),
+    open: (peer, slug) => rooms.open(peer, slug),
+    message: (peer, bytes) => rooms.message(peer, bytes),
+    close: (peer) => rooms.leave(peer),
+  });
+  rooms.useFanout(yjsPeers);
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();

@@ -22,7 +22,7 @@ const count = (msgs: BusMessage[], message: unknown) =>
   msgs.filter((m) => JSON.stringify(m.message) === JSON.stringify(message)).length;
 
 /** Resolves once `store` has dispatched a raw bus message carrying `marker` to its handlers. */
-async function seenOnChannel(store: Store, publish: () => Promise<void>, marker: string): Promise<void> {
+async function seenOnChannel(store: Store, publish: () => Promise<unknown>, marker: string): Promise<void> {
   let seen = false;
   const unsub = await store.subscribe(BUS_CHANNEL, (raw) => {
     if (raw.includes(marker)) seen = true;

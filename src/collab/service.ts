@@ -112,10 +112,11 @@ const summary = (d: Doc) => ({
 export interface CollabServiceOptions {
   store: Store;
   clock: Clock;
-  bus: Pick<Bus, 'publish'>;
+  bus: Pick<Bus, 'emit'>;
   /** Largest markdown document in bytes (UTF-8); larger is a 413. */
   maxBytes: number;
-  onPublishError?: (err: unknown) => void;
+  /** Where a failed sweep is reported. */
+  logger?: { warn(obj: object, msg: string): void };
 }
 
 export class CollabService {
@@ -136,7 +137,7 @@ export class CollabService {
   /** Sweeps lock expiry and presence time-outs every `everyMs`. */
   start(everyMs: number): void {
     this.sweeper ??= setInterval(() => {
-      this.sweep().catch((err) => this.opts.onPublishError?.(err));
+      this.sweep().catch((err) => this.opts.logger?.warn({ err }, 'document sweep failed'));
     }, everyMs);
     this.sweeper.unref();
   }
@@ -153,7 +154,7 @@ export class CollabService {
   }
 
   private publish(topic: string, msg: Json): void {
-    this.opts.bus.publish(topic, msg).catch((err) => this.opts.onPublishError?.(err));
+    this.opts.bus.emit(topic, msg);
   }
 
   private now(): number {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Hub } from '../hub/index.js';
 import { CATEGORY_RE, LIST_TOPIC, SLUG_RE, type CollabService } from '../collab/service.js';
+import { collabResponses as R } from './collab-schemas.js';
 
 /**
  * Routes of the document collaboration service (docs/collab.md "Routes"). The four of the spec
@@ -16,8 +17,7 @@ const slugParams = z.object({ slug });
 
 export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
   const { service } = opts;
-  hub.topic({ name: 'md:*', policy: 'drop' });
-  void LIST_TOPIC;
+  hub.topic({ name: 'md:*', policy: 'drop', history: 200 });
 
   const saveBody = z.strictObject({
     slug,
@@ -32,6 +32,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
   hub.route({
     method: 'POST',
     path: '/api/md/save',
+    response: R.save,
     // room for JSON escaping of a document at the limit; the exact limit is checked on the content
     body: { schema: saveBody, limit: service.maxBytes * 6 + 4096 },
     handler: async (ctx) => {
@@ -42,28 +43,32 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
   hub.route({
     method: 'GET',
     path: '/api/md/docs',
+    response: R.list,
     cacheControl: 'no-store',
     query: z.object({ category: z.string().max(40).optional() }),
     handler: (ctx) => service.list(ctx.query.category),
   });
-  hub.route({ method: 'GET', path: '/api/md/doc/:slug', cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ doc: await service.get(ctx.params.slug) }) });
+  hub.route({ method: 'GET', path: '/api/md/doc/:slug', response: R.doc, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ doc: await service.get(ctx.params.slug) }) });
   hub.route({
     method: 'POST',
     path: '/api/md/delete',
+    response: R.deleted,
     body: { schema: z.strictObject({ slug, lockToken: token.optional() }) },
     handler: (ctx) => service.remove(ctx.body.slug, ctx.body.lockToken),
   });
   hub.route({
     method: 'GET',
     path: '/api/md/search',
+    response: R.search,
     cacheControl: 'no-store',
     query: z.object({ q: z.string().trim().min(1).max(200), category: z.string().max(40).optional() }),
     handler: async (ctx) => ({ q: ctx.query.q, results: await service.search(ctx.query.q, ctx.query.category) }),
   });
-  hub.route({ method: 'GET', path: '/api/md/history/:slug', cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.history(ctx.params.slug) });
+  hub.route({ method: 'GET', path: '/api/md/history/:slug', response: R.history, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.history(ctx.params.slug) });
   hub.route({
     method: 'GET',
     path: '/api/md/history/:slug/:version',
+    response: R.version,
     cacheControl: 'no-store',
     params: z.object({ slug, version: z.coerce.number().int().min(1) }),
     handler: async (ctx) => ({ slug: ctx.params.slug, version: await service.version(ctx.params.slug, ctx.params.version) }),
@@ -71,6 +76,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
   hub.route({
     method: 'POST',
     path: '/api/md/restore',
+    response: R.restore,
     body: { schema: z.strictObject({ slug, version: z.number().int().min(1), author: name.optional(), lockToken: token.optional() }) },
     handler: async (ctx) => {
       const out = await service.restore(ctx.body.slug, ctx.body.version, { author: ctx.body.author, lockToken: ctx.body.lockToken });
@@ -82,32 +88,39 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
   hub.route({
     method: 'POST',
     path: '/api/md/lock',
+    response: R.lock,
     body: { schema: z.strictObject({ slug, holder: name, token: token.optional() }) },
     handler: (ctx) => service.lock(ctx.body.slug, ctx.body.holder, ctx.body.token),
   });
   hub.route({
     method: 'POST',
     path: '/api/md/unlock',
+    response: R.lock,
     body: { schema: z.strictObject({ slug, token }) },
     handler: (ctx) => service.unlock(ctx.body.slug, ctx.body.token),
   });
-  hub.route({ method: 'GET', path: '/api/md/lock/:slug', cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.lockState(ctx.params.slug) });
-  hub.route({ method: 'GET', path: '/api/md/stats', cacheControl: 'no-store', handler: () => service.stats() });
+  hub.route({ method: 'GET', path: '/api/md/lock/:slug', response: R.lock, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.lockState(ctx.params.slug) });
+  hub.route({ method: 'GET', path: '/api/md/stats', response: R.stats, cacheControl: 'no-store', handler: () => service.stats() });
 
   // presence: join / heartbeat every 15 s, leave; dead peers expire after 30 s
   hub.route({
     method: 'POST',
     path: '/api/md/presence',
+    response: R.presence,
     body: { schema: z.strictObject({ slug, name, id: z.string().regex(/^[a-f0-9]{16}$/).optional() }) },
     handler: (ctx) => service.presence(ctx.body.slug, ctx.body.name, ctx.body.id),
   });
   hub.route({
     method: 'POST',
     path: '/api/md/presence/leave',
+    response: R.left,
     body: { schema: z.strictObject({ slug, id: z.string().regex(/^[a-f0-9]{16}$/) }) },
     handler: (ctx) => service.leave(ctx.body.slug, ctx.body.id),
   });
-  hub.route({ method: 'GET', path: '/api/md/presence/:slug', cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.peers(ctx.params.slug) }) });
+  hub.route({ method: 'GET', path: '/api/md/presence/:slug', response: R.peers, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.peers(ctx.params.slug) }) });
+
+  // the document list's events as Server-Sent Events, resumable with Last-Event-ID from the Bus history
+  hub.sse({ path: '/api/md/stream', topics: [LIST_TOPIC], history: 200 });
 
   hub.page('/docs', '/docs.html', {
     title: 'Documents',

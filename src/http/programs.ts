@@ -16,7 +16,7 @@ import {
 import { STRATEGIES, STRATEGY_DEFS } from '../trading/strategies.js';
 import { SYMBOLS } from '../trading/symbols.js';
 import { label } from '../text.js';
-import { checkParams } from './trading.js';
+import { checkParams } from '../trading/rules.js';
 
 /**
  * The live-program routes of the trading program service (docs/trading.md "Live programs"):

@@ -94,9 +94,10 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   hub.topic({
     name: CHECKIN_TOPIC,
     policy: 'close',
+    history: 1000,
     authorize: (_topic, who) => (!who ? 'unauthorized' : who.roles.some((r) => r === 'staff' || r === 'scanner' || r === 'operator') ? 'ok' : 'forbidden'),
   });
-  hub.topic({ name: 'mticket:*', policy: 'drop' });
+  hub.topic({ name: 'mticket:*', policy: 'drop', history: 50 });
 
   const refusedByLimit = (ctx: RequestContext, via: 'code' | 'id') => {
     const body = (ctx.body ?? {}) as Partial<z.output<typeof checkInBody>>;

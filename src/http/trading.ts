@@ -12,6 +12,7 @@ import {
   type TradingService,
 } from '../trading/service.js';
 import { expandGrid, STRATEGIES, STRATEGY_DEFS, type StrategyId } from '../trading/strategies.js';
+import { checkParams } from '../trading/rules.js';
 import { SYMBOLS, TIMEFRAME_MINUTES, TIMEFRAMES } from '../trading/symbols.js';
 
 /**
@@ -49,14 +50,6 @@ function checkCandles(b: CandleBody, ctx: Ctx): void {
       message: `${b.count} ${b.timeframe} candles need ${minutes} one-minute bars; at most ${MAX_BASE_MINUTES} (${Math.floor(MAX_BASE_MINUTES / TIMEFRAME_MINUTES[b.timeframe])} ${b.timeframe} candles)`,
     });
   }
-}
-
-/** Validates params against the strategy's schema (issues under `prefix`); returns them with defaults. */
-export function checkParams(strategy: StrategyId, params: unknown, prefix: (string | number)[], ctx: Ctx): Record<string, number> | undefined {
-  const r = STRATEGY_DEFS[strategy].schema.safeParse(params ?? {});
-  if (r.success) return r.data;
-  for (const i of r.error.issues) ctx.addIssue({ code: 'custom', path: [...prefix, ...(i.path as (string | number)[])], message: i.message });
-  return undefined;
 }
 
 function checkWarmup(strategy: StrategyId, params: Record<string, number>, b: CandleBody, bars: number, path: string, ctx: Ctx): void {

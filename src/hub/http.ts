@@ -121,6 +121,9 @@ export interface BodySpec<B> {
   multipart?: MultipartOptions;
 }
 
+/** A route's JSON answer by status; a bare schema answers 200. */
+export type ResponseSpec = z.ZodType | { [status: number]: z.ZodType };
+
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
@@ -134,6 +137,13 @@ export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
   auth?: AuthSpec;
   /** Cache-Control for successful answers; default no header (errors are always no-store). */
   cacheControl?: string;
+  /**
+   * The JSON answer's schema (a bare schema: status 200; or by status, e.g. {201: schema}). It
+   * documents the route in /openapi.json, and tests check the answers they receive against it.
+   */
+  response?: ResponseSpec;
+  /** One line for the API reference. */
+  summary?: string;
   handler(ctx: RequestContext<Q, B, P>): unknown;
 }
 

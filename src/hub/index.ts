@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { AppError, errorBody } from '../errors.js';
 import { AuthGate, WWW_AUTHENTICATE } from './auth.js';
 import {
@@ -20,7 +21,12 @@ import {
 import { createMetrics, type Metrics } from './metrics.js';
 import { MultipartReader, prepareUploadDir, sweepTempUploads, type UploadedFile, type UploadSettings } from './multipart.js';
 import { Router } from './router.js';
+import { Live, parseSince, type HistoryBus } from './live.js';
+import { peerBehaviour, peerGroups, type PeerEndpoint, type PeerGroups } from './peer-socket.js';
+import { ApiTable } from './api-doc.js';
+import type { RouteEntry } from './openapi.js';
 import { SseStream, type SseOptions } from './sse.js';
+import { busStream, type BusSseDef } from './sse-route.js';
 import { loadStatic, notModified, type StaticFile } from './static.js';
 import { Topics, type SocketData, type TopicSpec } from './topics.js';
 import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket } from './uws.js';
@@ -29,6 +35,8 @@ export { Reply, route } from './http.js';
 export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader } from './http.js';
 export type { SseStream } from './sse.js';
 export type { MultipartOptions, UploadedFile } from './multipart.js';
+export type { BusSseDef } from './sse-route.js';
+export type { PeerEndpoint, PeerGroups, SocketPeer } from './peer-socket.js';
 export type { TopicSpec } from './topics.js';
 
 export interface HubOptions {
@@ -63,6 +71,8 @@ export interface SseRouteDef<Q = unknown> {
  * as that HTTP status).
  */
 export interface SocketBehaviour<D> {
+  /** For the API reference (/openapi.json describes WebSocket endpoints in words). */
+  description?: string;
   maxPayloadLength?: number;
   idleTimeoutS?: number;
   maxBackpressure?: number;
@@ -86,6 +96,9 @@ export interface PageInfo {
   description: string;
 }
 
+/** A route's declaration without method, path and handler (the method shortcuts' second argument). */
+export type RouteOpts<Q, B, P> = Omit<RouteDef<Q, B, P>, 'method' | 'path' | 'handler'>;
+
 type Entry =
   | { kind: 'route'; def: RouteDef<any, any, any> }
   | { kind: 'sse'; def: SseRouteDef<any> };
@@ -99,7 +112,7 @@ interface Pending {
 
 /** Messages a WebSocket client may send on /ws. */
 type ClientFrame =
-  | { type: 'subscribe' | 'unsubscribe'; topic: string }
+  | { type: 'subscribe' | 'unsubscribe'; topic: string; since?: unknown }
   | { type: 'auth'; token: string }
   | { type: 'ping' };
 
@@ -127,6 +140,8 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export class Hub {
   readonly metrics: Metrics;
   readonly topics: Topics;
+  /** Bus messages to topics and streams, with history recovery (hub/live.ts). */
+  readonly live: Live;
   /** The credential gate: the identity model plugs its authenticator in with `authenticate`. */
   readonly auth = new AuthGate();
   private readonly app: TemplatedApp;
@@ -147,6 +162,8 @@ export class Hub {
   private readonly sseOptions: SseOptions;
   private readonly uploads: UploadSettings;
   private readonly uploadSweep: NodeJS.Timeout;
+  /** The route table as the API reference sees it (hub/api-doc.ts). */
+  readonly api: ApiTable;
 
   constructor(private readonly opts: HubOptions) {
     this.uws = loadNativeUws();
@@ -154,6 +171,8 @@ export class Hub {
     this.metrics = createMetrics();
     this.app = this.uws.App();
     this.topics = new Topics(this.app, this.metrics);
+    this.live = new Live(this.topics);
+    this.api = new ApiTable(this.topics);
     this.statics = loadStatic(opts.webDir);
     this.sseOptions = { heartbeatMs: 15_000, maxBacklog: 1 << 20, retryMs: 3000, ...opts.sse };
     this.uploads = { tempDir: join(tmpdir(), 'maru-uploads'), maxFileBytes: 20 << 20, ...opts.uploads };
@@ -169,12 +188,41 @@ export class Hub {
 
   route<Q, B, P>(def: RouteDef<Q, B, P>): this {
     this.router.add(def.method, def.path, { kind: 'route', def });
+    this.api.add({ method: def.method, path: def.path, kind: 'route', def: def as RouteEntry['def'] });
     return this;
   }
 
-  sse<Q>(def: SseRouteDef<Q>): this {
+  // one-line routes: hub.get(path, {query, params, body, response, auth}, handler)
+  get<Q = Record<string, string>, P = Record<string, string>>(path: string, opts: RouteOpts<Q, undefined, P>, handler: RouteDef<Q, undefined, P>['handler']): this {
+    return this.route({ ...opts, method: 'GET', path, handler });
+  }
+  post<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
+    return this.route({ ...opts, method: 'POST', path, handler });
+  }
+  put<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
+    return this.route({ ...opts, method: 'PUT', path, handler });
+  }
+  del<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
+    return this.route({ ...opts, method: 'DELETE', path, handler });
+  }
+
+  /** An SSE route: a custom `open`, or Bus topics with ids and Last-Event-ID resume (BusSseDef). */
+  sse<Q>(def: SseRouteDef<Q> | BusSseDef<Q>): this {
+    if ('topics' in def) {
+      for (const t of def.topics) this.live.retain(t, def.history ?? 1000);
+      const { path, query, guards, auth } = def;
+      this.router.add('GET', path, { kind: 'sse', def: { path, query, guards, auth, open: busStream(this.live, def) } });
+      this.api.add({ method: 'GET', path, kind: 'sse', def });
+      return this;
+    }
     this.router.add('GET', def.path, { kind: 'sse', def });
+    this.api.add({ method: 'GET', path: def.path, kind: 'sse', def });
     return this;
+  }
+
+  /** Delivers the Bus's messages to this hub's topics and streams, and reads its history. */
+  attachBus(bus: HistoryBus): () => void {
+    return this.live.attach(bus);
   }
 
   /** Installs the identity model: how a bearer token becomes a principal; `superRole` passes every role check. */
@@ -185,6 +233,7 @@ export class Hub {
 
   topic(spec: TopicSpec): this {
     this.topics.define(spec);
+    if (spec.history) this.live.retain(spec.name, spec.history);
     return this;
   }
 
@@ -192,6 +241,7 @@ export class Hub {
   socket<D extends object>(pattern: string, behaviour: SocketBehaviour<D>): SocketHandle {
     type S = SocketData & D;
     const params = pattern.split('/').filter((p) => p.startsWith(':')).length;
+    this.api.socket(pattern, behaviour.description ?? 'a WebSocket endpoint');
     this.app.ws<S>(pattern, {
       idleTimeout: behaviour.idleTimeoutS ?? this.opts.wsIdleTimeoutS ?? 120,
       maxPayloadLength: behaviour.maxPayloadLength ?? this.opts.wsMaxPayload ?? 64 * 1024,
@@ -262,6 +312,12 @@ export class Hub {
     return { publish: (topic, message, isBinary) => void this.app.publish(topic, message, isBinary) };
   }
 
+  /** A binary WebSocket endpoint whose connections reach a service as SocketPeers (hub/peer-socket.ts). */
+  peers<D>(pattern: string, endpoint: PeerEndpoint<D>): PeerGroups {
+    const handle = this.socket(pattern, peerBehaviour(endpoint));
+    return peerGroups((topic, bytes) => handle.publish(topic, bytes, true));
+  }
+
   /** Delivers to this process's WebSocket subscribers of the topic (the Bus calls this). */
   publish(topic: string, data: unknown): number {
     return this.topics.deliver(topic, data);
@@ -282,6 +338,7 @@ export class Hub {
       params,
       handler: (ctx) => this.staticReply(file, ctx.headers['if-none-match']),
     });
+    this.api.markPage(path);
     return this;
   }
 
@@ -654,8 +711,13 @@ export class Hub {
         };
         return reply({ type: 'error', code: verdict === 'unknown' ? 'unknown_topic' : verdict, message: messages[verdict], topic });
       }
-      this.topics.subscribe(ws, topic);
-      return reply({ type: 'subscribed', topic });
+      let since;
+      try {
+        since = parseSince(frame.since);
+      } catch (err) {
+        return reply({ type: 'error', code: 'invalid_frame', message: (err as Error).message, topic });
+      }
+      return this.live.subscribeSocket(ws, topic, since, reply);
     }
     reply({ type: 'error', code: 'invalid_frame', message: 'expected {type: subscribe|unsubscribe|auth|ping, topic|token}' });
   }
@@ -663,10 +725,11 @@ export class Hub {
   // ---- Operational routes -------------------------------------------------------------------
 
   private installOperationalRoutes(): void {
-    this.route({ method: 'GET', path: '/healthz', cacheControl: 'no-store', handler: () => ({ status: 'ok', uptime_s: Math.round(process.uptime()) }) });
+    this.route({ method: 'GET', path: '/healthz', response: z.object({ status: z.literal('ok'), uptime_s: z.number().int() }), cacheControl: 'no-store', handler: () => ({ status: 'ok', uptime_s: Math.round(process.uptime()) }) });
     this.route({
       method: 'GET',
       path: '/readyz',
+      response: z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.string()) }),
       cacheControl: 'no-store',
       handler: async () => {
         const checks: Record<string, string> = {};
@@ -689,6 +752,7 @@ export class Hub {
       path: '/metrics',
       handler: async () => Reply.text(await this.metrics.registry.metrics(), this.metrics.registry.contentType),
     });
+    this.api.install(this);
     this.route({
       method: 'GET',
       path: '/pages',

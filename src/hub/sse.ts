@@ -50,6 +50,14 @@ export class SseStream {
     return this.write(chunk + '\n', opts.droppable ?? false);
   }
 
+  /**
+   * An id-only block: the client's last event id becomes `id` (EventSource sends it back as
+   * Last-Event-ID on reconnect), and no event is dispatched.
+   */
+  position(id: string): void {
+    this.write(`id: ${id.replace(/[\r\n]/g, '')}\n\n`, false);
+  }
+
   comment(text: string): void {
     this.write(`: ${text.replace(/[\r\n]/g, ' ')}\n\n`, true);
   }

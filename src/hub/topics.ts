@@ -23,6 +23,12 @@ export interface TopicSpec {
    * Absent: anyone may subscribe to any name the spec matches.
    */
   authorize?(topic: string, identity: Principal | undefined): TopicVerdict | Promise<TopicVerdict>;
+  /**
+   * Publications kept in the Bus history for each topic the spec matches. Messages then carry
+   * `offset` and `epoch`, and a client may subscribe with `since: {offset, epoch}` to get what it
+   * missed (see hub/live.ts).
+   */
+  history?: number;
 }
 
 export type TopicVerdict = 'ok' | 'unknown' | 'unauthorized' | 'forbidden';
@@ -59,6 +65,11 @@ export class Topics {
   define(spec: TopicSpec): void {
     if (spec.name.endsWith('*')) this.prefixes.push(spec);
     else this.exact.set(spec.name, spec);
+  }
+
+  /** Every defined topic name or prefix pattern (for the API reference). */
+  names(): string[] {
+    return [...this.exact.keys(), ...this.prefixes.map((p) => p.name)];
   }
 
   spec(topic: string): TopicSpec | undefined {
@@ -112,11 +123,16 @@ export class Topics {
     return this.app.numSubscribers(topic) + (this.subscribers.get(topic)?.size ?? 0);
   }
 
+  /** The frame of one message; a retained topic's message carries its stream position. */
+  static frame(topic: string, data: unknown, pos?: { offset: number; epoch: string }): string {
+    return JSON.stringify(pos ? { type: 'message', topic, data, offset: pos.offset, epoch: pos.epoch } : { type: 'message', topic, data });
+  }
+
   /** Sends a JSON frame to every subscriber of the topic on this process. Returns deliveries. */
-  deliver(topic: string, data: unknown): number {
+  deliver(topic: string, data: unknown, pos?: { offset: number; epoch: string }): number {
     const spec = this.spec(topic);
     if (!spec) return 0;
-    const frame = JSON.stringify({ type: 'message', topic, data });
+    const frame = Topics.frame(topic, data, pos);
     if (spec.policy === 'drop') {
       const n = this.app.numSubscribers(topic);
       if (n > 0) this.app.publish(topic, frame, false);

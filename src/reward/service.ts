@@ -74,8 +74,6 @@ export interface RewardServiceOptions {
   charter?: readonly string[];
   /** Ecosystem split in percent; default 30/20/20/30 (service/module/content/infrastructure). */
   ecosystemSplit?: Split;
-  /** Called when a bus publish fails (the request still succeeds). */
-  onPublishError?: (err: unknown) => void;
 }
 
 export interface WorkInput {
@@ -100,7 +98,6 @@ export class RewardService {
   private readonly bus: Bus;
   private readonly charter: Principle[];
   private readonly split: Split;
-  private readonly onPublishError: (err: unknown) => void;
 
   constructor(opts: RewardServiceOptions) {
     this.store = opts.store;
@@ -111,7 +108,6 @@ export class RewardService {
     }
     this.charter = principles(opts.charter);
     this.split = checkSplit(opts.ecosystemSplit ?? DEFAULT_SPLIT);
-    this.onPublishError = opts.onPublishError ?? (() => {});
   }
 
   // -------------------------------------------------------------------------------------------
@@ -468,11 +464,14 @@ export class RewardService {
 
   /** Publishes a reward event with fresh /stats figures; a failure never fails the request. */
   private async emit(msg: { [key: string]: Json }): Promise<void> {
+    const at = iso(this.clock.now());
+    let stats;
     try {
-      const stats = await this.stats();
-      this.bus.publish(REWARD_TOPIC, { ...msg, at: iso(this.clock.now()), stats }).catch(this.onPublishError);
+      stats = await this.stats();
     } catch (err) {
-      this.onPublishError(err);
+      // the bus logs it: the event is lost, the request is not
+      return this.bus.emit(REWARD_TOPIC, Promise.reject(err));
     }
+    this.bus.emit(REWARD_TOPIC, { ...msg, at, stats });
   }
 }

@@ -121,7 +121,6 @@ export interface TicketServiceOptions {
   bus: Bus;
   /** Randomness of bingo cards; default crypto. Ticket codes always come from crypto. */
   rng?: Rng;
-  onPublishError?: (err: unknown) => void;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -144,7 +143,6 @@ export class TicketService {
   private readonly clock: Clock;
   private readonly bus: Bus;
   private readonly rng: Rng;
-  private readonly onPublishError: (err: unknown) => void;
   /** Card sets written by the lazy migration in this process (tests and metrics). */
   cardMigrations = 0;
 
@@ -153,7 +151,6 @@ export class TicketService {
     this.clock = opts.clock;
     this.bus = opts.bus;
     this.rng = opts.rng ?? cryptoRng;
-    this.onPublishError = opts.onPublishError ?? (() => {});
   }
 
   // ---- shows and booking ---------------------------------------------------------------------
@@ -499,7 +496,7 @@ export class TicketService {
   }
 
   private publish(topic: string, message: unknown): void {
-    this.bus.publish(topic, asJson(message)).catch(this.onPublishError);
+    this.bus.emit(topic, asJson(message));
   }
 }
 

@@ -1,7 +1,6 @@
 import type { Bus } from '../bus.js';
 import { AppError, conflict } from '../errors.js';
-import type { TaskRunner } from '../workers/pool.js';
-import type { TaskOutcome, TradingTask } from '../workers/trading.js';
+import type { TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
 import {
   bestIndex,
   summarizeWalkForward,
@@ -78,16 +77,13 @@ export class TradingService {
   constructor(
     private readonly opts: {
       pool: TaskRunner;
-      bus: Pick<Bus, 'publish'>;
+      bus: Pick<Bus, 'emit'>;
       /** Bounds (docs/trading.md "Jobs"); default: the pool's threads run, 32 admitted, 2 per client, 120 s. */
       limits?: Partial<JobLimits>;
-      onPublishError?: (err: unknown) => void;
     },
   ) {
     this.jobs = new Jobs(
-      (topic, p: JobProgress) => {
-        opts.bus.publish(topic, p as never).catch((err) => opts.onPublishError?.(err));
-      },
+      (topic, p: JobProgress) => opts.bus.emit(topic, p as never),
       { running: opts.pool.threads, queue: 32, perClient: 2, timeoutMs: 120_000, ...opts.limits },
     );
   }

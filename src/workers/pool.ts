@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { TaskOutcome, TradingTask } from './trading.js';
+import type { TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
+
+export type { TaskRunner } from '../trading/tasks.js';
 
 /**
  * The worker file Piscina loads must be compiled JavaScript. From dist/ (npm start, the bench) it
@@ -16,13 +18,7 @@ export function tradingWorkerFile(): string {
   throw new Error(`${fileURLToPath(built)} is missing: run npm run build (npm test does)`);
 }
 
-/** What the trading service needs from a pool (tests may pass an in-process runner). */
-export interface TaskRunner {
-  readonly threads: number;
-  run(task: TradingTask): Promise<TaskOutcome>;
-  close(): Promise<void>;
-}
-
+/** The Piscina adapter of the trading domain's TaskRunner. */
 export class TradingPool implements TaskRunner {
   private readonly pool: Piscina<TradingTask, TaskOutcome>;
   constructor(readonly threads: number) {

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { Rooms, applyDiff, reconcile, type RoomTransport } from '../../src/collab/rooms.js';
+import { Rooms, applyDiff, reconcile, type Peer, type RoomTransport } from '../../src/collab/rooms.js';
 import { CollabService } from '../../src/collab/service.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/port.js';
@@ -30,18 +30,17 @@ function lossyBus(dropRate: number, seed = 7) {
   return { transport, dropped: () => dropped };
 }
 
-function fakeConn(slug: string) {
-  const data = { id: 1, remoteAddress: '', topics: new Set<string>(), closed: false, slug, clients: new Set<number>() };
-  return { getUserData: () => data, subscribe: () => true, send: () => 1, publish: () => true, end: () => undefined } as never;
+/** A peer that ignores what the room sends it. */
+function fakeConn(): Peer {
+  return { send: () => undefined, close: () => undefined };
 }
 
-function updateFrame(update: Uint8Array): ArrayBuffer {
+function updateFrame(update: Uint8Array): Uint8Array {
   const enc = encoding.createEncoder();
   encoding.writeVarUint(enc, 0);
   encoding.writeVarUint(enc, 2);
   encoding.writeVarUint8Array(enc, update);
-  const u = encoding.toUint8Array(enc);
-  return u.buffer.slice(u.byteOffset, u.byteOffset + u.byteLength) as ArrayBuffer;
+  return encoding.toUint8Array(enc);
 }
 
 describe('rooms across processes over a lossy pub/sub', () => {
@@ -50,15 +49,15 @@ describe('rooms across processes over a lossy pub/sub', () => {
 
   it('converges although 40% of the room messages are dropped (state-vector anti-entropy)', async () => {
     store = await openStore(loadConfig({ DATA_DIR: tempDir('rooms-lossy') }));
-    const service = new CollabService({ store, clock: systemClock, bus: { publish: async () => undefined }, maxBytes: 1 << 20 });
+    const service = new CollabService({ store, clock: systemClock, bus: { emit: () => undefined }, maxBytes: 1 << 20 });
     const bus = lossyBus(0.4);
     const mk = (origin: string) => new Rooms({ store, service, origin, logger: pino({ level: 'silent' }), debounceMs: 50, maxDelayMs: 200, resyncMs: 40, transport: bus.transport });
     const p1 = mk('p1');
     const p2 = mk('p2');
-    const c1 = fakeConn('lossy');
-    const c2 = fakeConn('lossy');
-    p1.open(c1);
-    p2.open(c2);
+    const c1 = fakeConn();
+    const c2 = fakeConn();
+    p1.open(c1, 'lossy');
+    p2.open(c2, 'lossy');
     // two editors, one per process, each with its own Y.Doc sending updates through its process
     const e1 = new Y.Doc();
     const e2 = new Y.Doc();

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Bus } from '../../src/bus.js';
+import { createBus, type Bus } from '../../src/bus.js';
 import { AppError, unauthorized } from '../../src/errors.js';
 import { outboxKey } from '../../src/outbox.js';
 import { K } from '../../src/reward/keys.js';
@@ -547,21 +547,25 @@ describe('persistence, events, charter', () => {
 
   it('does not fail a request when publishing fails', async () => {
     h = await harness();
-    const failing: Bus = {
-      publish: () => Promise.reject(new Error('bus down')),
-      onMessage: () => () => {},
-      start: async () => {},
-      close: async () => {},
-    };
-    const throwing: Bus = {
-      ...failing,
-      publish: () => {
-        throw new Error('bus broken');
-      },
-    };
+    // the bus's store refuses to publish (rejecting, or throwing at once); the bus logs each failure
+    const errors: unknown[] = [];
+    const logger = { warn: (obj: { err?: unknown }) => void errors.push(obj.err) };
+    const storeFailing = (how: 'reject' | 'throw') =>
+      new Proxy(h.store, {
+        get: (target, prop, recv) =>
+          prop !== 'publish'
+            ? Reflect.get(target, prop, recv)
+            : how === 'reject'
+              ? () => Promise.reject(new Error('bus down'))
+              : () => {
+                  throw new Error('bus broken');
+                },
+      });
+    const failing: Bus = createBus(storeFailing('reject'), 'failing', { logger });
+    const throwing: Bus = createBus(storeFailing('throw'), 'throwing', { logger });
     for (const bus of [failing, throwing]) {
-      const errors: unknown[] = [];
-      const svc = new RewardService({ store: h.store, clock: h.clock, bus, onPublishError: (e) => errors.push(e) });
+      errors.length = 0;
+      const svc = new RewardService({ store: h.store, clock: h.clock, bus });
       const z = await svc.culture({ country: 'JP', lang: 'ja', name: `Tokyo ${errors.length}${bus === failing}` });
       const m = await svc.createMember({ name: 'Sato', zone: z.id });
       expect((await svc.work({ id: m.id, kc: 1, v: 100 })).earned_ru).toBe(17.77);

@@ -1,4 +1,5 @@
 /** Real HTTP calls against a started hub, and polling, shared by the tests. */
+import { checkContract } from './contract.js';
 
 export interface Answer {
   status: number;
@@ -28,6 +29,10 @@ export async function call(
     parsed = JSON.parse(text);
   } catch {
     // not JSON: keep the text
+  }
+  // the answer must match the schema the route declares in /openapi.json (contract.ts)
+  if ((res.headers.get('content-type') ?? '').startsWith('application/json') && parsed !== text) {
+    await checkContract(base + path, method, res.status, parsed, res.headers.get('x-request-id') ?? '');
   }
   return { status: res.status, headers: res.headers, text, body: parsed };
 }

@@ -1,9 +1,23 @@
-/** Browser side of the hub's WebSocket topics: subscribe, reconnect with backoff, resubscribe. */
+/**
+ * Browser side of the hub's WebSocket topics: subscribe, reconnect with backoff, resubscribe, and
+ * resume. For topics the hub keeps a history of, every message carries its position (offset,
+ * epoch); after a reconnect the client subscribes with `since` its last position and the hub sends
+ * what was missed first. When the hub cannot (the history was lost or the client was away too
+ * long) it answers `recovered: false`, and the topic's reset handlers run: the page reloads what it
+ * shows from the API.
+ */
 export type Listener = (data: unknown) => void;
+
+interface Position {
+  offset: number;
+  epoch: string;
+}
 
 export class LiveTopics {
   private ws?: WebSocket;
   private listeners = new Map<string, Set<Listener>>();
+  private resets = new Map<string, Set<() => void>>();
+  private positions = new Map<string, Position>();
   private retry = 500;
   private stateListeners = new Set<(connected: boolean) => void>();
 
@@ -19,25 +33,63 @@ export class LiveTopics {
   reauthenticate(): void {
     const t = this.token();
     if (t) this.send({ type: 'auth', token: t });
-    for (const topic of this.listeners.keys()) this.send({ type: 'subscribe', topic });
+    for (const topic of this.listeners.keys()) this.send(this.subscribeFrame(topic));
   }
 
-  on(topic: string, fn: Listener): () => void {
+  /** Listens to a topic; `onReset` runs when missed messages could not be recovered. */
+  on(topic: string, fn: Listener, onReset?: () => void): () => void {
     let set = this.listeners.get(topic);
     if (!set) {
       this.listeners.set(topic, (set = new Set()));
-      this.send({ type: 'subscribe', topic });
+      this.send(this.subscribeFrame(topic));
     }
     set.add(fn);
-    return () => set!.delete(fn);
+    if (onReset) this.onReset(topic, onReset);
+    return () => {
+      set!.delete(fn);
+      if (onReset) this.resets.get(topic)?.delete(onReset);
+    };
+  }
+
+  /** Runs `fn` whenever the hub answers a resumed subscription of `topic` with recovered: false. */
+  onReset(topic: string, fn: () => void): void {
+    let set = this.resets.get(topic);
+    if (!set) this.resets.set(topic, (set = new Set()));
+    set.add(fn);
   }
 
   onConnection(fn: (connected: boolean) => void): void {
     this.stateListeners.add(fn);
   }
 
+  private subscribeFrame(topic: string): unknown {
+    const since = this.positions.get(topic);
+    return since ? { type: 'subscribe', topic, since } : { type: 'subscribe', topic };
+  }
+
   private send(frame: unknown): void {
     if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
+  }
+
+  private onFrame(frame: any): void {
+    const topic = frame.topic as string;
+    if (frame.type === 'subscribed' && frame.position) {
+      if (frame.recovered === false) {
+        this.positions.set(topic, frame.position);
+        for (const fn of this.resets.get(topic) ?? []) fn();
+      } else if (!this.positions.has(topic)) {
+        this.positions.set(topic, frame.position);
+      }
+      return;
+    }
+    if (frame.type !== 'message') return;
+    if (typeof frame.offset === 'number') {
+      const p = this.positions.get(topic);
+      // a message already seen (sent both live and from the history) is skipped
+      if (p && p.epoch === frame.epoch && frame.offset <= p.offset) return;
+      this.positions.set(topic, { offset: frame.offset, epoch: frame.epoch });
+    }
+    for (const fn of this.listeners.get(topic) ?? []) fn(frame.data);
   }
 
   private connect(): void {
@@ -47,13 +99,10 @@ export class LiveTopics {
       this.retry = 500;
       const t = this.token();
       if (t) this.send({ type: 'auth', token: t });
-      for (const topic of this.listeners.keys()) this.send({ type: 'subscribe', topic });
+      for (const topic of this.listeners.keys()) this.send(this.subscribeFrame(topic));
       for (const fn of this.stateListeners) fn(true);
     };
-    ws.onmessage = (ev) => {
-      const frame = JSON.parse(String(ev.data));
-      if (frame.type === 'message') for (const fn of this.listeners.get(frame.topic) ?? []) fn(frame.data);
-    };
+    ws.onmessage = (ev) => this.onFrame(JSON.parse(String(ev.data)));
     ws.onclose = () => {
       for (const fn of this.stateListeners) fn(false);
       setTimeout(() => this.connect(), this.retry);

@@ -182,7 +182,7 @@ async function open(slug: string) {
       cur.base.version = m.version;
       void loadList();
     }
-  });
+  }, () => (void showLock(), void loadList()));
   cur = { slug, doc, text, provider, off: offTopic, base: r.body.doc };
   text.observe(() => syncEditorFromY());
   provider.awareness.on('change', drawCursors);
@@ -305,7 +305,7 @@ document.addEventListener('keydown', (e) => {
 
 // ---- boot --------------------------------------------------------------------------------------
 live.onConnection((on) => $('conn').classList.toggle('on', on));
-live.on('md:all', () => void loadList());
+live.on('md:all', () => void loadList(), () => void loadList());
 window.addEventListener('hashchange', () => void open(decodeURIComponent(location.hash.slice(1))));
 await loadList();
 if (location.hash.length > 1) await open(decodeURIComponent(location.hash.slice(1)));

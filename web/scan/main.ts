@@ -279,12 +279,12 @@ async function loadRecent(): Promise<void> {
 }
 
 const live = new LiveTopics(undefined, () => session.token);
-live.on('checkins', (data) => addCheckIn(data as CheckInEvent, true));
+// after a reconnect the hub sends the check-ins missed meanwhile; when it no longer knows them
+// (history lost, away too long) the list is reloaded instead
+live.on('checkins', (data) => addCheckIn(data as CheckInEvent, true), () => void loadRecent().catch(() => undefined));
 live.onConnection((on) => {
   $('conn').classList.toggle('on', on);
   document.body.dataset.live = on ? 'on' : 'off';
-  // after a reconnect, what was missed comes from the list
-  if (on) void loadRecent().catch(() => undefined);
 });
 void session
   .restore()

@@ -1,0 +1,140 @@
+import * as Y from 'yjs';
+import type { Clock } from '../clock.js';
+import type { Store, Write } from '../store/port.js';
+
+/**
+ * Where a live document lives in the Store:
+ *   `md:ydoc:<slug>`  the compacted Yjs state (base64), with `md:yupto:<slug>` the last update-log
+ *                     sequence number merged into it;
+ *   `md:ylog:<slug>`  the update log: every update a peer sends is appended here, numbered by
+ *                     `md:yseq:<slug>`, BEFORE it is applied and fanned out, so an edit another
+ *                     client has seen survives kill -9 even when no client is left to resend it;
+ *   the debounced save compacts the log into the state.
+ */
+export const YKEY = (slug: string) => `md:ydoc:${slug}`;
+const UPTO = (slug: string) => `md:yupto:${slug}`;
+const SEQ = (slug: string) => `md:yseq:${slug}`;
+const LOG = (slug: string) => `md:ylog:${slug}`;
+
+/** Updates the log holds; a room saves long before (see UNSAVED_FLUSH). */
+export const LOG_CAP = 20_000;
+/** Unsaved updates after which a room saves at once instead of waiting for the debounce. */
+export const UNSAVED_FLUSH = 2_000;
+
+export const b64 = (u: Uint8Array) => Buffer.from(u).toString('base64');
+export const unb64 = (s: string) => new Uint8Array(Buffer.from(s, 'base64'));
+
+interface LogEntry {
+  s: number;
+  u: string;
+}
+const isEntry = (v: unknown): v is LogEntry =>
+  typeof v === 'object' && v !== null && typeof (v as LogEntry).s === 'number' && typeof (v as LogEntry).u === 'string';
+
+export class DocStore {
+  constructor(private readonly store: Store) {}
+
+  /** The stored state with every logged update not yet compacted; undefined for a new document. */
+  async load(slug: string): Promise<Uint8Array | undefined> {
+    const [[snap, upto], log] = await Promise.all([
+      this.store.getMany([YKEY(slug), UPTO(slug)]),
+      this.store.range(LOG(slug)),
+    ]);
+    const from = typeof upto === 'number' ? upto : 0;
+    const parts = typeof snap === 'string' ? [unb64(snap)] : [];
+    for (const e of log) if (isEntry(e) && e.s > from) parts.push(unb64(e.u));
+    if (parts.length === 0) return undefined;
+    return parts.length === 1 ? parts[0] : Y.mergeUpdates(parts);
+  }
+
+  /** Appends one update to the log (durable when this resolves). */
+  async append(slug: string, update: Uint8Array): Promise<void> {
+    const u = b64(update);
+    await this.store.update([SEQ(slug)], ([cur]) => {
+      const s = (typeof cur === 'number' ? cur : 0) + 1;
+      const writes: Write[] = [
+        { op: 'set', key: SEQ(slug), value: s },
+        { op: 'push', key: LOG(slug), value: { s, u }, cap: LOG_CAP },
+      ];
+      return { writes, result: null };
+    });
+  }
+
+  /**
+   * Merges `state` and the logged updates into the stored state and moves the compaction mark past
+   * them. Updates logged after the log was read keep higher numbers and stay in the log.
+   */
+  async compact(slug: string, state: Uint8Array): Promise<void> {
+    const log = (await this.store.range(LOG(slug))).flatMap((e) => (isEntry(e) ? [e] : []));
+    await this.store.update([YKEY(slug), UPTO(slug)], ([snap, upto]) => {
+      const from = typeof upto === 'number' ? upto : 0;
+      const parts = [...(typeof snap === 'string' ? [unb64(snap)] : []), state];
+      let last = from;
+      for (const e of log) {
+        if (e.s <= from) continue;
+        parts.push(unb64(e.u));
+        last = Math.max(last, e.s);
+      }
+      const writes: Write[] = [
+        { op: 'set', key: YKEY(slug), value: b64(Y.mergeUpdates(parts)) },
+        { op: 'set', key: UPTO(slug), value: last },
+      ];
+      return { writes, result: null };
+    });
+  }
+
+  /**
+   * Applies `fix(state)` to the stored state of a document no room holds here (an HTTP save):
+   * returns the update written, if any.
+   */
+  async amend(slug: string, fix: (state: Uint8Array | undefined) => Uint8Array | undefined): Promise<Uint8Array | undefined> {
+    const state = await this.load(slug);
+    let out: Uint8Array | undefined;
+    await this.store.update([YKEY(slug)], ([snap]) => {
+      const base = typeof snap === 'string' ? unb64(snap) : undefined;
+      const merged = state && base ? Y.mergeUpdates([base, state]) : (state ?? base);
+      out = fix(merged);
+      if (!out) return { writes: [], result: null };
+      return { writes: [{ op: 'set', key: YKEY(slug), value: b64(merged ? Y.mergeUpdates([merged, out]) : out) }], result: null };
+    });
+    return out;
+  }
+}
+
+/**
+ * Debounce with a maximum wait, measured on the injected Clock: `touch()` (re)arms the timer to fire
+ * `debounceMs` after the last touch, but never later than `maxDelayMs` after the first untouched one.
+ */
+export class Debounce {
+  private dirtySince?: number;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly debounceMs: number,
+    private readonly maxDelayMs: number,
+    private readonly fire: () => void,
+  ) {}
+
+  get pending(): boolean {
+    return this.dirtySince !== undefined;
+  }
+
+  touch(): void {
+    const now = this.clock.now();
+    this.dirtySince ??= now;
+    clearTimeout(this.timer);
+    const wait = Math.max(0, Math.min(this.debounceMs, this.dirtySince + this.maxDelayMs - now));
+    this.timer = setTimeout(() => this.fire(), wait);
+    this.timer.unref?.();
+  }
+
+  /** Clears the pending state; returns whether there was one (the caller then saves). */
+  take(): boolean {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const was = this.dirtySince !== undefined;
+    this.dirtySince = undefined;
+    return was;
+  }
+}

@@ -1,0 +1,203 @@
+import { createHash } from 'node:crypto';
+import * as awarenessProtocol from 'y-protocols/awareness';
+import * as Y from 'yjs';
+import { awarenessMessage, decodeMessage, syncStep1, syncStep2, updateMessage } from './y-protocol.js';
+
+/** One connected editor, as a room sees it: bytes out, and a way to end it. */
+export interface Peer {
+  send(bytes: Uint8Array): void;
+  close(code: number, reason: string): void;
+}
+
+/** Fan-out to a group of peers in one step (the hub's native pub/sub); optional. */
+export interface Fanout {
+  join(peer: Peer, group: string): void;
+  publish(group: string, bytes: Uint8Array, except?: Peer): void;
+}
+
+/** What a room asks of its surroundings (persistence, the relay to other processes, logs). */
+export interface RoomHooks {
+  /** Makes a peer's update durable; the room applies and fans it out only after this resolves. */
+  persistUpdate(update: Uint8Array): Promise<void>;
+  /** A change made here (a peer, an HTTP save), for the other processes. */
+  relayUpdate(update: Uint8Array): void;
+  relayAwareness(update: Uint8Array): void;
+  /** The document changed (anything but its initial load): a save is due. */
+  changed(): void;
+  warn(obj: object, msg: string): void;
+  /** When given, updates and awareness reach the peers through it instead of one send each. */
+  fanout?: Fanout;
+}
+
+/** Origins of changes that are not a peer's. */
+export type Origin = 'load' | 'remote' | 'http';
+
+/**
+ * A live document: one Y.Doc whose Y.Text 'content' is the markdown, its awareness (cursors,
+ * names), and the peers connected to it on this process. Knows no sockets: peers are the Peer
+ * interface; everything is bytes of the y-websocket protocol (y-protocol.ts).
+ */
+export class Room {
+  readonly doc = new Y.Doc({ gc: true });
+  readonly awareness = new awarenessProtocol.Awareness(this.doc);
+  /** Users who edited since the last save (the version's author). */
+  readonly authors = new Set<string>();
+  /** Each peer's awareness client ids (removed when it leaves). */
+  private readonly peers = new Map<Peer, Set<number>>();
+  private updates: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    readonly slug: string,
+    private readonly hooks: RoomHooks,
+  ) {
+    this.awareness.setLocalState(null);
+    this.doc.on('update', (update: Uint8Array, origin: unknown) => this.onUpdate(update, origin));
+    this.awareness.on('update', (c: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) =>
+      this.onAwareness(c, origin),
+    );
+  }
+
+  get size(): number {
+    return this.peers.size;
+  }
+
+  get text(): string {
+    return this.doc.getText('content').toString();
+  }
+
+  /** Awareness client ids of this process's peers. */
+  get localClients(): number[] {
+    return [...this.peers.values()].flatMap((s) => [...s]);
+  }
+
+  /** A new peer: it gets the room's state vector and who is here. */
+  join(peer: Peer): void {
+    this.peers.set(peer, new Set());
+    this.hooks.fanout?.join(peer, this.group);
+    peer.send(syncStep1(this.doc));
+    const states = this.awareness.getStates();
+    if (states.size > 0) peer.send(awarenessMessage(this.awareness, [...states.keys()]));
+  }
+
+  leave(peer: Peer): void {
+    const clients = this.peers.get(peer);
+    this.peers.delete(peer);
+    if (clients && clients.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...clients], 'close');
+  }
+
+  /** One frame from a peer. A malformed one closes that peer with 4400; the room carries on. */
+  receive(peer: Peer, data: Uint8Array): void {
+    if (!this.peers.has(peer)) return;
+    let msg;
+    try {
+      msg = decodeMessage(data);
+      if (msg.kind === 'sync-step-1') peer.send(syncStep2(this.doc, msg.stateVector));
+      else if (msg.kind === 'awareness') awarenessProtocol.applyAwarenessUpdate(this.awareness, msg.update, peer);
+      else if (msg.kind === 'query-awareness') peer.send(awarenessMessage(this.awareness, [...this.awareness.getStates().keys()]));
+    } catch (err) {
+      this.hooks.warn({ slug: this.slug, err: (err as Error).message }, 'invalid y-websocket frame');
+      this.peers.delete(peer);
+      peer.close(4400, 'invalid y-websocket frame');
+      return;
+    }
+    if (msg.kind !== 'update') return;
+    const update = msg.update;
+    // durable first, then applied and fanned out, in the order the peers sent them
+    this.updates = this.updates.then(async () => {
+      try {
+        await this.hooks.persistUpdate(update);
+      } catch (err) {
+        this.hooks.warn({ slug: this.slug, err }, 'update not stored: the peer reconnects and resends it');
+        this.peers.delete(peer);
+        peer.close(1011, 'update not stored');
+        return;
+      }
+      if (!this.closed) Y.applyUpdate(this.doc, update, peer);
+    });
+  }
+
+  /** Peer updates received but not yet applied (stored, then applied, in order). */
+  settled(): Promise<void> {
+    return this.updates;
+  }
+
+  apply(update: Uint8Array, origin: Origin): void {
+    Y.applyUpdate(this.doc, update, origin);
+  }
+
+  applyAwareness(update: Uint8Array): void {
+    awarenessProtocol.applyAwarenessUpdate(this.awareness, update, 'remote');
+  }
+
+  destroy(): void {
+    this.closed = true;
+    this.awareness.destroy();
+    this.doc.destroy();
+  }
+
+  private get group(): string {
+    return `y:${this.slug}`;
+  }
+
+  private broadcast(msg: Uint8Array, except?: Peer): void {
+    const fan = this.hooks.fanout;
+    if (fan) return fan.publish(this.group, msg, except && this.peers.has(except) ? except : undefined);
+    for (const p of this.peers.keys()) if (p !== except) p.send(msg);
+  }
+
+  private onUpdate(update: Uint8Array, origin: unknown): void {
+    this.broadcast(updateMessage(update), origin as Peer);
+    if (origin !== 'remote') this.hooks.relayUpdate(update);
+    const mine = this.peers.get(origin as Peer);
+    if (mine) {
+      for (const id of mine) {
+        const name = (this.awareness.getStates().get(id) as { user?: { name?: unknown } } | undefined)?.user?.name;
+        if (typeof name === 'string') this.authors.add(name.slice(0, 40));
+      }
+    }
+    if (origin !== 'load') this.hooks.changed();
+  }
+
+  private onAwareness({ added, updated, removed }: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
+    const changed = [...added, ...updated, ...removed];
+    const mine = this.peers.get(origin as Peer);
+    if (mine) {
+      for (const id of added) mine.add(id);
+      for (const id of removed) mine.delete(id);
+    }
+    this.broadcast(awarenessMessage(this.awareness, changed));
+    if (origin !== 'remote') this.hooks.relayAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
+  }
+}
+
+/** Replaces `text`'s content with `next` by one delete and one insert around the common prefix and suffix. */
+export function applyDiff(text: Y.Text, next: string): void {
+  const cur = text.toString();
+  if (cur === next) return;
+  let start = 0;
+  const max = Math.min(cur.length, next.length);
+  while (start < max && cur.charCodeAt(start) === next.charCodeAt(start)) start++;
+  let end = 0;
+  while (end < max - start && cur.charCodeAt(cur.length - 1 - end) === next.charCodeAt(next.length - 1 - end)) end++;
+  if (cur.length - start - end > 0) text.delete(start, cur.length - start - end);
+  if (next.length - start - end > 0) text.insert(start, next.slice(start, next.length - end));
+}
+
+/**
+ * The update that turns `state` into a document whose text is `content`, made with a client id
+ * derived from (slug, state, content): two processes doing the same reconciliation produce the
+ * very same items, which Yjs merges as one (no duplicated text).
+ */
+export function reconcile(slug: string, state: Uint8Array | undefined, content: string): Uint8Array | undefined {
+  const tmp = new Y.Doc();
+  if (state) Y.applyUpdate(tmp, state);
+  if (tmp.getText('content').toString() === content) return undefined;
+  const before = Y.encodeStateVector(tmp);
+  const h = createHash('sha256').update(slug).update('\0').update(before).update('\0').update(content).digest();
+  tmp.clientID = h.readUInt32BE(0) & 0x3fffffff;
+  applyDiff(tmp.getText('content'), content);
+  const update = Y.encodeStateAsUpdate(tmp, before);
+  tmp.destroy();
+  return update;
+}

@@ -1,0 +1,137 @@
+import type { Bus, BusMessage, HistoryResult, StreamPosition } from '../bus.js';
+import { Topics, type SocketData } from './topics.js';
+import type { WebSocket } from './uws.js';
+
+/** What the hub needs of the Bus: its messages, and the history of retained topics. */
+export type HistoryBus = Pick<Bus, 'onMessage' | 'history' | 'retain' | 'retained'>;
+
+export type BusListener = (msg: BusMessage) => void;
+
+/** Live messages a recovering subscriber may hold while its history is read; past it, it reloads. */
+const MAX_RECOVERY_BUFFER = 10_000;
+
+/**
+ * The hub's side of the Bus: every bus message goes to the WebSocket topics and to the SSE streams
+ * listening on its topic; a subscriber that comes back with a position gets what it missed from the
+ * Bus history first (Centrifuge's recovery). While the history is read, live messages of the topic
+ * are held back and sent after it, without the ones the history already gave, so nothing is lost
+ * or doubled between the two.
+ */
+export class Live {
+  private bus?: HistoryBus;
+  private readonly retentions: [string, number][] = [];
+  private readonly listeners = new Map<string, Set<BusListener>>();
+
+  constructor(private readonly topics: Topics) {}
+
+  attach(bus: HistoryBus): () => void {
+    this.bus = bus;
+    for (const [pattern, size] of this.retentions) bus.retain(pattern, { size });
+    return bus.onMessage((msg) => this.dispatch(msg));
+  }
+
+  /** Keep a history of `size` publications for the topics matching `pattern` ('*' suffix: prefix). */
+  retain(pattern: string, size: number): void {
+    this.retentions.push([pattern, size]);
+    this.bus?.retain(pattern, { size });
+  }
+
+  retained(topic: string): boolean {
+    return this.bus?.retained(topic) ?? false;
+  }
+
+  history(topic: string, since?: StreamPosition): Promise<HistoryResult> {
+    if (!this.bus) return Promise.reject(new Error('no bus attached to the hub'));
+    return this.bus.history(topic, since);
+  }
+
+  /** Every message of one topic (SSE streams, recovery buffers). Returns the unsubscribe. */
+  listen(topic: string, fn: BusListener): () => void {
+    let set = this.listeners.get(topic);
+    if (!set) this.listeners.set(topic, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set!.delete(fn);
+      if (set!.size === 0 && this.listeners.get(topic) === set) this.listeners.delete(topic);
+    };
+  }
+
+  dispatch(msg: BusMessage): void {
+    const pos = msg.offset !== undefined && msg.epoch !== undefined ? { offset: msg.offset, epoch: msg.epoch } : undefined;
+    this.topics.deliver(msg.topic, msg.message, pos);
+    const set = this.listeners.get(msg.topic);
+    if (!set) return;
+    for (const fn of set) {
+      try {
+        fn(msg);
+      } catch {
+        // one faulty stream must not stop the others
+      }
+    }
+  }
+
+  /**
+   * Subscribes a /ws socket. A retained topic answers with the stream's position, and with `since`
+   * also `recovered`: true and the missed messages right after the answer, or false (with a reason)
+   * when they are no longer known; the client then reloads what it shows.
+   */
+  async subscribeSocket(
+    ws: WebSocket<SocketData>,
+    topic: string,
+    since: StreamPosition | undefined,
+    reply: (obj: unknown) => void,
+  ): Promise<void> {
+    if (!this.bus || !this.bus.retained(topic)) {
+      this.topics.subscribe(ws, topic);
+      return reply({ type: 'subscribed', topic });
+    }
+    const held: BusMessage[] = [];
+    let overflow = false;
+    const stop = this.listen(topic, (m) => {
+      if (held.length < MAX_RECOVERY_BUFFER) held.push(m);
+      else overflow = true;
+    });
+    try {
+      const h = await this.bus.history(topic, since);
+      const data = ws.getUserData();
+      if (data.closed) return;
+      const recovered = h.recovered && !overflow;
+      const answer: Record<string, unknown> = { type: 'subscribed', topic, position: h.position };
+      if (since) {
+        answer.recovered = recovered;
+        if (!recovered) answer.reason = overflow ? 'gap' : h.reason;
+      }
+      reply(answer);
+      let last = h.position;
+      if (since && recovered) {
+        for (const p of h.publications) {
+          ws.send(Topics.frame(topic, p.message, { offset: p.offset, epoch: h.position.epoch }), false);
+          last = { offset: p.offset, epoch: h.position.epoch };
+        }
+      }
+      for (const m of held) {
+        if (m.epoch === last.epoch && m.offset !== undefined && m.offset <= last.offset) continue;
+        ws.send(Topics.frame(topic, m.message, m.offset !== undefined ? { offset: m.offset, epoch: m.epoch! } : undefined), false);
+      }
+      this.topics.subscribe(ws, topic);
+    } finally {
+      stop();
+    }
+  }
+}
+
+/** A `since` from a client frame, or undefined when absent; throws on a malformed one. */
+export function parseSince(v: unknown): StreamPosition | undefined {
+  if (v === undefined || v === null) return undefined;
+  const o = v as { offset?: unknown; epoch?: unknown };
+  if (
+    typeof o !== 'object' ||
+    !Number.isSafeInteger(o.offset) ||
+    (o.offset as number) < 0 ||
+    typeof o.epoch !== 'string' ||
+    !/^[\w-]{1,64}$/.test(o.epoch)
+  ) {
+    throw new TypeError('since must be {offset: integer >= 0, epoch: string}');
+  }
+  return { offset: o.offset as number, epoch: o.epoch };
+}

@@ -1,0 +1,100 @@
+import { candlesFor, type CandleSpec } from './candles.js';
+import {
+  backtest,
+  CancelledError,
+  checkCancel,
+  gridRows,
+  monteCarlo,
+  runStrategy,
+  tick,
+  walkForwardWindow,
+  type BacktestTask,
+  type Objective,
+  type WindowSpec,
+} from './analyses.js';
+import { computeMetrics } from './metrics.js';
+import type { Settings } from './engine.js';
+import type { StrategyId } from './strategies.js';
+
+/**
+ * The trading analyses' task interface: pure input -> result, no I/O, run on worker threads by an
+ * adapter (src/workers: Piscina) behind TaskRunner, or in process by tests. Tasks carry seeds and parameters, never
+ * candles: each worker regenerates the (deterministic) candles and keeps the last set cached.
+ * `ctl` is a SharedArrayBuffer-backed Int32Array: [0] cancel flag (set by the main thread), [1] units
+ * done (read by the main thread to publish progress).
+ */
+export type TradingTask =
+  | ({ kind: 'backtest'; ctl?: Int32Array } & BacktestTask)
+  | {
+      kind: 'grid';
+      ctl?: Int32Array;
+      candles: CandleSpec;
+      strategy: StrategyId;
+      combos: Record<string, number>[];
+      settings: Settings;
+    }
+  | {
+      kind: 'wf_window';
+      ctl?: Int32Array;
+      candles: CandleSpec;
+      strategy: StrategyId;
+      combos: Record<string, number>[];
+      settings: Settings;
+      objective: Objective;
+      window: WindowSpec;
+    }
+  | {
+      kind: 'montecarlo';
+      ctl?: Int32Array;
+      candles: CandleSpec;
+      strategy: StrategyId;
+      params: Record<string, number>;
+      settings: Settings;
+      runs: number;
+      seed: number;
+      ruin_level: number;
+    };
+
+export type TaskOutcome = { ok: true; value: unknown } | { ok: false; cancelled: true };
+
+/** What the trading service needs from a pool of workers. */
+export interface TaskRunner {
+  readonly threads: number;
+  run(task: TradingTask): Promise<TaskOutcome>;
+  close(): Promise<void>;
+}
+
+/** Runs one task to its outcome (a cancelled task is an outcome, not an error). */
+export function runTask(task: TradingTask): TaskOutcome {
+  try {
+    return { ok: true, value: dispatch(task) };
+  } catch (err) {
+    if (err instanceof CancelledError) return { ok: false, cancelled: true };
+    throw err;
+  }
+}
+
+function dispatch(task: TradingTask): unknown {
+  const ctl = task.ctl;
+  switch (task.kind) {
+    case 'backtest':
+      return backtest(task, ctl);
+    case 'grid': {
+      checkCancel(ctl);
+      return gridRows(candlesFor(task.candles), task.strategy, task.combos, task.settings, undefined, ctl);
+    }
+    case 'wf_window': {
+      checkCancel(ctl);
+      return walkForwardWindow(candlesFor(task.candles), task.strategy, task.combos, task.settings, task.objective, task.window, ctl);
+    }
+    case 'montecarlo': {
+      checkCancel(ctl);
+      const cs = candlesFor(task.candles);
+      const raw = runStrategy(cs, task.strategy, task.params, task.settings);
+      tick(ctl);
+      const metrics = computeMetrics(raw, cs);
+      const mc = monteCarlo(raw.trades.pnl, task.settings.capital, task.runs, task.seed, task.ruin_level, ctl);
+      return { metrics, monte_carlo: mc };
+    }
+  }
+}
