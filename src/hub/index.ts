@@ -18,7 +18,8 @@ import {
 import { createMetrics, type Metrics } from './metrics.js';
 import { Router } from './router.js';
 import { SseStream, type SseOptions } from './sse.js';
-import { loadStatic, notModified, type StaticFile } from './static.js';
+import { writeSecurityHeaders } from './security.js';
+import { loadStatic, notModified, pickEncoding, type StaticFile } from './static.js';
 import { Topics, type SocketData, type TopicSpec } from './topics.js';
 import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket } from './uws.js';
 
@@ -203,6 +204,7 @@ export class Hub {
           const e = err instanceof AppError ? err : new AppError(400, 'invalid_path', 'the socket path is not valid');
           res.cork(() => {
             res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json');
+            writeSecurityHeaders(res);
             if (e.status === 401) res.writeHeader('www-authenticate', WWW_AUTHENTICATE(e.code));
             res.end(JSON.stringify(errorBody(e)));
           });
@@ -264,7 +266,7 @@ export class Hub {
       method: 'GET',
       path,
       params,
-      handler: (ctx) => this.staticReply(file, ctx.headers['if-none-match']),
+      handler: (ctx) => this.staticReply(file, ctx.headers),
     });
     return this;
   }
@@ -346,7 +348,7 @@ export class Hub {
     if (match.kind === 'none') {
       if (method === 'GET' || method === 'HEAD') {
         const file = this.statics.get(path);
-        if (file) return finish('static', this.fileReply(file, headers['if-none-match']));
+        if (file) return finish('static', this.fileReply(file, headers));
       }
       return fail('not_found', new AppError(404, 'not_found', `no route for ${method} ${path}`));
     }
@@ -492,6 +494,7 @@ export class Hub {
       res.writeStatus(statusLine(reply.status));
       if (reply.contentType) res.writeHeader('content-type', reply.contentType);
       res.writeHeader('x-request-id', requestId);
+      writeSecurityHeaders(res);
       for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       if (method === 'HEAD') res.endWithoutBody(Buffer.byteLength(reply.body));
       else if (reply.status === 204 || reply.status === 304) res.endWithoutBody(0);
@@ -499,16 +502,21 @@ export class Hub {
     });
   }
 
-  private fileReply(file: StaticFile, ifNoneMatch: string | undefined): Reply {
-    const headers = { etag: file.etag, 'cache-control': 'no-cache' };
-    if (notModified(ifNoneMatch, file.etag)) return Reply.empty(304, headers);
-    return new Reply(200, file.body, file.contentType, headers);
+  /** A built file, precompressed (br, gzip) when the client accepts it; one ETag per encoding. */
+  private fileReply(file: StaticFile, req: Record<string, string>): Reply {
+    const { body, encoding } = pickEncoding(file, req['accept-encoding']);
+    const etag = encoding ? `${file.etag.slice(0, -1)}-${encoding}"` : file.etag;
+    const headers: Record<string, string> = { etag, 'cache-control': 'no-cache' };
+    if (file.br || file.gz) headers.vary = 'accept-encoding';
+    if (notModified(req['if-none-match'], etag)) return Reply.empty(304, headers);
+    if (encoding) headers['content-encoding'] = encoding;
+    return new Reply(200, body, file.contentType, headers);
   }
 
-  private staticReply(file: string, ifNoneMatch: string | undefined): Reply {
+  private staticReply(file: string, req: Record<string, string>): Reply {
     const f = this.statics.get(file);
     if (!f) throw new AppError(503, 'page_not_built', `${file} is missing: run npm run build`);
-    return this.fileReply(f, ifNoneMatch);
+    return this.fileReply(f, req);
   }
 
   // ---- SSE ----------------------------------------------------------------------------------
@@ -527,6 +535,7 @@ export class Hub {
       res.writeHeader('cache-control', 'no-store');
       res.writeHeader('x-accel-buffering', 'no');
       res.writeHeader('x-request-id', ctx.requestId);
+      writeSecurityHeaders(res);
     });
     const stream = new SseStream(res, ctx.headers['last-event-id'], this.sseOptions);
     this.streams.add(stream);
