@@ -684,7 +684,8 @@ function pageIndexHtml(pages: PageInfo[]): string {
         : `<li><a href="${escapeHtml(p.path)}">${escapeHtml(p.title)}</a><p>${escapeHtml(p.description)}</p></li>`,
     )
     .join('');
-  return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru pages</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}li{margin:.75rem 0}p{margin:0;color:#555}</style></head><body><h1>maru</h1><ul>${items}</ul></body></html>`;
+  // styled like every page: the shared stylesheet (with the Korean web font) and the favicon
+  return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru · pages</title><link rel="icon" href="/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/base.css"><style>.pages{max-width:48rem}.pages ul{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}.pages li{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:.75rem 1rem}.pages li a{font-weight:700;font-size:1.05rem}.pages li p{margin:.2rem 0 0;color:var(--muted)}</style></head><body><header class="top"><h1>maru</h1></header><main class="pages"><ul>${items}</ul></main></body></html>`;
 }
 
 /** The request context; the peer address is read from the socket only when asked (it is costly). */
