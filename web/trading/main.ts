@@ -1,4 +1,5 @@
 import { LiveTopics, el, getJson } from '../common/live.js';
+import { renderBacktest, type BacktestAnswer } from './report-view.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
 
@@ -330,13 +331,9 @@ function lineChart(id: string, series: { t: number; equity: number }[][]): SVGSV
 const METRICS = ['trades', 'win_rate', 'profit_factor', 'net_profit', 'sharpe', 'max_drawdown'] as const;
 
 $('bt-run').addEventListener('click', async () => {
-  const r = await runJob('/api/program/backtest', { ...labBase(), strategy: labStrategy(), equity_points: 300, trades_limit: 0 });
+  const r = await runJob('/api/program/backtest', { ...labBase(), strategy: labStrategy(), equity_points: 2000, trades_limit: 10_000 });
   if (!r) return;
-  $('lab-result').replaceChildren(
-    el('h3', {}, `backtest ${r.strategy} ${JSON.stringify(r.params)}`),
-    table([...METRICS], [METRICS.map((m) => r.metrics[m] as number)], { id: 'bt-metrics' }),
-    lineChart('bt-equity', [r.equity_curve]),
-  );
+  renderBacktest($('lab-result'), r as BacktestAnswer);
 });
 
 $('bt-compare').addEventListener('click', async () => {
