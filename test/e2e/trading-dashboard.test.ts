@@ -66,6 +66,10 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#signals li', { timeout: 15_000 });
     await page.waitForSelector('#log li[data-code="running"]');
     expect(await page.$$eval('#equity-chart polyline', (p) => p.length)).toBe(1);
+    // the live market as candles (lightweight-charts) with the signals and fills marked on them
+    await page.waitForFunction(() => Number(document.querySelector('#live-candles')?.getAttribute('data-bars')) >= 1, null, { timeout: 15_000 });
+    await page.waitForFunction(() => Number(document.querySelector('#live-candles')?.getAttribute('data-markers')) >= 1, null, { timeout: 20_000 });
+    expect(await page.$$eval('#live-candles canvas', (c) => c.length)).toBeGreaterThan(0);
     expect(await page.textContent('[data-fig="running"]')).toBe('1');
 
     await page.click(`${row('live-one')} button[data-move="pause"]`);

@@ -129,8 +129,8 @@ async function showLock() {
   const others = !!body.locked && !mine;
   $('lock-state').className = 'lock' + (body.locked ? ' on' : '');
   $('lock-state').textContent = body.locked
-    ? `🔒 ${mine ? '내 잠금' : body.holder} · ${new Date(body.expires_at).toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit' })}까지`
-    : '🔓 잠금 없음';
+    ? `잠김: ${mine ? '내 잠금' : body.holder} · ${new Date(body.expires_at).toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit' })}까지`
+    : '잠금 없음';
   $('lock-btn').textContent = mine ? '잠금 해제' : '잠금';
   for (const id of ['lock-btn', 'save-btn']) {
     const b = $<HTMLButtonElement>(id);

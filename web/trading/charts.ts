@@ -56,10 +56,12 @@ export function candleChart(host: HTMLElement, candles: CandleRow[], trades: Tra
     return sec(times[lo] ?? t);
   };
   const markers: SeriesMarker<Time>[] = [];
+  // labels only while they stay readable; with many trades the shapes and colours tell
+  const labels = trades.length <= 40;
   for (const tr of trades) {
     const long = tr.side === 'long';
-    markers.push({ time: barOf(tr.entry_time), position: long ? 'belowBar' : 'aboveBar', shape: long ? 'arrowUp' : 'arrowDown', color: long ? LONG : SHORT, text: long ? '매수' : '매도' });
-    markers.push({ time: barOf(tr.exit_time), position: long ? 'aboveBar' : 'belowBar', shape: 'circle', color: tr.pnl >= 0 ? LONG : SHORT, text: `${tr.pnl >= 0 ? '+' : ''}${Math.round(tr.pnl)}` });
+    markers.push({ time: barOf(tr.entry_time), position: long ? 'belowBar' : 'aboveBar', shape: long ? 'arrowUp' : 'arrowDown', color: long ? LONG : SHORT, ...(labels ? { text: long ? '매수' : '매도' } : {}) });
+    markers.push({ time: barOf(tr.exit_time), position: long ? 'aboveBar' : 'belowBar', shape: 'circle', size: 0.6, color: tr.pnl >= 0 ? LONG : SHORT, ...(labels ? { text: `${tr.pnl >= 0 ? '+' : ''}${Math.round(tr.pnl)}` } : {}) });
   }
   markers.sort((a, b) => (a.time as number) - (b.time as number));
   createSeriesMarkers(series, markers);
@@ -85,4 +87,69 @@ export function equityChart(host: HTMLElement, curve: EquityPoint[]): IChartApi 
   panes[1]?.setStretchFactor(1);
   chart.timeScale().fitContent();
   return chart;
+}
+
+/**
+ * A live program's market: the ticks' prices gathered into candles of `bucketS` seconds, with
+ * each signal (arrow) and each fill (dot with the side, and the P&L on an exit) marked on its bar.
+ */
+export class LiveCandles {
+  private chart?: IChartApi;
+  private series?: ReturnType<IChartApi['addSeries']>;
+  private markers?: ReturnType<typeof createSeriesMarkers<Time>>;
+  private marks: SeriesMarker<Time>[] = [];
+  private bar?: { time: UTCTimestamp; open: number; high: number; low: number; close: number };
+  bars = 0;
+
+  constructor(private readonly host: HTMLElement, private readonly bucketS = 30) {}
+
+  reset(): void {
+    this.chart = fresh(this.host);
+    this.series = this.chart.addSeries(CandlestickSeries, { upColor: '#ffffff', downColor: '#3d4754', borderUpColor: '#3d4754', borderDownColor: '#3d4754', wickUpColor: '#3d4754', wickDownColor: '#3d4754' });
+    this.markers = createSeriesMarkers(this.series, []);
+    this.marks = [];
+    this.bar = undefined;
+    this.bars = 0;
+    this.host.dataset.bars = '0';
+  }
+
+  private bucket(tMs: number): UTCTimestamp {
+    return (Math.floor(tMs / 1000 / this.bucketS) * this.bucketS) as UTCTimestamp;
+  }
+
+  tick(tMs: number, price: number | null): void {
+    if (!this.series || price === null || !Number.isFinite(price)) return;
+    const time = this.bucket(tMs);
+    if (this.bar && time < this.bar.time) return;
+    if (this.bar && this.bar.time === time) {
+      this.bar = { ...this.bar, high: Math.max(this.bar.high, price), low: Math.min(this.bar.low, price), close: price };
+    } else {
+      this.bar = { time, open: this.bar?.close ?? price, high: Math.max(price, this.bar?.close ?? price), low: Math.min(price, this.bar?.close ?? price), close: price };
+      this.bars++;
+      this.host.dataset.bars = String(this.bars);
+    }
+    this.series.update(this.bar);
+  }
+
+  private mark(m: SeriesMarker<Time>): void {
+    if (!this.bar) return;
+    // a marker sits on an existing bar: never later than the newest one
+    const time = Math.min(m.time as number, this.bar.time) as UTCTimestamp;
+    this.marks.push({ ...m, time });
+    this.marks.sort((a, b) => (a.time as number) - (b.time as number));
+    if (this.marks.length > 500) this.marks.splice(0, this.marks.length - 500);
+    this.markers?.setMarkers(this.marks);
+    this.host.dataset.markers = String(this.marks.length);
+  }
+
+  signal(tMs: number, action: string): void {
+    const long = action === 'long';
+    if (action === 'exit') this.mark({ time: this.bucket(tMs), position: 'aboveBar', shape: 'square', color: '#5b6675', text: '청산 신호' });
+    else this.mark({ time: this.bucket(tMs), position: long ? 'belowBar' : 'aboveBar', shape: long ? 'arrowUp' : 'arrowDown', color: long ? LONG : SHORT, text: long ? '매수 신호' : '매도 신호' });
+  }
+
+  fill(tMs: number, side: 'buy' | 'sell', kind: 'entry' | 'exit', pnl?: number): void {
+    const text = kind === 'exit' && pnl !== undefined ? `${pnl >= 0 ? '+' : ''}${Math.round(pnl)}` : side === 'buy' ? '매수 체결' : '매도 체결';
+    this.mark({ time: this.bucket(tMs), position: side === 'buy' ? 'belowBar' : 'aboveBar', shape: 'circle', color: side === 'buy' ? LONG : SHORT, text });
+  }
 }

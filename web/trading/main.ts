@@ -1,4 +1,5 @@
 import { LiveTopics, el, getJson } from '../common/live.js';
+import { LiveCandles } from './charts.js';
 import { renderBacktest, type BacktestAnswer } from './report-view.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
@@ -30,6 +31,7 @@ let info: ListAnswer;
 const programs = new Map<string, Program>();
 let selected: string | null = null;
 let equity: { t: number; equity: number }[] = [];
+const liveCandles = new LiveCandles($('live-candles'));
 
 async function send(path: string, body: unknown): Promise<any> {
   const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -125,6 +127,7 @@ async function select(id: string | null): Promise<void> {
   $('signals').replaceChildren();
   equity = [];
   drawEquity();
+  liveCandles.reset();
   if (!id) return;
   const logs = await getJson<{ logs: LogEntry[]; signals: Signal[]; equity: { t: number; equity: number }[] }>(`/api/program/logs/${id}`);
   if (selected !== id) return;
@@ -241,11 +244,15 @@ function connectStream(): void {
   });
   es.addEventListener('signal', (e) => {
     const ev = JSON.parse(e.data);
-    if (ev.program === selected) addSignal(ev);
+    if (ev.program === selected) {
+      addSignal(ev);
+      liveCandles.signal(ev.t, ev.action);
+    }
   });
   es.addEventListener('trade', (e) => {
     const ev = JSON.parse(e.data);
     if (ev.program === selected) {
+      liveCandles.fill(ev.t, ev.side, ev.kind, ev.pnl);
       addLog({ t: ev.t, level: 'info', code: 'trade', message: `${ev.kind} ${ev.side} ${ev.contracts} @ ${nf.format(ev.price)}${ev.pnl !== undefined ? ` P&L ${nf.format(ev.pnl)}${ev.reason ? ` (${ev.reason})` : ''}` : ''}` });
     }
     const p = programs.get(ev.program);
@@ -261,6 +268,7 @@ function connectStream(): void {
       p.stats.position = x.position;
       p.stats.open_positions = x.open_positions;
       if (x.program === selected) {
+        liveCandles.tick(tick.t, x.price);
         equity.push({ t: tick.t, equity: x.equity });
         drawEquity();
       }
