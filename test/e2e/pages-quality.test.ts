@@ -30,7 +30,8 @@ describe.skipIf(!hasBrowser)('every page at 360 px and 1280 px', () => {
     await post(hub.url, '/api/md/save', { slug: 'welcome', category: 'guide', content: '# 환영합니다\n\n**maru** 문서 편집기입니다. 여러 사람이 함께 씁니다.\n' });
     const listed = (await get(hub.url, '/pages', { accept: 'application/json' })).body.pages as { path: string }[];
     const examples: Record<string, string> = { ':code': ticket.code };
-    paths = ['/pages'];
+    // the editor with a document open, besides the bare list
+    paths = ['/pages', '/docs#welcome'];
     for (const p of listed) {
       const filled = p.path.replace(/:[a-zA-Z]+/g, (m) => examples[m] ?? m);
       if (filled.includes(':') || filled.includes('*')) console.warn(`pages-quality: no example value for ${p.path}: not checked`);
@@ -62,6 +63,7 @@ describe.skipIf(!hasBrowser)('every page at 360 px and 1280 px', () => {
         await page.goto(hub.url + path, { waitUntil: 'load' });
         await page.waitForSelector('body[data-ready]', { timeout: 5000 }).catch(() => undefined);
         await page.evaluate(() => document.fonts.ready);
+        if (path.includes('#')) await page.waitForSelector('#editor .cm-content', { timeout: 5000 });
         const name = path.replace(/^\//, '').replace(/[^\w-]+/g, '_') || 'root';
         await page.screenshot({ path: `${SHOTS}/${name}-${width}.png`, fullPage: true });
         const wide = await page.evaluate(() => document.documentElement.scrollWidth);

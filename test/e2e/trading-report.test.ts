@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import AxeBuilder from '@axe-core/playwright';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calmar, drawdowns, duration, longestDrawdown, sortino, tradesCsv, type Trade } from '../../web/trading/report.js';
@@ -94,6 +95,8 @@ describe.skipIf(!hasBrowser)('backtest report in Chromium', () => {
       expect(csv[0]).toMatch(/^no,side,entry_time/);
       expect(csv).toHaveLength(total + 1);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      const axe = await new AxeBuilder({ page: page as any }).include('#lab').analyze();
+      expect(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} ${v.nodes[0]?.target}`)).toEqual([]);
       expect(errors).toEqual([]);
       await ctx.close();
     }

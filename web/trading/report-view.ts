@@ -49,8 +49,8 @@ export function renderBacktest(target: HTMLElement, r: BacktestAnswer): void {
   ];
   const params: [string, string][] = [...Object.entries(r.params), ...Object.entries(r.settings)].map(([k, v]) => [k, String(v)]);
 
-  const candleBox = el('div', { class: 'lw', id: 'bt-candles', role: 'img', 'aria-label': `${r.candles.symbol} ${r.candles.timeframe} 캔들과 매매 표시 candles with trades` });
-  const equityBox = el('div', { class: 'lw tall', id: 'bt-equity', role: 'img', 'aria-label': '자산과 낙폭 equity and drawdown' });
+  const candleBox = el('div', { class: 'lw', id: 'bt-candles', role: 'group', 'aria-label': `${r.candles.symbol} ${r.candles.timeframe} 캔들과 매매 표시 candles with trades` });
+  const equityBox = el('div', { class: 'lw tall', id: 'bt-equity', role: 'group', 'aria-label': '자산과 낙폭 equity and drawdown' });
   const trades = el('div', { id: 'bt-trades' });
   const csv = el('button', { type: 'button', id: 'bt-csv', class: 'ghost' }, 'CSV 내보내기 export');
   csv.addEventListener('click', () => {
