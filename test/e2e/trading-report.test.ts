@@ -101,4 +101,19 @@ describe.skipIf(!hasBrowser)('backtest report in Chromium', () => {
       await ctx.close();
     }
   }, 90_000);
+  it('a job cancelled from the page is shown as cancelled, not as an error', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${hub.url}/trading`);
+    await page.waitForSelector('#lab-strategy option[value="ema_cross"]', { state: 'attached' });
+    await page.selectOption('#lab-strategy', 'ema_cross');
+    await page.fill('#lab-form input[name="count"]', '100000');
+    await page.click('#bt-optimize');
+    // cancel once the job is under way (its first progress has arrived)
+    await page.waitForFunction(() => (document.getElementById('lab-progress') as HTMLProgressElement).max > 1, null, { timeout: 20_000 });
+    await page.click('#bt-cancel');
+    await page.waitForSelector('body[data-job-result="cancelled"]', { timeout: 20_000 });
+    expect(await page.textContent('#lab-progress-text')).toContain('cancelled');
+    expect(await page.textContent('#lab-error')).toBe('');
+    await page.close();
+  }, 60_000);
 });

@@ -38,7 +38,7 @@ async function send(path: string, body: unknown): Promise<any> {
   const out = await res.json();
   if (!res.ok) {
     const issues = out?.error?.details?.issues as { field: string; message: string }[] | undefined;
-    throw new Error(issues?.length ? issues.map((i) => `${i.field}: ${i.message}`).join('; ') : (out?.error?.message ?? `${res.status}`));
+    throw Object.assign(new Error(issues?.length ? issues.map((i) => `${i.field}: ${i.message}`).join('; ') : (out?.error?.message ?? `${res.status}`)), { code: out?.error?.code as string | undefined });
   }
   return out;
 }
@@ -310,8 +310,14 @@ async function runJob(path: string, body: Record<string, unknown>): Promise<any>
     $('lab-progress-text').textContent = 'done';
     return out;
   } catch (err) {
-    $('lab-error').textContent = (err as Error).message;
-    $('lab-progress-text').textContent = '';
+    // a job cancelled on purpose is not an error
+    if ((err as { code?: string }).code === 'cancelled') {
+      $('lab-progress-text').textContent = '취소됨 · cancelled';
+      document.body.dataset.jobResult = 'cancelled';
+    } else {
+      $('lab-error').textContent = (err as Error).message;
+      $('lab-progress-text').textContent = '';
+    }
     return null;
   } finally {
     off();
