@@ -3,16 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { post } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { textOf, waitText } from './editor-text.js';
 
 const hasBrowser = browserAvailable();
 
-/** In the page: the editor's text (the CodeMirror document behind #editor). */
-const READ = `(() => {
-  const c = document.querySelector('#editor .cm-content');
-  return c && c.cmTile ? c.cmTile.root.view.state.doc.toString() : '';
-})()`;
-const textOf = (p: Page) => p.evaluate<string>(READ);
-const waitText = (p: Page, pred: string, timeout = 10_000) => p.waitForFunction(`((t) => ${pred})(${READ})`, undefined, { timeout });
 
 /** `n` tokens that are each unique, so every typed character can be accounted for. */
 const tokens = (who: string, n: number) => Array.from({ length: n }, (_, i) => `${who}${String(i).padStart(2, '0')} `).join('');
@@ -47,7 +41,7 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     expect((await post(hub.url, '/api/md/save', { slug: 'together', content: body })).status).toBe(200);
     const a = await openAs('ann', 'together');
     const b = await openAs('bob', 'together');
-    for (const p of [a, b]) await waitText(p, "t.includes('가운데')");
+    for (const p of [a, b]) await waitText(p, { includes: '가운데' });
     await a.click('#editor');
     await a.keyboard.press('Control+Home');
     await b.click('#editor');
@@ -58,8 +52,8 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     await Promise.all([a.keyboard.type(typedA, { delay: 30 }), b.keyboard.type(typedB, { delay: 30 })]);
     const expected = typedA + body + typedB;
     // both pages settle on one text (or the comparison below shows how they differ)
-    for (const p of [a, b]) await waitText(p, `t.length >= ${expected.length}`).catch(() => undefined);
-    await a.waitForFunction(`${READ} === ${JSON.stringify(await textOf(b))}`, undefined, { timeout: 5_000 }).catch(() => undefined);
+    for (const p of [a, b]) await waitText(p, { minLength: expected.length }).catch(() => undefined);
+    await waitText(a, { equals: await textOf(b) }, 5_000).catch(() => undefined);
     const [ta, tb] = [await textOf(a), await textOf(b)];
     expect(ta).toBe(tb);
     expect(ta).toBe(expected);
@@ -72,21 +66,21 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     expect((await post(hub.url, '/api/md/save', { slug: 'undo', content: '# 되돌리기\n\n본문\n' })).status).toBe(200);
     const a = await openAs('ann', 'undo');
     const b = await openAs('bob', 'undo');
-    for (const p of [a, b]) await waitText(p, "t.includes('본문')");
+    for (const p of [a, b]) await waitText(p, { includes: '본문' });
     await a.click('#editor .cm-content');
     await a.keyboard.press('Control+End');
     await a.keyboard.type('ANN');
-    await waitText(b, "t.includes('ANN')");
+    await waitText(b, { includes: 'ANN' });
     await b.click('#editor .cm-content');
     await b.keyboard.press('Control+Home');
     await b.keyboard.type('BOB');
-    await waitText(a, "t.startsWith('BOB')");
+    await waitText(a, { startsWith: 'BOB' });
     // bob's caret is drawn on ann's page with his name
     await a.waitForSelector('#editor .cm-ySelectionCaret');
     expect(await a.textContent('#editor .cm-ySelectionInfo')).toBe('bob');
     // ann undoes: her ANN goes, bob's BOB stays, on both pages
     await a.keyboard.press('Control+z');
-    for (const p of [a, b]) await waitText(p, "t.startsWith('BOB') && !t.includes('ANN')");
+    for (const p of [a, b]) await waitText(p, { startsWith: 'BOB', excludes: 'ANN' });
     expect(await textOf(b)).toBe('BOB# 되돌리기\n\n본문\n');
     await a.context().close();
     await b.context().close();
@@ -96,14 +90,14 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     expect((await post(hub.url, '/api/md/save', { slug: 'ime', content: '# 입력기\n' })).status).toBe(200);
     const a = await openAs('ann', 'ime');
     const b = await openAs('bob', 'ime');
-    for (const p of [a, b]) await waitText(p, "t.includes('입력기')");
+    for (const p of [a, b]) await waitText(p, { includes: '입력기' });
     await a.click('#editor .cm-content');
     await a.keyboard.press('Control+End');
     const cdp = await a.context().newCDPSession(a);
     // ㅎ -> 하 -> 한 -> 한ㄱ -> 한그 -> 한글, then committed, as an IME sends it
     for (const t of ['ㅎ', '하', '한', '한ㄱ', '한그', '한글']) await cdp.send('Input.imeSetComposition', { text: t, selectionStart: t.length, selectionEnd: t.length });
     await cdp.send('Input.insertText', { text: '한글' });
-    await waitText(b, "t.endsWith('한글')");
+    await waitText(b, { endsWith: '한글' });
     expect(await textOf(a)).toBe('# 입력기\n한글');
     expect(await textOf(b)).toBe('# 입력기\n한글');
     await a.context().close();
@@ -139,14 +133,14 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     await a.fill('#new-slug', '회의록');
     await a.fill('#new-category', 'meetings');
     await a.click('#new-form button[type=submit]');
-    await waitText(a, "t.startsWith('# 회의록')");
+    await waitText(a, { startsWith: '# 회의록' });
     expect(await a.isHidden('#new-form')).toBe(true);
     // a long document with a change near the end: the diff is computed, not given up on
     const lines = Array.from({ length: 3000 }, (_, i) => `줄 ${i}`);
     const v2 = (await post(hub.url, '/api/md/save', { slug: '회의록', content: `# 회의록\n${lines.join('\n')}\n` })).body.doc.version;
     lines[2990] = '바뀐 줄';
     await post(hub.url, '/api/md/save', { slug: '회의록', content: `# 회의록\n${lines.join('\n')}\n` });
-    await waitText(a, "t.includes('바뀐 줄')");
+    await waitText(a, { includes: '바뀐 줄' });
     await a.click('#history-btn');
     await a.click(`#versions li[data-version="${v2}"] button:has-text("비교")`);
     await a.waitForSelector('#diff table.sbs');
@@ -161,7 +155,7 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
   it('on a phone: nothing wider than the screen, the preview one tap away', async () => {
     expect((await post(hub.url, '/api/md/save', { slug: 'phone', content: '# 전화\n\n' + 'ㄱ'.repeat(500) + '\n' })).status).toBe(200);
     const a = await openAs('ann', 'phone', 360);
-    await waitText(a, "t.includes('전화')");
+    await waitText(a, { includes: '전화' });
     expect(await a.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
     expect(await a.isVisible('#editor')).toBe(true);
     await a.click('#view-toggle');

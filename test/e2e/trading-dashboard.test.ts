@@ -107,7 +107,10 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#heatmap', { timeout: 30_000 });
     await finished();
     // the default ema_cross grid: 5 fast x 5 slow
-    expect(await page.$$eval('#heatmap rect', (r) => r.length)).toBe(25);
+    expect(await page.$$eval('#heatmap rect[data-value]', (r) => r.length)).toBe(25);
+    // each cell shows its value; a colour scale names the objective
+    expect(await page.$$eval('#heatmap text.cell-value', (t) => t.length)).toBe(25);
+    expect(await page.$$eval('#heatmap text', (t) => t.map((x) => x.textContent))).toEqual(expect.arrayContaining(['sharpe', 'fast', 'slow']));
     expect(await page.$eval('#lab-progress', (x) => (x as HTMLProgressElement).max)).toBeGreaterThan(1);
 
     await page.click('#bt-walk');

@@ -1,5 +1,6 @@
 import { LiveTopics, el, getJson } from '../common/live.js';
 import { LiveCandles } from './charts.js';
+import { heatmap, type OptimizeRow } from './heatmap.js';
 import { renderBacktest, type BacktestAnswer } from './report-view.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
@@ -287,6 +288,7 @@ function labBase(): Record<string, unknown> {
   return { symbol: f.get('symbol'), timeframe: f.get('timeframe'), count: Number(f.get('count')), seed: Number(f.get('seed')) };
 }
 const labStrategy = () => ($('lab-strategy') as HTMLSelectElement).value;
+const labObjective = () => ($('lab-objective') as HTMLSelectElement).value;
 
 async function runJob(path: string, body: Record<string, unknown>): Promise<any> {
   const job = `ui-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -351,7 +353,7 @@ $('bt-run').addEventListener('click', async () => {
 });
 
 $('bt-compare').addEventListener('click', async () => {
-  const r = await runJob('/api/program/backtest-compare', { ...labBase(), equity_points: 150 });
+  const r = await runJob('/api/program/backtest-compare', { ...labBase(), objective: labObjective(), equity_points: 150 });
   if (!r) return;
   $('lab-result').replaceChildren(
     el('h3', {}, `compare (${r.objective}), candles ${r.candles.checksum}`),
@@ -362,52 +364,12 @@ $('bt-compare').addEventListener('click', async () => {
 
 $('bt-optimize').addEventListener('click', async () => {
   const strategy = labStrategy();
-  const r = await runJob('/api/program/optimize', { ...labBase(), strategy });
+  const r = await runJob('/api/program/optimize', { ...labBase(), strategy, objective: labObjective() });
   if (!r) return;
-  const rows = r.results as ({ params: Record<string, number> } & Record<string, number>)[];
-  const keys = Object.keys(rows[0]?.params ?? {}).filter((k) => new Set(rows.map((x) => x.params[k])).size > 1);
-  const [kx, ky] = [keys[0] ?? Object.keys(rows[0]?.params ?? {})[0]!, keys[1]];
-  const xs = [...new Set(rows.map((x) => x.params[kx]!))].sort((a, b) => a - b);
-  const ys = ky ? [...new Set(rows.map((x) => x.params[ky]!))].sort((a, b) => a - b) : [0];
-  const obj = r.objective === 'max_drawdown' ? 'max_drawdown' : r.objective;
-  const cell = new Map<string, number>();
-  for (const x of rows) {
-    const key = `${x.params[kx]}|${ky ? x.params[ky] : 0}`;
-    const v = x[obj] as number;
-    const better = obj === 'max_drawdown' ? Math.min : Math.max;
-    cell.set(key, cell.has(key) ? better(cell.get(key)!, v) : v);
-  }
-  const vals = [...cell.values()];
-  const lo = Math.min(...vals);
-  const span = Math.max(...vals) - lo || 1;
-  const W = 600 / xs.length;
-  const H = 240 / ys.length;
-  const heat = svg('svg', { id: 'heatmap', class: 'heat', viewBox: `0 0 660 270`, width: '100%' });
-  xs.forEach((x, i) =>
-    ys.forEach((y, j) => {
-      const v = cell.get(`${x}|${y}`);
-      if (v === undefined) return;
-      let q = (v - lo) / span;
-      if (obj === 'max_drawdown') q = 1 - q;
-      const rect = svg('rect', { x: 50 + i * W, y: j * H, width: W - 1, height: H - 1, fill: `hsl(${Math.round(q * 120)},65%,${45 + (1 - q) * 10}%)`, 'data-value': v });
-      const title = svg('title', {});
-      title.textContent = `${kx}=${x}${ky ? ` ${ky}=${y}` : ''}: ${obj} ${nf.format(v)}`;
-      rect.append(title);
-      heat.append(rect);
-    }),
-  );
-  xs.forEach((x, i) => {
-    const t = svg('text', { x: 50 + i * W + W / 2, y: 262, 'font-size': 11, 'text-anchor': 'middle' });
-    t.textContent = String(x);
-    heat.append(t);
-  });
-  ys.forEach((y, j) => {
-    const t = svg('text', { x: 44, y: j * H + H / 2 + 4, 'font-size': 11, 'text-anchor': 'end' });
-    t.textContent = ky ? String(y) : '';
-    heat.append(t);
-  });
+  const obj = r.objective as string;
+  const heat = heatmap(r.results as OptimizeRow[], obj);
   $('lab-result').replaceChildren(
-    el('h3', {}, `optimize ${strategy}: ${r.combinations} combinations (${r.skipped} skipped), ${obj} by ${kx}${ky ? ` × ${ky}` : ''}; best ${JSON.stringify(r.best.params)}`),
+    el('h3', {}, `optimize ${strategy}: ${r.combinations} combinations (${r.skipped} skipped), ${obj}; best ${Object.entries(r.best.params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', ')}`),
     heat,
   );
 });
