@@ -21,7 +21,7 @@ export function viridis(q: number): string {
   return `rgb(${a.map((v, k) => Math.round(v + (b[k]! - v) * f)).join(',')})`;
 }
 /** Dark text on the light end of the scale, white on the dark end. */
-const ink = (q: number) => (q > 0.6 ? '#111' : '#fff');
+const ink = (q: number) => (q > 0.42 ? '#111' : '#fff');
 
 const fmt = (v: number) => (Math.abs(v) >= 1000 ? Math.round(v).toLocaleString('en-US') : v.toFixed(Math.abs(v) < 10 ? 2 : 1));
 
