@@ -102,6 +102,11 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#compare-table', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#compare-table tbody tr', (r) => r.length)).toBe(5);
+    // the legend is the ranked table: row k's swatch has the colour of line k
+    const swatches = await page.$$eval('#compare-table .swatch', (s) => s.map((x) => getComputedStyle(x).backgroundColor));
+    const strokes = await page.$$eval('#compare-chart polyline', (p) => p.map((x) => x.getAttribute('stroke')));
+    const hex = (rgb: string) => '#' + rgb.match(/\d+/g)!.slice(0, 3).map((n) => Number(n).toString(16).padStart(2, '0')).join('');
+    expect(swatches.map(hex)).toEqual(strokes);
 
     await page.click('#bt-optimize');
     await page.waitForSelector('#heatmap', { timeout: 30_000 });
@@ -117,6 +122,9 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#wf-table', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#wf-table tbody tr', (r) => r.length)).toBeGreaterThan(1);
+    // windows as readable dates, not ISO stamps
+    const windowCell = await page.textContent('#wf-table tbody tr:first-child td:nth-child(2)');
+    expect(windowCell).toMatch(/^\d{2}\. \d{2}\. \d{2}:\d{2} – \d{2}\. \d{2}\. \d{2}:\d{2}$/);
 
     await page.click('#bt-mc');
     await page.waitForSelector('#fan', { timeout: 30_000 });

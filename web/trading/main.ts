@@ -157,7 +157,8 @@ function drawEquity(): void {
 /** Plot area inside the 600 x 180 view box: labels above and below, the lines between. */
 const PLOT_TOP = 22;
 const PLOT_BOTTOM = 160;
-const COLORS = ['#2f6fed', '#1f9d6b', '#c98a12', '#c0392b', '#7a4cc2'];
+// Okabe-Ito: told apart with the common colour blindnesses
+const COLORS = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9'];
 
 /** Draws equity series on one scale, with the highest value labelled above and the lowest below. */
 function plot(chart: SVGSVGElement, series: { t: number; equity: number }[][]): void {
@@ -288,6 +289,9 @@ function labBase(): Record<string, unknown> {
   return { symbol: f.get('symbol'), timeframe: f.get('timeframe'), count: Number(f.get('count')), seed: Number(f.get('seed')) };
 }
 const labStrategy = () => ($('lab-strategy') as HTMLSelectElement).value;
+/** A walk-forward window as readable dates: "01.02 09:00 – 01.04 13:15" (UTC). */
+const day = (iso: string) => new Date(iso).toLocaleString('ko-KR', { timeZone: 'UTC', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
+const span = (from: string, to: string) => `${day(from)} – ${day(to)}`;
 const labObjective = () => ($('lab-objective') as HTMLSelectElement).value;
 
 async function runJob(path: string, body: Record<string, unknown>): Promise<any> {
@@ -355,10 +359,17 @@ $('bt-run').addEventListener('click', async () => {
 $('bt-compare').addEventListener('click', async () => {
   const r = await runJob('/api/program/backtest-compare', { ...labBase(), objective: labObjective(), equity_points: 150 });
   if (!r) return;
+  // the chart draws the strategies in the table's (ranked) order, so each row's swatch is its line's colour
+  const ranked = r.ranking as { index: number; strategy: string; score: number }[];
+  const swatch = (k: number) => {
+    const s = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+    s.style.background = COLORS[k % COLORS.length]!;
+    return el('span', {}, s, String(k + 1));
+  };
   $('lab-result').replaceChildren(
     el('h3', {}, `compare (${r.objective}), candles ${r.candles.checksum}`),
-    table(['rank', 'strategy', 'score', ...METRICS], r.ranking.map((x: any, i: number) => [i + 1, x.strategy, x.score, ...METRICS.map((m) => r.results[x.index].metrics[m])]), { id: 'compare-table' }),
-    lineChart('compare-chart', r.results.map((x: any) => x.equity_curve)),
+    table(['rank', 'strategy', 'score', ...METRICS], ranked.map((x, i) => [swatch(i), x.strategy, x.score, ...METRICS.map((m) => r.results[x.index].metrics[m])]), { id: 'compare-table' }),
+    lineChart('compare-chart', ranked.map((x) => r.results[x.index].equity_curve)),
   );
 });
 
@@ -388,8 +399,8 @@ $('bt-walk').addEventListener('click', async () => {
   $('lab-result').replaceChildren(
     el('h3', {}, `walk-forward: ${s.windows} windows, robustness ${nf.format(s.robustness_score)}, OOS net ${nf.format(s.oos_net_profit)}`),
     table(
-      ['window', 'in-sample bars', 'best params', 'IS net', 'OOS bars', 'OOS net', 'efficiency'],
-      r.windows.map((w: any) => [w.index, `${w.in_sample.from}–${w.in_sample.to}`, JSON.stringify(w.in_sample.best_params), w.in_sample.metrics.net_profit, `${w.out_of_sample.from}–${w.out_of_sample.to}`, w.out_of_sample.metrics.net_profit, w.efficiency ?? '—']),
+      ['window', 'in-sample (UTC)', 'best params', 'IS net', 'out-of-sample (UTC)', 'OOS net', 'efficiency'],
+      r.windows.map((w: any) => [w.index + 1, span(w.in_sample.from, w.in_sample.to), Object.entries(w.in_sample.best_params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', '), w.in_sample.metrics.net_profit, span(w.out_of_sample.from, w.out_of_sample.to), w.out_of_sample.metrics.net_profit, w.efficiency ?? '—']),
       { id: 'wf-table' },
     ),
   );
