@@ -130,6 +130,9 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#fan', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#fan polygon', (p) => p.length)).toBe(3);
+    // percentiles labelled, with an equity axis
+    expect(await page.$$eval('#fan text.pct', (t) => t.map((x) => x.textContent!.split(' ')[0]))).toEqual(expect.arrayContaining(['p5', 'p25', 'p75', 'p95', '중앙값']));
+    expect(await page.$$eval('#fan text', (t) => t.filter((x) => /^\$[\d,]+$/.test(x.textContent!)).length)).toBe(5);
     expect(await page.textContent('#lab-result')).toContain('probability of ruin');
     expect(errors).toEqual([]);
   }, 120_000);

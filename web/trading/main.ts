@@ -1,5 +1,6 @@
 import { LiveTopics, el, getJson } from '../common/live.js';
 import { LiveCandles } from './charts.js';
+import { fanChart } from './fan.js';
 import { heatmap, type OptimizeRow } from './heatmap.js';
 import { renderBacktest, type BacktestAnswer } from './report-view.js';
 
@@ -409,26 +410,15 @@ $('bt-walk').addEventListener('click', async () => {
 $('bt-mc').addEventListener('click', async () => {
   const r = await runJob('/api/program/montecarlo', { ...labBase(), strategy: labStrategy(), runs: 500 });
   if (!r) return;
-  // fan: from the starting capital to the percentiles of the final equity (5-95, 25-75, median)
   const fe = r.final_equity as Record<string, number>;
-  const le = r.lowest_equity as Record<string, number>;
   const bm = r.backtest.metrics ?? r.backtest;
-  const capital = bm.final_equity - bm.net_profit;
-  const lo = Math.min(capital, fe.p5!, le.p5!);
-  const span = Math.max(capital, fe.p95!) - lo || 1;
-  const y = (v: number) => 170 - ((v - lo) / span) * 160;
-  const fan = svg('svg', { id: 'fan', class: 'chart', viewBox: '0 0 600 180', preserveAspectRatio: 'none' });
-  const band = (a: number, b: number, fill: string) => fan.append(svg('polygon', { points: `0,${y(capital)} 600,${y(a)} 600,${y(b)}`, fill, 'data-band': `${a}-${b}` }));
-  band(fe.p5!, fe.p95!, 'rgba(47,111,237,.15)');
-  band(fe.p25!, fe.p75!, 'rgba(47,111,237,.3)');
-  band(le.p5!, le.p50!, 'rgba(192,57,43,.12)');
-  fan.append(svg('line', { x1: 0, y1: y(capital), x2: 600, y2: y(fe.p50!), stroke: 'var(--accent)', 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
+  const fan = fanChart(bm.final_equity - bm.net_profit, fe, r.lowest_equity as Record<string, number>, r.trades);
   $('lab-result').replaceChildren(
     el('h3', {}, `Monte Carlo: ${r.runs} shuffles of ${r.trades} trades, probability of ruin ${nf.format(r.probability_of_ruin * 100)}%`),
     fan,
     table(['', 'p5', 'p25', 'p50', 'p75', 'p95'], [
       ['final equity', fe.p5!, fe.p25!, fe.p50!, fe.p75!, fe.p95!],
-      ['max drawdown', ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => r.max_drawdown[k] as number)],
+      ['max drawdown', ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => `${((r.max_drawdown[k] as number) * 100).toFixed(1)}%`)],
     ], { id: 'mc-table' }),
   );
 });
