@@ -124,10 +124,14 @@ async function storeRun(store: Store) {
 
 async function feedbackRun() {
   const maru = await startMaru(
-    loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-fb-')), LOG_LEVEL: 'silent' }),
+    loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-fb-')), LOG_LEVEL: 'silent', ADMIN_PASSWORD: 'bench-admin-password' }),
     { logger: pino({ level: 'silent' }) },
   );
   try {
+    // the operator may do every staff action: its token books, checks in and subscribes
+    const token = (await (
+      await fetch(maru.url + '/api/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'admin', password: 'bench-admin-password' }) })
+    ).json() as { token: string }).token;
     const pending = new Map<string, { t0: number; seen: number; resolve: () => void }>();
     const lat: number[] = [];
     const lastOf: number[] = [];
@@ -137,10 +141,14 @@ async function feedbackRun() {
         () =>
           new Promise<WebSocket>((resolve, reject) => {
             const ws = new WebSocket(maru.url.replace(/^http/, 'ws') + '/ws');
-            ws.on('open', () => ws.send(JSON.stringify({ type: 'subscribe', topic: 'checkins' })));
+            ws.on('open', () => {
+              ws.send(JSON.stringify({ type: 'auth', token }));
+              ws.send(JSON.stringify({ type: 'subscribe', topic: 'checkins' }));
+            });
             ws.on('message', (d) => {
               const f = JSON.parse(String(d));
               if (f.type === 'subscribed') return resolve(ws);
+              if (f.type === 'error') return reject(new Error(f.message));
               if (f.type !== 'message') return;
               const p = pending.get(f.data.code);
               if (!p) return;
@@ -156,7 +164,7 @@ async function feedbackRun() {
       ),
     );
     const post = (path: string, body: unknown): Promise<any> =>
-      fetch(maru.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+      fetch(maru.url + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) }).then((r) => r.json());
     const show = await post('/api/shows', { name: 'feedback', venue: 'hall', date: '2026-12-31' });
     let delivered = 0;
     for (let i = 0; i < FEEDBACK; i++) {

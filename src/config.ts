@@ -30,7 +30,7 @@ const schema = z.object({
   /** The rental partner's password (account "partner"); unset, a random one is printed once at first start. */
   PARTNER_PASSWORD: z.string().min(8).max(256).optional(),
   /** Lifetime of a login token, ms (default 8 h). */
-  AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
+  AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 400 * 86_400_000),
   /** Lifetime of a partner token, ms (default 8 h). */
   PARTNER_TOKEN_TTL: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
   /** Lifetime of a scanner device token, ms (default 30 days). */
@@ -65,6 +65,26 @@ const schema = z.object({
   MD_SWEEP_MS: intFrom(1000, 50, 60_000),
   /** Documents: how often a loaded room announces its Yjs state vector to the other processes (repairs dropped pub/sub messages). */
   MD_RESYNC_MS: intFrom(2000, 50, 60_000),
+
+  /** Mail (src/mail): smtp://user:pass@host:port; unset, mails are kept and listed for the operator (GET /api/mail). */
+  SMTP_URL: z.string().url().optional(),
+  /** Mail: the sender address. */
+  MAIL_FROM: z.string().min(3).default('maru <noreply@maru.local>'),
+  /** Blobs: uploaded files no record names (a crash between storing and recording) are deleted after this long, ms. */
+  BLOB_ORPHAN_GRACE_MS: intFrom(3_600_000, 60_000),
+
+  /** Uploads: largest file of a multipart upload in bytes (default 20 MiB); larger is a 413 file_too_large. */
+  UPLOAD_MAX_BYTES: intFrom(20 * 1_048_576, 1024, 1 << 30),
+  /** Uploads: clamd to scan every uploaded file with (tcp://host:port); unset, files are not scanned. */
+  CLAMD_URL: z.string().regex(/^tcp:\/\/[^/]+:\d+$/, 'must be tcp://host:port').optional(),
+  /** Uploads: time for one clamd scan, ms. */
+  CLAMD_TIMEOUT_MS: intFrom(30_000, 100, 600_000),
+  /** Blobs: an S3-compatible endpoint (path-style); set, uploaded files live in S3_BUCKET instead of DATA_DIR/blobs. */
+  S3_URL: z.string().url().optional(),
+  S3_BUCKET: z.string().min(3).max(63).default('maru-uploads'),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { Reply, type Hub, type RouteDef } from '../hub/index.js';
+import { Reply, type AuthSpec, type Hub, type RouteDef } from '../hub/index.js';
 import { validate } from '../hub/http.js';
+import { AppError } from '../errors.js';
 import type { Outbox } from '../outbox.js';
 import { V_MAX, V_MIN, UNITS_PER_WORK_MONTH } from '../reward/plan.js';
 import { REWARD_TOPIC, type RewardService, type WorkVerifier } from '../reward/service.js';
@@ -15,6 +16,7 @@ export interface RewardRoutesOptions {
 }
 
 const memberId = qText(64);
+const OPERATOR = { roles: ['operator'] } as const;
 
 /** Query schemas of the document's routes (also used by bench/http to serve the same handlers). */
 export const memberQuery = z.object({ id: memberId });
@@ -25,7 +27,12 @@ export const workQuery = z.object({
   ts: z.union([z.string(), z.number()]).optional(),
   sig: z.string().max(200).optional(),
 });
-const exchangeQuery = z.object({ id: memberId, amt: qDecimal() });
+const exchangeQuery = z.object({
+  id: memberId,
+  amt: qDecimal(),
+  ts: z.union([z.string(), z.number()]).optional(),
+  sig: z.string().max(200).optional(),
+});
 const cultureQuery = z.object({ country: qText(2), lang: qText(2), name: qText(64) });
 const listQuery = z.object({
   limit: qInt({ min: 1, max: 1000 }).optional(),
@@ -45,10 +52,12 @@ function readWrite<S extends z.ZodType>(
   path: string,
   schema: S,
   run: (input: z.output<S>) => Promise<unknown>,
+  auth?: AuthSpec,
 ): void {
   hub.route({
     method: 'GET',
     path,
+    auth,
     query: schema,
     cacheControl: 'no-store',
     handler: (ctx) => run(ctx.query as z.output<S>),
@@ -56,6 +65,7 @@ function readWrite<S extends z.ZodType>(
   hub.route({
     method: 'POST',
     path,
+    auth,
     body: paramsBody,
     cacheControl: 'no-store',
     handler: (ctx) => run(validate(schema, { ...(ctx.query as object), ...(ctx.body ?? {}) }, 'query') as z.output<S>),
@@ -94,8 +104,17 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
       return r;
     });
   });
-  readWrite(hub, '/exchange', exchangeQuery, (q) => service.exchange({ id: q.id, amt: q.amt }));
-  readWrite(hub, '/culture', cultureQuery, (q) => service.culture(q));
+  readWrite(hub, '/exchange', exchangeQuery, (q) => {
+    // with REWARD_SIGNING=required an exchange is signed by the member, as work is
+    const verify: WorkVerifier | undefined = signatures
+      ? async (publicKey, member) => {
+          await signatures.checkExchange({ publicKey, id: member.id, amt: q.amt, ts: q.ts ?? null, sig: q.sig ?? null });
+        }
+      : undefined;
+    return service.exchange({ id: q.id, amt: q.amt, verify });
+  });
+  // creating a cultural zone is an operator's act (GET as the document says, with the operator's token)
+  readWrite(hub, '/culture', cultureQuery, (q) => service.culture(q), OPERATOR);
 
   hub.route({ method: 'GET', path: '/declare', handler: () => service.declare() });
   hub.route({ method: 'GET', path: '/spec', handler: () => service.spec() });
@@ -109,6 +128,7 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
   hub.route({
     method: 'POST',
     path: '/api/reward/members',
+    auth: OPERATOR,
     body: {
       schema: z.object({ name: z.string(), zone: z.string(), public_key: z.string().optional() }),
     },
@@ -129,8 +149,16 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
   hub.route({
     method: 'GET',
     path: '/api/reward/ledger',
+    // one member's ledger and totals are open (as /member is); the whole ledger is the operator's
+    auth: { optional: true },
     query: listQuery.extend({ member: memberId.optional() }),
-    handler: (ctx) => service.rewardLedger(ctx.query),
+    handler: (ctx) => {
+      if (ctx.query.member === undefined && !ctx.identity?.roles.includes('operator')) {
+        if (!ctx.identity) throw new AppError(401, 'unauthorized', 'the whole ledger needs the operator: sign in, or name a member');
+        throw new AppError(403, 'forbidden', 'the whole ledger needs the operator role; name a member to read one ledger');
+      }
+      return service.rewardLedger(ctx.query);
+    },
   });
   hub.route({
     method: 'GET',
@@ -171,6 +199,7 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
   hub.route({
     method: 'GET',
     path: '/api/reward/outbox',
+    auth: OPERATOR,
     cacheControl: 'no-store',
     handler: async () => ({ stats: await outbox.stats(), pending: await outbox.pending() }),
   });

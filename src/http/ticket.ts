@@ -14,6 +14,7 @@ import {
   type TicketService,
 } from '../ticket/service.js';
 import { qInt } from './query.js';
+import { label } from '../text.js';
 
 export interface Limit {
   limit: number;
@@ -59,7 +60,6 @@ export const ticketCode = z
   });
 const reservationId = z.string().regex(RESERVATION_ID_RE, 'must be a reservation id (r_ and 10 characters)');
 const showId = z.string().regex(SHOW_ID_RE, 'must be a show id (s_ and 10 characters)');
-const label = (max: number) => z.string().trim().min(1).max(max);
 const nonce = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1 to 64 of A-Z a-z 0-9 _ . : -');
 
 /** What a scanner may say about itself; every field optional. */
@@ -71,12 +71,31 @@ const scanFields = {
 const checkInBody = z.object({ code: z.string().max(256), source: z.enum(['camera', 'manual']).default('manual'), ...scanFields }).strict();
 const checkInByIdBody = z.object(scanFields).strict().optional();
 
-const client = (ctx: RequestContext) => ctx.remoteAddress;
+/**
+ * Who a check-in counts against: the scanner device (or staff account) from its token, so the
+ * limits of one door device do not starve the others on a venue's one shared address.
+ */
+const client = (ctx: RequestContext) => (ctx.identity ? `${ctx.identity.kind}:${ctx.identity.id}` : ctx.remoteAddress);
+
+/** Check-in, cancel and the audit are staff actions; a scanner device token may check in and read the list. */
+const STAFF = { roles: ['staff'] } as const;
+const SCANNER = { roles: ['staff', 'scanner'] } as const;
+
+/** The scanner and gate of a check-in: a device's from its token; staff may name them. */
+function scanOrigin(ctx: RequestContext, body: { scanner?: string; gate?: string }) {
+  const who = ctx.identity!;
+  if (who.kind === 'device') return { scanner: who.name, gate: who.gate };
+  return { scanner: body.scanner ?? who.name, gate: body.gate };
+}
 
 export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void {
   const { service, store, clock } = opts;
   const limits = { ...DEFAULT_TICKET_LIMITS, ...opts.limits };
-  hub.topic({ name: CHECKIN_TOPIC, policy: 'close' });
+  hub.topic({
+    name: CHECKIN_TOPIC,
+    policy: 'close',
+    authorize: (_topic, who) => (!who ? 'unauthorized' : who.roles.some((r) => r === 'staff' || r === 'scanner' || r === 'operator') ? 'ok' : 'forbidden'),
+  });
   hub.topic({ name: 'mticket:*', policy: 'drop' });
 
   const refusedByLimit = (ctx: RequestContext, via: 'code' | 'id') => {
@@ -85,8 +104,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       via,
       code: via === 'code' ? (parseCode(body.code ?? '') ?? body.code ?? null) : null,
       reservation_id: via === 'id' ? ((ctx.params as { id?: string }).id ?? null) : null,
-      scanner: body.scanner,
-      gate: body.gate,
+      ...scanOrigin(ctx, body),
       nonce: body.nonce,
       source: via === 'code' ? body.source : 'api',
       client: client(ctx),
@@ -119,6 +137,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   hub.route({
     method: 'POST',
     path: '/api/shows',
+    auth: STAFF,
     body: {
       schema: z
         .object({
@@ -139,6 +158,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   hub.route({
     method: 'POST',
     path: '/api/reservations',
+    auth: STAFF,
     body: {
       schema: z
         .object({
@@ -183,12 +203,13 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   hub.route({
     method: 'POST',
     path: '/api/checkin',
+    auth: SCANNER,
     body: { schema: checkInBody },
     guards: [checkinLimit('code'), manualLimit],
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const b = ctx.body;
-      const input: CheckInInput = { nonce: b.nonce, scanner: b.scanner, gate: b.gate, source: b.source, client: client(ctx) };
+      const input: CheckInInput = { nonce: b.nonce, ...scanOrigin(ctx, b), source: b.source, client: client(ctx) };
       const code = parseCode(b.code);
       if (!code) {
         // a malformed code is an attempt too: audit it, then the usual 400 naming the field
@@ -202,18 +223,20 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     method: 'POST',
     path: '/api/tickets/:id/checkin',
     params: z.object({ id: reservationId }),
+    auth: SCANNER,
     body: { schema: checkInByIdBody, optional: true },
     guards: [checkinLimit('id')],
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const b = ctx.body ?? {};
-      const input: CheckInInput = { nonce: b.nonce, scanner: b.scanner, gate: b.gate, source: 'api', client: client(ctx) };
+      const input: CheckInInput = { nonce: b.nonce, ...scanOrigin(ctx, b), source: 'api', client: client(ctx) };
       return Reply.json(await service.checkInById(ctx.params.id, input), 201);
     },
   });
   hub.route({
     method: 'POST',
     path: '/api/tickets/:id/cancel',
+    auth: STAFF,
     params: z.object({ id: reservationId }),
     body: { schema: z.object({ reason: label(200).optional() }).strict().optional(), optional: true },
     cacheControl: 'no-store',
@@ -222,6 +245,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   hub.route({
     method: 'GET',
     path: '/api/checkins',
+    auth: SCANNER,
     query: z.object({ limit: qInt({ min: 1, max: 500 }).optional() }).strict(),
     cacheControl: 'no-store',
     handler: async (ctx) => ({ checkins: await service.recentCheckIns(ctx.query.limit ?? 50) }),
@@ -229,6 +253,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   hub.route({
     method: 'GET',
     path: '/api/checkins/audit',
+    auth: STAFF,
     query: z
       .object({ limit: qInt({ min: 1, max: 1000 }).optional(), reservation_id: reservationId.optional() })
       .strict(),

@@ -2,6 +2,8 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
+  exchangeMessage,
+  signMessage,
   generateMemberKeys,
   isPublicKey,
   publicKeyOf,
@@ -22,6 +24,7 @@ import {
  *   node dist/src/reward/cli.js register --name N --country KR --lang ko --zone Z [--public-key K] [--nonce X]
  *   node dist/src/reward/cli.js sign-work --id ID --kc N --v N [--ts MS] --key PRIVATE
  *   node dist/src/reward/cli.js verify-work --id ID --kc N --v N --ts MS --sig SIG --public-key K
+ *   node dist/src/reward/cli.js sign-exchange --id ID --amt RU [--ts MS] --key PRIVATE
  */
 
 export const USAGE = `maru reward CLI: member keys, registration hashes and work signatures (Ed25519)
@@ -40,6 +43,10 @@ Commands:
       milliseconds, default now). Prints ts, sig and the query string to append to /work.
   verify-work --id ID --kc N --v N --ts MS --sig SIG --public-key K
       Prints {"valid":true|false}; exit code 0 when valid, 1 when not.
+  sign-exchange --id ID --amt RU [--ts MS] --key PRIVATE
+      Signs one exchange (needed when the hub runs with REWARD_SIGNING=required): the message
+      "maru-exchange/1\\n{id}\\n{amt}\\n{ts}" with amt exactly as it will be sent. Prints ts, sig
+      and the /exchange path.
   help
       This text.
 
@@ -164,6 +171,27 @@ export function runCli(argv: string[], io: CliIo): number {
         const query = `ts=${ts}&sig=${sig}`;
         const work = new URLSearchParams({ id: fields.id, kc: String(fields.kc), v: String(fields.v), ts: String(ts), sig });
         print({ ts, sig, query, work: `/work?${work.toString()}`, message: workMessage(fields), publicKey });
+        return 0;
+      }
+      case 'sign-exchange': {
+        const v = parse(rest, { id: s, amt: s, ts: s, key: s });
+        const ts = intFlag(v, 'ts', { required: false, min: 0 }) ?? io.now();
+        const id = strFlag(v, 'id', true);
+        const amt = strFlag(v, 'amt', true);
+        let message: string;
+        let sig: string;
+        try {
+          message = exchangeMessage({ id, amt, ts });
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
+        try {
+          sig = signMessage(strFlag(v, 'key', true), message);
+        } catch (err) {
+          throw new UsageError(`--key: ${(err as Error).message}`);
+        }
+        const q = new URLSearchParams({ id, amt, ts: String(ts), sig });
+        print({ ts, sig, exchange: `/exchange?${q.toString()}`, message });
         return 0;
       }
       case 'verify-work': {

@@ -1,3 +1,4 @@
+import { unsafeTextReason } from '../text.js';
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import { isPublicKey } from './signing.js';
@@ -18,7 +19,7 @@ export const displayName = z
     const n = [...s].length;
     return n >= 1 && n <= 64;
   }, 'must be 1 to 64 characters')
-  .refine((s) => !/\p{Cc}/u.test(s), 'must not contain control characters');
+  .refine((s) => unsafeTextReason(s) === undefined, 'must not contain control characters, lone surrogates or bidirectional overrides');
 
 export const memberIdSchema = z.string().min(1).max(64);
 

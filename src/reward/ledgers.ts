@@ -17,6 +17,7 @@ import {
   type EcoEntry,
   type EcoTotals,
   type LedgerEntry,
+  type MemberRecord,
   type ReserveRecord,
   type Totals,
 } from './records.js';
@@ -47,7 +48,8 @@ export const checkId = (id: string): string => parseInput(idInput, { id }).id;
 export async function readRewardLedger(store: Store, opts: ListOptions & { member?: string } = {}) {
   const limit = clampLimit(opts.limit);
   const key = opts.member === undefined ? K.ledger : K.memberLedger(checkId(opts.member));
-  if (opts.member !== undefined && !(await store.get(K.member(opts.member)))) {
+  const member = opts.member === undefined ? undefined : await store.get<MemberRecord>(K.member(opts.member));
+  if (opts.member !== undefined && !member) {
     throw notFound('member_not_found', `no member ${opts.member}`);
   }
   const idx = await store.indexRange(key, {
@@ -57,23 +59,43 @@ export async function readRewardLedger(store: Store, opts: ListOptions & { membe
   });
   const [entries, totals] = await Promise.all([
     store.getMany<LedgerEntry>(idx.map((e) => K.entry(e.score))),
-    store.get<Totals>(K.totals),
+    member ? memberTotals(store, member) : globalTotals(store),
   ]);
-  const t = totals ?? EMPTY_TOTALS;
   const list = entries.filter((e): e is LedgerEntry => e !== undefined).map(entryWire);
   return {
-    totals: {
-      entries: t.seq,
-      credits: t.credits,
-      exchanges: t.exchanges,
-      units: t.units,
-      ru_earned: toWire(t.ru_earned),
-      ru_burned: toWire(t.ru_burned),
-      cu_minted: toWire(t.cu_minted),
-      ru_outstanding: toWire(t.ru_earned - t.ru_burned),
-    },
+    totals,
     entries: list,
     next_before: list.length === limit ? list[list.length - 1]!.seq : null,
+  };
+}
+
+async function globalTotals(store: Store) {
+  const t = (await store.get<Totals>(K.totals)) ?? EMPTY_TOTALS;
+  return {
+    entries: t.seq,
+    credits: t.credits,
+    exchanges: t.exchanges,
+    units: t.units,
+    ru_earned: toWire(t.ru_earned),
+    ru_burned: toWire(t.ru_burned),
+    cu_minted: toWire(t.cu_minted),
+    ru_outstanding: toWire(t.ru_earned - t.ru_burned),
+  };
+}
+
+/**
+ * One member's totals, from the member record: RU only leaves a balance by exchange into CU at
+ * 1:1, so burned = minted = cu and earned = ru + cu; units are the member's kc.
+ */
+async function memberTotals(store: Store, m: MemberRecord) {
+  return {
+    member: m.id,
+    entries: await store.indexCount(K.memberLedger(m.id)),
+    units: m.kc,
+    ru_earned: toWire(m.ru + m.cu),
+    ru_burned: toWire(m.cu),
+    cu_minted: toWire(m.cu),
+    ru_outstanding: toWire(m.ru),
   };
 }
 

@@ -426,8 +426,13 @@ export class RewardService {
    * the reserve pool with maturity value cu x 600 / coin%. Refusals (nothing written): 400
    * invalid_amount, 404 member_not_found, 409 insufficient_ru {balance}.
    */
-  async exchange(input: { id: string; amt: number | string }) {
-    const { id, amt } = parseInput(exchangeSchema, input);
+  async exchange(input: { id: string; amt: number | string; verify?: WorkVerifier }) {
+    const { id, amt } = parseInput(exchangeSchema, { id: input.id, amt: input.amt });
+    if (input.verify) {
+      const meta = await this.store.get<MemberMeta>(K.memberMeta(id));
+      if (!meta) throw notFound('member_not_found', `no member ${id}`);
+      await input.verify(meta.public_key ?? undefined, { id });
+    }
     const now = this.clock.now();
     const stage = stageFor(now);
     const exchangeId = randomId('ex_', 16);

@@ -23,9 +23,14 @@ import type { Store } from '../store/port.js';
  * The signed message of one unit of work is the exact string
  *   maru-work/1\n{id}\n{kc}\n{v}\n{ts}
  * with kc and v as decimal integers and ts the signing instant in Unix milliseconds.
+ *
+ * The signed message of an exchange (/exchange with REWARD_SIGNING=required) is
+ *   maru-exchange/1\n{id}\n{amt}\n{ts}
+ * with amt exactly as sent (the decimal text of the RU amount).
  */
 
 export const WORK_MESSAGE_PREFIX = 'maru-work/1';
+export const EXCHANGE_MESSAGE_PREFIX = 'maru-exchange/1';
 /** A signature older or newer than this (relative to the hub clock) is refused. */
 export const WORK_SIGNATURE_MAX_SKEW_MS = 5 * 60_000;
 /** How long a used signature is remembered (longer than the whole acceptance window). */
@@ -178,19 +183,50 @@ export function publicKeyOf(privateKey: string): string {
   return jwk.x;
 }
 
+export interface ExchangeFields {
+  id: string;
+  /** The RU amount as its decimal text, exactly as sent. */
+  amt: string;
+  ts: number;
+}
+
+/** The exact string that is signed for one exchange. Throws on fields that cannot be signed. */
+export function exchangeMessage(fields: ExchangeFields): string {
+  const { id, amt, ts } = fields;
+  if (typeof id !== 'string' || id.length === 0 || /[\r\n]/.test(id)) {
+    throw new TypeError('exchange id must be a non-empty string without line breaks');
+  }
+  if (typeof amt !== 'string' || !/^\d{1,15}(\.\d+)?$/.test(amt)) throw new TypeError('amt must be a decimal number as text');
+  if (!isInt(ts)) throw new TypeError('ts must be an integer');
+  return `${EXCHANGE_MESSAGE_PREFIX}\n${id}\n${amt}\n${ts}`;
+}
+
+/** base64url Ed25519 signature of a message. Throws on a malformed key. */
+export function signMessage(privateKey: string, message: string): string {
+  return cryptoSign(null, Buffer.from(message, 'utf8'), importPrivateKey(privateKey)).toString('base64url');
+}
+
 /** base64url Ed25519 signature of workMessage(fields). Throws on a malformed key or fields. */
 export function signWork(privateKey: string, fields: WorkFields): string {
-  const key = importPrivateKey(privateKey);
-  return cryptoSign(null, Buffer.from(workMessage(fields), 'utf8'), key).toString('base64url');
+  return signMessage(privateKey, workMessage(fields));
 }
 
 /** Whether sig is a valid signature of the fields by publicKey. False on anything malformed; never throws. */
 export function verifyWork(publicKey: string, fields: WorkFields, sig: string): boolean {
   try {
+    return verifyMessage(publicKey, workMessage(fields), sig);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether sig is a valid signature of the message by publicKey. False on anything malformed; never throws. */
+export function verifyMessage(publicKey: string, message: string, sig: string): boolean {
+  try {
     const key = importPublicKey(publicKey);
     const signature = decodeB64url(sig, SIGNATURE_BYTES);
     if (!key || !signature) return false;
-    return cryptoVerify(null, Buffer.from(workMessage(fields), 'utf8'), key, signature);
+    return cryptoVerify(null, Buffer.from(message, 'utf8'), key, signature);
   } catch {
     return false;
   }
@@ -225,15 +261,34 @@ export interface VerifyWorkRequestInput extends WorkRequest {
  * 401 signature_expired (|now - ts| > 5 minutes), 409 signature_replayed (signature seen before).
  * Resolves with the accepted ts.
  */
-export async function verifyWorkRequest(input: VerifyWorkRequestInput): Promise<number> {
-  const { publicKey, id, kc, v, sig, now } = input;
+export function verifyWorkRequest(input: VerifyWorkRequestInput): Promise<number> {
+  const { id, kc, v } = input;
+  return verifySignedRequest({ ...input, what: 'work', message: (ts) => workMessage({ id, kc, v, ts }) });
+}
+
+export interface SignedRequestInput {
+  publicKey?: string | null;
+  ts?: number | string | null;
+  sig?: string | null;
+  now: number;
+  usedSignature: (sig: string) => Promise<boolean>;
+  maxSkewMs?: number;
+  /** What was signed, for messages: 'work', 'exchange'. */
+  what: string;
+  /** The signed message for the accepted ts. */
+  message: (ts: number) => string;
+}
+
+/** The checks of verifyWorkRequest, for any signed message. */
+export async function verifySignedRequest(input: SignedRequestInput): Promise<number> {
+  const { publicKey, sig, now, what } = input;
   const maxSkew = input.maxSkewMs ?? WORK_SIGNATURE_MAX_SKEW_MS;
   const rawTs = input.ts;
   if (sig === undefined || sig === null || sig === '' || rawTs === undefined || rawTs === null || rawTs === '') {
-    throw new AppError(401, 'signature_required', 'this route needs ts and sig: an Ed25519 signature of the work');
+    throw new AppError(401, 'signature_required', `this route needs ts and sig: an Ed25519 signature of the ${what}`);
   }
   if (publicKey === undefined || publicKey === null || publicKey === '') {
-    throw new AppError(403, 'no_member_key', 'the member registered no public key, so its work cannot be signed');
+    throw new AppError(403, 'no_member_key', `the member registered no public key, so its ${what} cannot be signed`);
   }
   const ts = typeof rawTs === 'number' ? rawTs : /^\d{1,16}$/.test(rawTs) ? Number(rawTs) : Number.NaN;
   if (!Number.isSafeInteger(ts)) {
@@ -246,8 +301,8 @@ export async function verifyWorkRequest(input: VerifyWorkRequestInput): Promise<
       max_skew_ms: maxSkew,
     });
   }
-  if (!verifyWork(publicKey, { id, kc, v, ts }, sig)) {
-    throw new AppError(401, 'invalid_signature', 'the signature does not match the work and the member key');
+  if (!verifyMessage(publicKey, input.message(ts), sig)) {
+    throw new AppError(401, 'invalid_signature', `the signature does not match the ${what} and the member key`);
   }
   if (await input.usedSignature(sig)) {
     throw new AppError(409, 'signature_replayed', 'this signature was already used');
@@ -269,19 +324,32 @@ export class WorkSignatureGuard {
 
   /** Throws AppError (401/403/409) as verifyWorkRequest does; resolves with the accepted ts. */
   check(req: WorkRequest): Promise<number> {
-    const now = this.clock.now();
-    return verifyWorkRequest({
+    return verifyWorkRequest({ ...req, ...this.context(req.id) });
+  }
+
+  /** The same checks for a signed exchange (exchangeMessage); one replay memory for both kinds. */
+  checkExchange(req: { publicKey?: string | null; id: string; amt: string; ts?: number | string | null; sig?: string | null }): Promise<number> {
+    return verifySignedRequest({
       ...req,
+      ...this.context(req.id),
+      what: 'exchange',
+      message: (ts) => exchangeMessage({ id: req.id, amt: req.amt, ts }),
+    });
+  }
+
+  private context(id: string) {
+    const now = this.clock.now();
+    return {
       now,
       maxSkewMs: this.opts.maxSkewMs,
-      usedSignature: async (sig) => {
+      usedSignature: async (sig: string) => {
         const fresh = await this.store.set(
           `reward:worksig:${sig}`,
-          { id: req.id, at: now },
+          { id, at: now },
           { ifAbsent: true, ttlMs: this.opts.replayTtlMs ?? WORK_SIGNATURE_REPLAY_TTL_MS },
         );
         return !fresh;
       },
-    });
+    };
   }
 }

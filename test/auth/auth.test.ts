@@ -4,7 +4,7 @@ import { startMaru, type Maru } from '../../src/app.js';
 import { AuthService } from '../../src/auth/service.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { label } from '../../src/http/text.js';
+import { label } from '../../src/text.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import { AUTH_TEST_ENV, bearer, deviceToken, login, signIn, TEST_ADMIN_PASSWORD, TEST_PARTNER_PASSWORD } from '../support/auth.js';
 import { call, get, post } from '../support/http.js';

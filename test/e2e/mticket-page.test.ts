@@ -1,6 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { post } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 
@@ -10,11 +11,13 @@ describe.skipIf(!hasBrowser)('the holder\'s ticket page in Chromium', () => {
   let hub: HubProcess;
   let browser: Browser;
   let show: { id: string };
+  let staff: Record<string, string>;
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('mticket-page') });
+    hub = await startHubProcess({ DATA_DIR: tempDir('mticket-page'), ...AUTH_TEST_ENV });
+    staff = bearer(await signIn(hub.url, ['staff']));
     browser = await launchChromium();
-    show = (await post(hub.url, '/api/shows', { name: '봄 콘서트', venue: '올림픽홀', date: '2027-03-01T18:00:00+09:00' })).body;
+    show = (await post(hub.url, '/api/shows', { name: '봄 콘서트', venue: '올림픽홀', date: '2027-03-01T18:00:00+09:00' }, staff)).body;
   });
   afterAll(async () => {
     await browser?.close();
@@ -22,7 +25,7 @@ describe.skipIf(!hasBrowser)('the holder\'s ticket page in Chromium', () => {
   });
 
   it('names the holder, and bingo cells are marked from the keyboard', async () => {
-    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-3', amount_paid: 70000, holder: '박서준' })).body;
+    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-3', amount_paid: 70000, holder: '박서준' }, staff)).body;
     const page = await browser.newPage({ viewport: { width: 360, height: 780 } });
     await page.goto(`${hub.url}/mticket/${t.code}`);
     await page.waitForSelector('body[data-ready="true"]');
@@ -47,12 +50,12 @@ describe.skipIf(!hasBrowser)('the holder\'s ticket page in Chromium', () => {
   });
 
   it('a cancelled ticket is shown as cancelled, with no QR code to scan — also when it is cancelled while open', async () => {
-    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-4', amount_paid: 70000 })).body;
+    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-4', amount_paid: 70000 }, staff)).body;
     const page = await browser.newPage({ viewport: { width: 360, height: 780 } });
     await page.goto(`${hub.url}/mticket/${t.code}`);
     await page.waitForSelector('body[data-ready="true"]');
     expect(await page.isVisible('#qr')).toBe(true);
-    expect((await post(hub.url, `/api/tickets/${t.reservation_id}/cancel`, {})).status).toBe(200);
+    expect((await post(hub.url, `/api/tickets/${t.reservation_id}/cancel`, {}, staff)).status).toBe(200);
     await page.waitForSelector('#status[data-status="cancelled"]');
     expect(await page.isHidden('#qr')).toBe(true);
     expect(await page.getAttribute('#qr', 'src')).toBeNull();
@@ -66,7 +69,7 @@ describe.skipIf(!hasBrowser)('the holder\'s ticket page in Chromium', () => {
   });
 
   it('still shows the ticket when the phone goes offline (the service worker keeps the last one)', async () => {
-    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-5', amount_paid: 70000, holder: '이하늘' })).body;
+    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-5', amount_paid: 70000, holder: '이하늘' }, staff)).body;
     const ctx = await browser.newContext({ viewport: { width: 360, height: 780 } });
     const page = await ctx.newPage();
     await page.goto(`${hub.url}/mticket/${t.code}`);

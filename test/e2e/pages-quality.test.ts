@@ -3,6 +3,7 @@ import AxeBuilder from '@axe-core/playwright';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { get, post } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 
@@ -21,12 +22,13 @@ describe.skipIf(!hasBrowser)('every page at 360 px and 1280 px', () => {
   let paths: string[] = [];
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('pages-quality') });
+    hub = await startHubProcess({ DATA_DIR: tempDir('pages-quality'), ...AUTH_TEST_ENV });
+    const staff = bearer(await signIn(hub.url, ['staff']));
     browser = await launchChromium();
     mkdirSync(SHOTS, { recursive: true });
     // something to show on every page
-    const show = (await post(hub.url, '/api/shows', { name: '겨울 음악회', venue: '예술의전당', date: '2026-12-24T19:00:00+09:00' })).body;
-    const ticket = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'B-12', amount_paid: 88000, holder: '김민지' })).body;
+    const show = (await post(hub.url, '/api/shows', { name: '겨울 음악회', venue: '예술의전당', date: '2026-12-24T19:00:00+09:00' }, staff)).body;
+    const ticket = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'B-12', amount_paid: 88000, holder: '김민지' }, staff)).body;
     await post(hub.url, '/api/md/save', { slug: 'welcome', category: 'guide', content: '# 환영합니다\n\n**maru** 문서 편집기입니다. 여러 사람이 함께 씁니다.\n' });
     const listed = (await get(hub.url, '/pages', { accept: 'application/json' })).body.pages as { path: string }[];
     const examples: Record<string, string> = { ':code': ticket.code };

@@ -3,6 +3,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { AUTH_TEST_ENV, bearer, login, TEST_ADMIN_PASSWORD } from '../support/auth.js';
 
 const hasBrowser = browserAvailable();
 
@@ -11,7 +12,7 @@ describe.skipIf(!hasBrowser)('reward dashboard in Chromium', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('dashboard'), CLOCK_START: '2026-11-21T12:00:00+09:00' });
+    hub = await startHubProcess({ DATA_DIR: tempDir('dashboard'), CLOCK_START: '2026-11-21T12:00:00+09:00', ...AUTH_TEST_ENV });
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -40,11 +41,12 @@ describe.skipIf(!hasBrowser)('reward dashboard in Chromium', () => {
     expect(await page.$$eval('#grades tr', (r) => r.length)).toBe(10);
 
     // work done elsewhere appears live
-    const zone = (await (await fetch(`${hub.url}/culture?country=KR&lang=ko&name=ui`)).json()).id;
+    const op = bearer(await login(hub.url, 'admin', TEST_ADMIN_PASSWORD));
+    const zone = (await (await fetch(`${hub.url}/culture?country=KR&lang=ko&name=ui`, { headers: op })).json()).id;
     const member = await (
       await fetch(`${hub.url}/api/reward/members`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...op },
         body: JSON.stringify({ name: '화면', zone }),
       })
     ).json();

@@ -4,7 +4,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM, browserAvailable } from '../support/browser.js';
-import { post } from '../support/http.js';
+import { AUTH_TEST_ENV, bearer, deviceToken, signIn } from '../support/auth.js';
+import { get, post } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 
 const hasBrowser = browserAvailable();
@@ -33,7 +34,7 @@ describe.skipIf(!hasBrowser)('door scanner with a camera, on a phone, in Chromiu
   let browser: Browser | undefined;
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('scan-camera') });
+    hub = await startHubProcess({ DATA_DIR: tempDir('scan-camera'), ...AUTH_TEST_ENV });
   });
   afterAll(async () => {
     await browser?.close();
@@ -41,15 +42,20 @@ describe.skipIf(!hasBrowser)('door scanner with a camera, on a phone, in Chromiu
   });
 
   it('a QR code held in front of the camera for several seconds is one check-in: the same nonce, still green', async () => {
-    const show = (await post(hub.url, '/api/shows', { name: '송년 음악회', venue: '세종문화회관', date: '2026-12-30T19:00:00+09:00' })).body;
-    const booked = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'A-1', amount_paid: 50000 })).body;
+    const staff = bearer(await signIn(hub.url, ['staff']));
+    const show = (await post(hub.url, '/api/shows', { name: '송년 음악회', venue: '세종문화회관', date: '2026-12-30T19:00:00+09:00' }, staff)).body;
+    const booked = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'A-1', amount_paid: 50000 }, staff)).body;
+    // a door device registered for gate N1
+    const device = await deviceToken(hub.url, 'N1', 'north-door');
     const video = qrVideo(booked.code, tempDir('scan-video'));
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
       args: ['--no-sandbox', '--disable-gpu', '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${video}`],
     });
-    const page: Page = await browser.newPage({ viewport: { width: 360, height: 740 } });
+    const ctx = await browser.newContext({ viewport: { width: 360, height: 740 } });
+    await ctx.addInitScript((t) => localStorage.setItem('scan:token', t), device);
+    const page: Page = await ctx.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     const bodies: { nonce: string; code: string; source: string }[] = [];
@@ -57,7 +63,7 @@ describe.skipIf(!hasBrowser)('door scanner with a camera, on a phone, in Chromiu
       if (r.url().endsWith('/api/checkin') && r.method() === 'POST') bodies.push(JSON.parse(r.postData() ?? '{}'));
     });
     await page.goto(`${hub.url}/scan`);
-    await page.waitForSelector('body[data-ready="true"]');
+    await page.waitForSelector('body[data-ready="true"][data-auth="device"]');
     // the page fits the phone: nothing to scroll sideways, the check-in button fully on screen
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
     const button = (await page.locator('#submit').boundingBox())!;
@@ -74,7 +80,7 @@ describe.skipIf(!hasBrowser)('door scanner with a camera, on a phone, in Chromiu
     await page.waitForFunction(() => document.querySelector('#result-detail')?.textContent?.includes('같은 스캔'), undefined, { timeout: 5000 });
     expect(await page.getAttribute('#result', 'data-result')).toBe('ok');
     // the server counts one check-in
-    const audit = (await fetch(`${hub.url}/api/checkins?limit=10`).then((r) => r.json())) as { checkins: { code: string }[] };
+    const audit = (await get(hub.url, '/api/checkins?limit=10', bearer(device))).body as { checkins: { code: string }[] };
     expect(audit.checkins.filter((c) => c.code === booked.code)).toHaveLength(1);
     expect(errors).toEqual([]);
   }, 60_000);

@@ -3,7 +3,8 @@ import jsQRModule from 'jsqr';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
-import { post } from '../support/http.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
+import { call, post } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 
 const hasBrowser = browserAvailable();
@@ -31,7 +32,7 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('ticket-e2e') });
+    hub = await startHubProcess({ DATA_DIR: tempDir('ticket-e2e'), ...AUTH_TEST_ENV });
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -40,8 +41,10 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
   });
 
   it('decodes the QR of the ticket page, checks it in by manual entry, and a second scanner sees it live', async () => {
-    const show = (await post('', `${hub.url}/api/shows`, { name: '크리스마스 갈라', venue: '예술의전당', date: '2026-12-25T19:00:00+09:00' })).body;
-    const booked = (await post('', `${hub.url}/api/reservations`, { show_id: show.id, seat: 'R-7', amount_paid: 132000, theme: 'food' })).body;
+    await call(hub.url, 'POST', '/api/auth/accounts', { user: 'door', password: 'door-password', roles: ['staff'] }, bearer(await signIn(hub.url, ['operator'])));
+    const staff = bearer(await signIn(hub.url, ['staff']));
+    const show = (await post(hub.url, '/api/shows', { name: '크리스마스 갈라', venue: '예술의전당', date: '2026-12-25T19:00:00+09:00' }, staff)).body;
+    const booked = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'R-7', amount_paid: 132000, theme: 'food' }, staff)).body;
     const errors: string[] = [];
     const watch = (p: Page) => p.on('pageerror', (e) => errors.push(e.message));
 
@@ -74,15 +77,28 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
     // two scanner pages; the second only watches
     const scan1 = await browser.newPage({ viewport: { width: 414, height: 900 } });
     const scan2 = await browser.newPage({ viewport: { width: 414, height: 900 } });
-    for (const p of [scan1, scan2]) {
+    const devices = [
+      ['gate-east', 'E1'],
+      ['gate-west', 'W1'],
+    ];
+    for (const [i, p] of [scan1, scan2].entries()) {
       watch(p);
       await p.goto(`${hub.url}/scan`);
-      await p.waitForSelector('body[data-ready="true"][data-live="on"]');
+      await p.waitForSelector('body[data-ready="true"][data-live="on"][data-auth="none"]');
+      // a door volunteer with a staff account signs in once and registers the device for a gate
+      await p.fill('#signin-user', 'door');
+      await p.fill('#signin-password', 'door-password');
+      await p.click('#signin-form button[type="submit"]');
+      await p.waitForSelector('body[data-auth="staff"]');
+      await p.fill('#scanner', devices[i]![0]!);
+      await p.fill('#gate', devices[i]![1]!);
+      await p.click('#register-device');
+      await p.waitForSelector('body[data-auth="device"]');
+      expect(await p.textContent('#device-label')).toBe(`${devices[i]![0]} @ ${devices[i]![1]}`);
     }
-    await scan1.fill('#scanner', 'gate-east');
-    await scan1.dispatchEvent('#scanner', 'change');
-    await scan1.fill('#gate', 'E1');
-    await scan1.dispatchEvent('#gate', 'change');
+    // a reload keeps the device (its token stays in this browser)
+    await scan1.reload();
+    await scan1.waitForSelector('body[data-ready="true"][data-auth="device"][data-live="on"]');
 
     // manual entry, typed the way staff type: lower case
     await scan1.fill('#code', code.toLowerCase());
@@ -101,6 +117,12 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
     await scan2.click('#submit');
     await scan2.waitForSelector('#result[data-result="already_redeemed"]');
     expect(await scan2.textContent('#result-detail')).toContain('gate-east');
+    // the server audited both scans under the devices' own names and gates
+    const audit = (await call(hub.url, 'GET', '/api/checkins/audit?limit=10', undefined, staff)).body.entries as any[];
+    expect(audit.filter((e) => e.code === code).map((e) => `${e.result}:${e.scanner}@${e.gate}`).sort()).toEqual([
+      'already_redeemed:gate-west@W1',
+      'ok:gate-east@E1',
+    ]);
     // an unknown code and a malformed one are refused too
     await scan2.fill('#code', 'TK-22222222');
     await scan2.click('#submit');

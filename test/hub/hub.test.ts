@@ -233,6 +233,30 @@ describe('hub HTTP', () => {
     expect((await bad.json()).error).toMatchObject({ code: 'invalid_params', details: { issues: [{ field: 'slug' }] } });
   });
 
+  it('answers HEAD with the GET length and keeps the keep-alive connection for the next request', async () => {
+    const port = new URL(base).port;
+    const text = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(port), '127.0.0.1');
+      let data = '';
+      sock.on('data', (d) => {
+        data += d;
+        // both answers arrived: the HEAD (no body) and the GET that followed on the same socket
+        if ((data.match(/HTTP\/1\.1 200/g) ?? []).length === 2 && data.endsWith('}')) {
+          sock.destroy();
+          resolve(data);
+        }
+      });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(data));
+      sock.write('HEAD /sum?a=1&b=2 HTTP/1.1\r\nHost: x\r\n\r\n');
+      setTimeout(() => sock.write('GET /sum?a=1&b=2 HTTP/1.1\r\nHost: x\r\n\r\n'), 100);
+    });
+    const [head, get] = text.split(/(?=HTTP\/1\.1 200)/);
+    expect(head).toMatch(/content-length: 9\r\n/i);
+    expect(head!.endsWith('\r\n\r\n')).toBe(true);
+    expect(get).toContain('{"sum":3}');
+  });
+
   it('reports readiness from its checks', async () => {
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     ready = false;

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { AUTH_TEST_ENV, bearer, login, TEST_ADMIN_PASSWORD } from '../support/auth.js';
 import { get, post } from '../support/http.js';
 import { redisOrSkip, uniquePrefix, deletePrefix } from '../support/redis.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
@@ -18,7 +19,7 @@ afterAll(async () => {
 });
 
 async function start(env: Record<string, string>): Promise<HubProcess> {
-  const p = await startHubProcess({ CLOCK_START, ...env });
+  const p = await startHubProcess({ CLOCK_START, ...AUTH_TEST_ENV, ...env });
   started.push(p);
   return p;
 }
@@ -26,8 +27,9 @@ async function start(env: Record<string, string>): Promise<HubProcess> {
 
 /** Creates a zone and a member, credits 2 units, returns the member id and its record. */
 async function seed(hub: HubProcess, zoneName: string) {
-  const zone = (await get('', `${hub.url}/culture?country=KR&lang=ko&name=${zoneName}`)).body.id;
-  const id = (await post('', `${hub.url}/api/reward/members`, { name: 'restart', zone })).body.id as string;
+  const op = bearer(await login(hub.url, 'admin', TEST_ADMIN_PASSWORD));
+  const zone = (await get('', `${hub.url}/culture?country=KR&lang=ko&name=${zoneName}`, op)).body.id;
+  const id = (await post('', `${hub.url}/api/reward/members`, { name: 'restart', zone }, op)).body.id as string;
   const work = await get('', `${hub.url}/work?id=${id}&kc=2&v=120`);
   expect(work.status).toBe(200);
   const member = (await get('', `${hub.url}/member?id=${id}`)).body;
@@ -97,7 +99,8 @@ describe.skipIf(!redis.available)('hub processes on Redis', () => {
     const onA = await connectTopics(a.url);
     await onA.subscribe('reward');
 
-    const created = await get('', `${a.url}/culture?country=KR&lang=ko&name=two-process`);
+    const op = bearer(await login(a.url, 'admin', TEST_ADMIN_PASSWORD));
+    const created = await get('', `${a.url}/culture?country=KR&lang=ko&name=two-process`, op);
     expect(created.status).toBe(200);
     const seenOnB = await onB.next();
     expect(seenOnB).toMatchObject({ type: 'message', topic: 'reward', data: { type: 'culture', id: created.body.id } });
@@ -106,7 +109,7 @@ describe.skipIf(!redis.available)('hub processes on Redis', () => {
     await expect(onA.next(300)).rejects.toThrow(/no frame/);
 
     // shared state: a member created through A is read through B
-    const id = (await post('', `${a.url}/api/reward/members`, { name: 'shared', zone: created.body.id })).body.id;
+    const id = (await post('', `${a.url}/api/reward/members`, { name: 'shared', zone: created.body.id }, op)).body.id;
     expect((await get('', `${b.url}/member?id=${id}`)).status).toBe(200);
     onA.close();
     onB.close();

@@ -1,12 +1,13 @@
 import pino from 'pino';
-import { get, post } from '../support/http.js';
+import { AUTH_TEST_ENV, bearer, login, signIn, TEST_ADMIN_PASSWORD } from '../support/auth.js';
+import { call, get as rawGet, post as rawPost } from '../support/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { startTaskLedgerStandin } from '../../src/peers/task-ledger-standin.js';
 import { startValueStandin } from '../../src/peers/value-standin.js';
-import { generateMemberKeys, signWork } from '../../src/reward/signing.js';
+import { exchangeMessage, generateMemberKeys, signMessage, signWork } from '../../src/reward/signing.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
 
@@ -14,7 +15,18 @@ const KST_NOON = (date: string) => Date.parse(`${date}T12:00:00+09:00`);
 const silent = pino({ level: 'silent' });
 
 function config(extra: Record<string, string> = {}) {
-  return loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('reward-http'), LOG_LEVEL: 'silent', ...extra });
+  return loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('reward-http'), LOG_LEVEL: 'silent', ...AUTH_TEST_ENV, AUTH_TOKEN_TTL_MS: String(365 * 86_400_000), ...extra });
+}
+
+/** The operator's credential on the hub under test; every call below carries it unless it says otherwise. */
+let H: Record<string, string> = {};
+const get = (base: string, path: string, headers: Record<string, string> = {}) => rawGet(base, path, { ...H, ...headers });
+const post = (base: string, path: string, body: unknown, headers: Record<string, string> = {}) => rawPost(base, path, body, { ...H, ...headers });
+
+async function start(...args: Parameters<typeof startMaru>): Promise<Maru> {
+  const maru = await startMaru(...args);
+  H = bearer(await login(maru.url, 'admin', TEST_ADMIN_PASSWORD));
+  return maru;
 }
 
 
@@ -26,7 +38,7 @@ describe('reward plan over HTTP', () => {
   let member: string;
 
   beforeAll(async () => {
-    maru = await startMaru(config(), { clock, logger: silent });
+    maru = await start(config(), { clock, logger: silent });
     base = maru.url;
   });
   afterAll(() => maru.stop());
@@ -177,6 +189,20 @@ describe('reward plan over HTTP', () => {
   it('keeps the ledgers, the reserve pool and the work sessions', async () => {
     const ledger = (await get(base, `/api/reward/ledger?member=${member}`)).body;
     expect(JSON.stringify(ledger)).toContain('exchange');
+    // one member's ledger carries that member's totals, read from its record
+    const m = (await get(base, `/member?id=${member}`)).body;
+    expect(ledger.totals).toEqual({
+      member,
+      entries: ledger.entries.length,
+      units: m.kc,
+      ru_earned: +(m.ru + m.cu).toFixed(2),
+      ru_burned: m.cu,
+      cu_minted: m.cu,
+      ru_outstanding: m.ru,
+    });
+    const whole = (await get(base, '/api/reward/ledger')).body;
+    expect(whole.totals.entries).toBeGreaterThanOrEqual(ledger.entries.length);
+    expect(whole.totals).not.toHaveProperty('member');
     const reserve = (await get(base, '/api/reward/reserve')).body;
     expect(reserve.balance).toBe(103.7);
     // lot of 50.5 CU in S0 promises 303 at maturity: shortfall 252.5
@@ -209,12 +235,75 @@ describe('reward plan over HTTP', () => {
   }, 120_000);
 });
 
+describe('reward plan credentials', () => {
+  it('zones, members, the whole ledger and the outbox are the operator\'s; one member\'s ledger is open', async () => {
+    const clock = new ManualClock(KST_NOON('2026-11-21'));
+    const maru = await start(config(), { clock, logger: silent });
+    try {
+      const base = maru.url;
+      const trader = bearer(await signIn(base, ['trader']));
+      const refused: [string, string, unknown][] = [
+        ['GET', '/culture?country=KR&lang=ko&name=gwangju', undefined],
+        ['POST', '/culture', { country: 'KR', lang: 'ko', name: 'gwangju' }],
+        ['POST', '/api/reward/members', { name: 'x', zone: 'KR-ko-x' }],
+        ['GET', '/api/reward/ledger', undefined],
+        ['GET', '/api/reward/outbox', undefined],
+      ];
+      for (const [method, path, body] of refused) {
+        const none = await call(base, method, path, body);
+        expect(none.status, `${method} ${path}`).toBe(401);
+        expect(none.headers.get('www-authenticate'), path).toMatch(/^Bearer/);
+        expect((await call(base, method, path, body, bearer('mt_forged'))).status, path).toBe(401);
+        expect((await call(base, method, path, body, trader)).status, `${method} ${path}`).toBe(403);
+      }
+      expect((await rawGet(base, '/stats')).body.cultures).toBe(0);
+      const zone = (await get(base, '/culture?country=KR&lang=ko&name=gwangju')).body.id;
+      const id = (await post(base, '/api/reward/members', { name: '빛고을', zone })).body.id;
+      // names that would corrupt a screen are refused
+      expect((await post(base, '/api/reward/members', { name: 'a\u202Eb', zone })).status).toBe(400);
+      const open = await rawGet(base, `/api/reward/ledger?member=${id}`);
+      expect(open.status).toBe(200);
+      expect(open.body.totals).toMatchObject({ member: id, entries: 0, ru_earned: 0 });
+    } finally {
+      await maru.stop();
+    }
+  });
+
+  it('with signing required, an exchange needs the member\'s signature too', async () => {
+    const clock = new ManualClock(KST_NOON('2026-11-21'));
+    const maru = await start(config({ REWARD_SIGNING: 'required' }), { clock, logger: silent });
+    try {
+      const keys = generateMemberKeys();
+      const zone = (await get(maru.url, '/culture?country=KR&lang=ko&name=ulsan')).body.id;
+      const id = (await post(maru.url, '/api/reward/members', { name: 'signer', zone, public_key: keys.publicKey })).body.id;
+      const ts = clock.now();
+      const wsig = signWork(keys.privateKey, { id, kc: 3, v: 100, ts });
+      expect((await get(maru.url, `/work?id=${id}&kc=3&v=100&ts=${ts}&sig=${wsig}`)).status).toBe(200);
+      const unsigned = await rawGet(maru.url, `/exchange?id=${id}&amt=1`);
+      expect(unsigned.status).toBe(401);
+      expect(unsigned.body.error.code).toBe('signature_required');
+      const sig = signMessage(keys.privateKey, exchangeMessage({ id, amt: '1.5', ts }));
+      // the signature binds the amount: another amount does not verify
+      const other = await rawGet(maru.url, `/exchange?id=${id}&amt=2&ts=${ts}&sig=${sig}`);
+      expect(other.status).toBe(401);
+      expect(other.body.error.code).toBe('invalid_signature');
+      const ok = await rawGet(maru.url, `/exchange?id=${id}&amt=1.5&ts=${ts}&sig=${sig}`);
+      expect(ok.status).toBe(200);
+      expect(ok.body).toMatchObject({ id, ru_burned: 1.5, cu_minted: 1.5 });
+      expect((await rawGet(maru.url, `/exchange?id=${id}&amt=1.5&ts=${ts}&sig=${sig}`)).body.error.code).toBe('signature_replayed');
+      expect((await rawGet(maru.url, `/member?id=${id}`)).body.cu).toBe(1.5);
+    } finally {
+      await maru.stop();
+    }
+  });
+});
+
 describe('reward plan peers and signatures', () => {
   it('never waits for a slow peer and delivers through the outbox', async () => {
     const value = await startValueStandin({ port: 0, host: '127.0.0.1', delayMs: 1500 });
     const ledger = await startTaskLedgerStandin({ port: 0, host: '127.0.0.1' });
     const clock = new ManualClock(KST_NOON('2026-11-21'));
-    const maru = await startMaru(
+    const maru = await start(
       config({ VALUE_SERVICE_URL: value.url, TASK_LEDGER_URL: ledger.url, PEER_TIMEOUT_MS: '5000', OUTBOX_RETRY_MIN_MS: '50' }),
       { clock, logger: silent },
     );
@@ -244,7 +333,7 @@ describe('reward plan peers and signatures', () => {
 
   it('verifies Ed25519 work signatures when signing is required', async () => {
     const clock = new ManualClock(KST_NOON('2026-11-21'));
-    const maru = await startMaru(config({ REWARD_SIGNING: 'required' }), { clock, logger: silent });
+    const maru = await start(config({ REWARD_SIGNING: 'required' }), { clock, logger: silent });
     try {
       const keys = generateMemberKeys();
       const zone = (await get(maru.url, '/culture?country=KR&lang=ko&name=daegu')).body.id;

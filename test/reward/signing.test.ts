@@ -16,6 +16,8 @@ import {
   verifyWorkRequest,
   workMessage,
   WorkSignatureGuard,
+  exchangeMessage,
+  verifyMessage,
 } from '../../src/reward/signing.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
@@ -183,6 +185,20 @@ describe('reward CLI as a child process', () => {
       });
     });
   }
+
+  it('sign-exchange signs the exchange message that the hub verifies; a bad amount is a usage error', async () => {
+    const keys = JSON.parse((await run('keygen')).stdout) as { publicKey: string; privateKey: string };
+    const r = await run('sign-exchange', '--id', 'm_9', '--amt', '12.5', '--ts', '1780000000000', '--key', keys.privateKey);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { ts: number; sig: string; exchange: string; message: string };
+    expect(out.message).toBe('maru-exchange/1\nm_9\n12.5\n1780000000000');
+    expect(verifyMessage(keys.publicKey, exchangeMessage({ id: 'm_9', amt: '12.5', ts: 1780000000000 }), out.sig)).toBe(true);
+    expect(verifyMessage(keys.publicKey, exchangeMessage({ id: 'm_9', amt: '12.6', ts: 1780000000000 }), out.sig)).toBe(false);
+    expect(out.exchange).toBe(`/exchange?id=m_9&amt=12.5&ts=1780000000000&sig=${out.sig}`);
+    const bad = await run('sign-exchange', '--id', 'm_9', '--amt', '1e3', '--key', keys.privateKey);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/amt must be a decimal number/);
+  });
 
   it('keygen -> sign-work -> verify-work, with exit codes', async () => {
     const kg = await run('keygen');

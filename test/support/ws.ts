@@ -6,6 +6,8 @@ export interface TopicClient {
   next: (timeoutMs?: number) => Promise<any>;
   /** Subscribes and waits for the acknowledgement. */
   subscribe: (topic: string) => Promise<void>;
+  /** Presents a bearer token ({type: "auth"}) and waits for the acknowledgement. */
+  auth: (token: string) => Promise<void>;
   close: () => void;
 }
 
@@ -38,6 +40,11 @@ export function connectTopics(baseUrl: string): Promise<TopicClient> {
         ws.send(JSON.stringify({ type: 'subscribe', topic }));
         const ack = await next();
         if (ack.type !== 'subscribed' || ack.topic !== topic) throw new Error(`subscribe failed: ${JSON.stringify(ack)}`);
+      },
+      auth: async (token) => {
+        ws.send(JSON.stringify({ type: 'auth', token }));
+        const ack = await next();
+        if (ack.type !== 'authenticated') throw new Error(`auth failed: ${JSON.stringify(ack)}`);
       },
       close: () => ws.close(),
     };

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { call } from '../support/http.js';
+import { AUTH_TEST_ENV, bearer, deviceToken, signIn } from '../support/auth.js';
+import { call as rawCall } from '../support/http.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
 
@@ -11,11 +12,20 @@ const silent = pino({ level: 'silent' });
 const T0 = Date.parse('2026-12-24T18:00:00+09:00');
 
 
+/** The staff credential of the hub under test; every call below carries it unless it says otherwise. */
+let H: Record<string, string> = {};
+let staffToken = '';
+const call = (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  rawCall(base, method, path, body, { ...H, ...headers });
+
 async function start(clock = new ManualClock(T0)) {
-  return startMaru(loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('ticket-http'), LOG_LEVEL: 'silent' }), {
+  const maru = await startMaru(loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('ticket-http'), LOG_LEVEL: 'silent', ...AUTH_TEST_ENV }), {
     clock,
     logger: silent,
   });
+  staffToken = await signIn(maru.url, ['staff']);
+  H = bearer(staffToken);
+  return maru;
 }
 
 async function book(base: string, seat: string) {
@@ -113,7 +123,10 @@ describe('ticket routes', () => {
   it('50 simultaneous check-ins over HTTP: exactly one 201; every scanner hears it once', async () => {
     const { ticket } = await book(base, 'C-1');
     const scanners = await Promise.all([connectTopics(base), connectTopics(base)]);
-    for (const s of scanners) await s.subscribe('checkins');
+    for (const s of scanners) {
+      await s.auth(staffToken);
+      await s.subscribe('checkins');
+    }
     const answers = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
         call(base, 'POST', '/api/checkin', { code: ticket.code, source: 'camera', scanner: `phone-${i}`, gate: 'G1' }),
@@ -164,6 +177,63 @@ describe('ticket routes', () => {
   });
 });
 
+describe('ticket credentials', () => {
+  let maru: Maru;
+  let base: string;
+  beforeAll(async () => {
+    maru = await start();
+    base = maru.url;
+  });
+  afterAll(() => maru.stop());
+
+  it('refuses every staff route without a token (401), with a wrong one (401) and with another role (403); nothing changes', async () => {
+    const { show, ticket } = await book(base, 'K-1');
+    const editor = await signIn(base, ['editor']);
+    const routes: [string, string, unknown, 'staff' | 'scanner'][] = [
+      ['POST', '/api/shows', { name: 'n', venue: 'v', date: '2026-12-24' }, 'staff'],
+      ['POST', '/api/reservations', { show_id: show.id, seat: 'K-2', amount_paid: 1 }, 'staff'],
+      ['POST', '/api/checkin', { code: ticket.code }, 'scanner'],
+      ['POST', `/api/tickets/${ticket.reservation_id}/checkin`, undefined, 'scanner'],
+      ['POST', `/api/tickets/${ticket.reservation_id}/cancel`, undefined, 'staff'],
+      ['GET', '/api/checkins', undefined, 'scanner'],
+      ['GET', '/api/checkins/audit', undefined, 'staff'],
+    ];
+    const device = await deviceToken(base, 'B', 'door-2');
+    for (const [method, path, body, who] of routes) {
+      const none = await rawCall(base, method, path, body);
+      expect(none.status, `${method} ${path}`).toBe(401);
+      expect(none.headers.get('www-authenticate'), path).toMatch(/^Bearer/);
+      expect((await rawCall(base, method, path, body, bearer('mt_wrong'))).status, path).toBe(401);
+      expect((await rawCall(base, method, path, body, bearer(editor))).status, path).toBe(403);
+      // a scanner device may check in and read the list, not manage shows, cancel or read the audit
+      if (who === 'staff') expect((await rawCall(base, method, path, body, bearer(device))).status, path).toBe(403);
+    }
+    const t = await call(base, 'GET', `/api/mticket/${ticket.code}`);
+    expect(t.body.status).toBe('entry_allowed');
+    // the check-in topic needs staff or a device too
+    const ws = await connectTopics(base);
+    ws.ws.send(JSON.stringify({ type: 'subscribe', topic: 'checkins' }));
+    expect(await ws.next()).toMatchObject({ type: 'error', code: 'unauthorized' });
+    await ws.auth(editor);
+    ws.ws.send(JSON.stringify({ type: 'subscribe', topic: 'checkins' }));
+    expect(await ws.next()).toMatchObject({ type: 'error', code: 'forbidden' });
+    await ws.auth(device);
+    await ws.subscribe('checkins');
+    ws.close();
+  });
+
+  it('a device token checks in under its own scanner name and gate, whatever the body says', async () => {
+    const { ticket } = await book(base, 'K-3');
+    const device = await deviceToken(base, '동문', 'door-east');
+    const r = await rawCall(base, 'POST', '/api/checkin', { code: ticket.code, scanner: 'someone-else', gate: 'Z' }, bearer(device));
+    expect(r.status).toBe(201);
+    expect(r.body.checkin).toMatchObject({ scanner: 'door-east', gate: '동문' });
+    const audit = (await call(base, 'GET', `/api/checkins/audit?reservation_id=${ticket.reservation_id}`)).body.entries;
+    expect(audit[0]).toMatchObject({ scanner: 'door-east', gate: '동문', result: 'ok' });
+    expect(audit[0].client).toMatch(/^device:d_[0-9a-f]{12}$/);
+  });
+});
+
 describe('ticket rate limits', () => {
   it('limits manual guesses per client with 429 and Retry-After; camera scans are not counted; the window passes', async () => {
     const clock = new ManualClock(T0);
@@ -185,6 +255,21 @@ describe('ticket rate limits', () => {
       expect(audit[1]).toMatchObject({ result: 'rate_limited', http_status: 429, code: ticket.code });
       clock.advance(60_000);
       expect((await call(base, 'POST', '/api/checkin', { code: ticket.code })).status).toBe(409);
+    } finally {
+      await maru.stop();
+    }
+  });
+
+  it('counts manual entries per device: one device at its limit does not hold up another on the same address', async () => {
+    const maru = await start();
+    try {
+      const base = maru.url;
+      const { ticket } = await book(base, 'R-2');
+      const d1 = bearer(await deviceToken(base, 'A', 'door-1'));
+      const d2 = bearer(await deviceToken(base, 'A', 'door-2'));
+      for (let i = 0; i < 20; i++) await rawCall(base, 'POST', '/api/checkin', { code: 'TK-22222222' }, d1);
+      expect((await rawCall(base, 'POST', '/api/checkin', { code: ticket.code }, d1)).status).toBe(429);
+      expect((await rawCall(base, 'POST', '/api/checkin', { code: ticket.code }, d2)).status).toBe(201);
     } finally {
       await maru.stop();
     }

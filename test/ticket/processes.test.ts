@@ -4,6 +4,7 @@ import { K } from '../../src/ticket/keys.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 import { connectTopics } from '../support/ws.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 
 // Two real hub processes (dist/src/main.js) sharing one Redis: the atomicity claims must hold
 // between processes, not only between requests of one process.
@@ -15,10 +16,12 @@ afterAll(async () => {
   await deletePrefix(redis.url, prefix);
 });
 
+/** A staff token, issued on one process and valid on both (the sessions live in the shared store). */
+let staff = '';
 const post = async (url: string, body?: unknown) => {
   const r = await fetch(url, {
     method: 'POST',
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: { ...bearer(staff), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: r.status, body: await r.json() };
@@ -30,9 +33,10 @@ describe.skipIf(!redis.available)('tickets on two hub processes sharing Redis', 
 
   beforeAll(async () => {
     // LOG_LEVEL stays info: startHubProcess waits for the "maru listening" line
-    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, ...AUTH_TEST_ENV };
     [a, b] = await Promise.all([startHubProcess({ ...env, DATA_DIR: tempDir('tp-a') }), startHubProcess({ ...env, DATA_DIR: tempDir('tp-b') })]);
     started.push(a, b);
+    staff = await signIn(a.url, ['staff']);
   });
 
   it('50 simultaneous check-ins split over both processes: exactly one 201; scanners on both hear it', async () => {
@@ -40,6 +44,8 @@ describe.skipIf(!redis.available)('tickets on two hub processes sharing Redis', 
     const t = (await post(`${b.url}/api/reservations`, { show_id: show.id, seat: 'P-1', amount_paid: 10000 })).body;
     const onA = await connectTopics(a.url);
     const onB = await connectTopics(b.url);
+    await onA.auth(staff);
+    await onB.auth(staff);
     await onA.subscribe('checkins');
     await onB.subscribe('checkins');
 
@@ -56,7 +62,7 @@ describe.skipIf(!redis.available)('tickets on two hub processes sharing Redis', 
       await expect(s.next(300)).rejects.toThrow(/no frame/);
       s.close();
     }
-    const audit = await (await fetch(`${a.url}/api/checkins/audit?reservation_id=${t.reservation_id}`)).json();
+    const audit = await (await fetch(`${a.url}/api/checkins/audit?reservation_id=${t.reservation_id}`, { headers: bearer(staff) })).json();
     expect(audit.entries).toHaveLength(50);
     expect(audit.entries.filter((e: any) => e.result === 'ok')).toHaveLength(1);
   });

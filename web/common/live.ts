@@ -7,8 +7,19 @@ export class LiveTopics {
   private retry = 500;
   private stateListeners = new Set<(connected: boolean) => void>();
 
-  constructor(private readonly url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`) {
+  /** `token`: the bearer token to present before subscribing (topics that need a signed-in identity). */
+  constructor(
+    private readonly url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`,
+    private readonly token: () => string | undefined = () => undefined,
+  ) {
     this.connect();
+  }
+
+  /** After signing in (or out): present the new token and subscribe again (frames are handled in order). */
+  reauthenticate(): void {
+    const t = this.token();
+    if (t) this.send({ type: 'auth', token: t });
+    for (const topic of this.listeners.keys()) this.send({ type: 'subscribe', topic });
   }
 
   on(topic: string, fn: Listener): () => void {
@@ -34,6 +45,8 @@ export class LiveTopics {
     this.ws = ws;
     ws.onopen = () => {
       this.retry = 500;
+      const t = this.token();
+      if (t) this.send({ type: 'auth', token: t });
       for (const topic of this.listeners.keys()) this.send({ type: 'subscribe', topic });
       for (const fn of this.stateListeners) fn(true);
     };

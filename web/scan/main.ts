@@ -1,5 +1,6 @@
 import jsQR from 'jsqr';
-import { LiveTopics, el, getJson } from '../common/live.js';
+import { Session, mountSignIn } from '../common/auth.js';
+import { LiveTopics, el } from '../common/live.js';
 
 interface CheckInEvent {
   type: 'checkin';
@@ -22,15 +23,49 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getEleme
 const time = (iso: string) =>
   new Intl.DateTimeFormat('ko-KR', { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false, timeZone: 'Asia/Seoul' }).format(new Date(iso));
 
-// ---- who am I: a scanner name kept in this browser ------------------------------------------
+// ---- who am I: a scanner device token kept in this browser (pretixSCAN's model) -------------
+// Staff sign in once and register the device for a gate; the device token then identifies the
+// scanner and its gate on every check-in (the server takes them from the token).
+const session = new Session('scan:token', localStorage);
 const scannerInput = $<HTMLInputElement>('scanner');
 const gateInput = $<HTMLInputElement>('gate');
 scannerInput.value = localStorage.getItem('scan:scanner') ?? `scanner-${Math.random().toString(36).slice(2, 6)}`;
 gateInput.value = localStorage.getItem('scan:gate') ?? '';
+// the names typed for the device stay on it, also before it is registered
 for (const [input, key] of [[scannerInput, 'scan:scanner'], [gateInput, 'scan:gate']] as const) {
   for (const ev of ['input', 'change']) input.addEventListener(ev, () => localStorage.setItem(key, input.value.trim()));
 }
-localStorage.setItem('scan:scanner', scannerInput.value);
+mountSignIn($('signin'), session, 'staff');
+session.onChange((me) => {
+  const device = me?.kind === 'device';
+  $('signin').hidden = device;
+  $('register').hidden = !me || device;
+  $('device').hidden = !device;
+  document.body.dataset.auth = device ? 'device' : me ? 'staff' : 'none';
+  if (device) $('device-label').textContent = `${me!.name} @ ${me!.gate ?? ''}`;
+  live.reauthenticate();
+  if (me) void loadRecent().catch(() => undefined);
+});
+$('register').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const name = scannerInput.value.trim();
+  const gate = gateInput.value.trim();
+  localStorage.setItem('scan:scanner', name);
+  localStorage.setItem('scan:gate', gate);
+  $('register-error').textContent = '';
+  void (async () => {
+    const res = await session.fetch('/api/auth/devices', { body: { gate, name } });
+    const body = await res.json();
+    if (!res.ok) {
+      $('register-error').textContent = body?.error?.message ?? `HTTP ${res.status}`;
+      return;
+    }
+    // the staff member's own token is not kept on a door device
+    await session.signOut();
+    await session.adopt(body.token);
+  })();
+});
+$('forget-device').addEventListener('click', () => void session.signOut());
 
 // ---- feedback: colour, sound, vibration -----------------------------------------------------
 let audio: AudioContext | undefined;
@@ -58,6 +93,8 @@ const TITLES: Record<string, string> = {
   invalid: '없는 코드 · unknown code',
   invalid_body: '코드 형식 오류 · malformed code',
   rate_limited: '잠시 후 다시 · too many tries',
+  unauthorized: '로그인 필요 · sign in first',
+  invalid_token: '다시 로그인 · sign in again',
   error: '오류 · error',
 };
 
@@ -95,19 +132,20 @@ let busy = false;
 async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void> {
   if (busy) return;
   busy = true;
-  const { nonce } = nonceFor(code, scannerInput.value.trim());
+  const device = session.me?.kind === 'device';
+  const { nonce } = nonceFor(code, device ? session.me!.id : scannerInput.value.trim());
   const body = JSON.stringify({
     code,
     source,
     nonce,
-    scanner: scannerInput.value.trim() || undefined,
-    gate: gateInput.value.trim() || undefined,
+    scanner: device ? undefined : scannerInput.value.trim() || undefined,
+    gate: device ? undefined : gateInput.value.trim() || undefined,
   });
   try {
     let res: Response | undefined;
     for (let attempt = 0; attempt < 3 && !res; attempt++) {
       try {
-        res = await fetch('/api/checkin', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        res = await fetch('/api/checkin', { method: 'POST', headers: session.headers(true), body });
       } catch {
         await new Promise((r) => setTimeout(r, 300 * (attempt + 1)));
       }
@@ -125,6 +163,10 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
       }
       if (e.code === 'canceled') return show(e.code, `${e.details.ticket.code} · ${e.details.ticket.seat}`);
       if (e.code === 'rate_limited') return show(e.code, `${e.details.retry_after_s}s`);
+      if (e.code === 'unauthorized' || e.code === 'invalid_token' || e.code === 'forbidden') {
+        if (res.status === 401) void session.restore();
+        return show(e.code === 'forbidden' ? 'error' : e.code, e.message);
+      }
       return show(e.code === 'invalid' || e.code === 'invalid_body' ? e.code : 'error', `${code} · ${e.message}`);
     }
     show('error', `HTTP ${res.status}`);
@@ -267,11 +309,14 @@ function addCheckIn(ev: CheckInEvent, fresh: boolean): void {
 }
 
 async function loadRecent(): Promise<void> {
-  const { checkins } = await getJson<{ checkins: CheckInEvent[] }>('/api/checkins?limit=100');
+  if (!session.token) return;
+  const res = await session.fetch('/api/checkins?limit=100');
+  if (!res.ok) return;
+  const { checkins } = (await res.json()) as { checkins: CheckInEvent[] };
   for (const ev of checkins) addCheckIn(ev, false);
 }
 
-const live = new LiveTopics();
+const live = new LiveTopics(undefined, () => session.token);
 live.on('checkins', (data) => addCheckIn(data as CheckInEvent, true));
 live.onConnection((on) => {
   $('conn').classList.toggle('on', on);
@@ -279,7 +324,8 @@ live.onConnection((on) => {
   // after a reconnect, what was missed comes from the list
   if (on) void loadRecent().catch(() => undefined);
 });
-void loadRecent()
+void session
+  .restore()
   .catch(() => undefined)
   .finally(() => {
     document.body.dataset.ready = 'true';
