@@ -1,12 +1,15 @@
 /**
  * Full-text search over document titles and bodies (docs/collab.md "Search").
  *
- * An in-memory n-gram index per process: every lower-cased word yields its character bigrams
- * (a one-character word yields itself), so Korean is found by whole and partial words (협업 finds
- * 실시간협업문서). Candidates come from the bigram postings, then each query term is verified as a
- * substring. Score: 10 per title occurrence, 1 per body occurrence (capped at 20), plus 5 when the
- * whole title equals the query: title ranks above body.
+ * A MiniSearch index per process over every word of every document (no cap). Words with Korean
+ * (or other non-Latin) letters are indexed as their character bigrams (a one-character word as
+ * itself), so Korean is found by whole and partial words (협업 finds 실시간협업문서); Latin words
+ * are indexed whole and a query word also matches as a prefix (collab finds collaboration). All
+ * query words must match, and each must occur in the title or body as written (bigrams alone do
+ * not make a match). Ranking is MiniSearch's BM25 with the title boosted, plus a bonus when the
+ * whole title equals the query.
  */
+import MiniSearch from 'minisearch';
 
 export interface Indexable {
   slug: string;
@@ -28,28 +31,29 @@ export interface SearchHit {
   snippet: string;
 }
 
-export const TITLE_WEIGHT = 10;
-const BODY_CAP = 20;
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
+const SEPARATORS = /[\s.,;:!?()[\]{}"'`#*_~<>|/\\=+-]+/u;
+/** At most this many distinct words of a query are used (a bound on the work of one search). */
+export const MAX_QUERY_TERMS = 8;
+export const TITLE_BOOST = 3;
+const LATIN = /^[\p{Script=Latin}\p{N}]+$/u;
+
+/** The distinct lower-cased words of a query, at most MAX_QUERY_TERMS. */
 export function terms(q: string): string[] {
-  return [...new Set(q.toLowerCase().split(/[\s.,;:!?()[\]{}"'`#*_~<>|/\\=+-]+/u).filter((t) => t.length > 0))].slice(0, 8);
+  return [...new Set(q.toLowerCase().split(SEPARATORS).filter((t) => t.length > 0))].slice(0, MAX_QUERY_TERMS);
 }
 
-function grams(word: string): string[] {
+/** Index terms of one lower-cased word: itself when Latin/digits, else its character bigrams. */
+function wordTerms(word: string): string[] {
+  if (LATIN.test(word)) return [word];
   const chars = [...word];
   if (chars.length === 1) return chars;
   const out: string[] = [];
   for (let i = 0; i + 1 < chars.length; i++) out.push(chars[i]! + chars[i + 1]!);
   return out;
-}
-
-function count(hay: string, needle: string): number {
-  let n = 0;
-  for (let i = hay.indexOf(needle); i >= 0; i = hay.indexOf(needle, i + needle.length)) n++;
-  return n;
 }
 
 /** Escapes `text` and wraps every occurrence of any term (case-insensitive) in <mark>. */
@@ -82,9 +86,24 @@ function snippet(content: string, ts: string[], radius = 60): string {
   return (start > 0 ? '…' : '') + highlight(piece, ts) + (end < content.length ? '…' : '');
 }
 
+interface Entry extends Indexable {
+  lt: string;
+  lc: string;
+}
+
 export class SearchIndex {
-  private docs = new Map<string, Indexable & { lt: string; lc: string; grams: string[] }>();
-  private postings = new Map<string, Set<string>>();
+  private docs = new Map<string, Entry>();
+  private mini = new MiniSearch<{ id: string; title: string; content: string; category: string }>({
+    fields: ['title', 'content'],
+    tokenize: (text) => text.split(SEPARATORS),
+    processTerm: (term) => (term ? wordTerms(term.toLowerCase()) : null),
+    searchOptions: {
+      boost: { title: TITLE_BOOST },
+      combineWith: 'AND',
+      // a Latin query word also matches longer words; a one-character Korean query matches its bigrams
+      prefix: (term) => LATIN.test(term) || [...term].length === 1,
+    },
+  });
 
   has(slug: string, modified: number, version: number): boolean {
     const d = this.docs.get(slug);
@@ -97,63 +116,36 @@ export class SearchIndex {
 
   upsert(doc: Indexable): void {
     this.remove(doc.slug);
-    const lt = doc.title.toLowerCase();
-    const lc = doc.content.toLowerCase();
-    const g = new Set<string>();
-    for (const w of terms(lt + ' ' + lc)) for (const x of grams(w)) g.add(x);
-    for (const x of g) {
-      let set = this.postings.get(x);
-      if (!set) this.postings.set(x, (set = new Set()));
-      set.add(doc.slug);
-    }
-    this.docs.set(doc.slug, { ...doc, lt, lc, grams: [...g] });
+    this.mini.add({ id: doc.slug, title: doc.title, content: doc.content, category: doc.category });
+    this.docs.set(doc.slug, { ...doc, lt: doc.title.toLowerCase(), lc: doc.content.toLowerCase() });
   }
 
   remove(slug: string): void {
-    const d = this.docs.get(slug);
-    if (!d) return;
-    for (const x of d.grams) {
-      const set = this.postings.get(x);
-      set?.delete(slug);
-      if (set?.size === 0) this.postings.delete(x);
-    }
+    if (!this.docs.has(slug)) return;
+    this.mini.discard(slug);
     this.docs.delete(slug);
   }
 
   search(q: string, opts: { category?: string; limit?: number } = {}): SearchHit[] {
     const ts = terms(q);
     if (ts.length === 0) return [];
-    let candidates: Set<string> | undefined;
-    for (const t of ts) {
-      for (const g of grams(t)) {
-        const set = this.postings.get(g) ?? new Set<string>();
-        candidates = candidates ? new Set([...candidates].filter((s) => set.has(s))) : new Set(set);
-      }
-    }
+    const whole = q.trim().toLowerCase();
     const hits: SearchHit[] = [];
-    for (const slug of candidates ?? []) {
-      const d = this.docs.get(slug)!;
-      if (opts.category && d.category !== opts.category) continue;
-      let score = 0;
-      let titleMatch = false;
-      let all = true;
-      for (const t of ts) {
-        const inTitle = count(d.lt, t);
-        const inBody = count(d.lc, t);
-        if (inTitle + inBody === 0) {
-          all = false;
-          break;
-        }
-        if (inTitle) titleMatch = true;
-        score += TITLE_WEIGHT * inTitle + Math.min(BODY_CAP, inBody);
-      }
-      if (!all) continue;
-      if (d.lt.trim() === q.trim().toLowerCase()) score += 5;
+    const found = this.mini.search(ts.join(' '), {
+      filter: opts.category ? (r) => this.docs.get(r.id as string)?.category === opts.category : undefined,
+    });
+    for (const r of found) {
+      const d = this.docs.get(r.id as string);
+      if (!d) continue;
+      // every query word occurs as written (a prefix match is a substring too)
+      if (!ts.every((t) => d.lt.includes(t) || d.lc.includes(t))) continue;
+      const titleMatch = ts.some((t) => d.lt.includes(t));
+      const score = r.score + (d.lt.trim() === whole ? 5 : 0);
       hits.push({
-        slug,
+        slug: d.slug,
         title: d.title,
         category: d.category,
-        score,
+        score: Math.round(score * 1000) / 1000,
         title_match: titleMatch,
         title_html: highlight(d.title, ts),
         snippet: snippet(d.content, ts),

@@ -26,8 +26,9 @@ import { peerBehaviour, peerGroups, type PeerEndpoint, type PeerGroups } from '.
 import { ApiTable } from './api-doc.js';
 import type { RouteEntry } from './openapi.js';
 import { SseStream, type SseOptions } from './sse.js';
+import { writeSecurityHeaders } from './security.js';
 import { busStream, type BusSseDef } from './sse-route.js';
-import { loadStatic, notModified, type StaticFile } from './static.js';
+import { loadStatic, notModified, pickEncoding, type StaticFile } from './static.js';
 import { Topics, type SocketData, type TopicSpec } from './topics.js';
 import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket } from './uws.js';
 
@@ -269,6 +270,7 @@ export class Hub {
           const e = err instanceof AppError ? err : new AppError(400, 'invalid_path', 'the socket path is not valid');
           res.cork(() => {
             res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json');
+            writeSecurityHeaders(res);
             if (e.status === 401) res.writeHeader('www-authenticate', WWW_AUTHENTICATE(e.code));
             res.end(JSON.stringify(errorBody(e)));
           });
@@ -336,7 +338,7 @@ export class Hub {
       method: 'GET',
       path,
       params,
-      handler: (ctx) => this.staticReply(file, ctx.headers['if-none-match']),
+      handler: (ctx) => this.staticReply(file, ctx.headers),
     });
     this.api.markPage(path);
     return this;
@@ -421,7 +423,7 @@ export class Hub {
     if (match.kind === 'none') {
       if (method === 'GET' || method === 'HEAD') {
         const file = this.statics.get(path);
-        if (file) return finish('static', this.fileReply(file, headers['if-none-match']));
+        if (file) return finish('static', this.fileReply(file, headers));
       }
       return fail('not_found', new AppError(404, 'not_found', `no route for ${method} ${path}`));
     }
@@ -581,6 +583,7 @@ export class Hub {
       res.writeStatus(statusLine(reply.status));
       if (reply.contentType) res.writeHeader('content-type', reply.contentType);
       res.writeHeader('x-request-id', requestId);
+      writeSecurityHeaders(res);
       for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       if (method === 'HEAD') {
         // the length a GET would send, written by hand: endWithoutBody(n) would make uWS wait for
@@ -593,16 +596,21 @@ export class Hub {
     });
   }
 
-  private fileReply(file: StaticFile, ifNoneMatch: string | undefined): Reply {
-    const headers = { etag: file.etag, 'cache-control': 'no-cache' };
-    if (notModified(ifNoneMatch, file.etag)) return Reply.empty(304, headers);
-    return new Reply(200, file.body, file.contentType, headers);
+  /** A built file, precompressed (br, gzip) when the client accepts it; one ETag per encoding. */
+  private fileReply(file: StaticFile, req: Record<string, string>): Reply {
+    const { body, encoding } = pickEncoding(file, req['accept-encoding']);
+    const etag = encoding ? `${file.etag.slice(0, -1)}-${encoding}"` : file.etag;
+    const headers: Record<string, string> = { etag, 'cache-control': 'no-cache' };
+    if (file.br || file.gz) headers.vary = 'accept-encoding';
+    if (notModified(req['if-none-match'], etag)) return Reply.empty(304, headers);
+    if (encoding) headers['content-encoding'] = encoding;
+    return new Reply(200, body, file.contentType, headers);
   }
 
-  private staticReply(file: string, ifNoneMatch: string | undefined): Reply {
+  private staticReply(file: string, req: Record<string, string>): Reply {
     const f = this.statics.get(file);
     if (!f) throw new AppError(503, 'page_not_built', `${file} is missing: run npm run build`);
-    return this.fileReply(f, ifNoneMatch);
+    return this.fileReply(f, req);
   }
 
   // ---- SSE ----------------------------------------------------------------------------------
@@ -621,6 +629,7 @@ export class Hub {
       res.writeHeader('cache-control', 'no-store');
       res.writeHeader('x-accel-buffering', 'no');
       res.writeHeader('x-request-id', ctx.requestId);
+      writeSecurityHeaders(res);
     });
     const stream = new SseStream(res, ctx.headers['last-event-id'], this.sseOptions);
     this.streams.add(stream);
@@ -776,7 +785,8 @@ function pageIndexHtml(pages: PageInfo[]): string {
         : `<li><a href="${escapeHtml(p.path)}">${escapeHtml(p.title)}</a><p>${escapeHtml(p.description)}</p></li>`,
     )
     .join('');
-  return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru pages</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}li{margin:.75rem 0}p{margin:0;color:#555}</style></head><body><h1>maru</h1><ul>${items}</ul></body></html>`;
+  // styled like every page: the shared stylesheet (with the Korean web font) and the favicon
+  return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru · pages</title><link rel="icon" href="/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/base.css"><style>.pages{max-width:48rem}.pages ul{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}.pages li{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:.75rem 1rem}.pages li a{font-weight:700;font-size:1.05rem}.pages li p{margin:.2rem 0 0;color:var(--muted)}</style></head><body><header class="top"><h1>maru</h1></header><main class="pages"><ul>${items}</ul></main></body></html>`;
 }
 
 /** The request context; the peer address is read from the socket only when asked (it is costly). */

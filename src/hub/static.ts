@@ -12,6 +12,8 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
   '.png': 'image/png',
   '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.woff': 'font/woff',
   '.webmanifest': 'application/manifest+json',
   '.txt': 'text/plain; charset=utf-8',
   '.md': 'text/markdown; charset=utf-8',
@@ -21,6 +23,23 @@ export interface StaticFile {
   body: Buffer;
   etag: string;
   contentType: string;
+  /** Precompressed copies made at build time (`<file>.br`, `<file>.gz` beside it). */
+  br?: Buffer;
+  gz?: Buffer;
+}
+
+/** The body to send for the client's Accept-Encoding: brotli, then gzip, then identity. */
+export function pickEncoding(file: StaticFile, acceptEncoding: string | undefined): { body: Buffer; encoding?: 'br' | 'gzip' } {
+  const accepted = new Set<string>();
+  for (const part of (acceptEncoding ?? '').toLowerCase().split(',')) {
+    const [name, ...params] = part.split(';').map((x) => x.trim());
+    const q = params.find((x) => x.startsWith('q='));
+    if (name && !(q && Number(q.slice(2)) === 0)) accepted.add(name);
+  }
+  const accepts = (name: string) => accepted.has(name) || accepted.has('*');
+  if (file.br && accepts('br')) return { body: file.br, encoding: 'br' };
+  if (file.gz && accepts('gzip')) return { body: file.gz, encoding: 'gzip' };
+  return { body: file.body };
 }
 
 /**
@@ -46,6 +65,15 @@ export function loadStatic(dir: string): Map<string, StaticFile> {
     }
   };
   walk(dir);
+  // precompressed siblings are not files of their own: they attach to the file they compress
+  for (const [path, f] of [...files]) {
+    const ext = path.endsWith('.br') ? '.br' : path.endsWith('.gz') ? '.gz' : undefined;
+    if (!ext) continue;
+    files.delete(path);
+    const base = files.get(path.slice(0, -ext.length));
+    if (base && ext === '.br') base.br = f.body;
+    if (base && ext === '.gz') base.gz = f.body;
+  }
   return files;
 }
 

@@ -2,8 +2,10 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { waitText } from './editor-text.js';
 
 const hasBrowser = browserAvailable();
+
 
 const DECK = '# 발표\n\n<script>window.__xss = 1</script><img src=x onerror="window.__xss=2">\n\n---\n\n## 둘째\n\n```\n---\n```\n\n---\n\n셋째 슬라이드\n';
 
@@ -39,17 +41,18 @@ describe.skipIf(!hasBrowser)('document editor in Chromium', () => {
     for (const p of [a, b]) await p.waitForFunction(() => document.querySelectorAll('#presence .avatar').length === 2);
     const colours = await a.$$eval('#presence .avatar', (els) => els.map((e) => (e as HTMLElement).style.background));
     expect(new Set(colours).size).toBe(2);
-    await a.waitForFunction(() => (document.getElementById('editor') as HTMLTextAreaElement).value.includes('셋째'));
-    await a.click('#editor');
+    await waitText(a, { includes: '셋째' });
+    await a.click('#editor .cm-content');
     await a.keyboard.press('Control+End');
     await a.keyboard.type('ann was here');
-    await b.waitForFunction(() => (document.getElementById('editor') as HTMLTextAreaElement).value.includes('ann was here'));
-    await b.click('#editor');
+    await waitText(b, { includes: 'ann was here' });
+    await b.click('#editor .cm-content');
     await b.keyboard.press('Control+Home');
     await b.keyboard.type('bob: ');
-    await a.waitForFunction(() => (document.getElementById('editor') as HTMLTextAreaElement).value.startsWith('bob: '));
-    // a remote cursor of bob is drawn on ann's page
-    await a.waitForSelector('#mirror .caret[data-name="bob"]');
+    await waitText(a, { startsWith: 'bob: ' });
+    // a remote cursor of bob is drawn on ann's page, named
+    await a.waitForSelector('#editor .cm-ySelectionCaret');
+    expect(await a.textContent('#editor .cm-ySelectionInfo')).toBe('bob');
     expect(await a.$eval('#preview', (e) => e.innerHTML)).not.toContain('<script');
     expect(await a.evaluate(() => (window as any).__xss)).toBeUndefined();
     expect((a as any).errors).toEqual([]);
@@ -60,7 +63,7 @@ describe.skipIf(!hasBrowser)('document editor in Chromium', () => {
   it('presentation mode: slides at --- lines (not inside code), Right, Space, Left, Esc', async () => {
     await fetch(`${hub.url}/api/md/save`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'deck2', content: DECK }) });
     const p = await openAs('cat', 'deck2');
-    await p.waitForFunction(() => (document.getElementById('editor') as HTMLTextAreaElement).value.includes('셋째'));
+    await waitText(p, { includes: '셋째' });
     await p.click('#present-btn');
     expect(await p.textContent('#slide-no')).toBe('1 / 3');
     expect(await p.textContent('#slide h1')).toBe('발표');

@@ -56,6 +56,15 @@ describe.skipIf(!redis.available)('two hub processes on one Redis', () => {
     expect((await json(`${a.url}/api/md/save`, { slug: 'shared', content: '# 공유 문서\n\n실시간협업문서' })).status).toBe(200);
     const found = await json(`${b.url}/api/md/search?q=${encodeURIComponent('협업')}`);
     expect(found.body.results.map((r: any) => r.slug)).toContain('shared');
+    // every word is indexed on the other process too: the last words of a long document, and a
+    // document deleted on one process is no longer found on the other
+    const long = Array.from({ length: 3000 }, (_, i) => `항목${i}`).join(' ') + ' 맨끝결론 finalword';
+    expect((await json(`${a.url}/api/md/save`, { slug: 'long', content: `# 긴 글\n\n${long}` })).status).toBe(200);
+    for (const q of ['맨끝결론', 'finalword', '항목2999']) {
+      expect((await json(`${b.url}/api/md/search?q=${encodeURIComponent(q)}`)).body.results.map((r: any) => r.slug), q).toEqual(['long']);
+    }
+    expect((await json(`${a.url}/api/md/delete`, { slug: 'long' })).status).toBe(200);
+    expect((await json(`${b.url}/api/md/search?q=finalword`)).body.results).toEqual([]);
     const lock = await json(`${a.url}/api/md/lock`, { slug: 'shared', holder: 'kim' });
     expect(lock.status).toBe(200);
     expect((await json(`${b.url}/api/md/lock/shared`)).body).toMatchObject({ locked: true, holder: 'kim' });

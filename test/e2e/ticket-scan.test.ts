@@ -132,6 +132,16 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
     await scan2.click('#camera-toggle');
     await scan2.waitForSelector('.camera[data-state="unavailable"]', { timeout: 5000 });
     expect(await scan2.isVisible('#code')).toBe(true);
+    // in plain Korean, with the manual entry offered (and focused)
+    expect(await scan2.textContent('#camera-help-text')).toContain('티켓 코드를 직접 입력하세요');
+    await scan2.click('#camera-help-manual');
+    expect(await scan2.evaluate(() => document.activeElement?.id)).toBe('code');
+
+    // the scanner and gate names stay on the device
+    await scan1.reload();
+    await scan1.waitForSelector('body[data-ready="true"]');
+    expect(await scan1.inputValue('#scanner')).toBe('gate-east');
+    expect(await scan1.inputValue('#gate')).toBe('E1');
 
     mkdirSync('.tmp', { recursive: true });
     await ticketPage.screenshot({ path: '.tmp/mticket.png', fullPage: true });

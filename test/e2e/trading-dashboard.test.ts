@@ -75,6 +75,10 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#signals li', { timeout: 15_000 });
     await page.waitForSelector('#log li[data-code="running"]');
     expect(await page.$$eval('#equity-chart polyline', (p) => p.length)).toBe(1);
+    // the live market as candles (lightweight-charts) with the signals and fills marked on them
+    await page.waitForFunction(() => Number(document.querySelector('#live-candles')?.getAttribute('data-bars')) >= 1, null, { timeout: 15_000 });
+    await page.waitForFunction(() => Number(document.querySelector('#live-candles')?.getAttribute('data-markers')) >= 1, null, { timeout: 20_000 });
+    expect(await page.$$eval('#live-candles canvas', (c) => c.length)).toBeGreaterThan(0);
     expect(await page.textContent('[data-fig="running"]')).toBe('1');
 
     await page.click(`${row('live-one')} button[data-move="pause"]`);
@@ -99,29 +103,45 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.click('#bt-run');
     await page.waitForSelector('#bt-metrics', { timeout: 30_000 });
     await finished();
-    expect(await page.$$eval('#bt-equity polyline', (p) => p.length)).toBe(1);
+    // equity with its drawdown pane, and the candles, drawn by lightweight-charts
+    await page.waitForSelector('#bt-equity canvas');
+    await page.waitForSelector('#bt-candles canvas');
 
     await page.click('#bt-compare');
     await page.waitForSelector('#compare-table', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#compare-table tbody tr', (r) => r.length)).toBe(5);
+    // the legend is the ranked table: row k's swatch has the colour of line k
+    const swatches = await page.$$eval('#compare-table .swatch', (s) => s.map((x) => getComputedStyle(x).backgroundColor));
+    const strokes = await page.$$eval('#compare-chart polyline', (p) => p.map((x) => x.getAttribute('stroke')));
+    const hex = (rgb: string) => '#' + rgb.match(/\d+/g)!.slice(0, 3).map((n) => Number(n).toString(16).padStart(2, '0')).join('');
+    expect(swatches.map(hex)).toEqual(strokes);
 
     await page.click('#bt-optimize');
     await page.waitForSelector('#heatmap', { timeout: 30_000 });
     await finished();
     // the default ema_cross grid: 5 fast x 5 slow
-    expect(await page.$$eval('#heatmap rect', (r) => r.length)).toBe(25);
+    expect(await page.$$eval('#heatmap rect[data-value]', (r) => r.length)).toBe(25);
+    // each cell shows its value; a colour scale names the objective
+    expect(await page.$$eval('#heatmap text.cell-value', (t) => t.length)).toBe(25);
+    expect(await page.$$eval('#heatmap text', (t) => t.map((x) => x.textContent))).toEqual(expect.arrayContaining(['sharpe', 'fast', 'slow']));
     expect(await page.$eval('#lab-progress', (x) => (x as HTMLProgressElement).max)).toBeGreaterThan(1);
 
     await page.click('#bt-walk');
     await page.waitForSelector('#wf-table', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#wf-table tbody tr', (r) => r.length)).toBeGreaterThan(1);
+    // windows as readable dates, not ISO stamps
+    const windowCell = await page.textContent('#wf-table tbody tr:first-child td:nth-child(2)');
+    expect(windowCell).toMatch(/^\d{2}\. \d{2}\. \d{2}:\d{2} – \d{2}\. \d{2}\. \d{2}:\d{2}$/);
 
     await page.click('#bt-mc');
     await page.waitForSelector('#fan', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#fan polygon', (p) => p.length)).toBe(3);
+    // percentiles labelled, with an equity axis
+    expect(await page.$$eval('#fan text.pct', (t) => t.map((x) => x.textContent!.split(' ')[0]))).toEqual(expect.arrayContaining(['p5', 'p25', 'p75', 'p95', '중앙값']));
+    expect(await page.$$eval('#fan text', (t) => t.filter((x) => /^\$[\d,]+$/.test(x.textContent!)).length)).toBe(5);
     expect(await page.textContent('#lab-result')).toContain('probability of ruin');
     expect(errors).toEqual([]);
   }, 120_000);

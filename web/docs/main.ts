@@ -3,7 +3,9 @@ import { marked } from 'marked';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import { LiveTopics, el } from '../common/live.js';
-import { lineDiff, splitSlides } from './slides.js';
+import { renderDiff } from './diffview.js';
+import { bindEditor, type BoundEditor } from './editor.js';
+import { splitSlides } from './slides.js';
 
 interface DocSummary { slug: string; title: string; category: string; version: number; modified: number; author: string; size: number }
 interface Doc extends DocSummary { content: string }
@@ -11,7 +13,6 @@ interface Peer { id: string; name: string; color: string }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const live = new LiveTopics();
-const editor = $<HTMLTextAreaElement>('editor');
 const meInput = $<HTMLInputElement>('me');
 meInput.value = localStorage.getItem('maru.name') ?? `user${Math.floor(Math.random() * 1000)}`;
 meInput.onchange = () => localStorage.setItem('maru.name', meInput.value);
@@ -20,23 +21,36 @@ meInput.onchange = () => localStorage.setItem('maru.name', meInput.value);
 const render = (md: string) => DOMPurify.sanitize(marked.parse(md, { async: false }) as string);
 
 async function api<T = any>(path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as T };
+  try {
+    const res = await fetch(path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as T };
+  } catch {
+    return { status: 0, body: { error: { code: 'network', message: '서버에 연결할 수 없습니다 · cannot reach the server' } } as T };
+  }
 }
+
+// ---- messages in the page (never alert()) ------------------------------------------------------
+let noticeTimer: number | undefined;
+function notice(text: string, kind: 'error' | 'info' = 'error'): void {
+  const n = $('notice');
+  n.textContent = text;
+  n.dataset.kind = kind;
+  n.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = window.setTimeout(() => (n.hidden = true), 8000);
+}
+const errorText = (r: { status: number; body: any }) => r.body?.error?.message ?? `HTTP ${r.status}`;
 
 // ---- list, categories, search -------------------------------------------------------------------
 async function loadList() {
   const cat = $<HTMLSelectElement>('category').value;
-  const { body } = await api<{ docs: DocSummary[]; categories: Record<string, number> }>(`/api/md/docs${cat ? `?category=${encodeURIComponent(cat)}` : ''}`);
+  const r = await api<{ docs: DocSummary[]; categories: Record<string, number> }>(`/api/md/docs${cat ? `?category=${encodeURIComponent(cat)}` : ''}`);
+  if (r.status !== 200) return notice(errorText(r));
   const sel = $<HTMLSelectElement>('category');
   const keep = sel.value;
-  sel.replaceChildren(el('option', { value: '' }, '모든 분류'), ...Object.entries(body.categories).map(([c, n]) => el('option', { value: c }, `${c} (${n})`)));
+  sel.replaceChildren(el('option', { value: '' }, '모든 분류'), ...Object.entries(r.body.categories).map(([c, n]) => el('option', { value: c }, `${c} (${n})`)));
   sel.value = keep;
-  $('doc-list').replaceChildren(...body.docs.map((d) => {
-    const li = el('li', { 'data-slug': d.slug }, d.title, el('small', {}, `${d.category} · v${d.version}`));
-    li.onclick = () => (location.hash = d.slug);
-    return li;
-  }));
+  $('doc-list').replaceChildren(...r.body.docs.map((d) => el('li', { 'data-slug': d.slug }, el('a', { href: `#${encodeURIComponent(d.slug)}` }, d.title), el('small', {}, `${d.category} · v${d.version}`))));
 }
 $('category').onchange = () => void loadList();
 let searchTimer: number | undefined;
@@ -47,91 +61,54 @@ $<HTMLInputElement>('search').oninput = (e) => {
     $('results').hidden = !q;
     $('doc-list').hidden = !!q;
     if (!q) return;
-    const { body } = await api<{ results: { slug: string; title_html: string; snippet: string }[] }>(`/api/md/search?q=${encodeURIComponent(q)}`);
-    $('results').replaceChildren(...body.results.map((r) => {
-      const li = el('li', { 'data-slug': r.slug });
-      li.innerHTML = DOMPurify.sanitize(`<b>${r.title_html}</b><small>${r.snippet}</small>`);
-      li.onclick = () => (location.hash = r.slug);
-      return li;
+    const r = await api<{ results: { slug: string; title_html: string; snippet: string }[] }>(`/api/md/search?q=${encodeURIComponent(q)}`);
+    if (r.status !== 200) return notice(errorText(r));
+    if (r.body.results.length === 0) return $('results').replaceChildren(el('li', { class: 'muted' }, '결과 없음 · no results'));
+    $('results').replaceChildren(...r.body.results.map((x) => {
+      const a = el('a', { href: `#${encodeURIComponent(x.slug)}` });
+      a.innerHTML = DOMPurify.sanitize(`<b>${x.title_html}</b><small>${x.snippet}</small>`);
+      return el('li', { 'data-slug': x.slug }, a);
     }));
   }, 200);
 };
-$('new-doc').onclick = async () => {
-  const slug = prompt('slug (a-z 0-9 한글 _ -)');
-  if (!slug) return;
-  const category = prompt('분류 category', 'general') ?? 'general';
+
+// ---- new document: a form in the page -------------------------------------------------------------
+const newForm = $<HTMLFormElement>('new-form');
+const toggleNew = (open: boolean) => {
+  newForm.hidden = !open;
+  $('new-doc').setAttribute('aria-expanded', String(open));
+  $('new-error').textContent = '';
+  if (open) $('new-slug').focus();
+};
+$('new-doc').onclick = () => toggleNew(newForm.hidden);
+$('new-cancel').onclick = () => toggleNew(false);
+newForm.onsubmit = async (ev) => {
+  ev.preventDefault();
+  const slug = $<HTMLInputElement>('new-slug').value.trim();
+  const category = $<HTMLInputElement>('new-category').value.trim() || 'general';
+  if (!slug) return void ($('new-error').textContent = '주소를 입력하세요 · enter a slug');
   const r = await api('/api/md/save', { slug, category, content: `# ${slug}\n`, baseVersion: 0, author: meInput.value });
-  if (r.status !== 200) return alert(r.body.error?.message ?? r.status);
+  if (r.status !== 200) return void ($('new-error').textContent = errorText(r));
+  toggleNew(false);
+  $<HTMLInputElement>('new-slug').value = '';
   location.hash = slug;
 };
 
 // ---- the open document ----------------------------------------------------------------------
-interface Open { slug: string; doc: Y.Doc; text: Y.Text; provider: WebsocketProvider; presenceId?: string; heartbeat?: number; off: () => void; base: Doc }
+interface Open { slug: string; doc: Y.Doc; provider: WebsocketProvider; editor: BoundEditor; presenceId?: string; heartbeat?: number; off: () => void; base: Doc }
 let cur: Open | undefined;
 let lockToken: string | undefined;
 let peers: Peer[] = [];
 
-function syncEditorFromY() {
-  if (!cur) return;
-  const value = cur.text.toString();
-  if (editor.value !== value) {
-    const s = Y.createRelativePositionFromTypeIndex(cur.text, Math.min(editor.selectionStart, editor.value.length));
-    editor.value = value;
-    const abs = Y.createAbsolutePositionFromRelativePosition(s, cur.doc);
-    if (abs && document.activeElement === editor) editor.setSelectionRange(abs.index, abs.index);
-  }
-  $('preview').innerHTML = render(value);
-  drawCursors();
-}
-
-editor.oninput = () => {
-  if (!cur) return;
-  const text = cur.text;
-  const a = text.toString();
-  const b = editor.value;
-  let s = 0;
-  while (s < a.length && s < b.length && a[s] === b[s]) s++;
-  let e = 0;
-  while (e < a.length - s && e < b.length - s && a[a.length - 1 - e] === b[b.length - 1 - e]) e++;
-  cur.doc.transact(() => {
-    if (a.length - s - e > 0) text.delete(s, a.length - s - e);
-    if (b.length - s - e > 0) text.insert(s, b.slice(s, b.length - e));
-  }, 'local');
-  publishCursor();
-};
-const publishCursor = () => {
-  if (!cur) return;
-  const rel = Y.createRelativePositionFromTypeIndex(cur.text, editor.selectionStart);
-  cur.provider.awareness.setLocalStateField('cursor', Y.relativePositionToJSON(rel));
-};
-editor.onselect = editor.onkeyup = editor.onclick = publishCursor;
-
-function drawCursors() {
-  if (!cur) return;
-  const value = cur.text.toString();
-  const marks: { i: number; name: string; color: string }[] = [];
-  cur.provider.awareness.getStates().forEach((st: any, id: number) => {
-    if (id === cur!.doc.clientID || !st.cursor || !st.user) return;
-    const abs = Y.createAbsolutePositionFromRelativePosition(Y.createRelativePositionFromJSON(st.cursor), cur!.doc);
-    if (abs) marks.push({ i: abs.index, name: String(st.user.name), color: String(st.user.color) });
+let previewQueued = false;
+function queuePreview() {
+  if (previewQueued) return;
+  previewQueued = true;
+  requestAnimationFrame(() => {
+    previewQueued = false;
+    if (cur) $('preview').innerHTML = render(cur.editor.text());
   });
-  marks.sort((x, y) => x.i - y.i);
-  const mirror = $('mirror');
-  const parts: Node[] = [];
-  let at = 0;
-  for (const m of marks) {
-    parts.push(document.createTextNode(value.slice(at, m.i)));
-    const c = el('span', { class: 'caret', 'data-name': m.name });
-    c.style.borderColor = m.color;
-    c.style.background = m.color;
-    parts.push(c);
-    at = m.i;
-  }
-  parts.push(document.createTextNode(value.slice(at)));
-  mirror.replaceChildren(...parts);
-  mirror.scrollTop = editor.scrollTop;
 }
-editor.onscroll = () => ($('mirror').scrollTop = editor.scrollTop);
 
 function drawPresence() {
   $('presence').replaceChildren(...peers.map((p) => {
@@ -142,35 +119,52 @@ function drawPresence() {
   }));
 }
 
+/** Lock state: someone else's lock makes the editor read-only and disables lock and save. */
 async function showLock() {
   if (!cur) return;
-  const { body } = await api(`/api/md/lock/${cur.slug}`);
-  const mine = body.locked && lockToken;
+  const r = await api(`/api/md/lock/${encodeURIComponent(cur.slug)}`);
+  if (r.status !== 200 || !cur) return;
+  const body = r.body;
+  const mine = !!(body.locked && lockToken);
+  const others = !!body.locked && !mine;
   $('lock-state').className = 'lock' + (body.locked ? ' on' : '');
-  $('lock-state').textContent = body.locked ? `🔒 ${body.holder} ~${new Date(body.expires_at).toLocaleTimeString()}` : '🔓';
+  $('lock-state').textContent = body.locked
+    ? `잠김: ${mine ? '내 잠금' : body.holder} · ${new Date(body.expires_at).toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit' })}까지`
+    : '잠금 없음';
   $('lock-btn').textContent = mine ? '잠금 해제' : '잠금';
-  editor.readOnly = !!body.locked && !mine;
+  for (const id of ['lock-btn', 'save-btn']) {
+    const b = $<HTMLButtonElement>(id);
+    b.disabled = others;
+    b.title = others ? `${body.holder} 님이 잠갔습니다 · locked by ${body.holder}` : '';
+  }
+  cur.editor.setEditable(!others);
+  $('editor-card').dataset.locked = others ? 'other' : mine ? 'mine' : 'none';
 }
 $('lock-btn').onclick = async () => {
   if (!cur) return;
   if (lockToken) {
-    await api('/api/md/unlock', { slug: cur.slug, token: lockToken });
+    const r = await api('/api/md/unlock', { slug: cur.slug, token: lockToken });
+    if (r.status !== 200) notice(errorText(r));
     lockToken = undefined;
   } else {
     const r = await api('/api/md/lock', { slug: cur.slug, holder: meInput.value });
     if (r.status === 200) lockToken = r.body.token;
-    else alert(r.body.error.message);
+    else notice(errorText(r));
   }
   void showLock();
 };
 
 async function open(slug: string) {
   close();
+  if (!slug) return;
   const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(slug)}`);
-  if (r.status !== 200) return;
+  if (r.status !== 200) return notice(errorText(r));
   const doc = new Y.Doc();
   const provider = new WebsocketProvider(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/yjs`, slug, doc, { disableBc: true });
   const text = doc.getText('content');
+  const editorHost = $('editor');
+  editorHost.replaceChildren();
+  const editor = bindEditor(editorHost, text, provider.awareness, queuePreview);
   const offTopic = live.on(`md:${slug}`, (m: any) => {
     if (m.type === 'presence') (peers = m.peers, drawPresence());
     if (m.type === 'lock') {
@@ -182,20 +176,21 @@ async function open(slug: string) {
       cur.base.version = m.version;
       void loadList();
     }
+    if (m.type === 'deleted') notice('이 문서는 삭제되었습니다 · this document was deleted', 'info');
   }, () => (void showLock(), void loadList()));
-  cur = { slug, doc, text, provider, off: offTopic, base: r.body.doc };
-  text.observe(() => syncEditorFromY());
-  provider.awareness.on('change', drawCursors);
-  provider.on('sync', (ok: boolean) => ok && syncEditorFromY());
+  cur = { slug, doc, provider, editor, off: offTopic, base: r.body.doc };
+  provider.on('sync', (ok: boolean) => ok && queuePreview());
   $('editor-card').hidden = false;
   $('doc-title').textContent = r.body.doc.title;
   $('doc-meta').textContent = `v${r.body.doc.version} · ${r.body.doc.category}`;
+  for (const li of $('doc-list').children) (li as HTMLElement).toggleAttribute('aria-current', (li as HTMLElement).dataset.slug === slug);
   const join = async () => {
     if (!cur) return;
     const p = await api('/api/md/presence', { slug, name: meInput.value, id: cur.presenceId });
+    if (p.status !== 200 || !cur) return;
     cur.presenceId = p.body.id;
     peers = p.body.peers;
-    provider.awareness.setLocalStateField('user', { name: meInput.value, color: p.body.color });
+    provider.awareness.setLocalStateField('user', { name: meInput.value, color: p.body.color, colorLight: `${p.body.color}33` });
     drawPresence();
   };
   await join();
@@ -208,12 +203,22 @@ function close() {
   if (cur.presenceId) navigator.sendBeacon?.('/api/md/presence/leave', new Blob([JSON.stringify({ slug: cur.slug, id: cur.presenceId })], { type: 'application/json' }));
   clearInterval(cur.heartbeat);
   cur.off();
+  cur.editor.destroy();
   cur.provider.destroy();
   cur.doc.destroy();
   cur = undefined;
   lockToken = undefined;
 }
 window.addEventListener('beforeunload', close);
+
+// narrow screens show the editor or the preview, switched by one button
+$('view-toggle').onclick = () => {
+  const panes = $('panes');
+  const preview = panes.dataset.view !== 'preview';
+  panes.dataset.view = preview ? 'preview' : 'edit';
+  $('view-toggle').setAttribute('aria-pressed', String(preview));
+  $('view-toggle').textContent = preview ? '편집' : '미리보기';
+};
 
 // ---- explicit save with baseVersion, conflict -> merge screen -----------------------------------
 async function saveVersion(content: string, baseVersion: number) {
@@ -223,49 +228,54 @@ async function saveVersion(content: string, baseVersion: number) {
     const d = r.body.error.details;
     $('merge').hidden = false;
     $('merge-info').textContent = `서버 v${d.current_version} (내 기준 v${d.base_version})`;
-    $('theirs').textContent = d.content;
-    $<HTMLTextAreaElement>('mine').value = content;
-    drawDiff($('merge-diff'), d.content, content);
+    const mine = $<HTMLTextAreaElement>('mine');
+    mine.value = content;
+    renderDiff($('merge-diff'), d.content, content, [`서버 v${d.current_version}`, '내 것']);
+    mine.oninput = () => renderDiff($('merge-diff'), d.content, mine.value, [`서버 v${d.current_version}`, '내 것']);
     $('merge-save').onclick = () => {
       $('merge').hidden = true;
-      void saveVersion($<HTMLTextAreaElement>('mine').value, d.current_version);
+      void saveVersion(mine.value, d.current_version);
     };
     return;
   }
-  if (r.status !== 200) return alert(r.body.error?.message ?? r.status);
+  if (r.status !== 200) return notice(errorText(r));
   cur.base = r.body.doc;
+  notice(`v${r.body.doc.version} 저장됨 · saved`, 'info');
 }
-$('save-btn').onclick = () => cur && void saveVersion(editor.value, cur.base.version);
+$('save-btn').onclick = () => cur && void saveVersion(cur.editor.text(), cur.base.version);
 $('merge-cancel').onclick = () => ($('merge').hidden = true);
 
-function drawDiff(target: HTMLElement, a: string, b: string) {
-  target.replaceChildren(...lineDiff(a, b).map((d) => el('span', { class: d.op === '+' ? 'add' : d.op === '-' ? 'del' : '' }, `${d.op} ${d.line}\n`)));
-}
-
-// ---- history ----------------------------------------------------------------------------------
+// ---- history: side-by-side diff against the current text ----------------------------------------
 $('history-btn').onclick = async () => {
   if (!cur) return;
   const slug = cur.slug;
-  const h = await api(`/api/md/history/${slug}`);
+  const h = await api(`/api/md/history/${encodeURIComponent(slug)}`);
+  if (h.status !== 200) return notice(errorText(h));
   $('history').hidden = false;
+  $('diff').replaceChildren();
   $('versions').replaceChildren(...h.body.versions.map((v: any) => {
-    const show = el('button', { type: 'button' }, '비교');
+    const show = el('button', { type: 'button', class: 'secondary' }, '비교');
     show.onclick = async () => {
-      const full = await api(`/api/md/history/${slug}/${v.version}`);
-      drawDiff($('diff'), full.body.version.content, editor.value);
+      const full = await api(`/api/md/history/${encodeURIComponent(slug)}/${v.version}`);
+      if (full.status !== 200) return notice(errorText(full));
+      renderDiff($('diff'), full.body.version.content, cur?.editor.text() ?? '', [`v${v.version}`, '지금 now']);
     };
-    const restore = el('button', { type: 'button' }, '복원');
+    const restore = el('button', { type: 'button', class: 'secondary' }, '복원');
     restore.onclick = async () => {
       const r = await api('/api/md/restore', { slug, version: v.version, author: meInput.value, lockToken });
-      if (r.status !== 200) alert(r.body.error.message);
+      if (r.status !== 200) notice(errorText(r));
+      else notice(`v${v.version}을 새 버전으로 복원함 · restored`, 'info');
     };
-    return el('li', { 'data-version': String(v.version) }, `v${v.version} · ${v.author} · ${new Date(v.modified).toLocaleString()} `, show, ' ', restore);
+    return el('li', { 'data-version': String(v.version) }, `v${v.version} · ${v.author} · ${new Date(v.modified).toLocaleString('ko-KR')} `, show, ' ', restore);
   }));
+  $('history').scrollIntoView({ block: 'nearest' });
 };
 
 // ---- statistics --------------------------------------------------------------------------------
 $('show-stats').onclick = async () => {
-  const { body: s } = await api('/api/md/stats');
+  const r = await api('/api/md/stats');
+  if (r.status !== 200) return notice(errorText(r));
+  const s = r.body;
   $('stats').hidden = false;
   const max = Math.max(1, ...Object.values(s.categories as Record<string, number>));
   $('stats-body').replaceChildren(
@@ -275,7 +285,7 @@ $('show-stats').onclick = async () => {
       bar.style.width = `${(n / max) * 12}rem`;
       return el('div', {}, el('span', {}, c), bar, el('span', {}, String(n)));
     })),
-    el('ol', { id: 'recent' }, ...s.recent.map((d: any) => el('li', {}, `${d.title} · ${d.author} · ${new Date(d.modified).toLocaleString()}`))),
+    el('ol', { id: 'recent' }, ...s.recent.map((d: any) => el('li', {}, `${d.title} · ${d.author} · ${new Date(d.modified).toLocaleString('ko-KR')}`))),
   );
 };
 
@@ -288,7 +298,7 @@ const showSlide = () => {
   $('slides').dataset.index = String(slideAt);
 };
 $('present-btn').onclick = () => {
-  slides = splitSlides(editor.value);
+  slides = splitSlides(cur?.editor.text() ?? '');
   slideAt = 0;
   $('slides').hidden = false;
   showSlide();

@@ -9,6 +9,7 @@ interface Ticket {
   date: string;
   seat: string;
   amount_paid: number;
+  holder: string | null;
   status: 'entry_allowed' | 'checked_in' | 'cancelled';
   checked_in_at: string | null;
   qr_code: string;
@@ -41,6 +42,11 @@ function renderStatus(t: Pick<Ticket, 'status' | 'checked_in_at'>): void {
   s.dataset.status = t.status;
   (document.querySelector('.stub') as HTMLElement).dataset.status = t.status;
   $('checked-in').textContent = t.checked_in_at ? `입장 시각 checked in at ${when(t.checked_in_at)}` : '';
+  // a cancelled ticket shows no scannable code at all
+  const cancelled = t.status === 'cancelled';
+  $('qr-box').hidden = cancelled;
+  $('void').hidden = !cancelled;
+  if (cancelled) ($('qr') as HTMLImageElement).removeAttribute('src');
 }
 
 /** Marks are the holder's own game: kept in this browser only. */
@@ -61,22 +67,27 @@ function renderCard(card: BingoCard): HTMLElement {
   const saved: number[] = JSON.parse(localStorage.getItem(markKey(card)) ?? '[]');
   const marked = card.cells.map((row, r) => row.map((_, c) => (r === 2 && c === 2) || saved.includes(r * 5 + c)));
   const box = el('article', { class: 'bingo', 'data-kind': card.kind, 'data-card': String(card.no) });
-  const table = el('table', { role: 'grid', 'aria-label': `bingo card ${card.no}` });
+  const table = el('table', { 'aria-label': `빙고 카드 ${card.no} · bingo card ${card.no}` });
   table.append(el('thead', {}, el('tr', {}, ...card.header.map((h) => el('th', { scope: 'col' }, h)))));
   const body = el('tbody');
   card.cells.forEach((row, r) => {
     const tr = el('tr');
     row.forEach((cell, c) => {
       const free = r === 2 && c === 2;
-      const td = el('td', { class: free ? 'free' : marked[r]![c] ? 'marked' : '' }, cell);
-      if (!free) {
-        td.addEventListener('click', () => {
+      const td = el('td', { class: free ? 'free' : marked[r]![c] ? 'marked' : '' });
+      if (free) td.append(cell);
+      else {
+        // a button per cell: Tab reaches it, Enter or Space marks it, the state is announced
+        const b = el('button', { type: 'button', 'aria-pressed': String(marked[r]![c]), 'aria-label': `${card.header[c]} ${cell}` }, cell);
+        b.addEventListener('click', () => {
           marked[r]![c] = !marked[r]![c];
           td.classList.toggle('marked', marked[r]![c]);
+          b.setAttribute('aria-pressed', String(marked[r]![c]));
           const list = marked.flatMap((row2, rr) => row2.map((m, cc) => (m && !(rr === 2 && cc === 2) ? rr * 5 + cc : -1))).filter((i) => i >= 0);
           localStorage.setItem(markKey(card), JSON.stringify(list));
           box.classList.toggle('won', lines(marked));
         });
+        td.append(b);
       }
       tr.append(td);
     });
@@ -104,6 +115,7 @@ async function main(): Promise<void> {
   $('loading').hidden = true;
   $('details').hidden = false;
   $('show-name').textContent = t.show_name;
+  $('holder').textContent = t.holder ?? '—';
   $('venue').textContent = t.venue;
   $('date').textContent = when(t.date);
   $('seat').textContent = t.seat;
@@ -113,6 +125,11 @@ async function main(): Promise<void> {
   renderStatus(t);
   $('cards').replaceChildren(...t.bingo_cards.map(renderCard));
   document.body.dataset.ready = 'true';
+  const offline = () => ($('offline').hidden = navigator.onLine);
+  window.addEventListener('online', offline);
+  window.addEventListener('offline', offline);
+  offline();
+  keepForOffline(t.code);
 
   // the ticket turns "checked in" (or "cancelled") the moment a gate scans it
   const live = new LiveTopics();
@@ -123,4 +140,19 @@ async function main(): Promise<void> {
   });
 }
 
+/** Asks the service worker to keep this ticket (page, data, code image, scripts and styles) for offline use. */
+function keepForOffline(ticketCode: string): void {
+  if (!('serviceWorker' in navigator)) return;
+  const assets = [...document.querySelectorAll<HTMLLinkElement | HTMLScriptElement>('link[rel=stylesheet], script[src]')].map((n) =>
+    new URL('href' in n ? n.href : n.src).pathname,
+  );
+  const urls = [location.pathname, `/api/mticket/${encodeURIComponent(ticketCode)}`, ...assets];
+  navigator.serviceWorker.addEventListener('message', (e) => {
+    if ((e.data as { type?: string })?.type === 'kept') document.body.dataset.offlineReady = 'true';
+  });
+  void navigator.serviceWorker.ready.then((reg) => reg.active?.postMessage({ type: 'keep', urls }));
+}
+
+// the service worker keeps the last ticket shown, so the page still opens when the phone is offline
+if ('serviceWorker' in navigator) void navigator.serviceWorker.register('/mticket-sw.js', { scope: '/mticket/' }).catch(() => undefined);
 void main();

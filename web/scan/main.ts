@@ -31,6 +31,10 @@ const scannerInput = $<HTMLInputElement>('scanner');
 const gateInput = $<HTMLInputElement>('gate');
 scannerInput.value = localStorage.getItem('scan:scanner') ?? `scanner-${Math.random().toString(36).slice(2, 6)}`;
 gateInput.value = localStorage.getItem('scan:gate') ?? '';
+// the names typed for the device stay on it, also before it is registered
+for (const [input, key] of [[scannerInput, 'scan:scanner'], [gateInput, 'scan:gate']] as const) {
+  for (const ev of ['input', 'change']) input.addEventListener(ev, () => localStorage.setItem(key, input.value.trim()));
+}
 mountSignIn($('signin'), session, 'staff');
 session.onChange((me) => {
   const device = me?.kind === 'device';
@@ -106,13 +110,30 @@ function show(result: string, detail: string): void {
 }
 
 // ---- check-in -------------------------------------------------------------------------------
+/**
+ * One scan, one nonce: the same code seen again by this scanner within SAME_SCAN_MS (a QR code
+ * held in front of the camera, a retry after a lost answer) reuses the first attempt's nonce, so
+ * the server answers with that success again instead of "already checked in".
+ */
+const SAME_SCAN_MS = 30_000;
+const recentScans = new Map<string, { nonce: string; at: number }>();
+function nonceFor(code: string, scanner: string): { nonce: string; again: boolean } {
+  const now = Date.now();
+  for (const [k, v] of recentScans) if (now - v.at > SAME_SCAN_MS) recentScans.delete(k);
+  const key = `${scanner}\u0000${code}`;
+  const seen = recentScans.get(key);
+  if (seen) return { nonce: seen.nonce, again: true };
+  const nonce = crypto.randomUUID();
+  recentScans.set(key, { nonce, at: now });
+  return { nonce, again: false };
+}
+
 let busy = false;
 async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void> {
   if (busy) return;
   busy = true;
-  // one nonce per attempt: a retry after a lost answer is recognised by the server
-  const nonce = crypto.randomUUID();
   const device = session.me?.kind === 'device';
+  const { nonce } = nonceFor(code, device ? session.me!.id : scannerInput.value.trim());
   const body = JSON.stringify({
     code,
     source,
@@ -132,7 +153,7 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
     if (!res) return show('error', '서버에 연결할 수 없습니다 · network error');
     const a = (await res.json()) as Answer;
     if ('status' in a && a.status === 'ok') {
-      return show('ok', `${a.ticket.code} · ${a.ticket.show_name} · ${a.ticket.seat}${a.replayed ? ' (retry)' : ''}`);
+      return show('ok', `${a.ticket.code} · ${a.ticket.show_name} · ${a.ticket.seat}${a.replayed ? ' · 같은 스캔 (same scan)' : ''}`);
     }
     if ('error' in a) {
       const e = a.error;
@@ -179,10 +200,27 @@ let lastAt = 0;
 
 function setCamera(state: 'off' | 'on' | 'unavailable', text: string): void {
   cameraBox.dataset.state = state;
-  cameraState.textContent = text;
+  cameraState.textContent = state === 'unavailable' ? '' : text;
   $('camera-toggle').textContent = state === 'on' ? '카메라 끄기 · stop camera' : '카메라 켜기 · start camera';
-  if (state === 'unavailable') $<HTMLInputElement>('code').focus();
+  const help = $('camera-help');
+  help.hidden = state !== 'unavailable';
+  if (state === 'unavailable') {
+    $('camera-help-text').textContent = text;
+    $<HTMLInputElement>('code').focus();
+  }
 }
+
+/** What went wrong with the camera, in words a door volunteer understands. */
+function cameraProblem(err: unknown): string {
+  const name = (err as { name?: string })?.name ?? '';
+  if (name === 'NotAllowedError' || name === 'SecurityError')
+    return '카메라 사용이 허용되지 않았습니다. 브라우저 주소창의 카메라 권한을 허용하거나, 아래에 티켓 코드를 직접 입력하세요.';
+  if (name === 'NotFoundError' || name === 'OverconstrainedError') return '이 기기에서 카메라를 찾지 못했습니다. 아래에 티켓 코드를 직접 입력하세요.';
+  if (name === 'NotReadableError' || name === 'AbortError')
+    return '다른 앱이 카메라를 쓰고 있습니다. 그 앱을 닫고 다시 켜거나, 아래에 티켓 코드를 직접 입력하세요.';
+  return '카메라를 켤 수 없습니다. 아래에 티켓 코드를 직접 입력하세요.';
+}
+const NO_CAMERA = '이 브라우저에서는 카메라를 쓸 수 없습니다 (https 주소가 필요합니다). 아래에 티켓 코드를 직접 입력하세요.';
 
 async function decodeFrame(): Promise<string | undefined> {
   if (detector) {
@@ -223,12 +261,12 @@ async function scanLoop(): Promise<void> {
 }
 
 async function startCamera(): Promise<void> {
-  if (!navigator.mediaDevices?.getUserMedia) return setCamera('unavailable', '카메라를 쓸 수 없습니다 — 코드를 입력하세요 · no camera: type the code');
+  if (!navigator.mediaDevices?.getUserMedia) return setCamera('unavailable', NO_CAMERA);
   try {
     stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' }, audio: false });
   } catch (err) {
     stream = undefined;
-    return setCamera('unavailable', `카메라 없음 — 코드를 입력하세요 · ${(err as Error).name}: type the code`);
+    return setCamera('unavailable', cameraProblem(err));
   }
   const BD = (globalThis as { BarcodeDetector?: new (o: { formats: string[] }) => Detector }).BarcodeDetector;
   try {
@@ -292,4 +330,5 @@ void session
   .finally(() => {
     document.body.dataset.ready = 'true';
   });
-if (!navigator.mediaDevices?.getUserMedia) setCamera('unavailable', '카메라를 쓸 수 없습니다 — 코드를 입력하세요 · no camera: type the code');
+if (!navigator.mediaDevices?.getUserMedia) setCamera('unavailable', NO_CAMERA);
+$('camera-help-manual').addEventListener('click', () => $<HTMLInputElement>('code').focus());

@@ -1,5 +1,10 @@
 import { Session, mountSignIn } from '../common/auth.js';
 import { LiveTopics, el } from '../common/live.js';
+import { LiveCandles } from './charts.js';
+import { fanChart } from './fan.js';
+import { COLORS, lineChart, plot } from './svgchart.js';
+import { heatmap, type OptimizeRow } from './heatmap.js';
+import { renderBacktest, type BacktestAnswer } from './report-view.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
 
@@ -19,17 +24,12 @@ interface TickEntry { program: string; price: number | null; equity: number; pnl
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const nf = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
 const time = (t: number) => new Date(t).toISOString().slice(11, 19);
-const SVG = 'http://www.w3.org/2000/svg';
-const svg = (tag: string, attrs: Record<string, string | number>) => {
-  const e = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  return e;
-};
 
 let info: ListAnswer;
 const programs = new Map<string, Program>();
 let selected: string | null = null;
 let equity: { t: number; equity: number }[] = [];
+const liveCandles = new LiveCandles($('live-candles'));
 
 /** Programs belong to the trader who signed in (an operator sees all); the token stays in this tab. */
 const session = new Session('trading:token');
@@ -46,7 +46,7 @@ async function send(path: string, body: unknown): Promise<any> {
   const out = await res.json();
   if (!res.ok) {
     const issues = out?.error?.details?.issues as { field: string; message: string }[] | undefined;
-    throw new Error(issues?.length ? issues.map((i) => `${i.field}: ${i.message}`).join('; ') : (out?.error?.message ?? `${res.status}`));
+    throw Object.assign(new Error(issues?.length ? issues.map((i) => `${i.field}: ${i.message}`).join('; ') : (out?.error?.message ?? `${res.status}`)), { code: out?.error?.code as string | undefined });
   }
   return out;
 }
@@ -135,6 +135,7 @@ async function select(id: string | null): Promise<void> {
   $('signals').replaceChildren();
   equity = [];
   drawEquity();
+  liveCandles.reset();
   if (!id) return;
   const logs = await getJson<{ logs: LogEntry[]; signals: Signal[]; equity: { t: number; equity: number }[] }>(`/api/program/logs/${id}`);
   if (selected !== id) return;
@@ -158,29 +159,6 @@ function drawEquity(): void {
   chart.dataset.points = String(pts.length);
   if (pts.length < 2) return;
   plot(chart, [pts]);
-}
-
-/** Plot area inside the 600 x 180 view box: labels above and below, the lines between. */
-const PLOT_TOP = 22;
-const PLOT_BOTTOM = 160;
-const COLORS = ['#2f6fed', '#1f9d6b', '#c98a12', '#c0392b', '#7a4cc2'];
-
-/** Draws equity series on one scale, with the highest value labelled above and the lowest below. */
-function plot(chart: SVGSVGElement, series: { t: number; equity: number }[][]): void {
-  const all = series.flat().map((p) => p.equity);
-  const lo = Math.min(...all);
-  const hi = Math.max(...all);
-  const span = hi - lo || 1;
-  const y = (v: number) => (PLOT_BOTTOM - ((v - lo) / span) * (PLOT_BOTTOM - PLOT_TOP)).toFixed(1);
-  series.forEach((s, k) => {
-    const d = s.map((p, i) => `${((i / Math.max(1, s.length - 1)) * 600).toFixed(1)},${y(p.equity)}`).join(' ');
-    chart.append(svg('polyline', { points: d, fill: 'none', stroke: COLORS[k % COLORS.length]!, 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
-  });
-  const top = svg('text', { x: 4, y: 14, 'font-size': 12, fill: 'var(--muted)' });
-  top.textContent = nf.format(hi);
-  const bottom = svg('text', { x: 4, y: 176, 'font-size': 12, fill: 'var(--muted)' });
-  bottom.textContent = nf.format(lo);
-  chart.append(top, bottom);
 }
 
 // ---- create form ----------------------------------------------------------------------------------
@@ -251,11 +229,15 @@ function connectStream(): void {
   });
   es.addEventListener('signal', (e) => {
     const ev = JSON.parse(e.data);
-    if (ev.program === selected) addSignal(ev);
+    if (ev.program === selected) {
+      addSignal(ev);
+      liveCandles.signal(ev.t, ev.action);
+    }
   });
   es.addEventListener('trade', (e) => {
     const ev = JSON.parse(e.data);
     if (ev.program === selected) {
+      liveCandles.fill(ev.t, ev.side, ev.kind, ev.pnl);
       addLog({ t: ev.t, level: 'info', code: 'trade', message: `${ev.kind} ${ev.side} ${ev.contracts} @ ${nf.format(ev.price)}${ev.pnl !== undefined ? ` P&L ${nf.format(ev.pnl)}${ev.reason ? ` (${ev.reason})` : ''}` : ''}` });
     }
     const p = programs.get(ev.program);
@@ -271,6 +253,7 @@ function connectStream(): void {
       p.stats.position = x.position;
       p.stats.open_positions = x.open_positions;
       if (x.program === selected) {
+        liveCandles.tick(tick.t, x.price);
         equity.push({ t: tick.t, equity: x.equity });
         drawEquity();
       }
@@ -289,6 +272,10 @@ function labBase(): Record<string, unknown> {
   return { symbol: f.get('symbol'), timeframe: f.get('timeframe'), count: Number(f.get('count')), seed: Number(f.get('seed')) };
 }
 const labStrategy = () => ($('lab-strategy') as HTMLSelectElement).value;
+/** A walk-forward window as readable dates: "01.02 09:00 – 01.04 13:15" (UTC). */
+const day = (iso: string) => new Date(iso).toLocaleString('ko-KR', { timeZone: 'UTC', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
+const span = (from: string, to: string) => `${day(from)} – ${day(to)}`;
+const labObjective = () => ($('lab-objective') as HTMLSelectElement).value;
 
 async function runJob(path: string, body: Record<string, unknown>): Promise<any> {
   const job = `ui-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -312,8 +299,14 @@ async function runJob(path: string, body: Record<string, unknown>): Promise<any>
     $('lab-progress-text').textContent = 'done';
     return out;
   } catch (err) {
-    $('lab-error').textContent = (err as Error).message;
-    $('lab-progress-text').textContent = '';
+    // a job cancelled on purpose is not an error
+    if ((err as { code?: string }).code === 'cancelled') {
+      $('lab-progress-text').textContent = '취소됨 · cancelled';
+      document.body.dataset.jobResult = 'cancelled';
+    } else {
+      $('lab-error').textContent = (err as Error).message;
+      $('lab-progress-text').textContent = '';
+    }
     return null;
   } finally {
     off();
@@ -332,82 +325,40 @@ function table(head: string[], rows: (string | number | Node)[][], attrs: Record
   );
 }
 
-function lineChart(id: string, series: { t: number; equity: number }[][]): SVGSVGElement {
-  const chart = svg('svg', { id, class: 'chart', viewBox: '0 0 600 180', preserveAspectRatio: 'none' }) as SVGSVGElement;
-  plot(chart, series);
-  return chart;
-}
 
 const METRICS = ['trades', 'win_rate', 'profit_factor', 'net_profit', 'sharpe', 'max_drawdown'] as const;
 
 $('bt-run').addEventListener('click', async () => {
-  const r = await runJob('/api/program/backtest', { ...labBase(), strategy: labStrategy(), equity_points: 300, trades_limit: 0 });
+  const r = await runJob('/api/program/backtest', { ...labBase(), strategy: labStrategy(), equity_points: 2000, trades_limit: 10_000 });
   if (!r) return;
-  $('lab-result').replaceChildren(
-    el('h3', {}, `backtest ${r.strategy} ${JSON.stringify(r.params)}`),
-    table([...METRICS], [METRICS.map((m) => r.metrics[m] as number)], { id: 'bt-metrics' }),
-    lineChart('bt-equity', [r.equity_curve]),
-  );
+  renderBacktest($('lab-result'), r as BacktestAnswer);
 });
 
 $('bt-compare').addEventListener('click', async () => {
-  const r = await runJob('/api/program/backtest-compare', { ...labBase(), equity_points: 150 });
+  const r = await runJob('/api/program/backtest-compare', { ...labBase(), objective: labObjective(), equity_points: 150 });
   if (!r) return;
+  // the chart draws the strategies in the table's (ranked) order, so each row's swatch is its line's colour
+  const ranked = r.ranking as { index: number; strategy: string; score: number }[];
+  const swatch = (k: number) => {
+    const s = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+    s.style.background = COLORS[k % COLORS.length]!;
+    return el('span', {}, s, String(k + 1));
+  };
   $('lab-result').replaceChildren(
     el('h3', {}, `compare (${r.objective}), candles ${r.candles.checksum}`),
-    table(['rank', 'strategy', 'score', ...METRICS], r.ranking.map((x: any, i: number) => [i + 1, x.strategy, x.score, ...METRICS.map((m) => r.results[x.index].metrics[m])]), { id: 'compare-table' }),
-    lineChart('compare-chart', r.results.map((x: any) => x.equity_curve)),
+    table(['rank', 'strategy', 'score', ...METRICS], ranked.map((x, i) => [swatch(i), x.strategy, x.score, ...METRICS.map((m) => r.results[x.index].metrics[m])]), { id: 'compare-table' }),
+    lineChart('compare-chart', ranked.map((x) => r.results[x.index].equity_curve)),
   );
 });
 
 $('bt-optimize').addEventListener('click', async () => {
   const strategy = labStrategy();
-  const r = await runJob('/api/program/optimize', { ...labBase(), strategy });
+  const r = await runJob('/api/program/optimize', { ...labBase(), strategy, objective: labObjective() });
   if (!r) return;
-  const rows = r.results as ({ params: Record<string, number> } & Record<string, number>)[];
-  const keys = Object.keys(rows[0]?.params ?? {}).filter((k) => new Set(rows.map((x) => x.params[k])).size > 1);
-  const [kx, ky] = [keys[0] ?? Object.keys(rows[0]?.params ?? {})[0]!, keys[1]];
-  const xs = [...new Set(rows.map((x) => x.params[kx]!))].sort((a, b) => a - b);
-  const ys = ky ? [...new Set(rows.map((x) => x.params[ky]!))].sort((a, b) => a - b) : [0];
-  const obj = r.objective === 'max_drawdown' ? 'max_drawdown' : r.objective;
-  const cell = new Map<string, number>();
-  for (const x of rows) {
-    const key = `${x.params[kx]}|${ky ? x.params[ky] : 0}`;
-    const v = x[obj] as number;
-    const better = obj === 'max_drawdown' ? Math.min : Math.max;
-    cell.set(key, cell.has(key) ? better(cell.get(key)!, v) : v);
-  }
-  const vals = [...cell.values()];
-  const lo = Math.min(...vals);
-  const span = Math.max(...vals) - lo || 1;
-  const W = 600 / xs.length;
-  const H = 240 / ys.length;
-  const heat = svg('svg', { id: 'heatmap', class: 'heat', viewBox: `0 0 660 270`, width: '100%' });
-  xs.forEach((x, i) =>
-    ys.forEach((y, j) => {
-      const v = cell.get(`${x}|${y}`);
-      if (v === undefined) return;
-      let q = (v - lo) / span;
-      if (obj === 'max_drawdown') q = 1 - q;
-      const rect = svg('rect', { x: 50 + i * W, y: j * H, width: W - 1, height: H - 1, fill: `hsl(${Math.round(q * 120)},65%,${45 + (1 - q) * 10}%)`, 'data-value': v });
-      const title = svg('title', {});
-      title.textContent = `${kx}=${x}${ky ? ` ${ky}=${y}` : ''}: ${obj} ${nf.format(v)}`;
-      rect.append(title);
-      heat.append(rect);
-    }),
-  );
-  xs.forEach((x, i) => {
-    const t = svg('text', { x: 50 + i * W + W / 2, y: 262, 'font-size': 11, 'text-anchor': 'middle' });
-    t.textContent = String(x);
-    heat.append(t);
-  });
-  ys.forEach((y, j) => {
-    const t = svg('text', { x: 44, y: j * H + H / 2 + 4, 'font-size': 11, 'text-anchor': 'end' });
-    t.textContent = ky ? String(y) : '';
-    heat.append(t);
-  });
+  const obj = r.objective as string;
+  const heat = heatmap(r.results as OptimizeRow[], obj);
   $('lab-result').replaceChildren(
-    el('h3', {}, `optimize ${strategy}: ${r.combinations} combinations (${r.skipped} skipped), ${obj} by ${kx}${ky ? ` × ${ky}` : ''}; best ${JSON.stringify(r.best.params)}`),
+    el('h3', {}, `optimize ${strategy}: ${r.combinations} combinations (${r.skipped} skipped), ${obj}; best ${Object.entries(r.best.params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', ')}`),
     heat,
   );
 });
@@ -426,8 +377,8 @@ $('bt-walk').addEventListener('click', async () => {
   $('lab-result').replaceChildren(
     el('h3', {}, `walk-forward: ${s.windows} windows, robustness ${nf.format(s.robustness_score)}, OOS net ${nf.format(s.oos_net_profit)}`),
     table(
-      ['window', 'in-sample bars', 'best params', 'IS net', 'OOS bars', 'OOS net', 'efficiency'],
-      r.windows.map((w: any) => [w.index, `${w.in_sample.from}–${w.in_sample.to}`, JSON.stringify(w.in_sample.best_params), w.in_sample.metrics.net_profit, `${w.out_of_sample.from}–${w.out_of_sample.to}`, w.out_of_sample.metrics.net_profit, w.efficiency ?? '—']),
+      ['window', 'in-sample (UTC)', 'best params', 'IS net', 'out-of-sample (UTC)', 'OOS net', 'efficiency'],
+      r.windows.map((w: any) => [w.index + 1, span(w.in_sample.from, w.in_sample.to), Object.entries(w.in_sample.best_params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', '), w.in_sample.metrics.net_profit, span(w.out_of_sample.from, w.out_of_sample.to), w.out_of_sample.metrics.net_profit, w.efficiency ?? '—']),
       { id: 'wf-table' },
     ),
   );
@@ -436,26 +387,15 @@ $('bt-walk').addEventListener('click', async () => {
 $('bt-mc').addEventListener('click', async () => {
   const r = await runJob('/api/program/montecarlo', { ...labBase(), strategy: labStrategy(), runs: 500 });
   if (!r) return;
-  // fan: from the starting capital to the percentiles of the final equity (5-95, 25-75, median)
   const fe = r.final_equity as Record<string, number>;
-  const le = r.lowest_equity as Record<string, number>;
   const bm = r.backtest.metrics ?? r.backtest;
-  const capital = bm.final_equity - bm.net_profit;
-  const lo = Math.min(capital, fe.p5!, le.p5!);
-  const span = Math.max(capital, fe.p95!) - lo || 1;
-  const y = (v: number) => 170 - ((v - lo) / span) * 160;
-  const fan = svg('svg', { id: 'fan', class: 'chart', viewBox: '0 0 600 180', preserveAspectRatio: 'none' });
-  const band = (a: number, b: number, fill: string) => fan.append(svg('polygon', { points: `0,${y(capital)} 600,${y(a)} 600,${y(b)}`, fill, 'data-band': `${a}-${b}` }));
-  band(fe.p5!, fe.p95!, 'rgba(47,111,237,.15)');
-  band(fe.p25!, fe.p75!, 'rgba(47,111,237,.3)');
-  band(le.p5!, le.p50!, 'rgba(192,57,43,.12)');
-  fan.append(svg('line', { x1: 0, y1: y(capital), x2: 600, y2: y(fe.p50!), stroke: 'var(--accent)', 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke' }));
+  const fan = fanChart(bm.final_equity - bm.net_profit, fe, r.lowest_equity as Record<string, number>, r.trades);
   $('lab-result').replaceChildren(
     el('h3', {}, `Monte Carlo: ${r.runs} shuffles of ${r.trades} trades, probability of ruin ${nf.format(r.probability_of_ruin * 100)}%`),
     fan,
     table(['', 'p5', 'p25', 'p50', 'p75', 'p95'], [
       ['final equity', fe.p5!, fe.p25!, fe.p50!, fe.p75!, fe.p95!],
-      ['max drawdown', ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => r.max_drawdown[k] as number)],
+      ['max drawdown', ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => `${((r.max_drawdown[k] as number) * 100).toFixed(1)}%`)],
     ], { id: 'mc-table' }),
   );
 });

@@ -1,0 +1,167 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserAvailable, launchChromium } from '../support/browser.js';
+import { post } from '../support/http.js';
+import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { textOf, waitText } from './editor-text.js';
+
+const hasBrowser = browserAvailable();
+
+
+/** `n` tokens that are each unique, so every typed character can be accounted for. */
+const tokens = (who: string, n: number) => Array.from({ length: n }, (_, i) => `${who}${String(i).padStart(2, '0')} `).join('');
+
+describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
+  let hub: HubProcess;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    hub = await startHubProcess({ DATA_DIR: tempDir('docs-coedit'), MD_PERSIST_DEBOUNCE_MS: '300' });
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await hub?.stop();
+  });
+
+  async function openAs(name: string, slug: string, width = 1280): Promise<Page> {
+    const ctx = await browser.newContext({ viewport: { width, height: 900 } });
+    await ctx.addInitScript((n) => localStorage.setItem('maru.name', n), name);
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    (page as any).errors = errors;
+    await page.goto(`${hub.url}/docs#${slug}`);
+    await page.waitForSelector('body[data-ready="true"]');
+    return page;
+  }
+
+  it('two people typing at once, one at the top and one at the end: same text, every character once, in order', async () => {
+    const body = '# 공동 편집\n\n가운데 문단입니다.\n';
+    expect((await post(hub.url, '/api/md/save', { slug: 'together', content: body })).status).toBe(200);
+    const a = await openAs('ann', 'together');
+    const b = await openAs('bob', 'together');
+    for (const p of [a, b]) await waitText(p, { includes: '가운데' });
+    await a.click('#editor');
+    await a.keyboard.press('Control+Home');
+    await b.click('#editor');
+    await b.keyboard.press('Control+End');
+    // about five seconds of simultaneous typing on both pages
+    const typedA = tokens('a', 40);
+    const typedB = tokens('b', 40);
+    await Promise.all([a.keyboard.type(typedA, { delay: 30 }), b.keyboard.type(typedB, { delay: 30 })]);
+    const expected = typedA + body + typedB;
+    // both pages settle on one text (or the comparison below shows how they differ)
+    for (const p of [a, b]) await waitText(p, { minLength: expected.length }).catch(() => undefined);
+    await waitText(a, { equals: await textOf(b) }, 5_000).catch(() => undefined);
+    const [ta, tb] = [await textOf(a), await textOf(b)];
+    expect(ta).toBe(tb);
+    expect(ta).toBe(expected);
+    expect((a as any).errors).toEqual([]);
+    expect((b as any).errors).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 60_000);
+  it('remote carets come from awareness, and undo takes back only your own typing', async () => {
+    expect((await post(hub.url, '/api/md/save', { slug: 'undo', content: '# 되돌리기\n\n본문\n' })).status).toBe(200);
+    const a = await openAs('ann', 'undo');
+    const b = await openAs('bob', 'undo');
+    for (const p of [a, b]) await waitText(p, { includes: '본문' });
+    await a.click('#editor .cm-content');
+    await a.keyboard.press('Control+End');
+    await a.keyboard.type('ANN');
+    await waitText(b, { includes: 'ANN' });
+    await b.click('#editor .cm-content');
+    await b.keyboard.press('Control+Home');
+    await b.keyboard.type('BOB');
+    await waitText(a, { startsWith: 'BOB' });
+    // bob's caret is drawn on ann's page with his name
+    await a.waitForSelector('#editor .cm-ySelectionCaret');
+    expect(await a.textContent('#editor .cm-ySelectionInfo')).toBe('bob');
+    // ann undoes: her ANN goes, bob's BOB stays, on both pages
+    await a.keyboard.press('Control+z');
+    for (const p of [a, b]) await waitText(p, { startsWith: 'BOB', excludes: 'ANN' });
+    expect(await textOf(b)).toBe('BOB# 되돌리기\n\n본문\n');
+    await a.context().close();
+    await b.context().close();
+  }, 60_000);
+
+  it('Korean IME composition arrives whole on the other page', async () => {
+    expect((await post(hub.url, '/api/md/save', { slug: 'ime', content: '# 입력기\n' })).status).toBe(200);
+    const a = await openAs('ann', 'ime');
+    const b = await openAs('bob', 'ime');
+    for (const p of [a, b]) await waitText(p, { includes: '입력기' });
+    await a.click('#editor .cm-content');
+    await a.keyboard.press('Control+End');
+    const cdp = await a.context().newCDPSession(a);
+    // ㅎ -> 하 -> 한 -> 한ㄱ -> 한그 -> 한글, then committed, as an IME sends it
+    for (const t of ['ㅎ', '하', '한', '한ㄱ', '한그', '한글']) await cdp.send('Input.imeSetComposition', { text: t, selectionStart: t.length, selectionEnd: t.length });
+    await cdp.send('Input.insertText', { text: '한글' });
+    await waitText(b, { endsWith: '한글' });
+    expect(await textOf(a)).toBe('# 입력기\n한글');
+    expect(await textOf(b)).toBe('# 입력기\n한글');
+    await a.context().close();
+    await b.context().close();
+  }, 60_000);
+
+  it('a lock held by someone else disables lock and save and makes the editor read-only', async () => {
+    expect((await post(hub.url, '/api/md/save', { slug: 'locked', content: '# 잠금\n' })).status).toBe(200);
+    const a = await openAs('ann', 'locked');
+    await a.waitForSelector('#lock-state:has-text("잠금 없음")');
+    expect(await a.isEnabled('#save-btn')).toBe(true);
+    const lock = await post(hub.url, '/api/md/lock', { slug: 'locked', holder: 'carol' });
+    expect(lock.status).toBe(200);
+    await a.waitForSelector('#save-btn:disabled');
+    expect(await a.isDisabled('#lock-btn')).toBe(true);
+    expect(await a.textContent('#lock-state')).toContain('carol');
+    expect(await a.getAttribute('#editor .cm-content', 'contenteditable')).toBe('false');
+    await post(hub.url, '/api/md/unlock', { slug: 'locked', token: lock.body.token });
+    await a.waitForSelector('#save-btn:enabled');
+    expect(await a.getAttribute('#editor .cm-content', 'contenteditable')).toBe('true');
+    await a.context().close();
+  }, 60_000);
+
+  it('new documents and errors are shown in the page (no dialogs); history diffs side by side', async () => {
+    const a = await openAs('ann', '');
+    let dialogs = 0;
+    a.on('dialog', (d) => (dialogs++, void d.dismiss()));
+    await a.click('#new-doc');
+    await a.fill('#new-slug', 'bad/slug');
+    await a.click('#new-form button[type=submit]');
+    await a.waitForFunction(() => document.getElementById('new-error')!.textContent !== '');
+    expect(await a.textContent('#new-error')).toMatch(/slug/);
+    await a.fill('#new-slug', '회의록');
+    await a.fill('#new-category', 'meetings');
+    await a.click('#new-form button[type=submit]');
+    await waitText(a, { startsWith: '# 회의록' });
+    expect(await a.isHidden('#new-form')).toBe(true);
+    // a long document with a change near the end: the diff is computed, not given up on
+    const lines = Array.from({ length: 3000 }, (_, i) => `줄 ${i}`);
+    const v2 = (await post(hub.url, '/api/md/save', { slug: '회의록', content: `# 회의록\n${lines.join('\n')}\n` })).body.doc.version;
+    lines[2990] = '바뀐 줄';
+    await post(hub.url, '/api/md/save', { slug: '회의록', content: `# 회의록\n${lines.join('\n')}\n` });
+    await waitText(a, { includes: '바뀐 줄' });
+    await a.click('#history-btn');
+    await a.click(`#versions li[data-version="${v2}"] button:has-text("비교")`);
+    await a.waitForSelector('#diff table.sbs');
+    const changed = await a.$$eval('#diff tr[data-kind="changed"]', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(changed).toEqual([['2992', '줄 2990', '2992', '바뀐 줄']]);
+    expect(await a.$$eval('#diff tr.fold', (t) => t.length)).toBeGreaterThan(0);
+    expect(dialogs).toBe(0);
+    expect((a as any).errors).toEqual([]);
+    await a.context().close();
+  }, 60_000);
+
+  it('on a phone: nothing wider than the screen, the preview one tap away', async () => {
+    expect((await post(hub.url, '/api/md/save', { slug: 'phone', content: '# 전화\n\n' + 'ㄱ'.repeat(500) + '\n' })).status).toBe(200);
+    const a = await openAs('ann', 'phone', 360);
+    await waitText(a, { includes: '전화' });
+    expect(await a.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    expect(await a.isVisible('#editor')).toBe(true);
+    await a.click('#view-toggle');
+    expect(await a.isVisible('#preview')).toBe(true);
+    expect(await a.isHidden('#editor')).toBe(true);
+    expect(await a.textContent('#preview h1')).toBe('전화');
+    await a.context().close();
+  }, 60_000);
+});
