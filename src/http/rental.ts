@@ -262,8 +262,8 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
         await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'download', target: `${file.receiptNo}/${filename}`, result: 'ok', detail: null });
       }
       return new Reply(200, body, file.entry.mediaType, {
+        // X-Content-Type-Options: nosniff comes with every answer of the hub (hub/security.ts)
         'content-disposition': attachment(file.entry.filename),
-        'x-content-type-options': 'nosniff',
       });
     },
   });

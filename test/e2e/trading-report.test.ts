@@ -5,6 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calmar, drawdowns, duration, longestDrawdown, sortino, tradesCsv, type Trade } from '../../web/trading/report.js';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+
+async function signInOnPage(page: import('playwright-core').Page): Promise<void> {
+  await page.waitForSelector('#signin-form');
+  await page.fill('#signin-user', 'reporter');
+  await page.fill('#signin-password', 'pw-reporter-secret');
+  await page.click('#signin-form button[type="submit"]');
+}
 
 const H = 3_600_000;
 
@@ -51,7 +59,9 @@ describe.skipIf(!hasBrowser)('backtest report in Chromium', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('trading-report') });
+    hub = await startHubProcess({ DATA_DIR: tempDir('trading-report'), ...AUTH_TEST_ENV });
+    // the lab's forms come with the trader's program list: a trader signs in first
+    await signIn(hub.url, ['trader'], 'reporter');
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -66,6 +76,7 @@ describe.skipIf(!hasBrowser)('backtest report in Chromium', () => {
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
       await page.goto(`${hub.url}/trading`);
+      await signInOnPage(page);
       await page.waitForSelector('#lab-strategy option[value="ema_cross"]', { state: 'attached' });
       await page.selectOption('#lab-strategy', 'ema_cross');
       await page.fill('#lab-form input[name="count"]', '3000');
@@ -104,6 +115,7 @@ describe.skipIf(!hasBrowser)('backtest report in Chromium', () => {
   it('a job cancelled from the page is shown as cancelled, not as an error', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(`${hub.url}/trading`);
+    await signInOnPage(page);
     await page.waitForSelector('#lab-strategy option[value="ema_cross"]', { state: 'attached' });
     await page.selectOption('#lab-strategy', 'ema_cross');
     await page.fill('#lab-form input[name="count"]', '100000');
