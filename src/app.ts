@@ -2,13 +2,28 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { AuthService, SUPER_ROLE } from './auth/service.js';
+import { openBlobStore, sweepOrphanBlobs, uploadTempDir } from './blobs/index.js';
 import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Rooms } from './collab/rooms.js';
 import { CollabService } from './collab/service.js';
+import { chatIntake, chatMail } from './chat/intake-link.js';
+import { ReferralService } from './chat/referral.js';
+import { ChatService } from './chat/service.js';
+import { CoachService } from './coach/service.js';
 import { registerAuthRoutes } from './http/auth.js';
+import { registerChatRoutes } from './http/chat.js';
+import { registerCoachRoutes } from './http/coach.js';
+import { registerIntakeMailRoutes } from './http/intake-mail.js';
 import { registerCollabRoutes } from './http/collab.js';
+import { registerRentalRoutes } from './http/rental.js';
+import { IntakeService } from './intake/service.js';
+import { Mailer, MAIL_DEST } from './mail/mailer.js';
+import { PartnerAudit } from './rental/audit.js';
+import { Review } from './rental/review.js';
+import { RentalService } from './rental/service.js';
+import { ClamdScanner } from './uploads/index.js';
 import { registerRewardRoutes } from './http/reward.js';
 import { registerTicketRoutes } from './http/ticket.js';
 import { registerProgramRoutes } from './http/programs.js';
@@ -49,6 +64,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     bodyLimit: config.BODY_LIMIT,
     webDir: config.WEB_DIR,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    uploads: { tempDir: uploadTempDir(config), maxFileBytes: config.UPLOAD_MAX_BYTES },
   });
 
   const store = await openStore(config);
@@ -67,10 +83,17 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
   await auth.bootstrap({ admin: config.ADMIN_PASSWORD, partner: config.PARTNER_PASSWORD });
   hub.authenticate((token) => auth.authenticate(token), { superRole: SUPER_ROLE });
-  registerAuthRoutes(hub, { service: auth });
+  const partnerAudit = new PartnerAudit(store, () => clock.now());
+  registerAuthRoutes(hub, {
+    service: auth,
+    onPartnerAttempt: ({ action, client, result }) =>
+      partnerAudit.record({ actor: result === 'ok' ? 'partner' : '-', client, action, target: null, result, detail: null }),
+  });
+
+  const mailer = new Mailer({ store, clock, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 
   // the payment relay's outbox deliverers are bound once the relay exists (below)
-  const deliver: Record<string, import('./outbox.js').Deliver> = { ...rewardPeerDeliverers(config) };
+  const deliver: Record<string, import('./outbox.js').Deliver> = { ...rewardPeerDeliverers(config), [MAIL_DEST]: mailer.deliver };
   const outbox = new Outbox({
     store,
     clock,
@@ -101,6 +124,70 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     onPublishError: (err) => logger.warn({ err }, 'check-in event not published'),
   });
   registerTicketRoutes(hub, { service: tickets, store, clock });
+
+  const blobs = await openBlobStore(config);
+  const intake = new IntakeService({ store, clock });
+  const rental = new RentalService({
+    intake,
+    store,
+    clock,
+    bus,
+    blobs,
+    onPublishError: (err) => logger.warn({ err }, 'rental event not published'),
+    onBlobError: (err, key) => logger.warn({ err, key }, 'rental file not deleted'),
+  });
+  registerRentalRoutes(hub, {
+    intake,
+    service: rental,
+    review: new Review(store, intake),
+    audit: partnerAudit,
+    blobs,
+    scanner: config.CLAMD_URL ? new ClamdScanner(config.CLAMD_URL, { timeoutMs: config.CLAMD_TIMEOUT_MS }) : undefined,
+    mailer,
+    store,
+    clock,
+  });
+  // uploaded files no record names (a crash between storing a file and writing its record)
+  const sweepBlobs = () =>
+    void sweepOrphanBlobs(blobs, (key) => rental.references(key), { graceMs: config.BLOB_ORPHAN_GRACE_MS, now: Date.now() }).catch((err) =>
+      logger.warn({ err }, 'orphan blob sweep failed'),
+    );
+  const blobSweep = setInterval(sweepBlobs, Math.min(config.BLOB_ORPHAN_GRACE_MS, 600_000));
+  blobSweep.unref();
+
+  // guided conversation: registers its receipts through the intake service, mail through the outbox
+  const referrals = new ReferralService({ store, clock });
+  const chatIntakeLink = chatIntake(intake, store);
+  const chat = new ChatService({
+    store,
+    clock,
+    intake: chatIntakeLink,
+    mail: chatMail(() => clock.now()),
+    referrals,
+    logger: logger.child({ part: 'chat' }),
+    sessionTtlMs: config.CHAT_SESSION_TTL * 1000,
+    idleRestartMs: config.CHAT_IDLE_RESTART * 1000,
+  });
+  registerChatRoutes(hub, {
+    service: chat,
+    referrals,
+    countReceipts: () => chatIntakeLink.countReceipts(),
+    store,
+    clock,
+    limits: {
+      sessionsPerHour: config.CHAT_SESSIONS_PER_CLIENT,
+      turnsPerMinute: config.CHAT_TURNS_PER_MINUTE,
+      lookupsPerMinute: config.CHAT_LOOKUPS_PER_MINUTE,
+    },
+  });
+  registerIntakeMailRoutes(hub, { intake, store, clock });
+  registerCoachRoutes(hub, {
+    service: new CoachService({ store, clock }),
+    ownerSecret: config.COACH_OWNER_SECRET,
+    store,
+    clock,
+    callsPerMinute: config.COACH_CALLS_PER_MINUTE,
+  });
 
   const tradingPool = new TradingPool(config.TRADING_WORKERS);
   const trading = new TradingService({
@@ -175,10 +262,12 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
         await programs.close();
         await payment.stop();
         collab.close();
+        clearInterval(blobSweep);
         await hub.stop();
         await rooms.close();
         await tradingPool.close();
         await outbox.stop();
+        mailer.close();
         await bus.close();
         await store.close();
         logger.info('maru stopped');

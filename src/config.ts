@@ -92,6 +92,40 @@ const schema = z.object({
   CHALLENGE_PROFIT_TARGET: z.coerce.number().positive().max(1).default(0.08),
   CHALLENGE_DAILY_LOSS: z.coerce.number().positive().max(1).default(0.05),
   CHALLENGE_MAX_DRAWDOWN: z.coerce.number().positive().max(1).default(0.1),
+
+  /** Guided conversation: a session is kept this many seconds after its last turn (then 404 session_not_found). */
+  CHAT_SESSION_TTL: intFrom(86_400, 60, 30 * 86_400),
+  /** Guided conversation: a turn after this many idle seconds starts the session again at greet. */
+  CHAT_IDLE_RESTART: intFrom(1800, 10, 30 * 86_400),
+  /** Guided conversation: new sessions per client and hour (429 beyond). */
+  CHAT_SESSIONS_PER_CLIENT: intFrom(30, 1, 100_000),
+  /** Guided conversation: turns per client and minute (429 beyond). */
+  CHAT_TURNS_PER_MINUTE: intFrom(120, 1, 1_000_000),
+  /** Referral and shareholder routes: calls per client and minute. */
+  CHAT_LOOKUPS_PER_MINUTE: intFrom(60, 1, 1_000_000),
+  /** Coaching: when set, X-Service-Owner must be an owner id signed with this secret (HMAC-SHA256). */
+  COACH_OWNER_SECRET: z.string().min(16).max(256).optional(),
+  /** Coaching: calls per client and minute on the owner routes. */
+  COACH_CALLS_PER_MINUTE: intFrom(120, 1, 1_000_000),
+  /** Mail (src/mail): smtp://user:pass@host:port; unset, mails are kept and listed for the operator (GET /api/mail). */
+  SMTP_URL: z.string().url().optional(),
+  /** Mail: the sender address. */
+  MAIL_FROM: z.string().min(3).default('maru <noreply@maru.local>'),
+  /** Blobs: uploaded files no record names (a crash between storing and recording) are deleted after this long, ms. */
+  BLOB_ORPHAN_GRACE_MS: intFrom(3_600_000, 60_000),
+
+  /** Uploads: largest file of a multipart upload in bytes (default 20 MiB); larger is a 413 file_too_large. */
+  UPLOAD_MAX_BYTES: intFrom(20 * 1_048_576, 1024, 1 << 30),
+  /** Uploads: clamd to scan every uploaded file with (tcp://host:port); unset, files are not scanned. */
+  CLAMD_URL: z.string().regex(/^tcp:\/\/[^/]+:\d+$/, 'must be tcp://host:port').optional(),
+  /** Uploads: time for one clamd scan, ms. */
+  CLAMD_TIMEOUT_MS: intFrom(30_000, 100, 600_000),
+  /** Blobs: an S3-compatible endpoint (path-style); set, uploaded files live in S3_BUCKET instead of DATA_DIR/blobs. */
+  S3_URL: z.string().url().optional(),
+  S3_BUCKET: z.string().min(3).max(63).default('maru-uploads'),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
 });
 
 export type Config = z.infer<typeof schema>;

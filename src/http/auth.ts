@@ -19,8 +19,31 @@ const roles = z.array(z.enum(ROLES)).min(1).max(ROLES.length);
 /** The token the caller presented (the route's auth already accepted it). */
 const tokenOf = (ctx: RequestContext) => bearerToken(ctx.headers, ctx.query as Record<string, unknown>)!;
 
-export function registerAuthRoutes(hub: Hub, opts: { service: AuthService }): void {
+/** A partner login or logout as the partner's audit trail records it (src/rental/audit.ts). */
+export interface PartnerAttempt {
+  action: 'login' | 'logout';
+  client: string;
+  /** `ok`, or the refusal's code (`invalid_credentials`, `too_many_attempts`, ...). */
+  result: string;
+}
+
+export function registerAuthRoutes(
+  hub: Hub,
+  opts: { service: AuthService; onPartnerAttempt?: (attempt: PartnerAttempt) => Promise<void> },
+): void {
   const { service } = opts;
+  /** Runs a partner action and reports it, whatever the outcome; a failing report changes nothing. */
+  const reported = async <T>(action: PartnerAttempt['action'], client: string, f: () => Promise<T>): Promise<T> => {
+    let result = 'ok';
+    try {
+      return await f();
+    } catch (err) {
+      result = err instanceof Error && 'code' in err ? String((err as { code: unknown }).code) : 'error';
+      throw err;
+    } finally {
+      await opts.onPartnerAttempt?.({ action, client, result }).catch(() => undefined);
+    }
+  };
 
   hub.route({
     method: 'POST',
@@ -45,7 +68,8 @@ export function registerAuthRoutes(hub: Hub, opts: { service: AuthService }): vo
     path: '/api/partner/login',
     body: { schema: z.strictObject({ password }) },
     handler: async (ctx) => {
-      const out = await service.login('partner', ctx.body.password, ctx.remoteAddress);
+      const client = ctx.remoteAddress;
+      const out = await reported('login', client, () => service.login('partner', ctx.body.password, client));
       return { token: out.token, expiresAt: out.expiresAt };
     },
   });
@@ -54,7 +78,7 @@ export function registerAuthRoutes(hub: Hub, opts: { service: AuthService }): vo
     path: '/api/partner/logout',
     auth: { roles: ['partner'] },
     handler: async (ctx) => {
-      await service.logout(tokenOf(ctx), ctx.identity!.id);
+      await reported('logout', ctx.remoteAddress, () => service.logout(tokenOf(ctx), ctx.identity!.id));
       return { ok: true };
     },
   });

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { AppError } from '../errors.js';
+import type { MultipartOptions, UploadedFile } from './multipart.js';
 
 /** What a handler sees. Built before any await, so nothing here touches the uWS request. */
 export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
@@ -19,6 +20,11 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   state: Record<string, unknown>;
   /** The caller, when the route declares `auth` and a valid token was given. */
   identity?: Principal;
+  /**
+   * Routes with `body.multipart`: the files of a multipart request, in temporary files the hub
+   * deletes after the handler (move what you keep with BlobStore.putFile); [] for a JSON request.
+   */
+  files?: UploadedFile[];
 }
 
 /**
@@ -106,6 +112,11 @@ export interface BodySpec<B> {
   limit?: number;
   /** When the request has no body at all, validate `undefined` instead of refusing with 415. */
   optional?: boolean;
+  /**
+   * Also accept multipart/form-data, streamed (src/hub/multipart.ts): the text fields are validated
+   * by `schema` (as strings: coerce where needed), the files arrive in `ctx.files`.
+   */
+  multipart?: MultipartOptions;
 }
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { AppError, errorBody } from '../errors.js';
 import { AuthGate, WWW_AUTHENTICATE } from './auth.js';
@@ -16,6 +18,7 @@ import {
   type RouteDef,
 } from './http.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { MultipartReader, prepareUploadDir, sweepTempUploads, type UploadedFile, type UploadSettings } from './multipart.js';
 import { Router } from './router.js';
 import { SseStream, type SseOptions } from './sse.js';
 import { loadStatic, notModified, type StaticFile } from './static.js';
@@ -25,6 +28,7 @@ import { loadNativeUws, type HttpRequest, type HttpResponse, type TemplatedApp, 
 export { Reply, route } from './http.js';
 export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader } from './http.js';
 export type { SseStream } from './sse.js';
+export type { MultipartOptions, UploadedFile } from './multipart.js';
 export type { TopicSpec } from './topics.js';
 
 export interface HubOptions {
@@ -38,6 +42,8 @@ export interface HubOptions {
   wsMaxPayload?: number;
   /** uWS per-socket limit for 'drop' topics. */
   wsMaxBackpressure?: number;
+  /** Multipart uploads: temporary directory (default <tmp>/maru-uploads) and per-file limit (default 20 MiB). */
+  uploads?: Partial<UploadSettings>;
 }
 
 export interface SseRouteDef<Q = unknown> {
@@ -137,6 +143,8 @@ export class Hub {
   private readonly idPrefix = randomBytes(4).toString('hex');
   private nextRequestId = 1;
   private readonly sseOptions: SseOptions;
+  private readonly uploads: UploadSettings;
+  private readonly uploadSweep: NodeJS.Timeout;
 
   constructor(private readonly opts: HubOptions) {
     this.uws = loadNativeUws();
@@ -146,6 +154,12 @@ export class Hub {
     this.topics = new Topics(this.app, this.metrics);
     this.statics = loadStatic(opts.webDir);
     this.sseOptions = { heartbeatMs: 15_000, maxBacklog: 1 << 20, retryMs: 3000, ...opts.sse };
+    this.uploads = { tempDir: join(tmpdir(), 'maru-uploads'), maxFileBytes: 20 << 20, ...opts.uploads };
+    prepareUploadDir(this.uploads.tempDir);
+    // temporary files of requests cut short by a crash: gone after an hour
+    const sweep = () => void sweepTempUploads(this.uploads.tempDir, 3_600_000);
+    sweep();
+    this.uploadSweep = setInterval(sweep, 600_000).unref();
     this.installWebSocket();
     this.app.any('/*', (res, req) => this.handle(res, req));
     this.installOperationalRoutes();
@@ -292,6 +306,7 @@ export class Hub {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    clearInterval(this.uploadSweep);
     if (this.listenSocket) this.uws.us_listen_socket_close(this.listenSocket as never);
     const deadline = Date.now() + this.opts.shutdownGraceMs;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -369,9 +384,12 @@ export class Hub {
       return fail(routeLabel, new AppError(415, 'unsupported_media_type', 'content-type must be application/json', { received: mediaType(headers['content-type']) || null }));
     }
     let bodyPromise: Promise<Buffer> | undefined;
+    let upload: MultipartReader | undefined;
     if (entry.kind === 'route' && def.body && BODY_METHODS.has(method)) {
       try {
-        bodyPromise = this.readBody(res, headers, def.body.limit ?? this.opts.bodyLimit, pending);
+        if (def.body.multipart && mediaType(headers['content-type']) === 'multipart/form-data') {
+          upload = new MultipartReader(res, headers, def.body.multipart, this.uploads, pending, Boolean(def.auth));
+        } else bodyPromise = this.readBody(res, headers, def.body.limit ?? this.opts.bodyLimit, pending);
       } catch (err) {
         return fail(routeLabel, err);
       }
@@ -408,16 +426,26 @@ export class Hub {
         const rawParsed = parseQuery(rawQuery);
         // the credential first: a caller without one learns nothing about the route's inputs
         if (entry.def.auth) ctx.identity = await this.auth.check(entry.def.auth, headers, rawParsed);
+        upload?.release();
         ctx.query = entry.def.query ? validate(entry.def.query, rawParsed, 'query') : rawParsed;
         if (entry.kind === 'route') {
           if (def.params) ctx.params = validate(def.params, match.params, 'params');
-          if (def.body) ctx.body = await this.parseBody(def, headers, bodyPromise);
+          if (def.body?.multipart) ctx.files = [];
+          if (upload) {
+            const { fields, files } = await upload.done;
+            ctx.body = validate(def.body!.schema, fields, 'body');
+            ctx.files = files;
+          } else if (def.body) ctx.body = await this.parseBody(def, headers, bodyPromise);
         }
         for (const guard of entry.def.guards ?? []) await guard(ctx);
         if (pending.aborted) return;
         if (entry.kind === 'sse') return this.openSse(res, ctx, entry.def, pending, routeLabel, started);
-        answer(await def.handler(ctx));
+        const out = await def.handler(ctx);
+        // temporary files the handler did not move away are deleted before the answer
+        await upload?.dispose();
+        answer(out);
       } catch (err) {
+        await upload?.dispose(true);
         fail(routeLabel, err);
       } finally {
         this.inFlight--;
@@ -459,11 +487,12 @@ export class Hub {
       if (spec.optional) return validate(spec.schema, undefined, 'body');
     }
     const type = mediaType(headers['content-type']);
+    const accepted = spec.multipart ? [...reader.mediaTypes, 'multipart/form-data'] : reader.mediaTypes;
     if (!reader.mediaTypes.includes(type)) {
       if (bytes.length === 0 && !headers['content-type']) {
-        throw new AppError(400, 'invalid_body', 'a request body is required', { accepts: reader.mediaTypes });
+        throw new AppError(400, 'invalid_body', 'a request body is required', { accepts: accepted });
       }
-      throw new AppError(415, 'unsupported_media_type', `content-type must be ${reader.mediaTypes.join(' or ')}`, {
+      throw new AppError(415, 'unsupported_media_type', `content-type must be ${accepted.join(' or ')}`, {
         received: type || null,
       });
     }
@@ -689,6 +718,7 @@ class Context implements RequestContext<any, any, any> {
   body: any = undefined;
   state: Record<string, unknown> = {};
   identity: Principal | undefined = undefined;
+  files: UploadedFile[] | undefined = undefined;
   private remote: string | undefined;
 
   constructor(

@@ -1,0 +1,332 @@
+import type { Bus } from '../bus.js';
+import type { Clock } from '../clock.js';
+import { AppError, badRequest, conflict, notFound } from '../errors.js';
+import { parseIntakeInput } from '../intake/input.js';
+import { newSubscriptionId, view, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/service.js';
+import { mailWrites } from '../mail/mailer.js';
+import type { Json, Store, Write } from '../store/port.js';
+import { AUDIT_CAP, K, type AuditEntry } from './audit.js';
+import {
+  BUILDING_TYPES,
+  DOC_TYPES,
+  PRODUCTS,
+  feesFor,
+  isDocType,
+  isRentalType,
+  type BuildingType,
+  type DocType,
+  type RentalStatus,
+} from './catalog.js';
+import type { BlobStore } from '../blobs/port.js';
+import { EXTENSIONS, STORED_NAME_RE, blobKeyOf, type StoredFile } from './files.js';
+import { decisionMail, receiptMail } from './mails.js';
+import { emptyDocuments, statusAfterCheck, statusAfterUpload, type Check, type DocumentEntry, type Documents } from './status.js';
+
+/** Bus topic of the partner dashboard: new applications, checks and status moves. */
+export const PARTNER_TOPIC = 'rental:partner';
+export const EVENTS_CAP = 10_000;
+
+export interface RentalExt {
+  product: { code: string; badge: string; name: string };
+  monthlyFee: number;
+  termMonths: number;
+  totalFee: number;
+  documents: Documents;
+  /** Bumped on every change; names mails uniquely. */
+  rev: number;
+}
+
+export interface Actor {
+  id: string;
+  name: string;
+}
+
+export interface CheckInput {
+  result: Check;
+  reason?: string;
+}
+
+export interface StatusEvent {
+  at: string;
+  id: string;
+  receiptNo: string;
+  from: RentalStatus;
+  to: RentalStatus;
+  by: string;
+}
+
+export interface RentalServiceOptions {
+  intake: IntakeService;
+  store: Store;
+  clock: Clock;
+  bus: Bus;
+  blobs: Pick<BlobStore, 'get' | 'delete'>;
+  onPublishError?: (err: unknown) => void;
+  onBlobError?: (err: unknown, key: string) => void;
+}
+
+const ext = (r: SubscriptionRecord) => r.ext as unknown as RentalExt;
+
+/**
+ * Rental applications on top of intake records: products and fees, documents, partner checks
+ * with the status machine (status.ts), decision mails through the outbox, the partner's audit
+ * trail and live events. Listing and CSV export are in review.ts.
+ */
+export class RentalService {
+  constructor(private readonly opts: RentalServiceOptions) {}
+
+  /**
+   * A new intake registration. Rental types get their product, fee and the given documents; other
+   * types (the conversation's receipts, consultations) take no files. The files are already in
+   * the blob store; when the record is not written they are deleted.
+   */
+  async submit(raw: unknown, files: StoredFile[] = []): Promise<{ application: SubscriptionView; accessKey: string }> {
+    const { intake, clock } = this.opts;
+    try {
+      const input = parseIntakeInput(raw);
+      if (!isRentalType(input.type)) {
+        if (files.length > 0) throw badRequest('unexpected_files', `an intake of type ${input.type} takes no files`);
+        if (input.buildingType !== undefined) throw invalidField('buildingType', `only rental applications have a building type`);
+        const { record, accessKey } = await intake.registerParsed(input, {
+          writes: (rec) => (rec.email ? mailWrites(`intake:${rec.id}:receipt`, receiptMail(rec), clock.now()) : []),
+        });
+        return { application: view(record), accessKey };
+      }
+      if (input.applicantType !== 'government') {
+        throw badRequest('applicant_type_mismatch', `${input.type} is for public organizations: applicantType must be "government"`, {
+          field: 'applicantType',
+          expected: 'government',
+          received: input.applicantType ?? null,
+        });
+      }
+      const building = input.buildingType === undefined || input.buildingType === '' ? null : input.buildingType;
+      if (building !== null && !(BUILDING_TYPES as readonly string[]).includes(building)) {
+        throw invalidField('buildingType', `must be one of ${BUILDING_TYPES.join(', ')}`);
+      }
+      const id = newSubscriptionId();
+      const now = clock.now();
+      const documents = emptyDocuments();
+      for (const f of files) {
+        if (!isDocType(f.field)) throw badRequest('unknown_field', `unknown file field ${f.field}`, { field: f.field, allowed: DOC_TYPES });
+        if (documents[f.field]) throw badRequest('duplicate_field', `the file field ${f.field} is given twice`, { field: f.field });
+        documents[f.field] = this.documentEntry(id, f, now);
+      }
+      const status = statusAfterUpload(documents);
+      const rentalExt: RentalExt = { product: PRODUCTS[input.type], ...feesFor(input.type, building as BuildingType | null), documents, rev: 1 };
+      const { record, accessKey } = await intake.registerParsed(
+        { ...input, buildingType: building ?? undefined },
+        {
+          id,
+          status,
+          ext: rentalExt as unknown as { [k: string]: Json },
+          writes: (rec) => [
+            { op: 'index', key: K.all, member: id, score: now },
+            { op: 'index', key: K.status(status), member: id, score: now },
+            ...files.map((f): Write => ({ op: 'set', key: K.blob(f.blobKey), value: id })),
+            ...(rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec), now) : []),
+          ],
+        },
+      );
+      const application = view(record);
+      this.publish({ kind: 'application', application: publicView(application) });
+      return { application, accessKey };
+    } catch (err) {
+      await this.discard(files);
+      throw err;
+    }
+  }
+
+  /** The application, for the partner (404 when it is not a rental application). */
+  async application(id: string): Promise<SubscriptionView> {
+    return view(await this.rentalRecord(id));
+  }
+
+  /**
+   * A partner's decision on one document. One atomic update reads the record, moves the status
+   * (status.ts), appends the status event and the audit entry, and queues the decision mail; so
+   * two partners checking the last two documents at once, on any processes, give exactly one move
+   * to approved and one event.
+   */
+  async check(id: string, docType: string, input: CheckInput, actor: Actor, client: string): Promise<SubscriptionView> {
+    try {
+      return await this.decide(id, docType, input, actor, client);
+    } catch (err) {
+      // refusals are partner actions too: the trail shows them with the refusal's code
+      if (err instanceof AppError) {
+        const entry: AuditEntry = { at: new Date(this.opts.clock.now()).toISOString(), actor: actor.id, client, action: 'check', target: `${id}/${docType}`, result: `refused:${err.code}`, detail: input.result };
+        await this.opts.store.push(K.audit, entry as unknown as Json, AUDIT_CAP).catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  private async decide(id: string, docType: string, input: CheckInput, actor: Actor, client: string): Promise<SubscriptionView> {
+    const doc = requireDocType(docType);
+    await this.rentalRecord(id);
+    const { intake, clock } = this.opts;
+    const out = await intake.modify(id, (rec) => {
+      const now = clock.now();
+      const at = new Date(now).toISOString();
+      const x = ext(rec);
+      if (rec.status === 'approved') throw conflict('application_closed', 'the application is approved; its documents are final');
+      const entry = x.documents[doc];
+      if (!entry) throw conflict('document_missing', `${doc} is not uploaded yet`, { docType: doc });
+      const reason = input.result === 'rejected' ? (input.reason ?? null) : null;
+      if (entry.check === input.result && entry.reason === reason) {
+        return { result: { record: rec, moved: undefined as StatusEvent | undefined, changed: false } };
+      }
+      const documents: Documents = { ...x.documents, [doc]: { ...entry, check: input.result, reason, checkedAt: at } };
+      const status = statusAfterCheck(documents);
+      const next: SubscriptionRecord = { ...rec, status, updatedAt: at, ext: { ...rec.ext, documents, rev: x.rev + 1 } as never };
+      const audit: AuditEntry = { at, actor: actor.id, client, action: 'check', target: `${rec.receiptNo}/${doc}`, result: input.result, detail: reason };
+      const writes: Write[] = [{ op: 'push', key: K.audit, value: audit as unknown as Json, cap: AUDIT_CAP }];
+      let moved: StatusEvent | undefined;
+      if (status !== rec.status) {
+        moved = { at, id, receiptNo: rec.receiptNo, from: rec.status as RentalStatus, to: status, by: actor.id };
+        writes.push(...this.moveWrites(rec, status, moved));
+        if ((status === 'approved' || status === 'rejected') && rec.email) {
+          writes.push(...mailWrites(`rental:${id}:${status}:${x.rev + 1}`, decisionMail(next, status), now));
+        }
+      }
+      return { record: next, writes, result: { record: next, moved, changed: true } };
+    });
+    const application = view(out.record);
+    if (out.changed) {
+      this.publish({ kind: 'check', id, receiptNo: out.record.receiptNo, docType: doc, result: input.result, status: out.record.status, application: publicView(application) });
+    }
+    if (out.moved) this.publish({ kind: 'status', ...out.moved } as unknown as Json);
+    return application;
+  }
+
+  /**
+   * The applicant adds a missing document or replaces one (with the access key). Replacing clears
+   * that document's check; once no rejected document remains, the application is back at
+   * documents_submitted. Approved documents and approved applications are final.
+   */
+  async replace(id: string, docType: string, key: string | undefined, file: StoredFile): Promise<SubscriptionView> {
+    const { intake, clock, blobs } = this.opts;
+    try {
+      const doc = requireDocType(docType);
+      if (file.field !== doc) throw badRequest('unknown_field', `the file field must be ${doc}`, { field: file.field, expected: doc });
+      const current = await this.rentalRecord(id);
+      intake.requireKey(current, key);
+      const now = clock.now();
+      const entry = this.documentEntry(id, file, now);
+      const out = await intake.modify(id, (rec) => {
+        const at = new Date(now).toISOString();
+        const x = ext(rec);
+        if (rec.status === 'approved') throw conflict('application_closed', 'the application is approved; its documents are final');
+        const prev = x.documents[doc];
+        if (prev?.check === 'approved') throw conflict('document_approved', `${doc} is approved and cannot be replaced`, { docType: doc });
+        const documents: Documents = { ...x.documents, [doc]: entry };
+        const status = statusAfterUpload(documents);
+        const next: SubscriptionRecord = { ...rec, status, updatedAt: at, ext: { ...rec.ext, documents, rev: x.rev + 1 } as never };
+        const writes: Write[] = [{ op: 'set', key: K.blob(file.blobKey), value: id }];
+        if (prev) writes.push({ op: 'del', key: K.blob(blobKeyOf(prev.url)) });
+        let moved: StatusEvent | undefined;
+        if (status !== rec.status) {
+          moved = { at, id, receiptNo: rec.receiptNo, from: rec.status as RentalStatus, to: status, by: 'applicant' };
+          writes.push(...this.moveWrites(rec, status, moved));
+        }
+        return { record: next, writes, result: { record: next, moved, prev } };
+      });
+      const application = view(out.record);
+      this.publish({ kind: 'document', id, receiptNo: out.record.receiptNo, docType: doc, status: out.record.status, application: publicView(application) });
+      if (out.moved) this.publish({ kind: 'status', ...out.moved } as unknown as Json);
+      if (out.prev) {
+        const oldKey = blobKeyOf(out.prev.url);
+        await blobs.delete(oldKey).catch((err) => this.opts.onBlobError?.(err, oldKey));
+      }
+      return application;
+    } catch (err) {
+      await this.discard([file]);
+      throw err;
+    }
+  }
+
+  /**
+   * An uploaded file, for the partner (`partner: true`) or the holder of the application's key.
+   * Throws 404 file_not_found for names the application does not hold.
+   */
+  async file(subId: string, stored: string, access: { partner: true } | { key: string | undefined }) {
+    const rec = await this.opts.intake.get(subId);
+    if (!rec || !isRentalType(rec.type)) throw notFound('file_not_found', 'no such file');
+    if (!('partner' in access)) this.opts.intake.requireKey(rec, access.key);
+    const entry = STORED_NAME_RE.test(stored)
+      ? Object.values(ext(rec).documents).find((d) => d !== null && d.url.endsWith(`/${stored}`))
+      : undefined;
+    if (!entry) throw notFound('file_not_found', 'no such file');
+    try {
+      const blob = await this.opts.blobs.get(blobKeyOf(entry.url));
+      return { entry, stream: blob.stream, size: blob.size, receiptNo: rec.receiptNo };
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) throw notFound('file_not_found', 'the file is not stored');
+      throw err;
+    }
+  }
+
+  /** Status moves so far (oldest first): the store's own record of events. */
+  events(limit = 1000): Promise<StatusEvent[]> {
+    return this.opts.store.range(K.events, -limit, -1) as unknown as Promise<StatusEvent[]>;
+  }
+
+  /** Whether an application names the blob (the orphan sweep keeps it). */
+  async references(blobKey: string): Promise<boolean> {
+    return (await this.opts.store.get(K.blob(blobKey))) !== undefined;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private async rentalRecord(id: string): Promise<SubscriptionRecord> {
+    const rec = await this.opts.intake.get(id);
+    if (!rec || !isRentalType(rec.type)) throw notFound('subscription_not_found', `no rental application ${id}`);
+    return rec;
+  }
+
+  private documentEntry(id: string, f: StoredFile, now: number): DocumentEntry {
+    const extension = EXTENSIONS[f.mediaType];
+    if (!extension) throw new AppError(415, 'unsupported_file_type', `${f.mediaType} is not accepted`, { field: f.field, detected: f.mediaType });
+    if (!STORED_NAME_RE.test(`${f.blobKey}.${extension}`)) throw new TypeError(`bad blob key ${f.blobKey}`);
+    const stored = `${f.blobKey}.${extension}`;
+    return {
+      filename: f.filename,
+      size: f.size,
+      mediaType: f.mediaType,
+      check: null,
+      reason: null,
+      checkedAt: null,
+      uploadedAt: new Date(now).toISOString(),
+      url: `/api/uploads/${id}/${stored}`,
+    };
+  }
+
+  private moveWrites(rec: SubscriptionRecord, to: RentalStatus, event: StatusEvent): Write[] {
+    const score = Date.parse(rec.createdAt);
+    return [
+      { op: 'unindex', key: K.status(rec.status), member: rec.id },
+      { op: 'index', key: K.status(to), member: rec.id, score },
+      { op: 'push', key: K.events, value: event as unknown as Json, cap: EVENTS_CAP },
+    ];
+  }
+
+  private async discard(files: StoredFile[]): Promise<void> {
+    for (const f of files) await this.opts.blobs.delete(f.blobKey).catch((err) => this.opts.onBlobError?.(err, f.blobKey));
+  }
+
+  private publish(message: Json): void {
+    this.opts.bus.publish(PARTNER_TOPIC, message).catch((err) => this.opts.onPublishError?.(err));
+  }
+}
+
+/** The application as the partner's live feed carries it (no key hash: view() already drops it). */
+export const publicView = (v: SubscriptionView): Json => v as unknown as Json;
+
+function requireDocType(docType: string): DocType {
+  if (!isDocType(docType)) {
+    throw notFound('unknown_document', `no document ${docType}: one of ${DOC_TYPES.join(', ')}`, { docType, allowed: DOC_TYPES });
+  }
+  return docType;
+}
+
+const invalidField = (field: string, message: string) =>
+  new AppError(400, 'invalid_body', `${field}: ${message}`, { issues: [{ field, message }] });
