@@ -2,7 +2,7 @@
  * bench/upload: streaming multipart uploads through the hub. Prints one JSON object.
  *
  *   npm run build && node dist/bench/upload.js [--applicants 20] [--rounds 3] [--mib 5]
- *       [--sizes 1,5,10,25,50] [--rss-applicants 4]
+ *       [--sizes 1,5,10,25,50] [--rss-applicants 4] [--kind pdf|hwp]
  *
  * A hub process (this script with --serve) has one upload route shaped like the rental form: three
  * file fields, each file streamed to a temporary file, checked by content (`inspectUpload`), moved
@@ -20,6 +20,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import CFB from 'cfb';
 import pino from 'pino';
 import { z } from 'zod';
 
@@ -28,6 +29,7 @@ const arg = (name: string, def: string) => {
   return i >= 0 ? process.argv[i + 1]! : def;
 };
 const MiB = 1 << 20;
+const KIND = arg('kind', 'pdf') as 'pdf' | 'hwp';
 const r1 = (x: number) => Math.round(x * 10) / 10;
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
@@ -65,8 +67,22 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', () => void hub.stop().then(() => process.exit(0)));
 }
 
-/** A PDF-looking file of `size` bytes (header + random filler), made once per size and reused. */
-function pdfOf(size: number): Buffer {
+/**
+ * A file of about `size` bytes, made once per size and reused: a PDF-looking one (header + random
+ * filler), or with `--kind hwp` an HWP 5 compound file (FileHeader + a large BodyText stream), whose
+ * check parses the whole compound file in memory.
+ */
+function fileOf(size: number): Buffer {
+  if (KIND === 'hwp') {
+    const header = Buffer.alloc(256);
+    header.write('HWP Document File', 0, 'latin1');
+    header.writeUInt32LE(0x05010001, 32);
+    header.writeUInt32LE(1, 36);
+    const doc = CFB.utils.cfb_new();
+    CFB.utils.cfb_add(doc, '/FileHeader', header);
+    CFB.utils.cfb_add(doc, '/BodyText/Section0', randomBytes(Math.max(8192, size - 64 * 1024)));
+    return Buffer.from(CFB.write(doc, { type: 'buffer' }) as Uint8Array);
+  }
   const b = randomBytes(size);
   b.write('%PDF-1.4\n', 0, 'latin1');
   return b;
@@ -76,7 +92,7 @@ function pdfOf(size: number): Buffer {
 function upload(port: number, agent: Agent, file: Buffer): Promise<{ ms: number; status: number }> {
   const boundary = `----bench${randomBytes(8).toString('hex')}`;
   const head = (name: string) =>
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}.pdf"\r\nContent-Type: application/pdf\r\n\r\n`);
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}.${KIND}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
   const pieces = [
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="contactPhone"\r\n\r\n010-1234-5678\r\n`),
     ...['bizCard', 'uniqueNumber', 'internalResolution'].flatMap((n) => [head(n), file, Buffer.from('\r\n')]),
@@ -134,8 +150,8 @@ async function main(): Promise<void> {
   try {
     const idle = rssOf(pid);
     // 1. throughput
-    const file = pdfOf(mib * MiB);
-    await upload(port, agent, pdfOf(64 * 1024)); // warm-up
+    const file = fileOf(mib * MiB);
+    await upload(port, agent, fileOf(64 * 1024)); // warm-up
     const latencies: number[] = [];
     let failed = 0;
     peak = 0;
@@ -169,7 +185,7 @@ async function main(): Promise<void> {
     // 2. memory as the file size grows
     const memory = [];
     for (const size of sizes) {
-      const f = pdfOf(size * MiB);
+      const f = fileOf(size * MiB);
       peak = rssOf(pid);
       const results = await Promise.all(Array.from({ length: rssApplicants }, () => upload(port, agent, f)));
       memory.push({
@@ -179,7 +195,7 @@ async function main(): Promise<void> {
         hub_peak_rss_mib: r1(peak / MiB),
       });
     }
-    console.log(JSON.stringify({ bench: 'upload', node: process.version, hub_idle_rss_mib: r1(idle / MiB), throughput, memory }, null, 2));
+    console.log(JSON.stringify({ bench: 'upload', kind: KIND, node: process.version, hub_idle_rss_mib: r1(idle / MiB), throughput, memory }, null, 2));
   } finally {
     clearInterval(sampler);
     agent.destroy();

@@ -33,8 +33,14 @@ export class FsBlobStore implements BlobStore {
     this.spool = join(root, '.spool');
   }
 
-  async init(): Promise<this> {
+  /** Creates the directories; spooled stream bodies older than an hour (a crash mid-put) are removed. */
+  async init(now = Date.now()): Promise<this> {
     await mkdir(this.spool, { recursive: true, mode: 0o700 });
+    for (const name of await readdir(this.spool)) {
+      const path = join(this.spool, name);
+      const s = await stat(path).catch(() => undefined);
+      if (s && now - s.mtimeMs > 3_600_000) await unlink(path).catch(() => undefined);
+    }
     return this;
   }
 

@@ -13,6 +13,7 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
+import { AppError } from '../errors.js';
 import { blobNotFound, newBlobKey } from './fs.js';
 import { BLOB_KEY, type BlobInfo, type BlobPutOptions, type BlobStore } from './port.js';
 
@@ -58,14 +59,16 @@ export class S3BlobStore implements BlobStore {
   async putFile(tempPath: string, opts: BlobPutOptions = {}): Promise<{ key: string; size: number }> {
     const key = newBlobKey();
     const { size } = await stat(tempPath);
-    await this.client.send(
-      new PutObjectCommand({
-        Bucket: this.bucket,
-        Key: this.prefix + key,
-        Body: createReadStream(tempPath),
-        ContentLength: size,
-        ContentType: opts.contentType ?? 'application/octet-stream',
-      }),
+    await guard(
+      this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: this.prefix + key,
+          Body: createReadStream(tempPath),
+          ContentLength: size,
+          ContentType: opts.contentType ?? 'application/octet-stream',
+        }),
+      ),
     );
     await unlink(tempPath).catch(() => undefined);
     return { key, size };
@@ -91,20 +94,20 @@ export class S3BlobStore implements BlobStore {
     } catch (err) {
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) throw blobNotFound(key);
-      throw err;
+      throw unavailable(err);
     }
   }
 
   async delete(key: string): Promise<void> {
     if (!BLOB_KEY.test(key)) return;
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }));
+    await guard(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.prefix + key })));
   }
 
   async *list(): AsyncIterable<BlobInfo> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, ContinuationToken: token }),
+      const page = await guard(
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, ContinuationToken: token })),
       );
       for (const o of page.Contents ?? []) {
         const key = (o.Key ?? '').slice(this.prefix.length);
@@ -118,4 +121,21 @@ export class S3BlobStore implements BlobStore {
   destroy(): void {
     this.client.destroy();
   }
+}
+
+/** S3 not answering (or refusing) is 503 `storage_unavailable`, never a bare 500. */
+async function guard<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw unavailable(err);
+  }
+}
+
+function unavailable(err: unknown): AppError {
+  const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  return new AppError(503, 'storage_unavailable', 'file storage is not available; try again later', {
+    reason: e.name ?? e.code ?? 'unknown',
+    status: e.$metadata?.httpStatusCode,
+  });
 }

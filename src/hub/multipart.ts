@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
-import { readdir, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import busboy from 'busboy';
 import { AppError } from '../errors.js';
+import { newTempPath } from './upload-dir.js';
 import type { HttpResponse } from './uws.js';
+
+export { prepareUploadDir, sweepTempUploads } from './upload-dir.js';
 
 /**
  * Streaming multipart/form-data for hub routes. A route opts in with `body: { schema, multipart }`:
@@ -68,9 +69,8 @@ interface AbortHook {
 }
 
 const MiB = 1 << 20;
-const TEMP_PREFIX = 'upload-';
 
-/** Refuses file names that carry a path or control characters (`../../x`, `C:\x`, NUL). */
+/** Refuses file names that carry a path, control or bidi-override characters (`../../x`, `C:\x`, NUL); returns the name in NFC. */
 export function checkFilename(name: string): string {
   const bad =
     name.length === 0 ||
@@ -78,6 +78,8 @@ export function checkFilename(name: string): string {
     /[/\\]/.test(name) ||
     // eslint-disable-next-line no-control-regex
     /[\u0000-\u001f\u007f]/.test(name) ||
+    // bidirectional overrides make "gpj.exe" look like "exe.jpg" in a reviewer's list
+    /[\u202a-\u202e\u2066-\u2069]/.test(name) ||
     name === '.' ||
     name === '..' ||
     name.trim() !== name;
@@ -86,7 +88,8 @@ export function checkFilename(name: string): string {
       filename: name.slice(0, 255),
     });
   }
-  return name;
+  // macOS sends Korean names decomposed (NFD): keep them composed, as every other client shows them
+  return name.normalize('NFC');
 }
 
 /**
@@ -262,7 +265,7 @@ export class MultipartReader {
           // a file input left empty: browsers still send the part, with no name and no bytes
           return void stream.resume();
         }
-        checkFilename(info.filename);
+        info.filename = checkFilename(info.filename);
       } catch (err) {
         stream.resume();
         return this.fail(err as AppError);
@@ -272,7 +275,7 @@ export class MultipartReader {
         filename: info.filename,
         size: 0,
         mediaType: info.mimeType,
-        tempPath: join(this.settings.tempDir, `${TEMP_PREFIX}${randomBytes(16).toString('hex')}`),
+        tempPath: newTempPath(this.settings.tempDir),
       };
       this.files.push(file);
       const out = createWriteStream(file.tempPath, { flags: 'wx', mode: 0o600 });
@@ -360,37 +363,4 @@ export class MultipartReader {
       [...this.writers].map((w) => new Promise<void>((r) => (w.closed ? r() : w.once('close', () => r())))),
     ).then(() => undefined);
   }
-}
-
-/** Creates the temporary upload directory (at hub start). */
-export function prepareUploadDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-}
-
-/**
- * Deletes temporary upload files older than `olderThanMs` (left by a process that died in the middle
- * of a request). Returns how many were removed.
- */
-export async function sweepTempUploads(dir: string, olderThanMs: number, now = Date.now()): Promise<number> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return 0;
-  }
-  let removed = 0;
-  for (const name of names) {
-    if (!name.startsWith(TEMP_PREFIX)) continue;
-    const path = join(dir, name);
-    try {
-      const s = await stat(path);
-      if (now - s.mtimeMs >= olderThanMs) {
-        await unlink(path);
-        removed++;
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return removed;
 }

@@ -25,6 +25,10 @@ export interface ClamdOptions {
   timeoutMs?: number;
   /** Bytes per INSTREAM chunk. Default 64 KiB. */
   chunkBytes?: number;
+  /** Scans running at once from this process (clamd's threads are shared); default 4. */
+  maxConcurrent?: number;
+  /** Scans waiting for a slot; beyond, 503 `scanner_busy` at once. Default 64. */
+  maxWaiting?: number;
 }
 
 /** Parses CLAMD_URL (`tcp://host:port`). */
@@ -44,14 +48,36 @@ export class ClamdScanner implements Scanner {
   private readonly port: number;
   private readonly timeoutMs: number;
   private readonly chunkBytes: number;
+  private readonly maxConcurrent: number;
+  private readonly maxWaiting: number;
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
 
   constructor(url: string, opts: ClamdOptions = {}) {
     ({ host: this.host, port: this.port } = parseClamdUrl(url));
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.chunkBytes = opts.chunkBytes ?? 65_536;
+    this.maxConcurrent = opts.maxConcurrent ?? 4;
+    this.maxWaiting = opts.maxWaiting ?? 64;
   }
 
-  scan(path: string): Promise<ScanVerdict> {
+  async scan(path: string): Promise<ScanVerdict> {
+    if (this.running >= this.maxConcurrent) {
+      if (this.waiting.length >= this.maxWaiting) {
+        throw new AppError(503, 'scanner_busy', 'the virus scanner is busy; try again shortly', { retry_after_s: 5 });
+      }
+      await new Promise<void>((r) => this.waiting.push(r));
+    }
+    this.running++;
+    try {
+      return await this.scanOnce(path);
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private scanOnce(path: string): Promise<ScanVerdict> {
     return new Promise((resolve, reject) => {
       const unavailable = (reason: string) =>
         new AppError(503, 'scanner_unavailable', 'the virus scanner is not available; try again later', { reason });
@@ -69,11 +95,25 @@ export class ClamdScanner implements Scanner {
         else resolve(verdict!);
       };
       const timer = setTimeout(() => finish(unavailable('timeout')), this.timeoutMs);
-      socket.on('error', (e: NodeJS.ErrnoException) => finish(unavailable(e.code ?? e.message)));
+      let socketError = '';
+      let connected = false;
+      // an error after clamd has answered (EPIPE: it stopped reading, e.g. its size limit) is read from the answer on close
+      socket.on('error', (e: NodeJS.ErrnoException) => {
+        socketError = e.code ?? e.message;
+        if (connected && (e.code === 'EPIPE' || e.code === 'ECONNRESET')) {
+          // clamd stops reading and closes when a stream passes its StreamMaxLength
+          socketError = `clamd closed the connection during the upload (${e.code}): is its StreamMaxLength below the file size?`;
+        }
+        if (!answer) finish(unavailable(socketError));
+      });
       file.on('error', (e: NodeJS.ErrnoException) => finish(new AppError(500, 'scan_failed', 'the file to scan could not be read', { reason: e.code })));
       socket.on('data', (d) => {
         answer += d.toString('latin1');
-        if (answer.includes('\0')) socket.end();
+        if (answer.length > 4096) return finish(unavailable('clamd answered too much'));
+        if (answer.includes('\0')) {
+          file.destroy();
+          socket.end();
+        }
       });
       socket.on('close', () => {
         if (done) return;
@@ -81,9 +121,10 @@ export class ClamdScanner implements Scanner {
         const found = /^stream: (.+) FOUND$/.exec(line);
         if (line === 'stream: OK') finish(undefined, { clean: true });
         else if (found) finish(undefined, { clean: false, signature: found[1]! });
-        else finish(unavailable(line ? `clamd: ${line.slice(0, 200)}` : 'clamd closed without an answer'));
+        else finish(unavailable(line ? `clamd: ${line.slice(0, 200)}` : socketError || 'clamd closed without an answer'));
       });
       socket.once('connect', () => {
+        connected = true;
         socket.write('zINSTREAM\0');
         file.on('data', (chunk) => {
           const buf = chunk as Buffer;

@@ -102,3 +102,17 @@ describe.each(adapters)('BlobStore contract: %s', (_name, open) => {
     expect((await blobs.get(kept.key)).size).toBe(10);
   });
 });
+
+describe('S3 adapter failures', () => {
+  it('answers 503 storage_unavailable when S3 does not answer, and keeps the temporary file', async () => {
+    const dead = new S3BlobStore({ url: 'http://127.0.0.1:9', bucket: 'none', accessKeyId: 'x', secretAccessKey: 'y' });
+    try {
+      const temp = tempFile(Buffer.from('kept for a retry'));
+      await expect(dead.putFile(temp)).rejects.toMatchObject({ status: 503, code: 'storage_unavailable' });
+      expect(existsSync(temp)).toBe(true);
+      await expect(dead.get('AAAAAAAAAAAAAAAAAAAAAA')).rejects.toMatchObject({ status: 503, code: 'storage_unavailable' });
+    } finally {
+      dead.destroy();
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, watch } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { FsBlobStore } from '../../src/blobs/index.js';
 import { AppError } from '../../src/errors.js';
 import { Hub, Reply } from '../../src/hub/index.js';
+import { sweepTempUploads } from '../../src/hub/multipart.js';
 import { inspectUpload } from '../../src/uploads/index.js';
 import { call, until, type Answer } from '../support/http.js';
 import { makeExe, makeHwp, makeHwpx, makePdf, multipart, type Part } from '../support/uploads.js';
@@ -122,6 +123,13 @@ describe('streaming multipart uploads', () => {
     expect(tempFiles()).toEqual([]);
   });
 
+  it('keeps Korean file names composed (NFC), as macOS sends them decomposed', async () => {
+    const nfd = '명함.pdf'.normalize('NFD');
+    const r = await send('/test/applications', three({ bizCard: { name: 'bizCard', filename: nfd, data: makePdf() } }));
+    expect(r.status).toBe(201);
+    expect(r.body.files[0].filename).toBe('명함.pdf'.normalize('NFC'));
+  });
+
   it('takes a .hwpx that is really HWP 5 as HWP', async () => {
     const r = await send('/test/applications', three({ internalResolution: { name: 'internalResolution', filename: 'x.hwpx', data: makeHwp() } }));
     expect(r.status).toBe(201);
@@ -154,6 +162,7 @@ describe('streaming multipart uploads', () => {
     ['a duplicated file field', () => [...three(), { name: 'bizCard', filename: 'again.pdf', data: makePdf() }], 400, 'duplicate_file'],
     ['a path-like filename', () => three({ bizCard: { name: 'bizCard', filename: '../../x', data: makePdf() } }), 400, 'invalid_filename'],
     ['a Windows path filename', () => three({ bizCard: { name: 'bizCard', filename: 'C:\\temp\\x.pdf', data: makePdf() } }), 400, 'invalid_filename'],
+    ['a filename with a bidi override', () => three({ bizCard: { name: 'bizCard', filename: 'card\u202Efdp.exe', data: makePdf() } }), 400, 'invalid_filename'],
     ['an unknown text field', () => [{ name: 'admin', value: '1' }, ...three()], 400, 'unexpected_field'],
     ['a duplicated text field', () => [{ name: 'title', value: 'again' }, ...three()], 400, 'duplicate_field'],
     ['a file sent as a text field', () => [{ name: 'bizCard', value: 'not a file' }, { name: 'title', value: 't' }], 400, 'invalid_file'],
@@ -187,6 +196,35 @@ describe('streaming multipart uploads', () => {
     const { body, contentType } = multipart([{ name: 'title', value: 'x' }, { name: 'bizCard', filename: 'a.pdf', data: makePdf(1 << 20) }]);
     const big = await raw('POST', '/test/applications', body, { 'content-type': contentType });
     expect([big.status, big.body.error.code, big.body.error.details]).toEqual([413, 'payload_too_large', { limit: 1 << 20 }]);
+    expect(tempFiles()).toEqual([]);
+  });
+
+  it('counts a body without Content-Length (chunked) against the request limit while it streams', async () => {
+    const parts = multipart(three());
+    // a preamble before the first boundary (parsers skip it) makes the body large without tripping another limit
+    const body = Buffer.concat([Buffer.alloc(1 << 20, 'p'), Buffer.from('\r\n'), parts.body]);
+    const contentType = parts.contentType;
+    const url = new URL(base);
+    const answer = await new Promise<{ status: number; code: string }>((resolve, reject) => {
+      const req = request({ host: url.hostname, port: url.port, method: 'POST', path: '/test/applications', headers: { 'content-type': contentType, 'transfer-encoding': 'chunked' } }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, code: JSON.parse(text).error.code }));
+      });
+      // the server may close before all is sent: the status line is what counts
+      req.on('error', (err) => (req.writableEnded ? undefined : reject(err)));
+      for (let o = 0; o < body.length; o += 64 * 1024) req.write(body.subarray(o, o + 64 * 1024));
+      req.end();
+    });
+    expect(answer).toEqual({ status: 413, code: 'payload_too_large' });
+    await until('the temporary files to be removed', () => tempFiles().length === 0);
+  });
+
+  it('sweeps temporary files left by a crash once they are old enough', async () => {
+    const left = join(tempDir, 'upload-0123456789abcdef0123456789abcdef');
+    writeFileSync(left, 'partial');
+    expect(await sweepTempUploads(tempDir, 3_600_000)).toBe(0);
+    expect(await sweepTempUploads(tempDir, 3_600_000, Date.now() + 3_600_000)).toBe(1);
     expect(tempFiles()).toEqual([]);
   });
 

@@ -47,7 +47,7 @@ function ping(port: number): Promise<boolean> {
 }
 
 /** Starts clamd in the foreground on a free loopback port; resolves once it answers PING. */
-export async function startClamd(): Promise<RunningClamd> {
+export async function startClamd(opts: { streamMaxLength?: string } = {}): Promise<RunningClamd> {
   const dir = mkdtempSync(join(tmpdir(), 'maru-clamd-'));
   const db = join(dir, 'db');
   mkdirSync(db);
@@ -64,7 +64,7 @@ export async function startClamd(): Promise<RunningClamd> {
       `DatabaseDirectory ${db}`,
       `LogFile ${join(dir, 'clamd.log')}`,
       `TemporaryDirectory ${dir}`,
-      'StreamMaxLength 64M',
+      `StreamMaxLength ${opts.streamMaxLength ?? '64M'}`,
       'SelfCheck 0',
       '',
     ].join('\n'),

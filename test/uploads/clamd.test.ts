@@ -91,6 +91,31 @@ describe.runIf(available)('clamd INSTREAM scanning', () => {
     expect(readdirSync(tempDir)).toEqual([]);
   });
 
+  it('bounds the scans of one process: past the waiting room, 503 scanner_busy at once', async () => {
+    const narrow = new ClamdScanner(clamd.url, { maxConcurrent: 1, maxWaiting: 1 });
+    const path = join(root, 'narrow.pdf');
+    writeFileSync(path, makePdf(1 << 20));
+    const results = await Promise.allSettled([narrow.scan(path), narrow.scan(path), narrow.scan(path)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ status: 503, code: 'scanner_busy' });
+  });
+
+  it('answers 503 naming the cause when clamd refuses a stream longer than its StreamMaxLength', async () => {
+    const small = await startClamd({ streamMaxLength: '1M' });
+    try {
+      const path = join(root, 'long.pdf');
+      writeFileSync(path, makePdf(3 << 20));
+      const err = await new ClamdScanner(small.url).scan(path).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ status: 503, code: 'scanner_unavailable' });
+      expect((err as AppError).details).toMatchObject({ reason: expect.stringMatching(/size limit|StreamMaxLength/) });
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('answers 503 and stores nothing when clamd is down', async () => {
     const down = new ClamdScanner(`tcp://127.0.0.1:${clamd.port}`, { timeoutMs: 5000 });
     await clamd.stop();

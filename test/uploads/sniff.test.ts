@@ -75,3 +75,29 @@ describe('sniff: the type by content', () => {
     expect([e.status, e.code, e.details]).toEqual([415, 'type_mismatch', { detected: 'pdf', named: 'hwp' }]);
   });
 });
+
+describe('sniff on damaged compound files', () => {
+  it('answers every mutation of an HWP file with a type or a 4xx, never another error', async () => {
+    const { default: fc } = await import('fast-check');
+    const base = makeHwp();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ at: fc.oneof(fc.nat({ max: 511 }), fc.nat({ max: base.length - 1 })), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 40 }),
+        fc.option(fc.nat({ max: base.length }), { nil: undefined }),
+        async (edits, cut) => {
+          const b = Buffer.from(base);
+          for (const e of edits) if (e.at >= 8) b[e.at] = e.byte; // keep the magic: exercise the compound file reader (half the edits hit its 512-byte header)
+          const p = file(cut === undefined ? b : b.subarray(0, Math.max(8, cut)));
+          try {
+            const s = await sniff(p, 'x.hwp');
+            expect(s.kind).toBe('hwp');
+          } catch (err) {
+            expect(err).toBeInstanceOf(AppError);
+            expect([415, 422]).toContain((err as AppError).status);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
