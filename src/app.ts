@@ -8,7 +8,14 @@ import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Rooms } from './collab/rooms.js';
 import { CollabService } from './collab/service.js';
+import { chatIntake, chatMail } from './chat/intake-link.js';
+import { ReferralService } from './chat/referral.js';
+import { ChatService } from './chat/service.js';
+import { CoachService } from './coach/service.js';
 import { registerAuthRoutes } from './http/auth.js';
+import { registerChatRoutes } from './http/chat.js';
+import { registerCoachRoutes } from './http/coach.js';
+import { registerIntakeMailRoutes } from './http/intake-mail.js';
 import { registerCollabRoutes } from './http/collab.js';
 import { registerRentalRoutes } from './http/rental.js';
 import { IntakeService } from './intake/service.js';
@@ -20,10 +27,12 @@ import { ClamdScanner } from './uploads/index.js';
 import { registerRewardRoutes } from './http/reward.js';
 import { registerTicketRoutes } from './http/ticket.js';
 import { registerProgramRoutes } from './http/programs.js';
+import { registerPaymentRoutes } from './http/payment.js';
 import { registerTradingRoutes } from './http/trading.js';
 import { Hub } from './hub/index.js';
 import { createLogger } from './log.js';
 import { Outbox } from './outbox.js';
+import { createPayment } from './payment/wire.js';
 import { parseCharter } from './reward/charter.js';
 import { rewardPeerDeliverers } from './reward/peers.js';
 import { RewardService } from './reward/service.js';
@@ -83,10 +92,12 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
 
   const mailer = new Mailer({ store, clock, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 
+  // the payment relay's outbox deliverers are bound once the relay exists (below)
+  const deliver: Record<string, import('./outbox.js').Deliver> = { ...rewardPeerDeliverers(config), [MAIL_DEST]: mailer.deliver };
   const outbox = new Outbox({
     store,
     clock,
-    deliver: { ...rewardPeerDeliverers(config), [MAIL_DEST]: mailer.deliver },
+    deliver,
     retryMinMs: config.OUTBOX_RETRY_MIN_MS,
     retryMaxMs: config.OUTBOX_RETRY_MAX_MS,
     logger: logger.child({ part: 'outbox' }),
@@ -144,6 +155,40 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const blobSweep = setInterval(sweepBlobs, Math.min(config.BLOB_ORPHAN_GRACE_MS, 600_000));
   blobSweep.unref();
 
+  // guided conversation: registers its receipts through the intake service, mail through the outbox
+  const referrals = new ReferralService({ store, clock });
+  const chatIntakeLink = chatIntake(intake, store);
+  const chat = new ChatService({
+    store,
+    clock,
+    intake: chatIntakeLink,
+    mail: chatMail(() => clock.now()),
+    referrals,
+    logger: logger.child({ part: 'chat' }),
+    sessionTtlMs: config.CHAT_SESSION_TTL * 1000,
+    idleRestartMs: config.CHAT_IDLE_RESTART * 1000,
+  });
+  registerChatRoutes(hub, {
+    service: chat,
+    referrals,
+    countReceipts: () => chatIntakeLink.countReceipts(),
+    store,
+    clock,
+    limits: {
+      sessionsPerHour: config.CHAT_SESSIONS_PER_CLIENT,
+      turnsPerMinute: config.CHAT_TURNS_PER_MINUTE,
+      lookupsPerMinute: config.CHAT_LOOKUPS_PER_MINUTE,
+    },
+  });
+  registerIntakeMailRoutes(hub, { intake, store, clock });
+  registerCoachRoutes(hub, {
+    service: new CoachService({ store, clock }),
+    ownerSecret: config.COACH_OWNER_SECRET,
+    store,
+    clock,
+    callsPerMinute: config.COACH_CALLS_PER_MINUTE,
+  });
+
   const tradingPool = new TradingPool(config.TRADING_WORKERS);
   const trading = new TradingService({
     pool: tradingPool,
@@ -165,6 +210,11 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     description: 'Live trading programs (state, P&L, log, signals, equity) and the backtest lab',
   });
   await programs.start();
+
+  const payment = await createPayment(config, { store, clock, bus, logger: logger.child({ part: 'payment' }), programs });
+  Object.assign(deliver, payment.deliverers);
+  payment.setKick(() => outbox.kick());
+  registerPaymentRoutes(hub, payment);
 
   const collab = new CollabService({
     store,
@@ -196,6 +246,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();
+  payment.start();
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   logger.info({ url, store: store.kind, port }, 'maru listening');
@@ -209,6 +260,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
       (stopped ??= (async () => {
         trading.jobs.cancelAll();
         await programs.close();
+        await payment.stop();
         collab.close();
         clearInterval(blobSweep);
         await hub.stop();

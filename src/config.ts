@@ -66,6 +66,20 @@ const schema = z.object({
   /** Documents: how often a loaded room announces its Yjs state vector to the other processes (repairs dropped pub/sub messages). */
   MD_RESYNC_MS: intFrom(2000, 50, 60_000),
 
+  /** Guided conversation: a session is kept this many seconds after its last turn (then 404 session_not_found). */
+  CHAT_SESSION_TTL: intFrom(86_400, 60, 30 * 86_400),
+  /** Guided conversation: a turn after this many idle seconds starts the session again at greet. */
+  CHAT_IDLE_RESTART: intFrom(1800, 10, 30 * 86_400),
+  /** Guided conversation: new sessions per client and hour (429 beyond). */
+  CHAT_SESSIONS_PER_CLIENT: intFrom(30, 1, 100_000),
+  /** Guided conversation: turns per client and minute (429 beyond). */
+  CHAT_TURNS_PER_MINUTE: intFrom(120, 1, 1_000_000),
+  /** Referral and shareholder routes: calls per client and minute. */
+  CHAT_LOOKUPS_PER_MINUTE: intFrom(60, 1, 1_000_000),
+  /** Coaching: when set, X-Service-Owner must be an owner id signed with this secret (HMAC-SHA256). */
+  COACH_OWNER_SECRET: z.string().min(16).max(256).optional(),
+  /** Coaching: calls per client and minute on the owner routes. */
+  COACH_CALLS_PER_MINUTE: intFrom(120, 1, 1_000_000),
   /** Mail (src/mail): smtp://user:pass@host:port; unset, mails are kept and listed for the operator (GET /api/mail). */
   SMTP_URL: z.string().url().optional(),
   /** Mail: the sender address. */
@@ -85,6 +99,34 @@ const schema = z.object({
   S3_REGION: z.string().min(1).default('us-east-1'),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+
+  /** Token payment relay (docs/payment.md). 'embedded' starts the peers' stand-ins in this process (development). */
+  PAYMENT_PEERS: z.enum(['off', 'embedded']).default('off'),
+  /** The banking service's SSO: its JWKS address (cached), or its PEM public key; iss and aud checked when set. */
+  SSO_JWKS_URL: z.string().url().optional(),
+  SSO_PUBLIC_KEY: z.string().min(40).optional(),
+  SSO_ISSUER: z.string().min(1).optional(),
+  SSO_AUDIENCE: z.string().min(1).optional(),
+  BANKING_URL: z.string().url().optional(),
+  /** Standard Webhooks secret (whsec_...) of the banking service's confirmation webhook. */
+  BANKING_WEBHOOK_SECRET: z.string().min(16).optional(),
+  CHAIN_URL: z.string().url().optional(),
+  BROKER_URL: z.string().url().optional(),
+  /** The three token/USD price providers, comma-separated. */
+  PRICE_PROVIDER_URLS: z.string().optional(),
+  PEG_WINDOW_MS: intFrom(300_000, 1000, 86_400_000),
+  PEG_MAX_GAP_MS: intFrom(60_000, 1000, 3_600_000),
+  PEG_TIMEOUT_MS: intFrom(1500, 50, 30_000),
+  /** State-changing payment requests per SSO user per minute (429 beyond). */
+  PAYMENT_POSTS_PER_MINUTE: intFrom(120, 1, 100_000),
+  /** Largest single on-ramp, KRW. */
+  ONRAMP_MAX_KRW: intFrom(10_000_000, 1000, 1_000_000_000),
+  PAYOUT_SCALE_RATIO: z.coerce.number().positive().max(100).default(1),
+  PAYOUT_DISCIPLINE: z.coerce.number().positive().max(1).default(0.9),
+  PAYOUT_CATCHUP_WEEKS: intFrom(8, 1, 52),
+  CHALLENGE_PROFIT_TARGET: z.coerce.number().positive().max(1).default(0.08),
+  CHALLENGE_DAILY_LOSS: z.coerce.number().positive().max(1).default(0.05),
+  CHALLENGE_MAX_DRAWDOWN: z.coerce.number().positive().max(1).default(0.1),
 });
 
 export type Config = z.infer<typeof schema>;

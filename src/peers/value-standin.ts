@@ -184,7 +184,8 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-export type Reply = (status: number, body: unknown) => void;
+/** `headers` (optional): extra answer headers; with a content-type, a string body is sent raw. */
+export type Reply = (status: number, body: unknown, headers?: Record<string, string>) => void;
 export type StandinHandler = (req: IncomingMessage, url: URL, reply: Reply) => Promise<void> | void;
 
 /** Starts a stand-in server: knobs, JSON answers, error shape, and a close that ends every connection. */
@@ -194,10 +195,12 @@ export async function startStandin<S>(opts: StandinOptions, state: S, handler: S
   const host = opts.host ?? '127.0.0.1';
   const timers = new Set<NodeJS.Timeout>();
 
-  const send = (res: ServerResponse, status: number, body: unknown) => {
+  const send = (res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>) => {
     if (res.writableEnded || res.destroyed) return;
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    // a string body with its own content-type header is sent as it is (HTML pages, redirects)
+    const raw = typeof body === 'string' && headers?.['content-type'] !== undefined;
+    const text = raw ? (body as string) : JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers, 'content-length': Buffer.byteLength(text) });
     res.end(text);
   };
 
@@ -208,14 +211,14 @@ export async function startStandin<S>(opts: StandinOptions, state: S, handler: S
     } catch {
       return send(res, 400, errorJson('bad_request', 'malformed request target'));
     }
-    const reply: Reply = (status, body) => {
+    const reply: Reply = (status, body, headers) => {
       if (knobs.delayMs > 0) {
         const t = setTimeout(() => {
           timers.delete(t);
-          send(res, status, body);
+          send(res, status, body, headers);
         }, knobs.delayMs);
         timers.add(t);
-      } else send(res, status, body);
+      } else send(res, status, body, headers);
     };
     if (knobs.failRate > 0 && random() < knobs.failRate) {
       req.resume();

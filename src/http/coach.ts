@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { OWNER_HEADER, OWNER_ID_RE, ownerFromHeader, signOwner } from '../coach/owner-id.js';
+import { isTimeZone, MAX_ACTIONS, PHASES, STATUSES, type CoachService } from '../coach/service.js';
+import type { Clock } from '../clock.js';
+import { rateLimit } from '../hub/guards.js';
+import { Reply, type Hub, type RequestContext } from '../hub/index.js';
+import type { Store } from '../store/port.js';
+
+export interface CoachRoutesOptions {
+  service: CoachService;
+  /** When set, X-Service-Owner must carry an owner id signed with it (see src/coach/owner-id.ts). */
+  ownerSecret?: string;
+  store: Store;
+  clock: Clock;
+  /** Calls per client and minute on the three owner routes. */
+  callsPerMinute: number;
+}
+
+const actionId = z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, 'must be 1 to 40 of A-Z a-z 0-9 _ -');
+const ownerBody = z
+  .object({
+    vision: z.string().trim().min(1).max(300).optional(),
+    timeZone: z.string().max(64).refine(isTimeZone, 'must be an IANA time zone (e.g. Asia/Seoul)').optional(),
+    actions: z
+      .array(
+        z
+          .object({
+            id: actionId,
+            title: z.string().trim().min(1).max(120),
+            phase: z.enum(PHASES),
+            reward: z.number().int().min(0).max(1_000_000),
+          })
+          .strict(),
+      )
+      .max(MAX_ACTIONS),
+  })
+  .strict();
+
+export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
+  const { service, ownerSecret, store, clock } = opts;
+  const limit = rateLimit({ store, clock, name: 'coach', limit: opts.callsPerMinute, windowMs: 60_000 });
+  const owner = (ctx: RequestContext) => ownerFromHeader(ctx.headers[OWNER_HEADER], ownerSecret);
+
+  hub.page('/coach', '/coach.html', {
+    title: '코칭 콜 · Coaching',
+    description: "The owner's card of the day, vision and actions by phase (티 옴 타 음) with rewards.",
+  });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/coach/nudge',
+    guards: [limit],
+    cacheControl: 'no-store',
+    handler: async (ctx) => (await service.nudge(owner(ctx))) ?? Reply.empty(204),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/coach/profile',
+    guards: [limit],
+    cacheControl: 'no-store',
+    handler: (ctx) => service.profile(owner(ctx)),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/coach/action',
+    body: { schema: z.object({ actionId, status: z.enum(STATUSES) }).strict() },
+    guards: [limit],
+    cacheControl: 'no-store',
+    handler: (ctx) => service.setAction(owner(ctx), ctx.body.actionId, ctx.body.status),
+  });
+  hub.route({
+    method: 'PUT',
+    path: '/api/coach/owners/:ownerId',
+    params: z.object({ ownerId: z.string().regex(OWNER_ID_RE, 'must be 1 to 64 of A-Z a-z 0-9 _ -') }),
+    body: { schema: ownerBody },
+    auth: { roles: ['staff'] },
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      const { created, profile } = await service.register(ctx.params.ownerId, ctx.body);
+      const header = ownerSecret ? signOwner(ownerSecret, ctx.params.ownerId) : ctx.params.ownerId;
+      return Reply.json({ ownerId: ctx.params.ownerId, header, ...profile }, created ? 201 : 200);
+    },
+  });
+}

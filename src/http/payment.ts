@@ -1,0 +1,275 @@
+import { z } from 'zod';
+import type { Clock } from '../clock.js';
+import { AppError } from '../errors.js';
+import { rateLimit } from '../hub/guards.js';
+import { validate, type BodyReader } from '../hub/http.js';
+import { Reply, type Hub, type RequestContext } from '../hub/index.js';
+import type { Json } from '../store/port.js';
+import { fingerprint, type Idempotency, type StoredAnswer } from '../payment/idempotency.js';
+import { MAX_AMOUNT } from '../payment/ledger.js';
+import { checkLedger } from '../payment/check.js';
+import type { ChallengeLifecycle } from '../payment/lifecycle.js';
+import { verifyWebhook, type ChainClient } from '../payment/peers.js';
+import type { PayoutService } from '../payment/payouts.js';
+import { verifyReceiptChain } from '../payment/receipts.js';
+import { WEEK_RE } from '../payment/rules.js';
+import type { ChallengeProgramPort, Effect, PaymentService } from '../payment/service.js';
+import { USER_ID_RE, type SsoVerifier } from '../payment/sso.js';
+import { qInt } from './query.js';
+
+/**
+ * Routes of the token payment relay (document 2; docs/payment.md). Users: the banking service's SSO
+ * token (verified here, not by the hub's identity model); operators: the hub's operator role.
+ * Every POST takes an Idempotency-Key.
+ */
+
+export interface PaymentRoutesOptions {
+  service: PaymentService;
+  lifecycle: ChallengeLifecycle;
+  payouts: PayoutService;
+  sso: SsoVerifier;
+  idempotency: Idempotency;
+  webhookSecret?: string;
+  chain?: ChainClient;
+  program?: ChallengeProgramPort;
+  clock: Clock;
+  /** State-changing requests per user per minute (default 120), counted in the Store. */
+  postsPerMinute?: number;
+}
+
+const OPERATOR = { roles: ['operator'] };
+const units = z.union([z.string().regex(/^\d{1,31}$/, 'must be a positive integer (minor units)'), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]).transform((v, ctx) => {
+  const b = BigInt(v);
+  if (b <= 0n || b > MAX_AMOUNT) {
+    ctx.addIssue({ code: 'custom', message: `must be a positive integer of at most ${MAX_AMOUNT}` });
+    return z.NEVER;
+  }
+  return b;
+});
+const id = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 of A-Z a-z 0-9 _ . -');
+const week = z.string().regex(WEEK_RE, 'must be an ISO week YYYY-Www');
+const reason = z.string().trim().min(1).max(500);
+
+/** Keeps the raw text beside the parsed JSON (the webhook signature covers the exact bytes). */
+const rawJson: BodyReader = {
+  mediaTypes: ['application/json'],
+  parse(raw) {
+    const text = raw.toString('utf8');
+    try {
+      return { raw: text, json: JSON.parse(text) as unknown };
+    } catch {
+      throw new AppError(400, 'invalid_json', 'request body is not valid JSON');
+    }
+  },
+};
+
+export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): void {
+  const { service, lifecycle, payouts, sso, idempotency } = opts;
+  const user = async (ctx: RequestContext) => {
+    const u = await sso.user(ctx.headers.authorization);
+    ctx.state.user = u;
+  };
+  const uid = (ctx: RequestContext) => ctx.state.user as string;
+  // after `user` (guards run in order): each SSO user's POSTs are bounded
+  const userLimit = rateLimit({ store: service.store, clock: opts.clock, name: 'payment-post', limit: opts.postsPerMinute ?? 120, windowMs: 60_000, key: (ctx) => ctx.state.user as string | undefined });
+  const userPost = [user, userLimit];
+  const sameUser = (ctx: RequestContext, bodyUser: string) => {
+    if (bodyUser !== uid(ctx)) throw new AppError(403, 'forbidden', 'user_id does not match the SSO token');
+  };
+  // a 303 is the on-ramp's answer; a script asking for JSON only (Accept: application/json, as the
+  // /wallet page does, since fetch cannot read a redirect's Location) gets 200 with the address instead
+  const answer = (a: StoredAnswer, replayed: boolean, wantsJson: boolean) => {
+    const h = { ...(a.headers ?? {}), ...(replayed ? { 'idempotent-replayed': 'true' } : {}) };
+    if (a.status === 303) return wantsJson ? Reply.json(a.body, 200, h) : Reply.empty(303, h);
+    return Reply.json(a.body, a.status, h);
+  };
+  /** Runs a POST's effect under its Idempotency-Key, scoped to the caller. */
+  const idem = async (ctx: RequestContext, scope: string, run: (e: Effect) => Promise<Json | StoredAnswer>, stored = false) => {
+    const wantsJson = ctx.headers.accept === 'application/json';
+    const begun = await idempotency.begin(scope, ctx.headers['idempotency-key'], fingerprint(ctx.method, ctx.path, ctx.body));
+    if ('replay' in begun) return answer(begun.replay, true, wantsJson);
+    try {
+      const out = await run({ ticket: begun.ticket });
+      return stored ? answer(out as StoredAnswer, false, wantsJson) : Reply.json(out);
+    } catch (err) {
+      await idempotency.abandon(begun.ticket).catch(() => undefined);
+      throw err;
+    }
+  };
+
+  hub.page('/wallet', '/wallet.html', { title: 'Wallet', description: 'Token wallet: balances, history, challenges, peg, payouts, receipts' });
+
+  hub.route({ method: 'GET', path: '/api/token/challenges', handler: () => service.challenges() });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/token/challenge/buy',
+    body: { schema: z.object({ challenge_id: id, user_id: z.string().regex(USER_ID_RE, 'must be a user id') }).strict() },
+    guards: userPost,
+    handler: (ctx) => {
+      sameUser(ctx, ctx.body.user_id);
+      return idem(ctx, uid(ctx), (e) => service.buy(uid(ctx), ctx.body.challenge_id, e, opts.program) as Promise<Json>);
+    },
+  });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/token/wallet',
+    query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 10_000 }).default(0) }).strict(),
+    guards: [user],
+    handler: (ctx) => service.wallet(uid(ctx), ctx.query),
+  });
+
+  hub.route({ method: 'GET', path: '/api/token/my/challenges', guards: [user], handler: (ctx) => service.myChallenges(uid(ctx)) });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/token/peg/:challenge_id',
+    params: z.object({ challenge_id: id }),
+    guards: [user],
+    handler: (ctx) => service.peg(uid(ctx), ctx.params.challenge_id),
+  });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/token/payout/request',
+    body: { schema: z.object({ week }).strict() },
+    guards: userPost,
+    handler: (ctx) => idem(ctx, uid(ctx), (e) => payouts.payout(ctx.body.week, uid(ctx), e)),
+  });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/token/onramp',
+    body: { schema: z.object({ amount_krw: z.number().int('must be an integer').positive('must be positive').max(Number.MAX_SAFE_INTEGER), method: z.enum(['card', 'transfer']) }).strict() },
+    guards: userPost,
+    handler: (ctx) => {
+      const host = /^[A-Za-z0-9.:[\]-]{1,100}$/.test(ctx.headers.host ?? '') ? ctx.headers.host! : '127.0.0.1';
+      const base = `http://${host}`;
+      return idem(ctx, uid(ctx), (e) => service.onramp(uid(ctx), ctx.body.amount_krw, ctx.body.method, base, `${base}/wallet`, e), true);
+    },
+  });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/token/banking/webhook',
+    body: { schema: z.object({ raw: z.string(), json: z.unknown() }), reader: rawJson },
+    handler: async (ctx) => {
+      if (!opts.webhookSecret) throw new AppError(503, 'webhook_not_configured', 'BANKING_WEBHOOK_SECRET is not configured');
+      const bad = verifyWebhook(opts.webhookSecret, ctx.headers, ctx.body.raw, service.now());
+      if (bad) throw new AppError(401, 'invalid_signature', bad);
+      const ev = validate(
+        z.object({ type: z.literal('payment.confirmed'), data: z.object({ payment_id: id, ref: id, amount_krw: z.number().int().positive(), usd_micro: z.number().int().positive() }).passthrough() }).passthrough(),
+        ctx.body.json,
+        'body',
+      );
+      return service.confirmOnramp(ev.data);
+    },
+  });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/token/offramp',
+    body: { schema: z.object({ amount: units }).strict() },
+    guards: userPost,
+    handler: (ctx) => idem(ctx, uid(ctx), (e) => service.offramp(uid(ctx), ctx.body.amount, e)),
+  });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/token/challenge/scale-up',
+    body: { schema: z.object({ challenge_id: id }).strict() },
+    guards: userPost,
+    handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.scaleUp(uid(ctx), ctx.body.challenge_id, e)),
+  });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/token/challenge/withdraw',
+    body: { schema: z.object({ challenge_id: id }).strict() },
+    guards: userPost,
+    handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.withdraw(uid(ctx), ctx.body.challenge_id, e)),
+  });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/token/receipts',
+    query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 100_000 }).default(0) }).strict(),
+    guards: [user],
+    handler: (ctx) => service.receipts(uid(ctx), ctx.query),
+  });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/token/receipt/:hash',
+    params: z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits') }),
+    guards: [user],
+    handler: async (ctx) => {
+      const r = await service.receipt(ctx.params.hash, uid(ctx));
+      let proof: Json = null;
+      const link = r.chain as { leaf_index: number; tree_size: number } | null;
+      if (link && opts.chain) {
+        // a short look-up with a time-out: a dead chain leaves the proof out, never the receipt
+        proof = await opts.chain.proof(link.leaf_index).then((p) => p as unknown as Json, () => null);
+      }
+      return { ...r, proof };
+    },
+  });
+
+  // ---- operators ------------------------------------------------------------------------------
+  hub.route({ method: 'GET', path: '/api/token/ops/ledger/check', auth: OPERATOR, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
+  hub.route({
+    method: 'GET',
+    path: '/api/token/ops/reviews',
+    auth: OPERATOR,
+    query: z.object({ state: z.enum(['open', 'all']).default('open') }).strict(),
+    handler: (ctx) => payouts.reviews(ctx.query.state === 'open'),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/reviews/:id/:action',
+    auth: OPERATOR,
+    params: z.object({ id: z.string().regex(/^rv_[A-Za-z0-9_.-]{1,100}$/, 'must be a review id'), action: z.enum(['approve', 'reject']) }),
+    body: { schema: z.object({ reason }).strict() },
+    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, e)),
+  });
+  hub.route({ method: 'GET', path: '/api/token/ops/warnings', auth: OPERATOR, handler: () => payouts.warnings() });
+  hub.route({ method: 'GET', path: '/api/token/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), handler: (ctx) => payouts.report(ctx.params.week) });
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/payout-runs/:week',
+    auth: OPERATOR,
+    params: z.object({ week }),
+    body: { schema: z.object({}).strict().optional(), optional: true },
+    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, async () => payouts.runWeek(ctx.params.week)),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/challenges/:id/judge',
+    auth: OPERATOR,
+    params: z.object({ id }),
+    body: { schema: z.object({ outcome: z.enum(['pass', 'fail']), reason }).strict() },
+    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => lifecycle.judge(ctx.params.id, ctx.body.outcome, ctx.identity!.name, ctx.body.reason, e)),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/challenges/:id/events',
+    auth: OPERATOR,
+    params: z.object({ id }),
+    body: {
+      schema: z.discriminatedUnion('type', [
+        z.object({ type: z.literal('fill'), event_id: id, realized_cents: z.number().int().min(-1e12).max(1e12), ts: z.number().int().positive().optional() }).strict(),
+        z.object({ type: z.literal('violation'), event_id: id, rule: z.string().regex(/^[a-z_]{1,40}$/), ts: z.number().int().positive().optional() }).strict(),
+      ]),
+    },
+    handler: (ctx) =>
+      idem(ctx, `op:${ctx.identity!.id}`, async () => lifecycle.event(ctx.params.id, { ...ctx.body, ts: ctx.body.ts ?? service.now() }) as unknown as Json),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/pool/fund',
+    auth: OPERATOR,
+    body: { schema: z.object({ amount: units }).strict() },
+    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => service.fundPool(ctx.body.amount, ctx.identity!.name, e)),
+  });
+}

@@ -1,0 +1,81 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { Json, Store, Write } from '../store/port.js';
+
+/**
+ * The Idempotency-Key header on every POST of the relay (IETF draft "The Idempotency-Key HTTP Header
+ * Field"): missing: 400; reused with another body: 422; the first request with the key still running:
+ * 409; otherwise the first answer is replayed. Keys are scoped to the caller and kept 24 hours.
+ *
+ * `begin` marks the key running (a lease of `runningMs`, so a crashed first attempt does not block
+ * the key for ever); the effect's own store.update includes the key and writes the final answer with
+ * `finishWrites`, in the same atomic write as the effect. A refusal (4xx) is not kept: `abandon` frees
+ * the key so a corrected retry may use it.
+ */
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+export const KEY_RE = /^[\x21-\x7e]{1,255}$/;
+
+export interface IdemTicket {
+  storeKey: string;
+  fingerprint: string;
+  token: string;
+}
+
+export interface StoredAnswer {
+  status: number;
+  body: Json;
+  headers?: Record<string, string>;
+}
+
+export const fingerprint = (method: string, path: string, body: unknown) =>
+  createHash('sha256')
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`)
+    .digest('hex');
+
+export class Idempotency {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly runningMs = 30_000,
+  ) {}
+
+  /** Returns a ticket to finish, or a stored answer to replay. */
+  async begin(scope: string, header: string | undefined, fp: string): Promise<{ ticket: IdemTicket } | { replay: StoredAnswer }> {
+    if (header === undefined || header === '') throw new AppError(400, 'idempotency_key_missing', 'every POST of the relay needs an Idempotency-Key header');
+    const key = header.replace(/^"(.*)"$/, '$1');
+    if (!KEY_RE.test(key)) throw new AppError(400, 'idempotency_key_invalid', 'an Idempotency-Key is 1 to 255 visible ASCII characters');
+    const storeKey = `pay:idem:${scope}:${key}`;
+    const token = `${this.clock.now()}-${Math.random().toString(36).slice(2)}`;
+    const now = this.clock.now();
+    return this.store.update<{ ticket: IdemTicket } | { replay: StoredAnswer }>([storeKey], ([cur]) => {
+      const c = cur as { state?: string; fp?: string; until?: number; answer?: StoredAnswer } | undefined;
+      if (c && c.fp !== fp) throw new AppError(422, 'idempotency_key_reused', 'this Idempotency-Key was used with another request body');
+      if (c?.state === 'done') return { writes: [], result: { replay: c.answer! } };
+      if (c?.state === 'running' && (c.until ?? 0) > now) throw new AppError(409, 'idempotency_in_progress', 'the first request with this Idempotency-Key is still running');
+      const rec: Json = { state: 'running', fp, until: now + this.runningMs, token };
+      return { writes: [{ op: 'set', key: storeKey, value: rec, ttlMs: IDEMPOTENCY_TTL_MS }], result: { ticket: { storeKey, fingerprint: fp, token } } };
+    });
+  }
+
+  /** The write that records the final answer; put it into the effect's update (read `ticket.storeKey` there too). */
+  finishWrites(ticket: IdemTicket, answer: StoredAnswer): Write[] {
+    const value: Json = { state: 'done', fp: ticket.fingerprint, answer: answer as unknown as Json };
+    return [{ op: 'set', key: ticket.storeKey, value, ttlMs: IDEMPOTENCY_TTL_MS }];
+  }
+
+  /** Frees the key after a refusal (only while our run still holds it). */
+  async abandon(ticket: IdemTicket): Promise<void> {
+    await this.store.update([ticket.storeKey], ([cur]) => {
+      const c = cur as { state?: string; token?: string } | undefined;
+      return { writes: c?.state === 'running' && c.token === ticket.token ? [{ op: 'del', key: ticket.storeKey }] : [], result: undefined };
+    });
+  }
+
+  /** Inside an effect's update: if the key already holds a final answer (a racing replay), return it. */
+  static done(cur: Json | undefined): StoredAnswer | undefined {
+    const c = cur as { state?: string; answer?: StoredAnswer } | undefined;
+    return c?.state === 'done' ? c.answer : undefined;
+  }
+}

@@ -1,0 +1,201 @@
+import { AppError } from '../errors.js';
+import type { Json, Write } from '../store/port.js';
+import { Idempotency as Idem } from './idempotency.js';
+import { availableOf, balanceOf, ledgerUpdate, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import { RK, chainEventWrites, receiptWrites } from './receipts.js';
+import { collateralFor, evaluateRules, learningCredit, mulDivDown, payoutWeekOf, utcDay, type ChallengeRules } from './rules.js';
+import { PK, auditWrite, insufficient, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
+
+/**
+ * The challenge engine (docs/payment.md "Challenge lifecycle"): active -> failed | passed;
+ * passed -> funded (collateral posted: scale-up) -> withdrawn. Fills and rule violations come from
+ * the challenge's trading program (bound in src/app.ts) or from an operator; an operator can also
+ * judge a challenge by hand (audited).
+ *
+ * - fail: the violation is recorded (and on the chain), learning credit = entry fee x 0.3 (rounded
+ *   down) moves from escrow to the user's learning credit;
+ * - pass: recorded on the chain; the account is funded, its realized P&L from fills is what the
+ *   weekly payout pays;
+ * - scale-up: collateral = account size x 3 % x peg, rounded up, from the wallet to the user's
+ *   collateral account (the collateral pool); a funded account's repeated violations (a second one
+ *   within 30 days) deduct `violationDeductPercent` of the collateral to escrow; withdrawal refunds
+ *   the rest.
+ */
+
+export const PNL = (challenge: string, week: string) => `pay:pnl:${challenge}:${week}`;
+const FILL = (challenge: string, eventId: string) => `pay:fill:${challenge}:${eventId}`;
+const DAY = 86_400_000;
+
+export interface LifecycleOptions {
+  rules: ChallengeRules;
+  violationDeductPercent: bigint;
+}
+
+export type EngineEvent =
+  | { type: 'fill'; event_id: string; realized_cents: number; ts: number }
+  | { type: 'violation'; event_id: string; rule: string; ts: number };
+
+export class ChallengeLifecycle {
+  constructor(
+    private readonly svc: PaymentService,
+    private readonly opts: LifecycleOptions,
+  ) {}
+
+  private get store() {
+    return this.svc.store;
+  }
+
+  /** A fill or a violation from the challenge's program (idempotent per event id). */
+  async event(challengeId: string, ev: EngineEvent): Promise<{ applied: boolean; state: string; outcome?: string }> {
+    const rec = await this.svc.challenge(challengeId);
+    const week = payoutWeekOf(ev.ts);
+    const now = this.svc.now();
+    const res = await this.store.update([PK.challenge(challengeId), FILL(challengeId, ev.event_id), PNL(challengeId, week)], ([cur, seen, pnl]) => {
+      const c = cur as unknown as ChallengeRecord;
+      if (seen) return { writes: [], result: { applied: false, state: c.state, outcome: undefined as string | undefined } };
+      const writes: Write[] = [{ op: 'set', key: FILL(challengeId, ev.event_id), value: 1, ttlMs: 30 * DAY }];
+      const next: ChallengeRecord = { ...c, stats: { ...c.stats }, violations: [...c.violations] };
+      let outcome: string | undefined;
+      if (ev.type === 'fill') {
+        if (!Number.isSafeInteger(ev.realized_cents)) throw new AppError(400, 'invalid_amount', 'realized_cents must be an integer');
+        const day = utcDay(ev.ts);
+        next.stats.realized_cents += ev.realized_cents;
+        next.stats.peak_cents = Math.max(next.stats.peak_cents, next.stats.realized_cents);
+        next.stats.day_cents = (next.stats.day === day ? next.stats.day_cents : 0) + ev.realized_cents;
+        next.stats.day = day;
+        if (c.state === 'passed' || c.state === 'funded') {
+          writes.push({ op: 'set', key: PNL(challengeId, week), value: ((pnl as number | undefined) ?? 0) + ev.realized_cents });
+        }
+        if (c.state === 'active') {
+          const r = evaluateRules(next.stats, c.account_size, this.opts.rules);
+          if (r) outcome = r.outcome === 'pass' ? 'pass' : `fail:${r.rule}`;
+        }
+        writes.push(...chainEventWrites(`fill:${challengeId}:${ev.event_id}`, 'trade_fill', { challenge: challengeId, realized_cents: ev.realized_cents, ts: ev.ts }, now));
+      } else {
+        next.violations = [...next.violations, { rule: ev.rule, ts: ev.ts }].slice(-50);
+        writes.push(...chainEventWrites(`violation:${challengeId}:${ev.event_id}`, 'risk_violation', { challenge: challengeId, rule: ev.rule, ts: ev.ts }, now));
+        if (c.state === 'active') outcome = `fail:${ev.rule}`;
+      }
+      writes.push({ op: 'set', key: PK.challenge(challengeId), value: next as unknown as Json });
+      return { writes, result: { applied: true, state: next.state, outcome } };
+    });
+    if (res.outcome === 'pass') await this.judge(challengeId, 'pass', 'engine', 'profit target reached');
+    else if (res.outcome?.startsWith('fail:')) await this.judge(challengeId, 'fail', 'engine', res.outcome.slice(5));
+    else if (ev.type === 'violation' && (rec.state === 'funded' || rec.state === 'passed')) await this.penalise(challengeId, ev.ts);
+    return { ...res, state: (await this.svc.challenge(challengeId)).state };
+  }
+
+  /** Pass or fail an active challenge (by the engine's rules or an operator, audited). */
+  async judge(challengeId: string, outcome: 'pass' | 'fail', by: string, reason: string, e: Effect = {}) {
+    const c0 = await this.svc.challenge(challengeId);
+    const credit = userAccount(c0.user, 'credit');
+    const refund: TransferInput = { id: `credit:${challengeId}`, debit: 'escrow', credit, amount: learningCredit(BigInt(c0.entry_fee)), code: 'learning_credit' };
+    const now = this.svc.now();
+    const keys = [...transferKeys([refund]), PK.challenge(challengeId), PK.userKind(c0.user, c0.kind), RK.head, ...(e.ticket ? [e.ticket.storeKey] : [])];
+    return ledgerUpdate(this.store, () => now, keys, (tx, get) => {
+      const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
+      if (replay) return { result: replay.body as Json };
+      const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
+      if (c.state !== 'active') throw new AppError(409, 'challenge_not_active', `challenge ${challengeId} is ${c.state}`);
+      const next: ChallengeRecord = { ...c, state: outcome === 'pass' ? 'passed' : 'failed', judged: { outcome, by, reason, ts: now } };
+      const writes: Write[] = [
+        { op: 'set', key: PK.challenge(challengeId), value: next as unknown as Json },
+        { op: 'set', key: PK.userKind(c.user, c.kind), value: { id: c.id, state: next.state } },
+        auditWrite({ action: 'judge', challenge: challengeId, outcome, by, reason, ts: now }),
+      ];
+      let receipt_hash: string | null = null;
+      if (outcome === 'pass') {
+        writes.push({ op: 'index', key: PK.funded, member: challengeId, score: now });
+        writes.push(...chainEventWrites(`pass:${challengeId}`, 'challenge_pass', { challenge: challengeId, by, ts: now }, now));
+      } else if (refund.amount > 0n) {
+        tx.transfer(refund);
+        const r = receiptWrites(get(RK.head), { kind: 'learning_credit', user: c.user, amount: refund.amount.toString(), transfers: [refund.id], ref: challengeId, ts: now });
+        receipt_hash = r.hash;
+        writes.push(...r.writes);
+        writes.push(...chainEventWrites(`violation:${challengeId}:judged`, 'risk_violation', { challenge: challengeId, rule: reason, ts: now }, now));
+      }
+      const body = { challenge: challengeId, state: next.state, learning_credit: outcome === 'fail' ? refund.amount.toString() : '0', receipt_hash };
+      if (e.ticket) writes.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
+      return { writes, result: body as Json };
+    });
+  }
+
+  /** Scale-up of a passed challenge: the collateral moves from the wallet to the collateral pool. */
+  async scaleUp(user: string, challengeId: string, e: Effect) {
+    const c0 = await this.svc.challenge(challengeId);
+    if (c0.user !== user) throw new AppError(404, 'challenge_not_found', `no challenge ${challengeId}`);
+    const amount = collateralFor(c0.account_size, BigInt(c0.peg.peg_ppm));
+    const wallet = userAccount(user, 'wallet');
+    const t: TransferInput = { id: `collateral:${challengeId}`, debit: wallet, credit: userAccount(user, 'collateral'), amount, code: 'collateral' };
+    const now = this.svc.now();
+    return ledgerUpdate(this.store, () => now, [...transferKeys([t]), PK.challenge(challengeId), RK.head, ...(e.ticket ? [e.ticket.storeKey] : [])], (tx, get) => {
+      const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
+      if (replay) return { result: replay.body as Json };
+      const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
+      if (c.state !== 'passed') throw new AppError(409, 'challenge_not_passed', `challenge ${challengeId} is ${c.state}; only a passed challenge scales up`);
+      if (availableOf(tx.account(wallet)) < amount) throw insufficient(amount - availableOf(tx.account(wallet)));
+      tx.transfer(t);
+      const r = receiptWrites(get(RK.head), { kind: 'collateral', user, amount: amount.toString(), transfers: [t.id], ref: challengeId, ts: now });
+      const body = { challenge: challengeId, state: 'funded', collateral: amount.toString(), receipt_hash: r.hash };
+      return {
+        writes: [
+          ...r.writes,
+          { op: 'set', key: PK.challenge(challengeId), value: { ...c, state: 'funded', collateral: amount.toString() } as unknown as Json },
+          ...(e.ticket ? this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }) : []),
+        ],
+        result: body as Json,
+      };
+    });
+  }
+
+  /** A funded account's second violation within 30 days deducts part of its collateral to escrow. */
+  private async penalise(challengeId: string, ts: number) {
+    const c = await this.svc.challenge(challengeId);
+    const recent = c.violations.filter((v) => v.ts > ts - 30 * DAY);
+    if (c.state !== 'funded' || recent.length < 2) return;
+    const col = userAccount(c.user, 'collateral');
+    const n = c.violations.length;
+    const now = this.svc.now();
+    await ledgerUpdate(this.store, () => now, [...transferKeys([{ id: `deduct:${challengeId}:${n}`, debit: col, credit: 'escrow', amount: 1n, code: '' }]), RK.head], (tx, get) => {
+      const amount = mulDivDown(BigInt(c.collateral), this.opts.violationDeductPercent, 100n);
+      const have = balanceOf(tx.account(col));
+      const take = amount < have ? amount : have;
+      if (take <= 0n || tx.existing(`deduct:${challengeId}:${n}`)) return { result: undefined };
+      tx.transfer({ id: `deduct:${challengeId}:${n}`, debit: col, credit: 'escrow', amount: take, code: 'collateral_deduction' });
+      const r = receiptWrites(get(RK.head), { kind: 'collateral_deduction', user: c.user, amount: take.toString(), transfers: [`deduct:${challengeId}:${n}`], ref: challengeId, ts: now });
+      return { writes: r.writes, result: undefined };
+    });
+  }
+
+  /** Withdrawal from the program: the remaining collateral returns to the wallet. */
+  async withdraw(user: string, challengeId: string, e: Effect) {
+    const c0 = await this.svc.challenge(challengeId);
+    if (c0.user !== user) throw new AppError(404, 'challenge_not_found', `no challenge ${challengeId}`);
+    const col = userAccount(user, 'collateral');
+    const wallet = userAccount(user, 'wallet');
+    const id = `refund:${challengeId}`;
+    const now = this.svc.now();
+    return ledgerUpdate(this.store, () => now, [...transferKeys([{ id, debit: col, credit: wallet, amount: 1n, code: '' }]), PK.challenge(challengeId), RK.head, ...(e.ticket ? [e.ticket.storeKey] : [])], (tx, get) => {
+      const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
+      if (replay) return { result: replay.body as Json };
+      const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
+      if (c.state !== 'funded') throw new AppError(409, 'challenge_not_funded', `challenge ${challengeId} is ${c.state}`);
+      const have = balanceOf(tx.account(col));
+      const refund = have < BigInt(c.collateral) ? have : BigInt(c.collateral);
+      const writes: Write[] = [
+        { op: 'set', key: PK.challenge(challengeId), value: { ...c, state: 'withdrawn', collateral: '0' } as unknown as Json },
+        { op: 'unindex', key: PK.funded, member: challengeId },
+      ];
+      let receipt_hash: string | null = null;
+      if (refund > 0n) {
+        tx.transfer({ id, debit: col, credit: wallet, amount: refund, code: 'collateral_refund' });
+        const r = receiptWrites(get(RK.head), { kind: 'collateral_refund', user, amount: refund.toString(), transfers: [id], ref: challengeId, ts: now });
+        receipt_hash = r.hash;
+        writes.push(...r.writes);
+      }
+      const body = { challenge: challengeId, state: 'withdrawn', refunded: refund.toString(), receipt_hash };
+      if (e.ticket) writes.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
+      return { writes, result: body as Json };
+    });
+  }
+}

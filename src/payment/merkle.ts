@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * RFC 6962 / 9162 Merkle tree hashing: leaf = SHA-256(0x00 || data), node = SHA-256(0x01 || left ||
+ * right), audit paths for inclusion proofs and their verification. Used by the chain stand-in (the
+ * append-only log) and by the hub to check what the chain answers; the /wallet page runs the same
+ * verification with WebCrypto.
+ */
+
+const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+
+export function leafHash(data: Buffer | string): Buffer {
+  return sha(Buffer.from([0]), typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+}
+
+export function nodeHash(left: Buffer, right: Buffer): Buffer {
+  return sha(Buffer.from([1]), left, right);
+}
+
+/** Largest power of two strictly below n (n >= 2). */
+function split(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+/** MTH over leaf hashes [from, to). */
+export function treeHash(leaves: Buffer[], from = 0, to = leaves.length): Buffer {
+  const n = to - from;
+  if (n === 0) return createHash('sha256').digest();
+  if (n === 1) return leaves[from]!;
+  const k = split(n);
+  return nodeHash(treeHash(leaves, from, from + k), treeHash(leaves, from + k, to));
+}
+
+/** PATH(m, D[from:to]): the audit path of leaf `m` (relative to `from`). */
+export function auditPath(leaves: Buffer[], m: number, from = 0, to = leaves.length): Buffer[] {
+  const n = to - from;
+  if (n <= 1) return [];
+  const k = split(n);
+  if (m < k) return [...auditPath(leaves, m, from, from + k), treeHash(leaves, from + k, to)];
+  return [...auditPath(leaves, m - k, from + k, to), treeHash(leaves, from, from + k)];
+}
+
+/** RFC 9162 2.1.3.2: does `path` prove leaf `index` of a tree of `size` leaves with `root`? */
+export function verifyInclusion(leaf: Buffer, index: number, size: number, path: Buffer[], root: Buffer): boolean {
+  if (!Number.isInteger(index) || !Number.isInteger(size) || index < 0 || index >= size) return false;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of path) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && r.equals(root);
+}

@@ -1,0 +1,308 @@
+import { Cron } from 'croner';
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../errors.js';
+import type { Json, Write } from '../store/port.js';
+import { Idempotency as Idem } from './idempotency.js';
+import { availableOf, balanceOf, K, ledgerUpdate, readAccount, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import { PNL } from './lifecycle.js';
+import { RK, chainEventWrites, receiptWrites } from './receipts.js';
+import { lastPayableWeek, payoutAt, payoutUnits, split, utcDay, weekStart } from './rules.js';
+import { PK, auditWrite, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
+
+/**
+ * The weekly payout (docs/payment.md "Payouts"). Every Sunday 00:00 UTC (croner) each funded user of
+ * the week is paid: realized P&L (USD) x scale ratio x discipline coefficient x the challenge's peg,
+ * rounded down, from escrow; 90 % to the trader / 10 % to platform operating for a scaled-up (funded)
+ * account, 80 / 20 for a passed challenge still in the challenge engine (no collateral posted).
+ *
+ * Exactly once per (week, user): the transfer ids and the payout record derive from them and the
+ * record is checked in the same store.update that posts, so a rerun (a second process, a crash in the
+ * middle, a catch-up) posts nothing new. A store lease keeps two processes from running one week at
+ * once; at start the missed weeks (at most `catchUpWeeks`) are run.
+ *
+ * Holds (a pending transfer per share, resolved at most once by an operator): a rule violation in the
+ * 7 days before the run (and a warning), the circuit breaker (a UTC day's payouts above 5 % of
+ * capital = escrow), and the pool floor (escrow must stay above 2 x the payouts being made).
+ */
+
+export const PAYOUT = {
+  record: (week: string, user: string) => `pay:payout:${week}:${user}`,
+  run: (week: string) => `pay:payoutrun:${week}`,
+  lease: (week: string) => `pay:payoutlease:${week}`,
+  last: 'pay:payout:lastweek',
+  day: (day: string) => `pay:daypaid:${day}`,
+  review: (id: string) => `pay:review:${id}`,
+  reviewsOpen: 'pay:reviews:open',
+  reviewsAll: 'pay:reviews',
+  warnings: 'pay:warnings',
+};
+
+export interface PayoutOptions {
+  scalePpm: bigint;
+  disciplinePpm: bigint;
+  breakerPercent: bigint;
+  poolFactor: bigint;
+  catchUpWeeks: number;
+  leaseMs: number;
+  /** Test hook: throw after this many users of a run (a crash between two payouts). */
+  crashAfter?: number;
+}
+
+export type PayoutStatus = 'paid' | 'review' | 'nothing' | 'rejected';
+
+interface Expected {
+  user: string;
+  total: bigint;
+  platform: bigint;
+  trader: bigint;
+  challenges: string[];
+}
+
+const DAY = 86_400_000;
+
+export class PayoutService {
+  private cron: Cron | undefined;
+
+  constructor(
+    private readonly svc: PaymentService,
+    private readonly opts: PayoutOptions,
+  ) {}
+
+  private get store() {
+    return this.svc.store;
+  }
+
+  /** What a user earns for a week (not yet paid). */
+  async expected(week: string, user: string): Promise<Expected> {
+    const ids = (await this.store.indexRange(PK.userChallenges(user))).map((e) => e.member);
+    const recs = (await this.store.getMany(ids.map((id) => PK.challenge(id)))) as unknown as (ChallengeRecord | undefined)[];
+    let platform = 0n;
+    let trader = 0n;
+    const challenges: string[] = [];
+    for (const c of recs) {
+      if (!c || (c.state !== 'passed' && c.state !== 'funded' && c.state !== 'withdrawn')) continue;
+      const cents = ((await this.store.get(PNL(c.id, week))) as number | undefined) ?? 0;
+      const units = payoutUnits(cents, this.opts.scalePpm, this.opts.disciplinePpm, BigInt(c.peg.peg_ppm));
+      if (units <= 0n) continue;
+      const s = split(units, c.state === 'passed' ? 20n : 10n);
+      platform += s.platform;
+      trader += s.trader;
+      challenges.push(c.id);
+    }
+    return { user, total: platform + trader, platform, trader, challenges };
+  }
+
+  /** Pays (or holds) one user's week, exactly once. */
+  async payout(week: string, user: string, e: Effect = {}, exp?: Expected): Promise<Json> {
+    const at = payoutAt(week);
+    if (at > this.svc.now()) throw new AppError(400, 'week_not_finished', `the payout of ${week} is due ${new Date(at).toISOString()}`);
+    const x = exp ?? (await this.expected(week, user));
+    const wallet = userAccount(user, 'wallet');
+    const ids = { trader: `payout:${week}:${user}:trader`, platform: `payout:${week}:${user}:platform` };
+    const now = this.svc.now();
+    const recentViolation = await this.recentViolation(user, now);
+    const dayKey = PAYOUT.day(utcDay(now));
+    const keys = [
+      ...transferKeys([{ id: ids.trader, debit: 'escrow', credit: wallet, amount: 1n, code: '' }, { id: ids.platform, debit: 'escrow', credit: 'operating', amount: 1n, code: '' }]),
+      PAYOUT.record(week, user), dayKey, RK.head, ...(e.ticket ? [e.ticket.storeKey] : []),
+    ];
+    let warned = false; // set when this call (not a replay) raised the warning
+    const out = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
+      warned = false;
+      const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
+      if (replay) return { result: replay.body };
+      const done = get(PAYOUT.record(week, user));
+      const finish = (body: Json, w: Write[] = []) => ({
+        writes: [...w, ...(e.ticket ? this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }) : [])],
+        result: body,
+      });
+      if (done) return finish(done);
+      const base = { week, user, amount: x.total.toString(), trader: x.trader.toString(), platform: x.platform.toString(), challenges: x.challenges, ts: now };
+      if (x.total === 0n) {
+        const body = { ...base, status: 'nothing', receipt_hash: null };
+        return finish(body, [{ op: 'set', key: PAYOUT.record(week, user), value: body }]);
+      }
+      const escrow = tx.account('escrow');
+      const paidToday = BigInt((get(dayKey) as string | undefined) ?? '0');
+      const capital = balanceOf(escrow) + paidToday;
+      let reason: string | undefined;
+      if (recentViolation) reason = 'violation_last_7_days';
+      else if ((paidToday + x.total) * 100n > capital * this.opts.breakerPercent) reason = 'circuit_breaker';
+      else if (availableOf(escrow) < this.opts.poolFactor * (x.total + escrow.debits_pending)) reason = 'pool_floor';
+      const pending = reason !== undefined;
+      const moves: TransferInput[] = [
+        { id: ids.trader, debit: 'escrow', credit: wallet, amount: x.trader, code: 'payout', pending, meta: { week } },
+        ...(x.platform > 0n ? [{ id: ids.platform, debit: 'escrow', credit: 'operating', amount: x.platform, code: 'payout_platform', pending, meta: { week } }] : []),
+      ];
+      if (availableOf(escrow) < x.total) {
+        const body = { ...base, status: 'rejected', reason: 'escrow_insufficient', receipt_hash: null };
+        return finish(body, [{ op: 'set', key: PAYOUT.record(week, user), value: body }]);
+      }
+      for (const m of moves) tx.transfer(m);
+      const w: Write[] = [];
+      let body: Json;
+      if (pending) {
+        const rid = `rv_${week}_${user}`;
+        const review = { id: rid, week, user, reason: reason!, amount: x.total.toString(), holds: moves.map((m) => m.id), state: 'open', created_at: now };
+        body = { ...base, status: 'review', reason: reason!, review: rid, receipt_hash: null };
+        w.push({ op: 'set', key: PAYOUT.review(rid), value: review }, { op: 'index', key: PAYOUT.reviewsOpen, member: rid, score: now }, { op: 'index', key: PAYOUT.reviewsAll, member: rid, score: now });
+        if (reason === 'violation_last_7_days') {
+          w.push({ op: 'push', key: PAYOUT.warnings, value: { user, week, reason, ts: now }, cap: 1000 });
+          warned = true;
+        }
+      } else {
+        const r = receiptWrites(get(RK.head), { kind: 'payout', user, amount: x.total.toString(), transfers: moves.map((m) => m.id), ref: `${week}:${user}`, ts: now });
+        body = { ...base, status: 'paid', receipt_hash: r.hash };
+        w.push(...r.writes, { op: 'set', key: dayKey, value: (paidToday + x.total).toString(), ttlMs: 3 * DAY });
+        w.push(...chainEventWrites(`payout:${week}:${user}`, 'payout', { week, user, amount: x.total.toString(), receipt_hash: r.hash }, now));
+      }
+      w.push({ op: 'set', key: PAYOUT.record(week, user), value: body });
+      return finish(body, w);
+    });
+    this.svc.opts.onKick?.();
+    if (warned) {
+      await this.svc.opts.bus?.publish('payment:warnings', { user, week, reason: 'violation_last_7_days' }).catch(() => undefined);
+    }
+    return out;
+  }
+
+  private async recentViolation(user: string, now: number): Promise<boolean> {
+    const ids = (await this.store.indexRange(PK.userChallenges(user))).map((e) => e.member);
+    const recs = (await this.store.getMany(ids.map((id) => PK.challenge(id)))) as unknown as (ChallengeRecord | undefined)[];
+    return recs.some((c) => c && (c.state === 'funded' || c.state === 'passed') && c.violations.some((v) => v.ts > now - 7 * DAY && v.ts <= now));
+  }
+
+  /** Runs one week for every funded user, under a lease; returns the run's report. */
+  async runWeek(week: string, onPayout?: (user: string, status: string) => void): Promise<Json> {
+    weekStart(week);
+    const token = randomUUID();
+    const now = this.svc.now();
+    const got = await this.store.update([PAYOUT.lease(week)], ([cur]) => {
+      const c = cur as { token: string; until: number } | undefined;
+      if (c && c.until > now) return { writes: [], result: false };
+      return { writes: [{ op: 'set', key: PAYOUT.lease(week), value: { token, until: now + this.opts.leaseMs } }], result: true };
+    });
+    if (!got) return { week, status: 'busy' };
+    try {
+      const funded = await this.store.indexRange(PK.funded);
+      const recs = (await this.store.getMany(funded.map((e) => PK.challenge(e.member)))) as unknown as (ChallengeRecord | undefined)[];
+      const users = [...new Set(recs.filter(Boolean).map((c) => c!.user))].sort();
+      const expected = await Promise.all(users.map((u) => this.expected(week, u)));
+      const sum = expected.reduce((s, x) => s + x.total, 0n);
+      const escrow = await readAccount(this.store, 'escrow');
+      const counts: Record<string, number> = {};
+      let n = 0;
+      for (const x of expected) {
+        if (this.opts.crashAfter !== undefined && n >= this.opts.crashAfter) throw new Error(`injected crash after ${n} payouts`);
+        const r = (await this.payout(week, x.user, {}, x)) as { status: string };
+        counts[r.status] = (counts[r.status] ?? 0) + 1;
+        onPayout?.(x.user, r.status);
+        n++;
+      }
+      const report = {
+        week, status: 'done', ran_at: this.svc.now(), users: users.length, expected_total: sum.toString(),
+        pool: { escrow_available: availableOf(escrow).toString(), required: (this.opts.poolFactor * sum).toString(), ok: availableOf(escrow) >= this.opts.poolFactor * sum },
+        outcomes: counts,
+      };
+      await this.store.update([PAYOUT.run(week), PAYOUT.last], ([, last]) => ({
+        writes: [
+          { op: 'set', key: PAYOUT.run(week), value: report },
+          ...(typeof last !== 'string' || weekStart(last) < weekStart(week) ? [{ op: 'set' as const, key: PAYOUT.last, value: week }] : []),
+        ],
+        result: undefined,
+      }));
+      return report;
+    } finally {
+      await this.store.update([PAYOUT.lease(week)], ([cur]) => ({
+        writes: (cur as { token?: string } | undefined)?.token === token ? [{ op: 'del', key: PAYOUT.lease(week) }] : [],
+        result: undefined,
+      }));
+    }
+  }
+
+  /** Every week due and not yet run (the missed ones first, at most catchUpWeeks). */
+  async runDue(): Promise<Json[]> {
+    const latest = lastPayableWeek(this.svc.now());
+    const weeks: string[] = [];
+    for (let i = 0; i < this.opts.catchUpWeeks; i++) weeks.unshift(lastPayableWeek(payoutAt(latest) - i * 7 * DAY));
+    const last = (await this.store.get(PAYOUT.last)) as string | undefined;
+    const out: Json[] = [];
+    for (const w of weeks) {
+      if (last && weekStart(w) <= weekStart(last)) continue;
+      if (await this.store.get(PAYOUT.run(w))) continue;
+      out.push(await this.runWeek(w));
+    }
+    return out;
+  }
+
+  start(onError: (err: unknown) => void): void {
+    this.cron = new Cron('0 0 * * 0', { timezone: 'UTC', protect: true }, () => {
+      this.runDue().catch(onError);
+    });
+    this.runDue().catch(onError);
+  }
+
+  stop(): void {
+    this.cron?.stop();
+  }
+
+  async report(week: string): Promise<Json> {
+    weekStart(week);
+    const r = await this.store.get(PAYOUT.run(week));
+    if (!r) throw new AppError(404, 'run_not_found', `the payout of ${week} has not run`);
+    return r;
+  }
+
+  /** Warnings raised by held payouts (a rule violation in the last 7 days), newest first. */
+  async warnings() {
+    return { warnings: (await this.store.range(PAYOUT.warnings, -200)).reverse() };
+  }
+
+  // ---- manual review -----------------------------------------------------------------------------
+
+  async reviews(open: boolean) {
+    const ids = await this.store.indexRange(open ? PAYOUT.reviewsOpen : PAYOUT.reviewsAll, { reverse: true, limit: 200 });
+    return { reviews: (await this.store.getMany(ids.map((e) => PAYOUT.review(e.member)))).filter(Boolean) };
+  }
+
+  /** Approve (post the holds) or reject (void them): at most once. */
+  async decide(id: string, action: 'approve' | 'reject', reviewer: string, reason: string, e: Effect = {}): Promise<Json> {
+    const rv = (await this.store.get(PAYOUT.review(id))) as { holds: string[]; user: string; week: string; amount: string } | undefined;
+    if (!rv) throw new AppError(404, 'review_not_found', `no review ${id}`);
+    const wallet = userAccount(rv.user, 'wallet');
+    const resolveId = (h: string) => `${h}:${action === 'approve' ? 'post' : 'void'}`;
+    const now = this.svc.now();
+    const keys = [
+      ...rv.holds.flatMap((h) => [K.transfer(h), K.transfer(resolveId(h))]),
+      K.account('escrow'), K.account(wallet), K.account('operating'),
+      PAYOUT.review(id), PAYOUT.record(rv.week, rv.user), RK.head, ...(e.ticket ? [e.ticket.storeKey] : []),
+    ];
+    let warned = false; // set when this call (not a replay) raised the warning
+    const out = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
+      warned = false;
+      const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
+      if (replay) return { result: replay.body };
+      const cur = get(PAYOUT.review(id)) as { state: string } & Record<string, Json>;
+      if (cur.state !== 'open') throw new AppError(409, 'review_closed', `review ${id} was already ${cur.state}`);
+      for (const h of rv.holds) tx.resolve({ id: resolveId(h), pending_id: h, action: action === 'approve' ? 'post' : 'void' });
+      const w: Write[] = [
+        { op: 'set', key: PAYOUT.review(id), value: { ...cur, state: action === 'approve' ? 'approved' : 'rejected', reviewer, reason, decided_at: now } },
+        { op: 'unindex', key: PAYOUT.reviewsOpen, member: id },
+        auditWrite({ action: `review_${action}`, review: id, by: reviewer, reason, ts: now }),
+      ];
+      let receipt_hash: string | null = null;
+      if (action === 'approve') {
+        const r = receiptWrites(get(RK.head), { kind: 'payout', user: rv.user, amount: rv.amount, transfers: rv.holds.map(resolveId), ref: `${rv.week}:${rv.user}`, ts: now });
+        receipt_hash = r.hash;
+        w.push(...r.writes, ...chainEventWrites(`payout:${rv.week}:${rv.user}`, 'payout', { week: rv.week, user: rv.user, amount: rv.amount, receipt_hash: r.hash }, now));
+      }
+      const rec = get(PAYOUT.record(rv.week, rv.user)) as Record<string, Json>;
+      w.push({ op: 'set', key: PAYOUT.record(rv.week, rv.user), value: { ...rec, status: action === 'approve' ? 'paid' : 'rejected', receipt_hash } });
+      const body = { review: id, state: action === 'approve' ? 'approved' : 'rejected', receipt_hash };
+      if (e.ticket) w.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
+      return { writes: w, result: body as Json };
+    });
+    this.svc.opts.onKick?.();
+    return out;
+  }
+}

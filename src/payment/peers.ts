@@ -1,0 +1,189 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Deliver } from '../outbox.js';
+import type { Json } from '../store/port.js';
+
+/**
+ * Client adapters of the payment relay's peers (the stand-ins in src/peers/payment-standins.ts play
+ * them on loopback). Only the price providers are called on a request path (the peg snapshot, with a
+ * time-out); the chain, the broker and the banking off-ramp are reached through the durable outbox.
+ */
+
+export class PaymentPeerError extends Error {
+  constructor(
+    readonly peer: string,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'PaymentPeerError';
+  }
+}
+
+async function jsonCall(peer: string, url: string, init: RequestInit & { timeoutMs: number; signal?: AbortSignal }): Promise<any> {
+  const signals = [AbortSignal.timeout(init.timeoutMs), ...(init.signal ? [init.signal] : [])];
+  let res: Response;
+  try {
+    res = await fetch(url, { ...init, signal: AbortSignal.any(signals) });
+  } catch (err) {
+    throw new PaymentPeerError(peer, `${peer} unreachable: ${(err as Error).name}`);
+  }
+  const text = await res.text();
+  if (res.status < 200 || res.status >= 300) throw new PaymentPeerError(peer, `${peer} answered ${res.status}`, res.status);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new PaymentPeerError(peer, `${peer} answered something other than JSON`);
+  }
+}
+
+export interface PriceSample {
+  t: number;
+  price: number;
+}
+
+export interface PriceSource {
+  name: string;
+  quotes(from: number, to: number): Promise<PriceSample[]>;
+}
+
+export class PriceProviderClient implements PriceSource {
+  constructor(
+    readonly name: string,
+    private readonly url: string,
+    private readonly timeoutMs: number,
+  ) {}
+  async quotes(from: number, to: number): Promise<PriceSample[]> {
+    const body = await jsonCall(this.name, `${this.url.replace(/\/+$/, '')}/api/quotes?from=${from}&to=${to}`, { timeoutMs: this.timeoutMs });
+    if (!body || !Array.isArray(body.samples)) throw new PaymentPeerError(this.name, 'quotes without samples');
+    return body.samples
+      .filter((s: any) => Number.isFinite(s?.t) && Number.isFinite(s?.price) && s.price > 0)
+      .map((s: any) => ({ t: Number(s.t), price: Number(s.price) }));
+  }
+}
+
+export interface ChainLink {
+  tx_id: string;
+  leaf_index: number;
+  tree_size: number;
+}
+
+export class ChainClient {
+  constructor(
+    private readonly url: string,
+    private readonly timeoutMs: number,
+  ) {}
+  private get base() {
+    return this.url.replace(/\/+$/, '');
+  }
+  record(id: string, kind: string, data: Json, signal?: AbortSignal): Promise<ChainLink> {
+    return jsonCall('chain', `${this.base}/api/records`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': id },
+      body: JSON.stringify({ id, kind, data }),
+      timeoutMs: this.timeoutMs,
+      signal,
+    });
+  }
+  proof(leafIndex: number, treeSize?: number): Promise<{ leaf_index: number; tree_size: number; leaf_hash: string; audit_path: string[]; root: string }> {
+    const size = treeSize === undefined ? '' : `&tree_size=${treeSize}`;
+    return jsonCall('chain', `${this.base}/api/proof?leaf_index=${leafIndex}${size}`, { timeoutMs: this.timeoutMs });
+  }
+  sth(): Promise<{ tree_size: number; root: string }> {
+    return jsonCall('chain', `${this.base}/api/sth`, { timeoutMs: this.timeoutMs });
+  }
+}
+
+export class BrokerClient {
+  constructor(
+    private readonly url: string,
+    private readonly timeoutMs: number,
+  ) {}
+  createAccount(input: { account_id: string; user: string; account_size: number; challenge: string }, signal?: AbortSignal) {
+    return jsonCall('broker', `${this.url.replace(/\/+$/, '')}/api/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': input.account_id },
+      body: JSON.stringify(input),
+      timeoutMs: this.timeoutMs,
+      signal,
+    });
+  }
+}
+
+export class BankingClient {
+  constructor(
+    readonly url: string,
+    private readonly timeoutMs: number,
+  ) {}
+  offramp(id: string, payload: Json, signal?: AbortSignal) {
+    return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/offramp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': id },
+      body: JSON.stringify(payload),
+      timeoutMs: this.timeoutMs,
+      signal,
+    });
+  }
+}
+
+/**
+ * Standard Webhooks verification: `webhook-id`, `webhook-timestamp` (seconds, within `toleranceS`
+ * of now either way) and `webhook-signature` (space-separated `v1,<base64 HMAC-SHA256 of
+ * id.timestamp.body>`). Returns a reason when it fails.
+ */
+export function verifyWebhook(secret: string, headers: Record<string, string>, body: string, nowMs: number, toleranceS = 300): string | undefined {
+  const id = headers['webhook-id'];
+  const ts = headers['webhook-timestamp'];
+  const sigs = headers['webhook-signature'];
+  if (!id || !ts || !sigs) return 'missing webhook-id, webhook-timestamp or webhook-signature';
+  if (!/^\d{1,12}$/.test(ts)) return 'bad webhook-timestamp';
+  if (Math.abs(nowMs / 1000 - Number(ts)) > toleranceS) return 'webhook-timestamp outside the tolerance';
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest();
+  for (const s of sigs.split(' ')) {
+    const [v, b64] = s.split(',');
+    if (v !== 'v1' || !b64) continue;
+    const got = Buffer.from(b64, 'base64');
+    if (got.length === expected.length && timingSafeEqual(got, expected)) return undefined;
+  }
+  return 'no valid signature';
+}
+
+export const CHAIN_DEST = 'chain';
+export const BROKER_DEST = 'broker';
+export const BANKING_DEST = 'banking';
+
+export interface PaymentPeerClients {
+  chain?: ChainClient;
+  broker?: BrokerClient;
+  banking?: BankingClient;
+}
+
+/**
+ * Outbox deliverers: 'chain' records the item (id = idempotency key) and hands the link to
+ * `onRecorded` (the receipt keeps it), 'broker' creates the account, 'banking' pays an off-ramp.
+ * A peer without a URL keeps its items pending.
+ */
+export function paymentDeliverers(c: PaymentPeerClients, onRecorded: (id: string, kind: string, link: ChainLink) => Promise<void>): Record<string, Deliver> {
+  const missing = (what: string): Deliver => async () => {
+    throw new Error(`${what} is not configured`);
+  };
+  return {
+    [CHAIN_DEST]: c.chain
+      ? async (item, signal) => {
+          const p = item.payload as { kind: string; data: Json };
+          const link = await c.chain!.record(item.id, p.kind, p.data, signal);
+          await onRecorded(item.id, p.kind, link);
+        }
+      : missing('chain service'),
+    [BROKER_DEST]: c.broker
+      ? async (item, signal) => {
+          await c.broker!.createAccount(item.payload as any, signal);
+        }
+      : missing('broker'),
+    [BANKING_DEST]: c.banking
+      ? async (item, signal) => {
+          await c.banking!.offramp(item.id, item.payload, signal);
+        }
+      : missing('banking service'),
+  };
+}

@@ -1,0 +1,358 @@
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '../bus.js';
+import type { Clock } from '../clock.js';
+import { AppError } from '../errors.js';
+import { outboxWrites } from '../outbox.js';
+import type { Json, Store, Write } from '../store/port.js';
+import { Idempotency, type IdemTicket, type StoredAnswer } from './idempotency.js';
+import { K, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import type { PegService, PegSnapshot } from './peg.js';
+import { BANKING_DEST, BROKER_DEST, type ChainLink } from './peers.js';
+import { RK, chainEventWrites, receiptWrites } from './receipts.js';
+import { CHALLENGES, challengeKind, offrampFee, usdMicroToUnits, type ChallengeStats } from './rules.js';
+
+/**
+ * The payment relay (document 2): wallets, challenge purchases, on-ramp and off-ramp at the banking
+ * boundary, receipts. Payouts and the challenge lifecycle are in payouts.ts and lifecycle.ts.
+ * Every state change is one store.update holding the ledger transfers, the receipt, the outbox items
+ * and the Idempotency-Key answer.
+ */
+
+export const PK = {
+  challenge: (id: string) => `pay:chal:${id}`,
+  userKind: (user: string, kind: string) => `pay:uchal:${user}:${kind}`,
+  userChallenges: (user: string) => `pay:uchals:${user}`,
+  onramp: (id: string) => `pay:onramp:${id}`,
+  bankPayment: (id: string) => `pay:bankpay:${id}`,
+  funded: 'pay:funded',
+  audit: 'pay:audit',
+};
+
+export const CHALLENGE_STATES = ['active', 'failed', 'passed', 'funded', 'withdrawn'] as const;
+export type ChallengeState = (typeof CHALLENGE_STATES)[number];
+
+export interface ChallengeRecord {
+  id: string;
+  kind: string;
+  user: string;
+  state: ChallengeState;
+  account_size: number;
+  entry_fee: string;
+  peg: PegSnapshot;
+  broker_account: string;
+  receipt_hash: string;
+  started_at: number;
+  stats: ChallengeStats;
+  violations: { rule: string; ts: number }[];
+  collateral: string;
+  program?: string;
+  judged?: { outcome: string; by: string; reason: string; ts: number };
+}
+
+/** Starts the challenge's live trading program (bound in src/app.ts); may be absent. */
+export interface ChallengeProgramPort {
+  start(challenge: ChallengeRecord): Promise<string | undefined>;
+}
+
+export interface PaymentServiceOptions {
+  store: Store;
+  clock: Clock;
+  bus?: Pick<Bus, 'publish'>;
+  peg: PegService;
+  idempotency: Idempotency;
+  bankingUrl?: string;
+  onKick?: () => void;
+  maxOnrampKrw: number;
+}
+
+export interface Effect {
+  ticket?: IdemTicket;
+}
+
+const unitsBig = (s: string) => BigInt(s);
+
+export class PaymentService {
+  constructor(readonly opts: PaymentServiceOptions) {}
+
+  get store() {
+    return this.opts.store;
+  }
+  now() {
+    return this.opts.clock.now();
+  }
+
+  challenges() {
+    return { challenges: CHALLENGES };
+  }
+
+  /** The finished answer for an Idempotency-Key plus the ledger effect, or a replay found inside the update. */
+  private idemKeys(e: Effect): string[] {
+    return e.ticket ? [e.ticket.storeKey] : [];
+  }
+  private idemFinish(e: Effect, answer: StoredAnswer): Write[] {
+    return e.ticket ? this.opts.idempotency.finishWrites(e.ticket, answer) : [];
+  }
+
+  async wallet(user: string, page: { limit: number; offset: number }) {
+    const [w, c, col] = await Promise.all(['wallet', 'credit', 'collateral'].map((k) => readAccount(this.store, userAccount(user, k as 'wallet'))));
+    const ids = new Map<string, number>();
+    // history: transfers of the three accounts, newest first
+    const lists = await Promise.all(
+      [w!, c!, col!].map((a) => this.store.indexRange(K.history(a.id), { reverse: true, limit: page.offset + page.limit })),
+    );
+    for (const e of lists.flat()) ids.set(e.member, e.score);
+    const total = (await Promise.all([w!, c!, col!].map((a) => this.store.indexCount(K.history(a.id))))).reduce((x, y) => x + y, 0);
+    const chosen = [...ids.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? 1 : -1)).slice(page.offset, page.offset + page.limit);
+    const recs = await this.store.getMany(chosen.map(([id]) => K.transfer(id)));
+    return {
+      balance: availableOf(w!).toString(),
+      learning_credit: availableOf(c!).toString(),
+      collateral: balanceOf(col!).toString(),
+      decimals: 6,
+      history: recs.map((r) => parseTransfer(r)).filter((t) => t !== undefined).map((t) => transferJson(t!)),
+      page: { offset: page.offset, limit: page.limit, total },
+    };
+  }
+
+  // ---- challenge purchase -----------------------------------------------------------------------
+
+  async buy(user: string, kindId: string, e: Effect, program?: ChallengeProgramPort) {
+    const kind = challengeKind(kindId);
+    if (!kind) throw new AppError(404, 'unknown_challenge', `no challenge kind ${kindId}`, { known: CHALLENGES.map((c) => c.challenge_id) });
+    const fee = unitsBig(kind.entry_fee);
+    const credit = userAccount(user, 'credit');
+    const wallet = userAccount(user, 'wallet');
+    // a cheap early refusal (checked again atomically below) before asking the price providers
+    const [cA, wA] = await Promise.all([readAccount(this.store, credit), readAccount(this.store, wallet)]);
+    if (availableOf(cA) + availableOf(wA) < fee) throw insufficient(fee - availableOf(cA) - availableOf(wA));
+    const peg = await this.opts.peg.snapshot(this.now()); // 503 before anything moves
+    const id = `c_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+    const broker_account = `BA-${id.slice(2, 14).toUpperCase()}`;
+    const xfer = (n: string) => `buy:${id}:${n}`;
+    const keys = [
+      ...transferKeys([{ id: xfer('credit'), debit: credit, credit: 'escrow', amount: 1n, code: '' }, { id: xfer('wallet'), debit: wallet, credit: 'escrow', amount: 1n, code: '' }]),
+      PK.userKind(user, kind.challenge_id),
+      RK.head,
+      ...this.idemKeys(e),
+    ];
+    const now = this.now();
+    const rec = await ledgerUpdate<{ replay: StoredAnswer } | { body: Json; record: ChallengeRecord }>(this.store, () => now, keys, (tx, get) => {
+      const replay = e.ticket && Idempotency.done(get(e.ticket.storeKey));
+      if (replay) return { result: { replay } };
+      const current = get(PK.userKind(user, kind.challenge_id)) as { id: string; state: string } | undefined;
+      if (current && current.state === 'active') throw new AppError(409, 'challenge_active', `a ${kind.challenge_id} challenge is already running`, { challenge: current.id });
+      // learning credit first (it can only buy challenges), then the wallet: two linked transfers
+      const fromCredit = availableOf(tx.account(credit)) < fee ? availableOf(tx.account(credit)) : fee;
+      const fromWallet = fee - fromCredit;
+      if (availableOf(tx.account(wallet)) < fromWallet) throw insufficient(fromWallet - availableOf(tx.account(wallet)));
+      const ids: string[] = [];
+      if (fromCredit > 0n) ids.push(tx.transfer({ id: xfer('credit'), debit: credit, credit: 'escrow', amount: fromCredit, code: 'challenge_fee' }).id);
+      if (fromWallet > 0n) ids.push(tx.transfer({ id: xfer('wallet'), debit: wallet, credit: 'escrow', amount: fromWallet, code: 'challenge_fee' }).id);
+      const r = receiptWrites(get(RK.head), { kind: 'challenge_purchase', user, amount: fee.toString(), transfers: ids, ref: id, ts: now });
+      const record: ChallengeRecord = {
+        id, kind: kind.challenge_id, user, state: 'active', account_size: kind.account_size, entry_fee: kind.entry_fee, peg,
+        broker_account, receipt_hash: r.hash, started_at: now, stats: { realized_cents: 0, peak_cents: 0, day: '', day_cents: 0 },
+        violations: [], collateral: '0',
+      };
+      const body = { ok: true, receipt_hash: r.hash, broker_account, challenge: id };
+      const writes: Write[] = [
+        ...r.writes,
+        { op: 'set', key: PK.challenge(id), value: record as unknown as Json },
+        { op: 'set', key: PK.userKind(user, kind.challenge_id), value: { id, state: 'active' } },
+        { op: 'index', key: PK.userChallenges(user), member: id, score: now },
+        ...chainEventWrites(`purchase:${id}`, 'challenge_purchase', { challenge: id, kind: kind.challenge_id, user, fee: kind.entry_fee }, now),
+        ...chainEventWrites(`start:${id}`, 'challenge_start', { challenge: id, account_size: kind.account_size, started_at: now }, now),
+        ...chainEventWrites(`peg:${id}`, 'peg_snapshot', { challenge: id, ...peg } as unknown as Json, now),
+        ...outboxWrites({ id: `broker:${broker_account}`, dest: BROKER_DEST, payload: { account_id: broker_account, user, account_size: kind.account_size, challenge: id }, createdAt: now }),
+        ...this.idemFinish(e, { status: 200, body }),
+      ];
+      return { writes, result: { body: body as Json, record } };
+    });
+    this.opts.onKick?.();
+    if ('replay' in rec) return rec.replay.body;
+    if (program) {
+      try {
+        const pid = await program.start(rec.record);
+        if (pid) await this.setProgram(id, pid);
+      } catch {
+        // the challenge stands; the binding can be retried by an operator (docs/payment.md)
+      }
+    }
+    return rec.body;
+  }
+
+  /** Binds the challenge to its program and records the program's creation on the chain. */
+  private async setProgram(id: string, program: string) {
+    const now = this.now();
+    await this.store.update([PK.challenge(id)], ([cur]) => {
+      if (!cur) return { writes: [], result: undefined };
+      return {
+        writes: [
+          { op: 'set', key: PK.challenge(id), value: { ...(cur as object), program } as Json },
+          ...chainEventWrites(`program:${program}`, 'program_creation', { program, challenge: id, ts: now }, now),
+        ],
+        result: undefined,
+      };
+    });
+    this.opts.onKick?.();
+  }
+
+  async challenge(id: string): Promise<ChallengeRecord> {
+    const rec = (await this.store.get(PK.challenge(id))) as unknown as ChallengeRecord | undefined;
+    if (!rec) throw new AppError(404, 'challenge_not_found', `no challenge ${id}`);
+    return rec;
+  }
+
+  /** The peg of the caller's latest challenge of a kind (or of a purchased challenge id). */
+  async peg(user: string, challengeId: string) {
+    let id = challengeId;
+    if (challengeKind(challengeId)) {
+      const cur = (await this.store.get(PK.userKind(user, challengeId))) as { id: string } | undefined;
+      if (!cur) throw new AppError(404, 'challenge_not_found', `you have not bought a ${challengeId} challenge`);
+      id = cur.id;
+    }
+    const rec = await this.challenge(id);
+    if (rec.user !== user) throw new AppError(404, 'challenge_not_found', `no challenge ${id}`);
+    return { peg_rate: rec.peg.peg_rate, snapshot_ts: rec.peg.snapshot_ts, challenge: rec.id, window_ms: rec.peg.window_ms, inputs: rec.peg.inputs };
+  }
+
+  async myChallenges(user: string) {
+    const ids = await this.store.indexRange(PK.userChallenges(user), { reverse: true, limit: 100 });
+    const recs = await this.store.getMany(ids.map((e) => PK.challenge(e.member)));
+    return { challenges: recs.filter(Boolean) };
+  }
+
+  // ---- on-ramp / off-ramp ------------------------------------------------------------------------
+
+  /** Creates an on-ramp payment and returns the banking page's address; the webhook credits it. */
+  async onramp(user: string, amountKrw: number, method: 'card' | 'transfer', notifyBase: string, returnUrl: string, e: Effect) {
+    if (!this.opts.bankingUrl) throw new AppError(503, 'banking_not_configured', 'BANKING_URL is not configured');
+    if (!Number.isSafeInteger(amountKrw) || amountKrw <= 0 || amountKrw > this.opts.maxOnrampKrw) {
+      throw new AppError(400, 'invalid_amount', `amount_krw must be a positive integer of at most ${this.opts.maxOnrampKrw}`);
+    }
+    const peg = await this.opts.peg.snapshot(this.now());
+    const id = `or_${randomUUID().replace(/-/g, '')}`;
+    const q = new URLSearchParams({ ref: id, amount_krw: String(amountKrw), method, user, notify: `${notifyBase}/api/token/banking/webhook`, return: returnUrl });
+    const location = `${this.opts.bankingUrl.replace(/\/+$/, '')}/pay?${q}`;
+    const now = this.now();
+    return this.store.update([PK.onramp(id), ...this.idemKeys(e)], ([, idem]) => {
+      const replay = Idempotency.done(idem);
+      if (replay) return { writes: [], result: replay };
+      const answer: StoredAnswer = { status: 303, body: { payment: id, location }, headers: { location } };
+      return {
+        writes: [
+          { op: 'set', key: PK.onramp(id), value: { id, user, amount_krw: amountKrw, method, peg_ppm: peg.peg_ppm, created_at: now, state: 'open' } },
+          ...this.idemFinish(e, answer),
+        ],
+        result: answer,
+      };
+    });
+  }
+
+  /** The banking service's signed confirmation: credits once per banking payment id. */
+  async confirmOnramp(data: { payment_id: string; ref: string; amount_krw: number; usd_micro: number }) {
+    const or = (await this.store.get(PK.onramp(data.ref))) as { id: string; user: string; amount_krw: number; peg_ppm: string } | undefined;
+    if (!or) throw new AppError(404, 'onramp_not_found', `no on-ramp ${data.ref}`);
+    if (or.amount_krw !== data.amount_krw) throw new AppError(409, 'amount_mismatch', 'the confirmed amount differs from the on-ramp');
+    const units = usdMicroToUnits(BigInt(data.usd_micro), BigInt(or.peg_ppm));
+    if (units <= 0n) throw new AppError(400, 'invalid_amount', 'the payment converts to zero tokens');
+    const wallet = userAccount(or.user, 'wallet');
+    const t: TransferInput = { id: `onramp:${data.payment_id}`, debit: 'bank', credit: wallet, amount: units, code: 'onramp', meta: { ref: or.id, amount_krw: or.amount_krw } };
+    const now = this.now();
+    const out = await ledgerUpdate(this.store, () => now, [...transferKeys([t]), PK.bankPayment(data.payment_id), PK.onramp(or.id), RK.head], (tx, get) => {
+      const seen = get(PK.bankPayment(data.payment_id)) as { receipt_hash: string } | undefined;
+      if (seen) return { result: { credited: false, receipt_hash: seen.receipt_hash, amount: units.toString() } };
+      const onr = get(PK.onramp(or.id)) as { state: string; payment_id?: string };
+      if (onr.state !== 'open') throw new AppError(409, 'onramp_settled', `on-ramp ${or.id} was settled by payment ${onr.payment_id}`);
+      tx.transfer(t);
+      const r = receiptWrites(get(RK.head), { kind: 'onramp', user: or.user, amount: units.toString(), transfers: [t.id], ref: data.payment_id, ts: now });
+      return {
+        writes: [
+          ...r.writes,
+          { op: 'set', key: PK.bankPayment(data.payment_id), value: { ref: or.id, receipt_hash: r.hash } },
+          { op: 'set', key: PK.onramp(or.id), value: { ...(onr as object), state: 'credited', payment_id: data.payment_id, units: units.toString() } as Json },
+        ],
+        result: { credited: true, receipt_hash: r.hash, amount: units.toString() },
+      };
+    });
+    this.opts.onKick?.();
+    return out;
+  }
+
+  /** Token -> KRW through the banking service, 1.4 % to it; the bank is told through the outbox. */
+  async offramp(user: string, amount: bigint, e: Effect) {
+    const fee = offrampFee(amount);
+    const id = `off_${randomUUID().replace(/-/g, '')}`;
+    const wallet = userAccount(user, 'wallet');
+    const main: TransferInput = { id: `${id}:net`, debit: wallet, credit: 'bank', amount: amount - fee, code: 'offramp' };
+    const feeT: TransferInput = { id: `${id}:fee`, debit: wallet, credit: 'bank', amount: fee, code: 'offramp_fee' };
+    if (amount - fee <= 0n) throw new AppError(400, 'invalid_amount', 'the amount does not cover the off-ramp fee');
+    const now = this.now();
+    const out = await ledgerUpdate(this.store, () => now, [...transferKeys([main, feeT]), RK.head, ...this.idemKeys(e)], (tx, get) => {
+      const replay = e.ticket && Idempotency.done(get(e.ticket.storeKey));
+      if (replay) return { result: replay.body };
+      if (availableOf(tx.account(wallet)) < amount) throw insufficient(amount - availableOf(tx.account(wallet)));
+      tx.transfer(main);
+      tx.transfer(feeT);
+      const r = receiptWrites(get(RK.head), { kind: 'offramp', user, amount: amount.toString(), transfers: [main.id, feeT.id], ref: id, ts: now });
+      const body = { ok: true, offramp: id, amount: amount.toString(), fee: fee.toString(), net: (amount - fee).toString(), receipt_hash: r.hash };
+      return {
+        writes: [
+          ...r.writes,
+          ...outboxWrites({ id: `offramp:${id}`, dest: BANKING_DEST, payload: { user, tokens: (amount - fee).toString(), fee: fee.toString(), receipt_hash: r.hash }, createdAt: now }),
+          ...this.idemFinish(e, { status: 200, body }),
+        ],
+        result: body as Json,
+      };
+    });
+    this.opts.onKick?.();
+    return out;
+  }
+
+  /** Operators fund the payout pool (escrow) from the banking boundary. */
+  async fundPool(amount: bigint, by: string, e: Effect) {
+    const id = `fund_${randomUUID().replace(/-/g, '')}`;
+    const t: TransferInput = { id, debit: 'bank', credit: 'escrow', amount, code: 'pool_funding', meta: { by } };
+    const now = this.now();
+    return ledgerUpdate(this.store, () => now, [...transferKeys([t]), RK.head, ...this.idemKeys(e)], (tx, get) => {
+      const replay = e.ticket && Idempotency.done(get(e.ticket.storeKey));
+      if (replay) return { result: replay.body };
+      tx.transfer(t);
+      const r = receiptWrites(get(RK.head), { kind: 'pool_funding', user: null, amount: amount.toString(), transfers: [id], ref: id, ts: now });
+      const body = { ok: true, transfer: id, receipt_hash: r.hash };
+      return { writes: [...r.writes, ...this.idemFinish(e, { status: 200, body }), auditWrite({ action: 'fund_pool', by, amount: amount.toString(), ts: now })], result: body as Json };
+    });
+  }
+
+  // ---- receipts ----------------------------------------------------------------------------------
+
+  async onChainRecorded(chainId: string, link: ChainLink) {
+    await this.store.set(RK.link(chainId), { tx_id: link.tx_id, leaf_index: link.leaf_index, tree_size: link.tree_size });
+  }
+
+  /** One receipt of `user` (another user's reads as absent) with its chain link. */
+  async receipt(hash: string, user: string) {
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new AppError(400, 'invalid_hash', 'a receipt hash is 64 lower-case hex digits');
+    const [r, link] = await this.store.getMany([RK.receipt(hash), RK.link(`receipt:${hash}`)]);
+    if (!r || (r as { user?: string }).user !== user) throw new AppError(404, 'receipt_not_found', `no receipt ${hash}`);
+    return { receipt_hash: hash, receipt: r, chain: link ?? null };
+  }
+
+  /** The user's receipts, newest first. */
+  async receipts(user: string, page: { limit: number; offset: number }) {
+    const [ids, total] = await Promise.all([
+      this.store.indexRange(RK.user(user), { reverse: true, offset: page.offset, limit: page.limit }),
+      this.store.indexCount(RK.user(user)),
+    ]);
+    const recs = await this.store.getMany(ids.map((e) => RK.receipt(e.member)));
+    return { receipts: ids.map((e, i) => ({ receipt_hash: e.member, ...(recs[i] as object) })), page: { ...page, total } };
+  }
+}
+
+export const insufficient = (shortfall: bigint) =>
+  new AppError(409, 'insufficient_balance', `the balance is ${shortfall} minor units short; top up through POST /api/token/onramp`, {
+    shortfall: shortfall.toString(),
+    onramp: '/api/token/onramp',
+  });
+
+export const auditWrite = (entry: Record<string, Json>): Write => ({ op: 'push', key: PK.audit, value: entry, cap: 10_000 });

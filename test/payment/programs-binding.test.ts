@@ -1,0 +1,76 @@
+import { rmSync } from 'node:fs';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBus, type Bus } from '../../src/bus.js';
+import { systemClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { availableOf, readAccount, transferKeys, ledgerUpdate, userAccount } from '../../src/payment/ledger.js';
+import { createPayment } from '../../src/payment/wire.js';
+import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { openLmdbStore } from '../../src/store/lmdb.js';
+import type { Store } from '../../src/store/port.js';
+import { PROGRAM_EVENTS_TOPIC, ProgramService } from '../../src/trading/programs.js';
+import { until } from '../support/http.js';
+import { tempDir } from '../support/process.js';
+
+/**
+ * A bought challenge runs as a live trading program (ProgramService through its public methods), and
+ * the program's events on the Bus drive the challenge: an exit fill past the profit target passes it,
+ * a stop by the daily loss limit fails it (learning credit paid).
+ */
+describe('challenges bound to live trading programs', () => {
+  let peers: PaymentStandins;
+  let store: Store;
+  let bus: Bus;
+  let programs: ProgramService;
+  let payment: Awaited<ReturnType<typeof createPayment>>;
+  const dir = tempDir('pay-programs');
+
+  beforeAll(async () => {
+    peers = await startPaymentStandins({ webhookSecret: newWebhookSecret() });
+    store = await openLmdbStore({ path: dir });
+    bus = createBus(store, 'test');
+    await bus.start();
+    programs = new ProgramService({ store, clock: systemClock, bus, barMs: 60_000, leaseMs: 15_000 });
+    await programs.start();
+    payment = await createPayment(loadConfig({ DATA_DIR: dir, PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(',') }), {
+      store, clock: systemClock, bus, logger: pino({ level: 'silent' }), programs,
+    });
+    for (const u of ['pia', 'quinn']) {
+      const t = { id: `fund-${u}`, debit: 'bank', credit: userAccount(u, 'wallet'), amount: 500n * 10n ** 6n, code: 'test' };
+      await ledgerUpdate(store, Date.now, transferKeys([t]), (tx) => (tx.transfer(t), { result: undefined }));
+    }
+  });
+  afterAll(async () => {
+    await payment.stop();
+    await programs.close();
+    await bus.close();
+    await store.close();
+    await peers.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts a program bound to the account size; its fills pass and its daily-loss stop fails', async () => {
+    const a = await payment.service.buy('pia', 'starter_10k', {}, payment.program);
+    const ca = await payment.service.challenge((a as { challenge: string }).challenge);
+    expect(ca.program).toMatch(/./);
+    const prog = await programs.get(ca.program!);
+    expect(prog.state).toBe('running');
+    expect(prog.settings.capital).toBe(10_000);
+    expect(prog.settings.daily_loss_limit).toBe(500);
+
+    const base = { t: Date.now(), bar: 1, side: 'sell', price: 5000, contracts: 1, day_pnl: 0 };
+    await bus.publish(PROGRAM_EVENTS_TOPIC, { id: 900001, type: 'trade', program: ca.program!, kind: 'exit', pnl: 850, realized_pnl: 850, ...base });
+    await until('passed by the profit target', async () => (await payment.service.challenge(ca.id)).state === 'passed');
+
+    const b = await payment.service.buy('quinn', 'starter_10k', {}, payment.program);
+    const cb = await payment.service.challenge((b as { challenge: string }).challenge);
+    await bus.publish(PROGRAM_EVENTS_TOPIC, { id: 900002, type: 'status', program: cb.program!, t: Date.now(), state: 'stopped', previous: 'running', reason: 'daily_loss_limit' });
+    await until('failed by the daily loss limit', async () => (await payment.service.challenge(cb.id)).state === 'failed');
+    expect(availableOf(await readAccount(store, userAccount('quinn', 'credit')))).toBe(30n * 10n ** 6n);
+    // the same event again (another process also saw it on the Bus) changes nothing
+    const again = await payment.lifecycle.event(cb.id, { type: 'violation', event_id: 'p900002', rule: 'daily_loss', ts: Date.now() });
+    expect(again.applied).toBe(false);
+    expect((await payment.service.challenge(cb.id)).violations).toHaveLength(1);
+  });
+});
