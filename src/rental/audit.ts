@@ -1,5 +1,4 @@
 import type { Json, Store } from '../store/port.js';
-import type { RentalStatus } from './catalog.js';
 
 /** Store keys of rental review, and the partner's audit trail. */
 export const K = {
@@ -47,4 +46,3 @@ export class PartnerAudit {
   }
 }
 
-export type { RentalStatus };
