@@ -117,6 +117,14 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   const isPartner = (p: Principal | undefined) => !!p && hub.auth.allows(p, partner.roles);
   const downloads = new Turns(4, 64);
 
+  hub.page('/rental.html', '/rental.html', {
+    title: '렌탈 신청 · Rental application',
+    description: 'Public offices and schools apply for a 36-month rental with three documents and get a receipt number.',
+  });
+  hub.page('/partner.html', '/partner.html', {
+    title: '렌탈 파트너 심사 · Partner review',
+    description: 'The rental partner signs in, reviews each document, and sees new applications live.',
+  });
   hub.topic({
     name: PARTNER_TOPIC,
     policy: 'close',

@@ -1,0 +1,90 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUTH_TEST_ENV, TEST_PARTNER_PASSWORD } from '../support/auth.js';
+import { browserAvailable, launchChromium } from '../support/browser.js';
+import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { threeFiles } from '../rental/fixtures.js';
+
+const hasBrowser = browserAvailable();
+
+async function partnerPage(browser: Browser, url: string): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(`${url}/partner.html`);
+  await page.waitForSelector('body[data-ready="true"][data-auth="none"]');
+  await page.fill('#password', TEST_PARTNER_PASSWORD);
+  await page.click('#login button[type="submit"]');
+  await page.waitForSelector('body[data-auth="partner"]');
+  return page;
+}
+
+describe.skipIf(!hasBrowser)('rental form and partner dashboard in Chromium', () => {
+  let hub: HubProcess;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    hub = await startHubProcess({ DATA_DIR: tempDir('rental-pages'), ...AUTH_TEST_ENV });
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await hub?.stop();
+  });
+
+  it('an applicant applies with three files; a partner approves them; a second partner page sees it live', async () => {
+    const errors: string[] = [];
+    // the documents as files on disk, for the file inputs (a real HWP 5 compound file among them)
+    const dir = tempDir('rental-files');
+    const files = Object.fromEntries(threeFiles().map((f) => {
+      const path = join(dir, f.filename);
+      writeFileSync(path, f.data);
+      return [f.field, path];
+    }));
+
+    // the applicant, on a phone
+    const form = await browser.newPage({ viewport: { width: 360, height: 780 } });
+    form.on('pageerror', (e) => errors.push(e.message));
+    await form.goto(`${hub.url}/rental.html`);
+    await form.waitForSelector('body[data-ready="true"]');
+    // SOL-702 is preselected; the fee follows the building type
+    expect(await form.isChecked('#type-rental-ipa')).toBe(true);
+    expect(await form.textContent('#fee')).toContain('300,000');
+    await form.selectOption('#buildingType', 'office');
+    expect(await form.textContent('#fee')).toContain('350,000');
+    expect(await form.textContent('#total')).toContain('12,600,000');
+    // the required phone is checked in the page first
+    await form.click('#submit');
+    expect(await form.textContent('#error')).toContain('연락처');
+    await form.fill('#organization', '서울중앙초등학교');
+    await form.fill('#contactName', '김담당');
+    await form.fill('#contactPhone', '010-1234-5678');
+    for (const [field, path] of Object.entries(files)) await form.setInputFiles(`#${field}`, path);
+    await form.click('#submit');
+    await form.waitForSelector('#done:not([hidden])');
+    const receipt = (await form.textContent('#receipt'))!;
+    expect(receipt).toMatch(/^R\d{6}-\d{6}$/);
+    expect(await form.textContent('#done-fee')).toContain('350,000');
+    expect(await form.textContent('#access-key')).toMatch(/^ak_/);
+    expect(await form.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+
+    // two partner pages; the second only watches
+    const p1 = await partnerPage(browser, hub.url);
+    const p2 = await partnerPage(browser, hub.url);
+    for (const p of [p1, p2]) p.on('pageerror', (e) => errors.push(e.message));
+    await p2.waitForSelector('#conn.on');
+    const row = `#rows tr.app:has(td:text-is("${receipt}"))`;
+    await p1.waitForSelector(row);
+    expect(await p1.textContent('#c-documents_submitted')).toBe('1');
+    await p1.click(row);
+    for (const doc of ['bizCard', 'uniqueNumber', 'internalResolution']) {
+      await p1.click(`.doc[data-doc="${doc}"] button.approve`);
+      await p1.waitForSelector(`.doc[data-doc="${doc}"][data-check="approved"]`);
+    }
+    await p1.waitForSelector(`${row}[data-status="approved"]`);
+    // the other partner page follows live, without a reload
+    await p2.waitForSelector(`${row}[data-status="approved"]`, { timeout: 10_000 });
+    expect(await p2.textContent('#c-approved')).toBe('1');
+    expect(errors).toEqual([]);
+  });
+});
