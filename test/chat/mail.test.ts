@@ -1,13 +1,11 @@
-import type { AddressInfo } from 'node:net';
-import { simpleParser, type ParsedMail } from 'mailparser';
 import pino from 'pino';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startMaru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { AUTH_TEST_ENV } from '../support/auth.js';
 import { post, until } from '../support/http.js';
 import { tempDir } from '../support/process.js';
+import { smtpSink } from '../support/smtp.js';
 
 // The conversation's confirmation mail end to end: a real SMTP server on loopback, read back with mailparser.
 const cleanups: (() => Promise<void>)[] = [];
@@ -17,20 +15,9 @@ afterAll(async () => {
 
 describe('conversation mail', () => {
   it('the received stage mails a confirmation through SMTP, once', async () => {
-    const received: ParsedMail[] = [];
-    const smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS'],
-      logger: false,
-      onData(stream, _s, done) {
-        simpleParser(stream).then((m) => {
-          received.push(m);
-          done();
-        }, done);
-      },
-    });
-    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', () => r()));
-    cleanups.push(() => new Promise<void>((r) => smtp.close(() => r())));
+    const smtp = await smtpSink();
+    const { received } = smtp;
+    cleanups.push(smtp.close);
     const maru = await startMaru(
       loadConfig({
         HOST: '127.0.0.1',
@@ -38,7 +25,7 @@ describe('conversation mail', () => {
         DATA_DIR: tempDir('chat-mail'),
         LOG_LEVEL: 'silent',
         OUTBOX_RETRY_MIN_MS: '50',
-        SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
+        SMTP_URL: smtp.url,
         MAIL_FROM: 'maru <chat@maru.test>',
         ...AUTH_TEST_ENV,
       }),

@@ -1,6 +1,4 @@
 import { createServer, type AddressInfo } from 'node:net';
-import { simpleParser, type ParsedMail } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { Mailer, mailWrites } from '../../src/mail/mailer.js';
@@ -8,35 +6,13 @@ import { Outbox } from '../../src/outbox.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { until } from '../support/http.js';
+import { smtpSink } from '../support/smtp.js';
 import { tempDir } from '../support/process.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-/** A real SMTP server on loopback that parses every mail it receives. */
-async function smtpSink(port = 0) {
-  const received: ParsedMail[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, _session, done) {
-      simpleParser(stream).then(
-        (mail) => {
-          received.push(mail);
-          done();
-        },
-        (err) => done(err),
-      );
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
-  const address = (server.server.address() as AddressInfo).port;
-  const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
-  return { received, port: address, close };
-}
 
 async function freePort(): Promise<number> {
   const s = createServer();

@@ -1,13 +1,11 @@
-import type { AddressInfo } from 'node:net';
-import { simpleParser, type ParsedMail } from 'mailparser';
 import pino from 'pino';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { AUTH_TEST_ENV, TEST_ADMIN_PASSWORD, TEST_PARTNER_PASSWORD, bearer, login } from '../support/auth.js';
 import { call, get, post, until } from '../support/http.js';
 import { tempDir } from '../support/process.js';
+import { smtpSink } from '../support/smtp.js';
 import { applicant, form, threeFiles } from './fixtures.js';
 
 // The applicant's mails, end to end: a hub with SMTP_URL pointing at a real SMTP server on
@@ -37,21 +35,10 @@ async function approveAll(base: string, id: string) {
 
 describe('applicant mail', () => {
   it('sends the receipt and the approval through SMTP', async () => {
-    const received: ParsedMail[] = [];
-    const smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS'],
-      logger: false,
-      onData(stream, _s, done) {
-        simpleParser(stream).then((m) => {
-          received.push(m);
-          done();
-        }, done);
-      },
-    });
-    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', () => r()));
-    cleanups.push(() => new Promise<void>((r) => smtp.close(() => r())));
-    const maru = await hub({ SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`, MAIL_FROM: 'maru <rental@maru.test>' });
+    const smtp = await smtpSink();
+    const { received } = smtp;
+    cleanups.push(smtp.close);
+    const maru = await hub({ SMTP_URL: smtp.url, MAIL_FROM: 'maru <rental@maru.test>' });
 
     const app = (await (await fetch(`${maru.url}/api/subscriptions`, { method: 'POST', body: form(applicant, threeFiles()) })).json()) as any;
     const receipt = await until('the receipt mail', () => received.find((m) => m.subject?.includes(app.receiptNo)));
