@@ -1,4 +1,5 @@
 /** The rental partner's dashboard (doc 1 §1): counters, filter, table with expandable rows, per-document checks, live. */
+import { Session } from '../common/auth.js';
 import { el, LiveTopics } from '../common/live.js';
 
 interface DocEntry { filename: string; size: number; mediaType: string; check: 'approved' | 'rejected' | null; reason: string | null; url?: string }
@@ -10,25 +11,18 @@ interface App {
 interface ListAnswer { items: App[]; page: number; pages: number; matched: number; counters: Record<string, number> }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-const KEY = 'partner:token';
+/** The partner's token, kept for this tab (web/common/auth.ts); a 401 anywhere shows the login again. */
+const session = new Session('partner:token');
 const STATUS: Record<string, string> = { pending: '대기', documents_submitted: '서류 제출', under_review: '심사 중', approved: '승인', rejected: '반려' };
 const DOCS: [string, string][] = [['bizCard', '명함'], ['uniqueNumber', '고유번호증'], ['internalResolution', '내부 결의서']];
 const won = (n: number | undefined) => (n === undefined ? '-' : `${n.toLocaleString('ko-KR')}원`);
 const date = (iso: string) => new Intl.DateTimeFormat('ko-KR', { dateStyle: 'short', timeZone: 'Asia/Seoul' }).format(new Date(iso));
-const token = () => sessionStorage.getItem(KEY) ?? undefined;
 let page = 1;
 const open = new Set<string>();
 
-async function api(path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> {
-  const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${token() ?? ''}` };
-  if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-  if (res.status === 401) signedOut();
-  return res;
-}
+const api = (path: string, init: { method?: string; body?: unknown } = {}) => session.fetch(path, init);
 
 function signedOut(): void {
-  sessionStorage.removeItem(KEY);
   $('login').hidden = false;
   $('board').hidden = true;
   $('logout').hidden = true;
@@ -137,7 +131,8 @@ async function csv(): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 30_000);
 }
 
-const live = new LiveTopics(undefined, token);
+const live = new LiveTopics(undefined, () => session.token);
+session.onChange((me) => (me ? signedIn() : signedOut()));
 live.onConnection((on) => $('conn').classList.toggle('on', on));
 live.on('rental:partner', () => void load());
 
@@ -151,13 +146,17 @@ $('login').addEventListener('submit', (ev) => {
       $('login-error').textContent = body?.error?.message ?? `HTTP ${res.status}`;
       return;
     }
-    sessionStorage.setItem(KEY, body.token);
     $<HTMLInputElement>('password').value = '';
-    signedIn();
+    await session.adopt(body.token);
   })();
 });
 $('logout').addEventListener('click', () => {
-  void api('/api/partner/logout', { method: 'POST' }).finally(signedOut);
+  // the partner's own logout route, so the partner audit records it; then the token is forgotten here
+  void api('/api/partner/logout', { method: 'POST' }).finally(() => {
+    session.token = undefined;
+    session.me = undefined;
+    signedOut();
+  });
 });
 $('filters').addEventListener('submit', (ev) => {
   ev.preventDefault();
@@ -169,8 +168,6 @@ $('prev').addEventListener('click', () => ((page = Math.max(1, page - 1)), void 
 $('next').addEventListener('click', () => ((page += 1), void load()));
 $('csv').addEventListener('click', () => void csv());
 
-if (token()) signedIn();
-else {
-  signedOut();
-  document.body.dataset.ready = 'true';
-}
+void session.restore().then((me) => {
+  if (!me) document.body.dataset.ready = 'true';
+});
