@@ -68,7 +68,9 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
 
   const store = await openStore(config);
-  const bus = createBus(store, `${process.pid}-${randomBytes(4).toString('hex')}`, { logger: logger.child({ part: 'bus' }) });
+  // one name for this process: the Bus origin, the rooms' relay origin and the program leases' owner
+  const processId = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const bus = createBus(store, processId, { logger: logger.child({ part: 'bus' }) });
   hub.attachBus(bus);
   await bus.start();
   hub.ready('store', () => store.ping());
@@ -205,6 +207,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     bus,
     barMs: Math.max(1, Math.floor(config.PROGRAM_CANDLE_MS / config.PROGRAM_SPEED)),
     leaseMs: config.PROGRAM_LEASE_MS,
+    owner: processId,
     onError: (err) => logger.warn({ err }, 'program service error'),
   });
   registerProgramRoutes(hub, { service: programs, bus });
@@ -235,7 +238,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const rooms = new Rooms({
     store,
     service: collab,
-    origin: `${process.pid}-${randomBytes(4).toString('hex')}`,
+    origin: processId,
     logger: logger.child({ part: 'rooms' }),
     debounceMs: config.MD_PERSIST_DEBOUNCE_MS,
     maxDelayMs: config.MD_PERSIST_MAX_MS,

@@ -245,13 +245,13 @@ export class AuthService {
     const counts = await this.opts.store.getMany<number>(keys);
     if (counts.some((c, i) => (c ?? 0) >= caps[i]!)) {
       const retryAfterS = Math.max(1, Math.ceil(((window + 1) * this.limits.windowMs - now) / 1000));
-      throw new AppError(429, 'too_many_attempts', 'too many failed logins: wait before trying again', { retry_after_s: retryAfterS });
+      throw new AppError('rate_limited', 'too_many_attempts', 'too many failed logins: wait before trying again', { retry_after_s: retryAfterS });
     }
     const rec = USER_RE.test(user) ? await this.opts.store.get<AccountRecord>(K.account(user)) : undefined;
     const ok = await verifyPassword(rec?.hash, password);
     if (!ok || !rec || rec.disabled) {
       await Promise.all(keys.map((k) => this.bump(k)));
-      throw new AppError(401, 'invalid_credentials', 'the user or the password is wrong');
+      throw new AppError('unauthorized', 'invalid_credentials', 'the user or the password is wrong');
     }
     const ttl = user === PARTNER_USER ? this.opts.partnerTokenTtlMs : this.opts.tokenTtlMs;
     const issued = await this.issue({ id: rec.user, name: rec.name, roles: rec.roles, kind: 'account' }, ttl);

@@ -9,7 +9,7 @@ import { BLOB_KEY, type BlobInfo, type BlobStore } from './port.js';
 
 export const newBlobKey = () => randomBytes(16).toString('base64url');
 
-export const blobNotFound = (key: string) => new AppError(404, 'blob_not_found', 'no such file', { key: key.slice(0, 64) });
+export const blobNotFound = (key: string) => new AppError('not_found', 'blob_not_found', 'no such file', { key: key.slice(0, 64) });
 
 async function fsyncPath(path: string, flags = 'r'): Promise<void> {
   const fh = await open(path, flags);

@@ -134,7 +134,7 @@ async function guard<T>(p: Promise<T>): Promise<T> {
 
 function unavailable(err: unknown): AppError {
   const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
-  return new AppError(503, 'storage_unavailable', 'file storage is not available; try again later', {
+  return new AppError('unavailable', 'storage_unavailable', 'file storage is not available; try again later', {
     reason: e.name ?? e.code ?? 'unknown',
     status: e.$metadata?.httpStatusCode,
   });

@@ -68,7 +68,7 @@ export class ReferralService {
 
   private ownerId(code: string): number {
     const id = parseReferralCode(code);
-    if (id === undefined) throw new AppError(400, 'invalid_referral_code', 'a referral code is MARU- followed by the customer id in base 36');
+    if (id === undefined) throw new AppError('invalid', 'invalid_referral_code', 'a referral code is MARU- followed by the customer id in base 36');
     return id;
   }
 
@@ -106,7 +106,7 @@ export class ReferralService {
       if (!cur) throw notFound('referral_not_found', `no customer holds the referral code ${code}`);
       const owner = cur as unknown as ReferralOwner;
       if (owner.customerId === referred.customerId || (referred.phone !== undefined && referred.phone === owner.phone)) {
-        throw new AppError(409, 'self_referral', 'a customer cannot redeem their own referral code');
+        throw new AppError('conflict', 'self_referral', 'a customer cannot redeem their own referral code');
       }
       if (done) return { writes: [], result: { redeemed: false } };
       const at = new Date(this.deps.clock.now()).toISOString();

@@ -162,7 +162,7 @@ export class ChatService {
         if (input.choice !== undefined) {
           const picked = offered.find((c) => c.label === input.choice);
           if (!picked) {
-            throw new AppError(400, 'choice_not_offered', `"${input.choice}" is not one of the offered choices`, {
+            throw new AppError('invalid', 'choice_not_offered', `"${input.choice}" is not one of the offered choices`, {
               choices: offered.map((c) => c.label),
             });
           }
@@ -202,7 +202,7 @@ export class ChatService {
       }
       return this.answer(session, done);
     }
-    throw new AppError(503, 'session_busy', 'the session is finishing a registration; try again');
+    throw new AppError('unavailable', 'session_busy', 'the session is finishing a registration; try again');
   }
 
   private async progress(receiptNo: string): Promise<Progress | undefined> {
@@ -228,7 +228,7 @@ export class ChatService {
       const cur = (await store.get(key)) as unknown as SessionRecord | undefined;
       if (!cur) throw sessionNotFound();
       if (!cur.ctx.pending) return cur;
-      if (round >= WAIT_ROUNDS) throw new AppError(503, 'session_busy', 'the session is finishing a registration; try again');
+      if (round >= WAIT_ROUNDS) throw new AppError('unavailable', 'session_busy', 'the session is finishing a registration; try again');
       await new Promise((r) => setTimeout(r, 25));
     }
     try {
@@ -246,7 +246,7 @@ export class ChatService {
     } catch (err) {
       if (err instanceof AppError) throw err;
       this.deps.logger.warn({ err, session }, 'chat: intake registration failed');
-      throw new AppError(503, 'intake_unavailable', 'the receipt could not be registered yet; send the answer again');
+      throw new AppError('unavailable', 'intake_unavailable', 'the receipt could not be registered yet; send the answer again');
     } finally {
       await store.update([lease], ([holder]) => ({ writes: holder === me ? [{ op: 'del', key: lease }] : [], result: null }));
     }

@@ -15,20 +15,20 @@ export const signOwner = (secret: string, ownerId: string) =>
 /** The owner id a header value names; 401 when it is missing, malformed or wrongly signed. */
 export function ownerFromHeader(value: string | undefined, secret: string | undefined): string {
   if (value === undefined || value.trim() === '') {
-    throw new AppError(401, 'owner_required', 'the X-Service-Owner header is required');
+    throw new AppError('unauthorized', 'owner_required', 'the X-Service-Owner header is required');
   }
   const v = value.trim();
   if (!secret) {
-    if (!OWNER_ID_RE.test(v)) throw new AppError(401, 'invalid_owner', 'X-Service-Owner is not a valid owner id');
+    if (!OWNER_ID_RE.test(v)) throw new AppError('unauthorized', 'invalid_owner', 'X-Service-Owner is not a valid owner id');
     return v;
   }
   const dot = v.lastIndexOf('.');
   const id = dot > 0 ? v.slice(0, dot) : '';
-  if (!OWNER_ID_RE.test(id)) throw new AppError(401, 'invalid_owner', 'X-Service-Owner must be a signed owner id (<id>.<signature>)');
+  if (!OWNER_ID_RE.test(id)) throw new AppError('unauthorized', 'invalid_owner', 'X-Service-Owner must be a signed owner id (<id>.<signature>)');
   const want = Buffer.from(signOwner(secret, id));
   const got = Buffer.from(v);
   if (want.length !== got.length || !timingSafeEqual(want, got)) {
-    throw new AppError(401, 'invalid_owner', 'the X-Service-Owner signature does not match');
+    throw new AppError('unauthorized', 'invalid_owner', 'the X-Service-Owner signature does not match');
   }
   return id;
 }

@@ -89,7 +89,7 @@ export class CoachService {
   async register(ownerId: string, input: OwnerInput): Promise<{ created: boolean; profile: Profile }> {
     const ids = new Set<string>();
     for (const a of input.actions) {
-      if (ids.has(a.id)) throw new AppError(400, 'duplicate_action', `action id ${a.id} appears twice`, { actionId: a.id });
+      if (ids.has(a.id)) throw new AppError('invalid', 'duplicate_action', `action id ${a.id} appears twice`, { actionId: a.id });
       ids.add(a.id);
     }
     const k = key(ownerId);

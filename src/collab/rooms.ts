@@ -87,8 +87,8 @@ export class Rooms {
 
   /** Checks a room name before a connection is accepted. */
   check(slug: string | undefined): string {
-    if (!slug || !SLUG_RE.test(slug)) throw new AppError(400, 'invalid_slug', 'a slug is 1-80 of a-z 0-9 한글 _ - (no path characters)');
-    if (this.stopping) throw new AppError(503, 'shutting_down', 'the server is shutting down');
+    if (!slug || !SLUG_RE.test(slug)) throw new AppError('invalid', 'invalid_slug', 'a slug is 1-80 of a-z 0-9 한글 _ - (no path characters)');
+    if (this.stopping) throw new AppError('unavailable', 'shutting_down', 'the server is shutting down');
     return slug;
   }
 

@@ -162,7 +162,7 @@ export class CollabService {
   }
 
   checkSlug(slug: string): void {
-    if (!SLUG_RE.test(slug)) throw new AppError(400, 'invalid_slug', 'a slug is 1-80 of a-z 0-9 한글 _ - (no path characters)');
+    if (!SLUG_RE.test(slug)) throw new AppError('invalid', 'invalid_slug', 'a slug is 1-80 of a-z 0-9 한글 _ - (no path characters)');
   }
 
   // ---- documents ----------------------------------------------------------------------------
@@ -183,7 +183,7 @@ export class CollabService {
     this.checkSlug(slug);
     const size = Buffer.byteLength(content, 'utf8');
     if (size > this.maxBytes) {
-      throw new AppError(413, 'document_too_large', `a document holds at most ${this.maxBytes} bytes`, { limit: this.maxBytes, size });
+      throw new AppError('too_large', 'document_too_large', `a document holds at most ${this.maxBytes} bytes`, { limit: this.maxBytes, size });
     }
     const now = this.now();
     const author = input.author ?? 'anonymous';
@@ -191,14 +191,14 @@ export class CollabService {
       const doc = cur as Doc | undefined;
       const lock = lockRaw as Lock | undefined;
       if (lock && lock.expires > now && lock.token !== input.lockToken) {
-        throw new AppError(423, 'document_locked', `${slug} is locked by ${lock.holder} until ${new Date(lock.expires).toISOString()}`, {
+        throw new AppError('locked', 'document_locked', `${slug} is locked by ${lock.holder} until ${new Date(lock.expires).toISOString()}`, {
           holder: lock.holder,
           expires_at: new Date(lock.expires).toISOString(),
           expires: lock.expires,
         });
       }
       if (doc && input.baseVersion !== undefined && input.baseVersion !== doc.version) {
-        throw new AppError(409, 'version_conflict', `the document is at version ${doc.version}, not ${input.baseVersion}`, {
+        throw new AppError('conflict', 'version_conflict', `the document is at version ${doc.version}, not ${input.baseVersion}`, {
           current_version: doc.version,
           base_version: input.baseVersion,
           content: doc.content,
@@ -208,7 +208,7 @@ export class CollabService {
         });
       }
       if (!doc && input.baseVersion !== undefined && input.baseVersion !== 0) {
-        throw new AppError(409, 'version_conflict', `the document does not exist (base version must be 0)`, {
+        throw new AppError('conflict', 'version_conflict', `the document does not exist (base version must be 0)`, {
           current_version: 0,
           base_version: input.baseVersion,
           content: '',
@@ -258,7 +258,7 @@ export class CollabService {
       if (!cur) throw notFound('unknown_document', `no document ${slug}`, { slug });
       const lock = lockRaw as Lock | undefined;
       if (lock && lock.expires > now && lock.token !== lockToken) {
-        throw new AppError(423, 'document_locked', `${slug} is locked by ${lock.holder}`, { holder: lock.holder, expires_at: new Date(lock.expires).toISOString() });
+        throw new AppError('locked', 'document_locked', `${slug} is locked by ${lock.holder}`, { holder: lock.holder, expires_at: new Date(lock.expires).toISOString() });
       }
       return {
         writes: [
@@ -366,7 +366,7 @@ export class CollabService {
       const lock = cur as Lock | undefined;
       const live = lock && lock.expires > now ? lock : undefined;
       if (live && live.token !== token) {
-        throw new AppError(423, 'document_locked', `${slug} is locked by ${live.holder} until ${new Date(live.expires).toISOString()}`, {
+        throw new AppError('locked', 'document_locked', `${slug} is locked by ${live.holder} until ${new Date(live.expires).toISOString()}`, {
           holder: live.holder,
           expires_at: new Date(live.expires).toISOString(),
           expires: live.expires,
@@ -397,7 +397,7 @@ export class CollabService {
       const lock = cur as Lock | undefined;
       if (!lock || lock.expires <= now) return { writes: [], result: false };
       if (lock.token !== token) {
-        throw new AppError(403, 'not_lock_holder', `the lock on ${slug} is held by ${lock.holder}; only the holder's token releases it`, {
+        throw new AppError('forbidden', 'not_lock_holder', `the lock on ${slug} is held by ${lock.holder}; only the holder's token releases it`, {
           holder: lock.holder,
           expires_at: new Date(lock.expires).toISOString(),
         });

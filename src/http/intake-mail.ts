@@ -46,7 +46,7 @@ export function registerIntakeMailRoutes(hub: Hub, opts: IntakeMailRoutesOptions
     handler: async (ctx) => {
       const seen = await intake.track(ctx.params.ref, ctx.query.key); // 404 / 403 invalid_key
       const rec = await intake.require(String(seen.id));
-      if (!rec.email) throw new AppError(409, 'no_email', 'this receipt has no e-mail address to send to');
+      if (!rec.email) throw new AppError('conflict', 'no_email', 'this receipt has no e-mail address to send to');
       const counter = resendCounter(rec.id);
       const n = await store.update<number>([counter], ([cur]) => {
         const next = (typeof cur === 'number' ? cur : 0) + 1;

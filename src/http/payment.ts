@@ -58,7 +58,7 @@ const rawJson: BodyReader = {
     try {
       return { raw: text, json: JSON.parse(text) as unknown };
     } catch {
-      throw new AppError(400, 'invalid_json', 'request body is not valid JSON');
+      throw new AppError('invalid', 'invalid_json', 'request body is not valid JSON');
     }
   },
 };
@@ -74,7 +74,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
   const userLimit = rateLimit({ store: service.store, clock: opts.clock, name: 'payment-post', limit: opts.postsPerMinute ?? 120, windowMs: 60_000, key: (ctx) => ctx.state.user as string | undefined });
   const userPost = [user, userLimit];
   const sameUser = (ctx: RequestContext, bodyUser: string) => {
-    if (bodyUser !== uid(ctx)) throw new AppError(403, 'forbidden', 'user_id does not match the SSO token');
+    if (bodyUser !== uid(ctx)) throw new AppError('forbidden', 'forbidden', 'user_id does not match the SSO token');
   };
   // a 303 is the on-ramp's answer; a script asking for JSON only (Accept: application/json, as the
   // /wallet page does, since fetch cannot read a redirect's Location) gets 200 with the address instead
@@ -155,9 +155,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/banking/webhook',
     body: { schema: z.object({ raw: z.string(), json: z.unknown() }), reader: rawJson },
     handler: async (ctx) => {
-      if (!opts.webhookSecret) throw new AppError(503, 'webhook_not_configured', 'BANKING_WEBHOOK_SECRET is not configured');
+      if (!opts.webhookSecret) throw new AppError('unavailable', 'webhook_not_configured', 'BANKING_WEBHOOK_SECRET is not configured');
       const bad = verifyWebhook(opts.webhookSecret, ctx.headers, ctx.body.raw, service.now());
-      if (bad) throw new AppError(401, 'invalid_signature', bad);
+      if (bad) throw new AppError('unauthorized', 'invalid_signature', bad);
       const ev = validate(
         z.object({ type: z.literal('payment.confirmed'), data: z.object({ payment_id: id, ref: id, amount_krw: z.number().int().positive(), usd_micro: z.number().int().positive() }).passthrough() }).passthrough(),
         ctx.body.json,

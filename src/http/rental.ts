@@ -89,7 +89,7 @@ export class Turns {
   async run<T>(f: () => Promise<T>): Promise<T> {
     if (this.active >= this.running) {
       if (this.queue.length >= this.waiting) {
-        throw new AppError(503, 'busy', 'too many downloads at once; try again shortly', { retry_after_s: 1 });
+        throw new AppError('unavailable', 'busy', 'too many downloads at once; try again shortly', { retry_after_s: 1 });
       }
       await new Promise<void>((r) => this.queue.push(r));
     }
@@ -253,12 +253,12 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       const { subId: id, filename } = ctx.params;
       let access: { partner: true } | { key: string | undefined };
       if (ctx.identity) {
-        if (!isPartner(ctx.identity)) throw new AppError(403, 'forbidden', 'files are for the partner or the applicant');
+        if (!isPartner(ctx.identity)) throw new AppError('forbidden', 'forbidden', 'files are for the partner or the applicant');
         access = { partner: true };
       } else if (ctx.query.key !== undefined) {
         access = { key: ctx.query.key };
       } else {
-        throw new AppError(401, 'unauthorized', 'a partner token (Authorization: Bearer) or the access key (?key=) is needed');
+        throw new AppError('unauthorized', 'unauthorized', 'a partner token (Authorization: Bearer) or the access key (?key=) is needed');
       }
       const { file, body } = await downloads.run(async () => {
         const file = await service.file(id, filename, access);

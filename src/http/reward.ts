@@ -154,8 +154,8 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     query: listQuery.extend({ member: memberId.optional() }),
     handler: (ctx) => {
       if (ctx.query.member === undefined && !ctx.identity?.roles.includes('operator')) {
-        if (!ctx.identity) throw new AppError(401, 'unauthorized', 'the whole ledger needs the operator: sign in, or name a member');
-        throw new AppError(403, 'forbidden', 'the whole ledger needs the operator role; name a member to read one ledger');
+        if (!ctx.identity) throw new AppError('unauthorized', 'unauthorized', 'the whole ledger needs the operator: sign in, or name a member');
+        throw new AppError('forbidden', 'forbidden', 'the whole ledger needs the operator role; name a member to read one ledger');
       }
       return service.rewardLedger(ctx.query);
     },

@@ -40,11 +40,11 @@ export class AuthGate {
     const token = bearerToken(headers, query);
     if (token === undefined) {
       if (spec.optional) return undefined;
-      throw new AppError(401, 'unauthorized', 'this route needs a bearer token (Authorization: Bearer <token>)');
+      throw new AppError('unauthorized', 'unauthorized', 'this route needs a bearer token (Authorization: Bearer <token>)');
     }
     const principal = await this.resolve(token);
     if (!this.allows(principal, spec.roles)) {
-      throw new AppError(403, 'forbidden', `this route needs the role ${spec.roles!.join(' or ')}`, {
+      throw new AppError('forbidden', 'forbidden', `this route needs the role ${spec.roles!.join(' or ')}`, {
         needs: spec.roles,
         has: principal.roles,
       });
@@ -53,7 +53,7 @@ export class AuthGate {
   }
 }
 
-const invalidToken = () => new AppError(401, 'invalid_token', 'the token is not valid (unknown, revoked or expired)');
+const invalidToken = () => new AppError('unauthorized', 'invalid_token', 'the token is not valid (unknown, revoked or expired)');
 
 /**
  * The bearer token of a request: the Authorization header, or (for EventSource and WebSocket

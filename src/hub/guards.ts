@@ -70,7 +70,7 @@ export function rateLimit(opts: RateLimitOptions): Guard {
         // the refusal stands whether or not the hook succeeded
       }
     }
-    throw new AppError(429, 'rate_limited', `too many requests: at most ${opts.limit} per ${opts.windowMs / 1000} s`, {
+    throw new AppError('rate_limited', 'rate_limited', `too many requests: at most ${opts.limit} per ${opts.windowMs / 1000} s`, {
       limit: opts.limit,
       window_s: opts.windowMs / 1000,
       retry_after_s: retryAfterS,

@@ -102,7 +102,7 @@ export const jsonBody: BodyReader = {
     try {
       return JSON.parse(raw.toString('utf8'));
     } catch {
-      throw new AppError(400, 'invalid_json', 'request body is not valid JSON');
+      throw new AppError('invalid', 'invalid_json', 'request body is not valid JSON');
     }
   },
 };
@@ -164,7 +164,7 @@ export function parseQuery(raw: string): Record<string, string | string[]> {
     decodeURIComponent(raw.replace(/\+/g, ' '));
     params = new URLSearchParams(raw);
   } catch {
-    throw new AppError(400, 'invalid_query', 'the query string is not valid percent-encoding');
+    throw new AppError('invalid', 'invalid_query', 'the query string is not valid percent-encoding');
   }
   for (const [k, v] of params) {
     const prev = out[k];
@@ -184,7 +184,7 @@ export function validate<T>(schema: z.ZodType<T>, value: unknown, where: 'query'
     message: i.message,
   }));
   const first = issues[0]!;
-  throw new AppError(400, `invalid_${where}`, `${first.field}: ${first.message}`, { issues });
+  throw new AppError('invalid', `invalid_${where}`, `${first.field}: ${first.message}`, { issues });
 }
 
 export function mediaType(contentType: string | undefined): string {

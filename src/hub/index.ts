@@ -267,7 +267,7 @@ export class Hub {
         });
         const refuse = (err: unknown) => {
           if (aborted) return;
-          const e = err instanceof AppError ? err : new AppError(400, 'invalid_path', 'the socket path is not valid');
+          const e = err instanceof AppError ? err : new AppError('invalid', 'invalid_path', 'the socket path is not valid');
           res.cork(() => {
             res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json');
             writeSecurityHeaders(res);
@@ -277,7 +277,7 @@ export class Hub {
         };
         const accept = (data: D, identity: Principal | undefined) => {
           if (aborted) return;
-          if (this.stopping) return refuse(new AppError(503, 'shutting_down', 'the server is shutting down'));
+          if (this.stopping) return refuse(new AppError('unavailable', 'shutting_down', 'the server is shutting down'));
           const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity };
           res.cork(() => res.upgrade({ ...data, ...base } as S, key, protocol, extensions, context));
         };
@@ -411,24 +411,24 @@ export class Hub {
     const fail = (routeLabel: string, err: unknown) => finish(routeLabel, this.errorReply(err, requestId, method, path));
 
     if (this.stopping) {
-      return fail('shutdown', new AppError(503, 'shutting_down', 'the server is shutting down'));
+      return fail('shutdown', new AppError('unavailable', 'shutting_down', 'the server is shutting down'));
     }
 
     let match;
     try {
       match = this.router.match(method, path);
     } catch {
-      return fail('bad_path', new AppError(400, 'invalid_path', 'the path is not valid percent-encoding'));
+      return fail('bad_path', new AppError('invalid', 'invalid_path', 'the path is not valid percent-encoding'));
     }
     if (match.kind === 'none') {
       if (method === 'GET' || method === 'HEAD') {
         const file = this.statics.get(path);
         if (file) return finish('static', this.fileReply(file, headers));
       }
-      return fail('not_found', new AppError(404, 'not_found', `no route for ${method} ${path}`));
+      return fail('not_found', new AppError('not_found', 'not_found', `no route for ${method} ${path}`));
     }
     if (match.kind === 'method') {
-      const err = new AppError(405, 'method_not_allowed', `${method} is not allowed on ${path}`, {
+      const err = new AppError('method_not_allowed', 'method_not_allowed', `${method} is not allowed on ${path}`, {
         allowed: match.allowed,
       });
       return finish('method_not_allowed', this.errorReply(err, requestId, method, path).withHeaders({ allow: match.allowed.join(', ') }));
@@ -443,7 +443,7 @@ export class Hub {
     // A state-changing request takes JSON only: a form post (the cross-site kind a browser sends
     // without asking) is refused even on routes that read no body.
     if (entry.kind === 'route' && !def.body && BODY_METHODS.has(method) && headers['content-type'] !== undefined && mediaType(headers['content-type']) !== 'application/json') {
-      return fail(routeLabel, new AppError(415, 'unsupported_media_type', 'content-type must be application/json', { received: mediaType(headers['content-type']) || null }));
+      return fail(routeLabel, new AppError('unsupported_media', 'unsupported_media_type', 'content-type must be application/json', { received: mediaType(headers['content-type']) || null }));
     }
     let bodyPromise: Promise<Buffer> | undefined;
     let upload: MultipartReader | undefined;
@@ -519,19 +519,19 @@ export class Hub {
   private readBody(res: HttpResponse, headers: Record<string, string>, limit: number, pending: Pending): Promise<Buffer> {
     const declared = headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) {
-      throw new AppError(413, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit });
+      throw new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit });
     }
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
       let over = false;
-      pending.onAbort = () => reject(new AppError(400, 'aborted', 'the client went away'));
+      pending.onAbort = () => reject(new AppError('invalid', 'aborted', 'the client went away'));
       res.onData((chunk, isLast) => {
         if (over) return;
         size += chunk.byteLength;
         if (size > limit) {
           over = true;
-          reject(new AppError(413, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit }));
+          reject(new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit }));
           return;
         }
         // uWS reuses the chunk's memory after this call returns: copy it
@@ -552,9 +552,9 @@ export class Hub {
     const accepted = spec.multipart ? [...reader.mediaTypes, 'multipart/form-data'] : reader.mediaTypes;
     if (!reader.mediaTypes.includes(type)) {
       if (bytes.length === 0 && !headers['content-type']) {
-        throw new AppError(400, 'invalid_body', 'a request body is required', { accepts: accepted });
+        throw new AppError('invalid', 'invalid_body', 'a request body is required', { accepts: accepted });
       }
-      throw new AppError(415, 'unsupported_media_type', `content-type must be ${accepted.join(' or ')}`, {
+      throw new AppError('unsupported_media', 'unsupported_media_type', `content-type must be ${accepted.join(' or ')}`, {
         received: type || null,
       });
     }
@@ -574,7 +574,7 @@ export class Hub {
       return Reply.json(errorBody(err), err.status, headers);
     }
     this.log.error({ requestId, method, path, err }, 'unhandled error');
-    const body = errorBody(new AppError(500, 'internal', 'internal error', { requestId }));
+    const body = errorBody(new AppError('internal', 'internal', 'internal error', { requestId }));
     return Reply.json(body, 500, { 'cache-control': 'no-store' });
   }
 
@@ -609,7 +609,7 @@ export class Hub {
 
   private staticReply(file: string, req: Record<string, string>): Reply {
     const f = this.statics.get(file);
-    if (!f) throw new AppError(503, 'page_not_built', `${file} is missing: run npm run build`);
+    if (!f) throw new AppError('unavailable', 'page_not_built', `${file} is missing: run npm run build`);
     return this.fileReply(f, req);
   }
 
@@ -752,7 +752,7 @@ export class Hub {
             checks[name] = err instanceof Error ? err.message : String(err);
           }
         }
-        if (!ok) throw new AppError(503, 'not_ready', 'a dependency is not reachable', { checks });
+        if (!ok) throw new AppError('unavailable', 'not_ready', 'a dependency is not reachable', { checks });
         return { status: 'ready', checks };
       },
     });

@@ -84,7 +84,7 @@ export function checkFilename(name: string): string {
     name === '..' ||
     name.trim() !== name;
   if (bad) {
-    throw new AppError(400, 'invalid_filename', 'a file name may not contain a path, control characters or surrounding spaces, and is at most 255 bytes', {
+    throw new AppError('invalid', 'invalid_filename', 'a file name may not contain a path, control characters or surrounding spaces, and is at most 255 bytes', {
       filename: name.slice(0, 255),
     });
   }
@@ -128,7 +128,7 @@ export class MultipartReader {
     const maxRequest = opts.maxRequestBytes ?? opts.files.length * this.maxFileBytes + MiB;
     const declared = headers['content-length'];
     if (declared !== undefined && Number(declared) > maxRequest) {
-      throw new AppError(413, 'payload_too_large', `the request is larger than ${maxRequest} bytes`, { limit: maxRequest });
+      throw new AppError('too_large', 'payload_too_large', `the request is larger than ${maxRequest} bytes`, { limit: maxRequest });
     }
     const maxFields = opts.maxFields ?? 32;
     try {
@@ -148,7 +148,7 @@ export class MultipartReader {
         },
       });
     } catch {
-      throw new AppError(400, 'invalid_multipart', 'the multipart content-type needs a boundary');
+      throw new AppError('invalid', 'invalid_multipart', 'the multipart content-type needs a boundary');
     }
     this.done = new Promise((resolve, reject) => {
       this.resolve = resolve;
@@ -159,7 +159,7 @@ export class MultipartReader {
 
     pending.onAbort = () => {
       this.inputEnded = true;
-      this.fail(new AppError(400, 'aborted', 'the client went away'));
+      this.fail(new AppError('invalid', 'aborted', 'the client went away'));
     };
     let received = 0;
     if (hold) {
@@ -173,7 +173,7 @@ export class MultipartReader {
       if (received > maxRequest) {
         this.inputEnded = true;
         this.immediate = true;
-        this.fail(new AppError(413, 'payload_too_large', `the request is larger than ${maxRequest} bytes`, { limit: maxRequest }));
+        this.fail(new AppError('too_large', 'payload_too_large', `the request is larger than ${maxRequest} bytes`, { limit: maxRequest }));
         return;
       }
       // uWS reuses the chunk's memory once this callback returns: copy it
@@ -202,7 +202,7 @@ export class MultipartReader {
       try {
         ok = this.bb.write(chunk);
       } catch (err) {
-        this.fail(new AppError(400, 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
+        this.fail(new AppError('invalid', 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
       }
       if (!ok && !this.error && !this.paused && !isLast) {
         this.paused = true;
@@ -216,7 +216,7 @@ export class MultipartReader {
         try {
           this.bb.end();
         } catch (err) {
-          this.fail(new AppError(400, 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
+          this.fail(new AppError('invalid', 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
         }
       }
       this.trySettle();
@@ -229,7 +229,7 @@ export class MultipartReader {
    * rest of the body has been read and discarded, so an error answer reaches a client still sending.
    */
   async dispose(drain = false): Promise<void> {
-    if (!this.settled) this.fail(new AppError(400, 'request_failed', 'the request failed before its body was read'));
+    if (!this.settled) this.fail(new AppError('invalid', 'request_failed', 'the request failed before its body was read'));
     if (drain) await this.done.catch(() => undefined);
     else await this.writersClosed();
     await Promise.all(this.files.map((f) => unlink(f.tempPath).catch(() => undefined)));
@@ -257,9 +257,9 @@ export class MultipartReader {
       if (this.error) return void stream.resume();
       try {
         if (!this.opts.files.includes(name)) {
-          throw new AppError(400, 'unexpected_file', `file field ${JSON.stringify(name)} is not accepted`, { field: name, accepted: this.opts.files });
+          throw new AppError('invalid', 'unexpected_file', `file field ${JSON.stringify(name)} is not accepted`, { field: name, accepted: this.opts.files });
         }
-        if (this.seenFiles.has(name)) throw new AppError(400, 'duplicate_file', `file field ${name} was sent twice`, { field: name });
+        if (this.seenFiles.has(name)) throw new AppError('invalid', 'duplicate_file', `file field ${name} was sent twice`, { field: name });
         this.seenFiles.add(name);
         if (info.filename === undefined || info.filename === '') {
           // a file input left empty: browsers still send the part, with no name and no bytes
@@ -281,7 +281,7 @@ export class MultipartReader {
       const out = createWriteStream(file.tempPath, { flags: 'wx', mode: 0o600 });
       this.writers.add(out);
       out.on('error', (err) => {
-        this.fail(new AppError(503, 'storage_unavailable', 'the upload could not be written', { reason: (err as NodeJS.ErrnoException).code }));
+        this.fail(new AppError('unavailable', 'storage_unavailable', 'the upload could not be written', { reason: (err as NodeJS.ErrnoException).code }));
       });
       out.on('close', () => {
         this.writers.delete(out);
@@ -291,34 +291,34 @@ export class MultipartReader {
         file.size += c.length;
       });
       stream.on('limit', () => {
-        this.fail(new AppError(413, 'file_too_large', `${name} is larger than ${this.maxFileBytes} bytes`, { field: name, limit: this.maxFileBytes }));
+        this.fail(new AppError('too_large', 'file_too_large', `${name} is larger than ${this.maxFileBytes} bytes`, { field: name, limit: this.maxFileBytes }));
       });
       stream.pipe(out);
     });
     bb.on('field', (name, value, info) => {
       if (this.error) return;
       if (this.opts.files.includes(name)) {
-        return this.fail(new AppError(400, 'invalid_file', `${name} must be sent as a file`, { field: name }));
+        return this.fail(new AppError('invalid', 'invalid_file', `${name} must be sent as a file`, { field: name }));
       }
       if (this.opts.fields && !this.opts.fields.includes(name)) {
-        return this.fail(new AppError(400, 'unexpected_field', `field ${JSON.stringify(name.slice(0, 100))} is not accepted`, { field: name.slice(0, 100), accepted: this.opts.fields }));
+        return this.fail(new AppError('invalid', 'unexpected_field', `field ${JSON.stringify(name.slice(0, 100))} is not accepted`, { field: name.slice(0, 100), accepted: this.opts.fields }));
       }
-      if (info.nameTruncated) return this.fail(new AppError(400, 'invalid_field', 'a field name is longer than 100 bytes'));
-      if (info.valueTruncated) return this.fail(new AppError(413, 'field_too_large', `field ${name} is too long`, { field: name }));
-      if (name in this.fields) return this.fail(new AppError(400, 'duplicate_field', `field ${name} was sent twice`, { field: name }));
+      if (info.nameTruncated) return this.fail(new AppError('invalid', 'invalid_field', 'a field name is longer than 100 bytes'));
+      if (info.valueTruncated) return this.fail(new AppError('too_large', 'field_too_large', `field ${name} is too long`, { field: name }));
+      if (name in this.fields) return this.fail(new AppError('invalid', 'duplicate_field', `field ${name} was sent twice`, { field: name }));
       this.fields[name] = value;
     });
     bb.on('filesLimit', () =>
-      this.fail(new AppError(400, 'too_many_files', `at most ${this.opts.files.length} files`, { accepted: this.opts.files })),
+      this.fail(new AppError('invalid', 'too_many_files', `at most ${this.opts.files.length} files`, { accepted: this.opts.files })),
     );
-    bb.on('fieldsLimit', () => this.fail(new AppError(400, 'too_many_fields', 'too many fields')));
-    bb.on('partsLimit', () => this.fail(new AppError(400, 'too_many_parts', 'too many parts')));
+    bb.on('fieldsLimit', () => this.fail(new AppError('invalid', 'too_many_fields', 'too many fields')));
+    bb.on('partsLimit', () => this.fail(new AppError('invalid', 'too_many_parts', 'too many parts')));
     bb.on('error', (err: Error) => {
       const truncated = /unexpected end/i.test(err.message);
       this.fail(
         truncated
-          ? new AppError(400, 'truncated_body', 'the multipart body ended before its closing boundary')
-          : new AppError(400, 'invalid_multipart', `the multipart body is malformed: ${err.message}`),
+          ? new AppError('invalid', 'truncated_body', 'the multipart body ended before its closing boundary')
+          : new AppError('invalid', 'invalid_multipart', `the multipart body is malformed: ${err.message}`),
       );
       this.parserClosed = true;
       this.trySettle();

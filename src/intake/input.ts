@@ -85,5 +85,5 @@ export function parseIntakeInput(raw: unknown): IntakeInput {
   const r = intakeInput.safeParse(raw);
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => ({ field: i.path.length ? i.path.join('.') : 'body', message: i.message }));
-  throw new AppError(400, 'invalid_body', `${issues[0]!.field}: ${issues[0]!.message}`, { issues });
+  throw new AppError('invalid', 'invalid_body', `${issues[0]!.field}: ${issues[0]!.message}`, { issues });
 }

@@ -139,7 +139,7 @@ export class IntakeService {
     };
     await store.update([K.record(id), K.receipt(receiptNo)], ([existing, taken]) => {
       if (existing !== undefined || taken !== undefined) {
-        throw new AppError(409, 'subscription_exists', 'a record with this id or receipt number already exists');
+        throw new AppError('conflict', 'subscription_exists', 'a record with this id or receipt number already exists');
       }
       return {
         writes: [
@@ -184,7 +184,7 @@ export class IntakeService {
 
   /** Throws 403 invalid_key unless `key` is the record's access key. */
   requireKey(record: SubscriptionRecord, key: string | undefined): void {
-    if (!this.keyMatches(record, key)) throw new AppError(403, 'invalid_key', 'the access key does not match this subscription');
+    if (!this.keyMatches(record, key)) throw new AppError('forbidden', 'invalid_key', 'the access key does not match this subscription');
   }
 
   /**

@@ -43,17 +43,17 @@ export class Idempotency {
 
   /** Returns a ticket to finish, or a stored answer to replay. */
   async begin(scope: string, header: string | undefined, fp: string): Promise<{ ticket: IdemTicket } | { replay: StoredAnswer }> {
-    if (header === undefined || header === '') throw new AppError(400, 'idempotency_key_missing', 'every POST of the relay needs an Idempotency-Key header');
+    if (header === undefined || header === '') throw new AppError('invalid', 'idempotency_key_missing', 'every POST of the relay needs an Idempotency-Key header');
     const key = header.replace(/^"(.*)"$/, '$1');
-    if (!KEY_RE.test(key)) throw new AppError(400, 'idempotency_key_invalid', 'an Idempotency-Key is 1 to 255 visible ASCII characters');
+    if (!KEY_RE.test(key)) throw new AppError('invalid', 'idempotency_key_invalid', 'an Idempotency-Key is 1 to 255 visible ASCII characters');
     const storeKey = `pay:idem:${scope}:${key}`;
     const token = `${this.clock.now()}-${Math.random().toString(36).slice(2)}`;
     const now = this.clock.now();
     return this.store.update<{ ticket: IdemTicket } | { replay: StoredAnswer }>([storeKey], ([cur]) => {
       const c = cur as { state?: string; fp?: string; until?: number; answer?: StoredAnswer } | undefined;
-      if (c && c.fp !== fp) throw new AppError(422, 'idempotency_key_reused', 'this Idempotency-Key was used with another request body');
+      if (c && c.fp !== fp) throw new AppError('unprocessable', 'idempotency_key_reused', 'this Idempotency-Key was used with another request body');
       if (c?.state === 'done') return { writes: [], result: { replay: c.answer! } };
-      if (c?.state === 'running' && (c.until ?? 0) > now) throw new AppError(409, 'idempotency_in_progress', 'the first request with this Idempotency-Key is still running');
+      if (c?.state === 'running' && (c.until ?? 0) > now) throw new AppError('conflict', 'idempotency_in_progress', 'the first request with this Idempotency-Key is still running');
       const rec: Json = { state: 'running', fp, until: now + this.runningMs, token };
       return { writes: [{ op: 'set', key: storeKey, value: rec, ttlMs: IDEMPOTENCY_TTL_MS }], result: { ticket: { storeKey, fingerprint: fp, token } } };
     });

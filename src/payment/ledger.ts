@@ -145,7 +145,7 @@ const ID_RE = /^[A-Za-z0-9_:.-]{1,200}$/;
 
 export function checkAmount(amount: bigint): void {
   if (amount <= 0n || amount > MAX_AMOUNT) {
-    throw new AppError(400, 'invalid_amount', `an amount must be a positive integer of at most ${MAX_AMOUNT} minor units`);
+    throw new AppError('invalid', 'invalid_amount', `an amount must be a positive integer of at most ${MAX_AMOUNT} minor units`);
   }
 }
 
@@ -214,20 +214,20 @@ export class LedgerTx {
 
   /** Applies one transfer; returns it (the first one when the id was already used with the same fields). */
   transfer(input: TransferInput): Transfer {
-    if (!ID_RE.test(input.id)) throw new AppError(400, 'invalid_transfer_id', 'a transfer id is 1 to 200 of A-Z a-z 0-9 _ : . -');
-    if (!ACCOUNT_RE.test(input.debit) || !ACCOUNT_RE.test(input.credit)) throw new AppError(400, 'invalid_account', 'bad account id');
-    if (input.debit === input.credit) throw new AppError(400, 'same_account', 'debit and credit accounts must differ');
+    if (!ID_RE.test(input.id)) throw new AppError('invalid', 'invalid_transfer_id', 'a transfer id is 1 to 200 of A-Z a-z 0-9 _ : . -');
+    if (!ACCOUNT_RE.test(input.debit) || !ACCOUNT_RE.test(input.credit)) throw new AppError('invalid', 'invalid_account', 'bad account id');
+    if (input.debit === input.credit) throw new AppError('invalid', 'same_account', 'debit and credit accounts must differ');
     checkAmount(input.amount);
     const prior = this.existing(input.id);
     if (prior) {
-      if (!sameFields(prior, input)) throw new AppError(409, 'transfer_id_conflict', `transfer ${input.id} exists with other fields`);
+      if (!sameFields(prior, input)) throw new AppError('conflict', 'transfer_id_conflict', `transfer ${input.id} exists with other fields`);
       this.replayed.push(input.id);
       return prior;
     }
     const debit = this.account(input.debit);
     const credit = this.account(input.credit);
     if (!isBoundary(debit.id) && availableOf(debit) < input.amount) {
-      throw new AppError(409, 'insufficient_balance', `account ${debit.id} lacks ${input.amount - availableOf(debit)} minor units`, {
+      throw new AppError('conflict', 'insufficient_balance', `account ${debit.id} lacks ${input.amount - availableOf(debit)} minor units`, {
         account: debit.id,
         shortfall: (input.amount - availableOf(debit)).toString(),
       });
@@ -257,18 +257,18 @@ export class LedgerTx {
 
   /** Posts or voids a pending transfer, at most once. The accounts of the pending transfer must have been read. */
   resolve(input: ResolveInput): Transfer {
-    if (!ID_RE.test(input.id)) throw new AppError(400, 'invalid_transfer_id', 'bad transfer id');
+    if (!ID_RE.test(input.id)) throw new AppError('invalid', 'invalid_transfer_id', 'bad transfer id');
     const prior = this.existing(input.id);
     if (prior) {
-      if (!sameFields(prior, input)) throw new AppError(409, 'transfer_id_conflict', `transfer ${input.id} exists with other fields`);
+      if (!sameFields(prior, input)) throw new AppError('conflict', 'transfer_id_conflict', `transfer ${input.id} exists with other fields`);
       this.replayed.push(input.id);
       return prior;
     }
     const p = this.existing(input.pending_id);
     if (!p || (p.status !== 'pending' && p.status !== 'pending_posted' && p.status !== 'pending_voided')) {
-      throw new AppError(404, 'pending_not_found', `no pending transfer ${input.pending_id}`);
+      throw new AppError('not_found', 'pending_not_found', `no pending transfer ${input.pending_id}`);
     }
-    if (p.status !== 'pending') throw new AppError(409, 'pending_resolved', `pending transfer ${p.id} is already ${p.status === 'pending_posted' ? 'posted' : 'voided'}`);
+    if (p.status !== 'pending') throw new AppError('conflict', 'pending_resolved', `pending transfer ${p.id} is already ${p.status === 'pending_posted' ? 'posted' : 'voided'}`);
     const debit = this.account(p.debit);
     const credit = this.account(p.credit);
     debit.debits_pending -= p.amount;

@@ -57,7 +57,7 @@ export class ChallengeLifecycle {
       const next: ChallengeRecord = { ...c, stats: { ...c.stats }, violations: [...c.violations] };
       let outcome: string | undefined;
       if (ev.type === 'fill') {
-        if (!Number.isSafeInteger(ev.realized_cents)) throw new AppError(400, 'invalid_amount', 'realized_cents must be an integer');
+        if (!Number.isSafeInteger(ev.realized_cents)) throw new AppError('invalid', 'invalid_amount', 'realized_cents must be an integer');
         const day = utcDay(ev.ts);
         next.stats.realized_cents += ev.realized_cents;
         next.stats.peak_cents = Math.max(next.stats.peak_cents, next.stats.realized_cents);
@@ -96,7 +96,7 @@ export class ChallengeLifecycle {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body as Json };
       const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
-      if (c.state !== 'active') throw new AppError(409, 'challenge_not_active', `challenge ${challengeId} is ${c.state}`);
+      if (c.state !== 'active') throw new AppError('conflict', 'challenge_not_active', `challenge ${challengeId} is ${c.state}`);
       const next: ChallengeRecord = { ...c, state: outcome === 'pass' ? 'passed' : 'failed', judged: { outcome, by, reason, ts: now } };
       const writes: Write[] = [
         { op: 'set', key: PK.challenge(challengeId), value: next as unknown as Json },
@@ -123,7 +123,7 @@ export class ChallengeLifecycle {
   /** Scale-up of a passed challenge: the collateral moves from the wallet to the collateral pool. */
   async scaleUp(user: string, challengeId: string, e: Effect) {
     const c0 = await this.svc.challenge(challengeId);
-    if (c0.user !== user) throw new AppError(404, 'challenge_not_found', `no challenge ${challengeId}`);
+    if (c0.user !== user) throw new AppError('not_found', 'challenge_not_found', `no challenge ${challengeId}`);
     const amount = collateralFor(c0.account_size, BigInt(c0.peg.peg_ppm));
     const wallet = userAccount(user, 'wallet');
     const t: TransferInput = { id: `collateral:${challengeId}`, debit: wallet, credit: userAccount(user, 'collateral'), amount, code: 'collateral' };
@@ -132,7 +132,7 @@ export class ChallengeLifecycle {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body as Json };
       const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
-      if (c.state !== 'passed') throw new AppError(409, 'challenge_not_passed', `challenge ${challengeId} is ${c.state}; only a passed challenge scales up`);
+      if (c.state !== 'passed') throw new AppError('conflict', 'challenge_not_passed', `challenge ${challengeId} is ${c.state}; only a passed challenge scales up`);
       if (availableOf(tx.account(wallet)) < amount) throw insufficient(amount - availableOf(tx.account(wallet)));
       tx.transfer(t);
       const r = receiptWrites(get(RK.head), { kind: 'collateral', user, amount: amount.toString(), transfers: [t.id], ref: challengeId, ts: now });
@@ -170,7 +170,7 @@ export class ChallengeLifecycle {
   /** Withdrawal from the program: the remaining collateral returns to the wallet. */
   async withdraw(user: string, challengeId: string, e: Effect) {
     const c0 = await this.svc.challenge(challengeId);
-    if (c0.user !== user) throw new AppError(404, 'challenge_not_found', `no challenge ${challengeId}`);
+    if (c0.user !== user) throw new AppError('not_found', 'challenge_not_found', `no challenge ${challengeId}`);
     const col = userAccount(user, 'collateral');
     const wallet = userAccount(user, 'wallet');
     const id = `refund:${challengeId}`;
@@ -179,7 +179,7 @@ export class ChallengeLifecycle {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body as Json };
       const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
-      if (c.state !== 'funded') throw new AppError(409, 'challenge_not_funded', `challenge ${challengeId} is ${c.state}`);
+      if (c.state !== 'funded') throw new AppError('conflict', 'challenge_not_funded', `challenge ${challengeId} is ${c.state}`);
       const have = balanceOf(tx.account(col));
       const refund = have < BigInt(c.collateral) ? have : BigInt(c.collateral);
       const writes: Write[] = [

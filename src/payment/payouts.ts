@@ -95,7 +95,7 @@ export class PayoutService {
   /** Pays (or holds) one user's week, exactly once. */
   async payout(week: string, user: string, e: Effect = {}, exp?: Expected): Promise<Json> {
     const at = payoutAt(week);
-    if (at > this.svc.now()) throw new AppError(400, 'week_not_finished', `the payout of ${week} is due ${new Date(at).toISOString()}`);
+    if (at > this.svc.now()) throw new AppError('invalid', 'week_not_finished', `the payout of ${week} is due ${new Date(at).toISOString()}`);
     const x = exp ?? (await this.expected(week, user));
     const wallet = userAccount(user, 'wallet');
     const ids = { trader: `payout:${week}:${user}:trader`, platform: `payout:${week}:${user}:platform` };
@@ -249,7 +249,7 @@ export class PayoutService {
   async report(week: string): Promise<Json> {
     weekStart(week);
     const r = await this.store.get(PAYOUT.run(week));
-    if (!r) throw new AppError(404, 'run_not_found', `the payout of ${week} has not run`);
+    if (!r) throw new AppError('not_found', 'run_not_found', `the payout of ${week} has not run`);
     return r;
   }
 
@@ -268,7 +268,7 @@ export class PayoutService {
   /** Approve (post the holds) or reject (void them): at most once. */
   async decide(id: string, action: 'approve' | 'reject', reviewer: string, reason: string, e: Effect = {}): Promise<Json> {
     const rv = (await this.store.get(PAYOUT.review(id))) as { holds: string[]; user: string; week: string; amount: string } | undefined;
-    if (!rv) throw new AppError(404, 'review_not_found', `no review ${id}`);
+    if (!rv) throw new AppError('not_found', 'review_not_found', `no review ${id}`);
     const wallet = userAccount(rv.user, 'wallet');
     const resolveId = (h: string) => `${h}:${action === 'approve' ? 'post' : 'void'}`;
     const now = this.svc.now();
@@ -283,7 +283,7 @@ export class PayoutService {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body };
       const cur = get(PAYOUT.review(id)) as { state: string } & Record<string, Json>;
-      if (cur.state !== 'open') throw new AppError(409, 'review_closed', `review ${id} was already ${cur.state}`);
+      if (cur.state !== 'open') throw new AppError('conflict', 'review_closed', `review ${id} was already ${cur.state}`);
       for (const h of rv.holds) tx.resolve({ id: resolveId(h), pending_id: h, action: action === 'approve' ? 'post' : 'void' });
       const w: Write[] = [
         { op: 'set', key: PAYOUT.review(id), value: { ...cur, state: action === 'approve' ? 'approved' : 'rejected', reviewer, reason, decided_at: now } },

@@ -84,7 +84,7 @@ export class PegService {
     );
     const ok = inputs.filter((i) => i.twap !== undefined).map((i) => i.twap!);
     if (ok.length < this.opts.minProviders) {
-      throw new AppError(503, 'peg_unavailable', `the peg needs ${this.opts.minProviders} of ${this.sources.length} price providers; ${ok.length} answered with a covered window`, { inputs });
+      throw new AppError('unavailable', 'peg_unavailable', `the peg needs ${this.opts.minProviders} of ${this.sources.length} price providers; ${ok.length} answered with a covered window`, { inputs });
     }
     const ppm = BigInt(Math.round(median(ok) * 1e6));
     return { peg_ppm: ppm.toString(), peg_rate: formatPpm(ppm), snapshot_ts: end, window_ms: this.opts.windowMs, inputs };

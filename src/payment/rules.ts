@@ -106,12 +106,12 @@ export function isoWeek(ms: number): string {
 /** Monday 00:00 UTC of an ISO week; throws 400 on a malformed or impossible week. */
 export function weekStart(week: string): number {
   const m = WEEK_RE.exec(week);
-  if (!m) throw new AppError(400, 'invalid_week', 'a week is an ISO week: YYYY-Www');
+  if (!m) throw new AppError('invalid', 'invalid_week', 'a week is an ISO week: YYYY-Www');
   const year = Number(m[1]);
   const w = Number(m[2]);
   const jan4 = Date.UTC(year, 0, 4);
   const monday = jan4 - ((new Date(jan4).getUTCDay() + 6) % 7) * DAY + (w - 1) * 7 * DAY;
-  if (w < 1 || isoWeek(monday) !== week) throw new AppError(400, 'invalid_week', `${week} does not exist`);
+  if (w < 1 || isoWeek(monday) !== week) throw new AppError('invalid', 'invalid_week', `${week} does not exist`);
   return monday;
 }
 

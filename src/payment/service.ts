@@ -118,7 +118,7 @@ export class PaymentService {
 
   async buy(user: string, kindId: string, e: Effect, program?: ChallengeProgramPort) {
     const kind = challengeKind(kindId);
-    if (!kind) throw new AppError(404, 'unknown_challenge', `no challenge kind ${kindId}`, { known: CHALLENGES.map((c) => c.challenge_id) });
+    if (!kind) throw new AppError('not_found', 'unknown_challenge', `no challenge kind ${kindId}`, { known: CHALLENGES.map((c) => c.challenge_id) });
     const fee = unitsBig(kind.entry_fee);
     const credit = userAccount(user, 'credit');
     const wallet = userAccount(user, 'wallet');
@@ -140,7 +140,7 @@ export class PaymentService {
       const replay = e.ticket && Idempotency.done(get(e.ticket.storeKey));
       if (replay) return { result: { replay } };
       const current = get(PK.userKind(user, kind.challenge_id)) as { id: string; state: string } | undefined;
-      if (current && current.state === 'active') throw new AppError(409, 'challenge_active', `a ${kind.challenge_id} challenge is already running`, { challenge: current.id });
+      if (current && current.state === 'active') throw new AppError('conflict', 'challenge_active', `a ${kind.challenge_id} challenge is already running`, { challenge: current.id });
       // learning credit first (it can only buy challenges), then the wallet: two linked transfers
       const fromCredit = availableOf(tx.account(credit)) < fee ? availableOf(tx.account(credit)) : fee;
       const fromWallet = fee - fromCredit;
@@ -199,7 +199,7 @@ export class PaymentService {
 
   async challenge(id: string): Promise<ChallengeRecord> {
     const rec = (await this.store.get(PK.challenge(id))) as unknown as ChallengeRecord | undefined;
-    if (!rec) throw new AppError(404, 'challenge_not_found', `no challenge ${id}`);
+    if (!rec) throw new AppError('not_found', 'challenge_not_found', `no challenge ${id}`);
     return rec;
   }
 
@@ -208,11 +208,11 @@ export class PaymentService {
     let id = challengeId;
     if (challengeKind(challengeId)) {
       const cur = (await this.store.get(PK.userKind(user, challengeId))) as { id: string } | undefined;
-      if (!cur) throw new AppError(404, 'challenge_not_found', `you have not bought a ${challengeId} challenge`);
+      if (!cur) throw new AppError('not_found', 'challenge_not_found', `you have not bought a ${challengeId} challenge`);
       id = cur.id;
     }
     const rec = await this.challenge(id);
-    if (rec.user !== user) throw new AppError(404, 'challenge_not_found', `no challenge ${id}`);
+    if (rec.user !== user) throw new AppError('not_found', 'challenge_not_found', `no challenge ${id}`);
     return { peg_rate: rec.peg.peg_rate, snapshot_ts: rec.peg.snapshot_ts, challenge: rec.id, window_ms: rec.peg.window_ms, inputs: rec.peg.inputs };
   }
 
@@ -226,9 +226,9 @@ export class PaymentService {
 
   /** Creates an on-ramp payment and returns the banking page's address; the webhook credits it. */
   async onramp(user: string, amountKrw: number, method: 'card' | 'transfer', notifyBase: string, returnUrl: string, e: Effect) {
-    if (!this.opts.bankingUrl) throw new AppError(503, 'banking_not_configured', 'BANKING_URL is not configured');
+    if (!this.opts.bankingUrl) throw new AppError('unavailable', 'banking_not_configured', 'BANKING_URL is not configured');
     if (!Number.isSafeInteger(amountKrw) || amountKrw <= 0 || amountKrw > this.opts.maxOnrampKrw) {
-      throw new AppError(400, 'invalid_amount', `amount_krw must be a positive integer of at most ${this.opts.maxOnrampKrw}`);
+      throw new AppError('invalid', 'invalid_amount', `amount_krw must be a positive integer of at most ${this.opts.maxOnrampKrw}`);
     }
     const peg = await this.opts.peg.snapshot(this.now());
     const id = `or_${randomUUID().replace(/-/g, '')}`;
@@ -252,10 +252,10 @@ export class PaymentService {
   /** The banking service's signed confirmation: credits once per banking payment id. */
   async confirmOnramp(data: { payment_id: string; ref: string; amount_krw: number; usd_micro: number }) {
     const or = (await this.store.get(PK.onramp(data.ref))) as { id: string; user: string; amount_krw: number; peg_ppm: string } | undefined;
-    if (!or) throw new AppError(404, 'onramp_not_found', `no on-ramp ${data.ref}`);
-    if (or.amount_krw !== data.amount_krw) throw new AppError(409, 'amount_mismatch', 'the confirmed amount differs from the on-ramp');
+    if (!or) throw new AppError('not_found', 'onramp_not_found', `no on-ramp ${data.ref}`);
+    if (or.amount_krw !== data.amount_krw) throw new AppError('conflict', 'amount_mismatch', 'the confirmed amount differs from the on-ramp');
     const units = usdMicroToUnits(BigInt(data.usd_micro), BigInt(or.peg_ppm));
-    if (units <= 0n) throw new AppError(400, 'invalid_amount', 'the payment converts to zero tokens');
+    if (units <= 0n) throw new AppError('invalid', 'invalid_amount', 'the payment converts to zero tokens');
     const wallet = userAccount(or.user, 'wallet');
     const t: TransferInput = { id: `onramp:${data.payment_id}`, debit: 'bank', credit: wallet, amount: units, code: 'onramp', meta: { ref: or.id, amount_krw: or.amount_krw } };
     const now = this.now();
@@ -263,7 +263,7 @@ export class PaymentService {
       const seen = get(PK.bankPayment(data.payment_id)) as { receipt_hash: string } | undefined;
       if (seen) return { result: { credited: false, receipt_hash: seen.receipt_hash, amount: units.toString() } };
       const onr = get(PK.onramp(or.id)) as { state: string; payment_id?: string };
-      if (onr.state !== 'open') throw new AppError(409, 'onramp_settled', `on-ramp ${or.id} was settled by payment ${onr.payment_id}`);
+      if (onr.state !== 'open') throw new AppError('conflict', 'onramp_settled', `on-ramp ${or.id} was settled by payment ${onr.payment_id}`);
       tx.transfer(t);
       const r = receiptWrites(get(RK.head), { kind: 'onramp', user: or.user, amount: units.toString(), transfers: [t.id], ref: data.payment_id, ts: now });
       return {
@@ -286,7 +286,7 @@ export class PaymentService {
     const wallet = userAccount(user, 'wallet');
     const main: TransferInput = { id: `${id}:net`, debit: wallet, credit: 'bank', amount: amount - fee, code: 'offramp' };
     const feeT: TransferInput = { id: `${id}:fee`, debit: wallet, credit: 'bank', amount: fee, code: 'offramp_fee' };
-    if (amount - fee <= 0n) throw new AppError(400, 'invalid_amount', 'the amount does not cover the off-ramp fee');
+    if (amount - fee <= 0n) throw new AppError('invalid', 'invalid_amount', 'the amount does not cover the off-ramp fee');
     const now = this.now();
     const out = await ledgerUpdate(this.store, () => now, [...transferKeys([main, feeT]), RK.head, ...this.idemKeys(e)], (tx, get) => {
       const replay = e.ticket && Idempotency.done(get(e.ticket.storeKey));
@@ -332,9 +332,9 @@ export class PaymentService {
 
   /** One receipt of `user` (another user's reads as absent) with its chain link. */
   async receipt(hash: string, user: string) {
-    if (!/^[0-9a-f]{64}$/.test(hash)) throw new AppError(400, 'invalid_hash', 'a receipt hash is 64 lower-case hex digits');
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new AppError('invalid', 'invalid_hash', 'a receipt hash is 64 lower-case hex digits');
     const [r, link] = await this.store.getMany([RK.receipt(hash), RK.link(`receipt:${hash}`)]);
-    if (!r || (r as { user?: string }).user !== user) throw new AppError(404, 'receipt_not_found', `no receipt ${hash}`);
+    if (!r || (r as { user?: string }).user !== user) throw new AppError('not_found', 'receipt_not_found', `no receipt ${hash}`);
     return { receipt_hash: hash, receipt: r, chain: link ?? null };
   }
 
@@ -350,7 +350,7 @@ export class PaymentService {
 }
 
 export const insufficient = (shortfall: bigint) =>
-  new AppError(409, 'insufficient_balance', `the balance is ${shortfall} minor units short; top up through POST /api/token/onramp`, {
+  new AppError('conflict', 'insufficient_balance', `the balance is ${shortfall} minor units short; top up through POST /api/token/onramp`, {
     shortfall: shortfall.toString(),
     onramp: '/api/token/onramp',
   });

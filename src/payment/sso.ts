@@ -40,10 +40,10 @@ export class SsoVerifier {
 
   /** The user id of a bearer header value; throws 401. */
   async user(authorization: string | undefined): Promise<string> {
-    if (!authorization) throw new AppError(401, 'unauthorized', 'this route needs the banking SSO token (Authorization: Bearer <token>)');
+    if (!authorization) throw new AppError('unauthorized', 'unauthorized', 'this route needs the banking SSO token (Authorization: Bearer <token>)');
     const m = /^Bearer +([A-Za-z0-9_.-]{1,4096})\s*$/i.exec(authorization);
-    if (!m) throw new AppError(401, 'invalid_token', 'the SSO token is malformed');
-    if (!this.key) throw new AppError(503, 'sso_not_configured', 'no SSO_JWKS_URL or SSO_PUBLIC_KEY is configured');
+    if (!m) throw new AppError('unauthorized', 'invalid_token', 'the SSO token is malformed');
+    if (!this.key) throw new AppError('unavailable', 'sso_not_configured', 'no SSO_JWKS_URL or SSO_PUBLIC_KEY is configured');
     const key = await this.key;
     try {
       const { payload } = await jwtVerify(m[1]!, key as any, {
@@ -58,9 +58,9 @@ export class SsoVerifier {
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JOSE_GENERIC' && /fetch|network/i.test((err as Error).message)) {
-        throw new AppError(503, 'sso_unavailable', 'the banking service keys could not be fetched');
+        throw new AppError('unavailable', 'sso_unavailable', 'the banking service keys could not be fetched');
       }
-      throw new AppError(401, 'invalid_token', code === 'ERR_JWT_EXPIRED' ? 'the SSO token has expired' : 'the SSO token is not valid');
+      throw new AppError('unauthorized', 'invalid_token', code === 'ERR_JWT_EXPIRED' ? 'the SSO token has expired' : 'the SSO token is not valid');
     }
   }
 }

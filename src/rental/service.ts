@@ -260,7 +260,7 @@ export class RentalService {
       const blob = await this.opts.blobs.get(blobKeyOf(entry.url));
       return { entry, stream: blob.stream, size: blob.size, receiptNo: rec.receiptNo };
     } catch (err) {
-      if (err instanceof AppError && err.status === 404) throw notFound('file_not_found', 'the file is not stored');
+      if (err instanceof AppError && err.kind === 'not_found') throw notFound('file_not_found', 'the file is not stored');
       throw err;
     }
   }
@@ -285,7 +285,7 @@ export class RentalService {
 
   private documentEntry(id: string, f: StoredFile, now: number): DocumentEntry {
     const extension = EXTENSIONS[f.mediaType];
-    if (!extension) throw new AppError(415, 'unsupported_file_type', `${f.mediaType} is not accepted`, { field: f.field, detected: f.mediaType });
+    if (!extension) throw new AppError('unsupported_media', 'unsupported_file_type', `${f.mediaType} is not accepted`, { field: f.field, detected: f.mediaType });
     if (!STORED_NAME_RE.test(`${f.blobKey}.${extension}`)) throw new TypeError(`bad blob key ${f.blobKey}`);
     const stored = `${f.blobKey}.${extension}`;
     return {
@@ -329,4 +329,4 @@ function requireDocType(docType: string): DocType {
 }
 
 const invalidField = (field: string, message: string) =>
-  new AppError(400, 'invalid_body', `${field}: ${message}`, { issues: [{ field, message }] });
+  new AppError('invalid', 'invalid_body', `${field}: ${message}`, { issues: [{ field, message }] });

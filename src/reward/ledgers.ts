@@ -166,7 +166,7 @@ export async function markSynced(store: Store, seq: number, now: number) {
     const cur = (c as EcoCursor | undefined) ?? { seq: 0, at: null };
     const last = ((e as EcoTotals | undefined) ?? EMPTY_ECO).seq;
     if (!Number.isInteger(seq) || seq < 0 || seq > last) {
-      throw new AppError(400, 'invalid_cursor', `cursor must be an integer from 0 to ${last}`, { last });
+      throw new AppError('invalid', 'invalid_cursor', `cursor must be an integer from 0 to ${last}`, { last });
     }
     if (seq <= cur.seq) return { writes: [], result: { seq: cur.seq, advanced: false } };
     const next: EcoCursor = { seq, at: now };

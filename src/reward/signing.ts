@@ -285,27 +285,27 @@ export async function verifySignedRequest(input: SignedRequestInput): Promise<nu
   const maxSkew = input.maxSkewMs ?? WORK_SIGNATURE_MAX_SKEW_MS;
   const rawTs = input.ts;
   if (sig === undefined || sig === null || sig === '' || rawTs === undefined || rawTs === null || rawTs === '') {
-    throw new AppError(401, 'signature_required', `this route needs ts and sig: an Ed25519 signature of the ${what}`);
+    throw new AppError('unauthorized', 'signature_required', `this route needs ts and sig: an Ed25519 signature of the ${what}`);
   }
   if (publicKey === undefined || publicKey === null || publicKey === '') {
-    throw new AppError(403, 'no_member_key', `the member registered no public key, so its ${what} cannot be signed`);
+    throw new AppError('forbidden', 'no_member_key', `the member registered no public key, so its ${what} cannot be signed`);
   }
   const ts = typeof rawTs === 'number' ? rawTs : /^\d{1,16}$/.test(rawTs) ? Number(rawTs) : Number.NaN;
   if (!Number.isSafeInteger(ts)) {
-    throw new AppError(401, 'invalid_signature', 'ts must be an integer number of milliseconds');
+    throw new AppError('unauthorized', 'invalid_signature', 'ts must be an integer number of milliseconds');
   }
   if (Math.abs(now - ts) > maxSkew) {
-    throw new AppError(401, 'signature_expired', 'the signature is older (or newer) than 5 minutes', {
+    throw new AppError('unauthorized', 'signature_expired', 'the signature is older (or newer) than 5 minutes', {
       ts,
       now,
       max_skew_ms: maxSkew,
     });
   }
   if (!verifyMessage(publicKey, input.message(ts), sig)) {
-    throw new AppError(401, 'invalid_signature', `the signature does not match the ${what} and the member key`);
+    throw new AppError('unauthorized', 'invalid_signature', `the signature does not match the ${what} and the member key`);
   }
   if (await input.usedSignature(sig)) {
-    throw new AppError(409, 'signature_replayed', 'this signature was already used');
+    throw new AppError('conflict', 'signature_replayed', 'this signature was already used');
   }
   return ts;
 }

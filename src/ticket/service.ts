@@ -69,8 +69,6 @@ export interface ReservationRecord {
 export interface AuditEntry {
   at: string;
   result: AttemptResult;
-  /** HTTP status of the answer. */
-  http_status: number;
   /** The normalised code; for malformed input, the first 32 characters as received. */
   code: string | null;
   reservation_id: string | null;
@@ -185,7 +183,7 @@ export class TicketService {
   /** book() without the QR image: the stored reservation record. */
   async reserve(input: BookInput): Promise<ReservationRecord> {
     if (input.theme !== undefined && !findTheme(input.theme)) {
-      throw new AppError(400, 'unknown_theme', `no bingo theme ${input.theme}`);
+      throw new AppError('invalid', 'unknown_theme', `no bingo theme ${input.theme}`);
     }
     const now = this.clock.now();
     const cards = generateCards(CARDS_AT_BOOKING, this.rng, input.theme);
@@ -228,7 +226,7 @@ export class TicketService {
       if (r) return r;
       // a code collision (about one in 10^11 per existing ticket): draw again
     }
-    throw new AppError(503, 'code_space_busy', 'could not draw an unused ticket code');
+    throw new AppError('unavailable', 'code_space_busy', 'could not draw an unused ticket code');
   }
 
   // ---- the ticket ----------------------------------------------------------------------------
@@ -246,7 +244,7 @@ export class TicketService {
 
   /** Adds one card (up to 4) to a ticket; 409 cards_full beyond that. */
   async addCard(code: string, themeId?: string) {
-    if (themeId !== undefined && !findTheme(themeId)) throw new AppError(400, 'unknown_theme', `no bingo theme ${themeId}`);
+    if (themeId !== undefined && !findTheme(themeId)) throw new AppError('invalid', 'unknown_theme', `no bingo theme ${themeId}`);
     const r0 = await this.withCards(await this.byCode(code));
     const cardTheme = themeId ?? r0.bingo_cards?.[0]?.theme;
     const [card] = generateCards(1, this.rng, cardTheme, (r0.bingo_cards?.length ?? 0) + 1);
@@ -349,10 +347,9 @@ export class TicketService {
       nonce: input.nonce ?? null,
       source: input.source ?? (via === 'id' ? 'api' : 'manual'),
     };
-    const entry = (result: AttemptResult, status: number, r?: ReservationRecord, replayed = false): AuditEntry => ({
+    const entry = (result: AttemptResult, r?: ReservationRecord, replayed = false): AuditEntry => ({
       at: mark.at,
       result,
-      http_status: status,
       code: r?.code ?? code,
       reservation_id: r?.id ?? (via === 'id' ? (id ?? null) : null),
       scanner: mark.scanner,
@@ -373,19 +370,19 @@ export class TicketService {
           { op: 'push', key: K.audit, value: asJson(e), cap: AUDIT_CAP },
           { op: 'push', key: K.reservationAudit(r.id), value: asJson(e), cap: RESERVATION_AUDIT_CAP },
         ];
-        if (r.status === 'cancelled') return { writes: audit(entry('canceled', 409, r)), result: { kind: 'canceled', r } };
+        if (r.status === 'cancelled') return { writes: audit(entry('canceled', r)), result: { kind: 'canceled', r } };
         if (r.status === 'checked_in') {
           if (mark.nonce !== null && r.checkin?.nonce === mark.nonce) {
-            return { writes: audit(entry('ok', 201, r, true)), result: { kind: 'ok', r, mark: r.checkin, replayed: true } };
+            return { writes: audit(entry('ok', r, true)), result: { kind: 'ok', r, mark: r.checkin, replayed: true } };
           }
-          return { writes: audit(entry('already_redeemed', 409, r)), result: { kind: 'already_redeemed', r } };
+          return { writes: audit(entry('already_redeemed', r)), result: { kind: 'already_redeemed', r } };
         }
         const next: ReservationRecord = { ...r, status: 'checked_in', checkin: mark };
         const event = checkInEvent(next, mark);
         return {
           writes: [
             { op: 'set', key: K.reservation(r.id), value: asJson(next) },
-            ...audit(entry('ok', 201, next)),
+            ...audit(entry('ok', next)),
             { op: 'push', key: K.checkins, value: asJson(event), cap: CHECKINS_CAP },
           ],
           result: { kind: 'ok', r: next, mark, replayed: false },
@@ -395,7 +392,7 @@ export class TicketService {
 
     switch (outcome.kind) {
       case 'invalid': {
-        await this.store.push(K.audit, asJson(entry('invalid', 404)), AUDIT_CAP);
+        await this.store.push(K.audit, asJson(entry('invalid')), AUDIT_CAP);
         const what = via === 'code' ? `code ${code}` : `reservation ${id}`;
         throw notFound('invalid', `no ticket with ${what}`, via === 'code' ? { code } : { reservation_id: id });
       }
@@ -436,7 +433,6 @@ export class TicketService {
     const e: AuditEntry = {
       at: iso(this.clock.now()),
       result,
-      http_status: result === 'malformed' ? 400 : 429,
       code: input.code === undefined || input.code === null ? null : String(input.code).slice(0, 32),
       reservation_id: input.reservation_id ?? null,
       scanner: input.scanner ?? DEFAULT_SCANNER,

@@ -97,7 +97,7 @@ export class Job {
 /** The error a cancelled job answers with: 409 `cancelled`, or 503 `job_timeout` past its time budget. */
 export function cancelledError(job: Job, timeoutMs: number): AppError {
   if (job.reason === 'timeout') {
-    return new AppError(503, 'job_timeout', `job ${job.id} ran past its ${timeoutMs} ms budget and was stopped`, { job: job.id, budget_ms: timeoutMs, done: job.done, total: job.total });
+    return new AppError('unavailable', 'job_timeout', `job ${job.id} ran past its ${timeoutMs} ms budget and was stopped`, { job: job.id, budget_ms: timeoutMs, done: job.done, total: job.total });
   }
   return conflict('cancelled', `job ${job.id} was cancelled`, { job: job.id, done: job.done, total: job.total, reason: job.reason ?? 'cancelled' });
 }
@@ -123,12 +123,12 @@ export class Jobs {
     if (this.admitted.has(jobId)) throw conflict('job_running', `job ${jobId} is already running`, { job: jobId });
     const { queue, perClient } = this.limits;
     if (this.admitted.size >= queue) {
-      throw new AppError(503, 'queue_full', `${this.admitted.size} jobs are admitted, at most ${queue}; retry later`, { limit: queue, retry_after_s: JOB_RETRY_AFTER_S });
+      throw new AppError('unavailable', 'queue_full', `${this.admitted.size} jobs are admitted, at most ${queue}; retry later`, { limit: queue, retry_after_s: JOB_RETRY_AFTER_S });
     }
     let mine = 0;
     for (const j of this.admitted.values()) if (j.client === client) mine++;
     if (mine >= perClient) {
-      throw new AppError(429, 'too_many_jobs', `${mine} of your jobs are admitted, at most ${perClient}; wait for one to finish`, { limit: perClient, retry_after_s: JOB_RETRY_AFTER_S });
+      throw new AppError('rate_limited', 'too_many_jobs', `${mine} of your jobs are admitted, at most ${perClient}; wait for one to finish`, { limit: perClient, retry_after_s: JOB_RETRY_AFTER_S });
     }
     const job = new Job(jobId, kind, total, client, (p) => this.publish(JOB_TOPIC_PREFIX + jobId, p));
     this.admitted.set(jobId, job);

@@ -111,7 +111,7 @@ export class TradingService {
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) {
       this.jobs.close(job, 'failed');
-      throw new AppError(500, 'job_failed', 'the job failed', { job: job.id, reason: String((failed as PromiseRejectedResult).reason?.message ?? failed) });
+      throw new AppError('internal', 'job_failed', 'the job failed', { job: job.id, reason: String((failed as PromiseRejectedResult).reason?.message ?? failed) });
     }
     this.jobs.close(job, 'done');
     return outcomes.map((o) => ((o as PromiseFulfilledResult<TaskOutcome>).value as { value: unknown }).value);

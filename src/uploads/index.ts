@@ -18,7 +18,7 @@ export async function inspectUpload(file: UploadedFile, scanner?: Scanner): Prom
     return await sniff(file.tempPath, file.filename);
   } catch (err) {
     if (err instanceof AppError && err.status < 500 && typeof err.details === 'object') {
-      throw new AppError(err.status, err.code, `${file.field}: ${err.message}`, { field: file.field, ...(err.details as object) });
+      throw new AppError(err.kind, err.code, `${file.field}: ${err.message}`, { field: file.field, ...(err.details as object) });
     }
     throw err;
   }

@@ -16,7 +16,7 @@ export interface Scanner {
 /** Throws 422 `infected` naming the signature when the verdict is not clean. */
 export function assertClean(verdict: ScanVerdict, filename: string): void {
   if (!verdict.clean) {
-    throw new AppError(422, 'infected', `${filename} contains ${verdict.signature}`, { filename, signature: verdict.signature });
+    throw new AppError('unprocessable', 'infected', `${filename} contains ${verdict.signature}`, { filename, signature: verdict.signature });
   }
 }
 
@@ -64,7 +64,7 @@ export class ClamdScanner implements Scanner {
   async scan(path: string): Promise<ScanVerdict> {
     if (this.running >= this.maxConcurrent) {
       if (this.waiting.length >= this.maxWaiting) {
-        throw new AppError(503, 'scanner_busy', 'the virus scanner is busy; try again shortly', { retry_after_s: 5 });
+        throw new AppError('unavailable', 'scanner_busy', 'the virus scanner is busy; try again shortly', { retry_after_s: 5 });
       }
       await new Promise<void>((r) => this.waiting.push(r));
     }
@@ -80,7 +80,7 @@ export class ClamdScanner implements Scanner {
   private scanOnce(path: string): Promise<ScanVerdict> {
     return new Promise((resolve, reject) => {
       const unavailable = (reason: string) =>
-        new AppError(503, 'scanner_unavailable', 'the virus scanner is not available; try again later', { reason });
+        new AppError('unavailable', 'scanner_unavailable', 'the virus scanner is not available; try again later', { reason });
       let done = false;
       let answer = '';
       const socket: Socket = connect({ host: this.host, port: this.port });
@@ -106,7 +106,7 @@ export class ClamdScanner implements Scanner {
         }
         if (!answer) finish(unavailable(socketError));
       });
-      file.on('error', (e: NodeJS.ErrnoException) => finish(new AppError(500, 'scan_failed', 'the file to scan could not be read', { reason: e.code })));
+      file.on('error', (e: NodeJS.ErrnoException) => finish(new AppError('internal', 'scan_failed', 'the file to scan could not be read', { reason: e.code })));
       socket.on('data', (d) => {
         answer += d.toString('latin1');
         if (answer.length > 4096) return finish(unavailable('clamd answered too much'));

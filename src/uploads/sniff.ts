@@ -53,7 +53,7 @@ async function withCfbSlot<T>(f: () => Promise<T>): Promise<T> {
 }
 
 const unsupported = (detected: string) =>
-  new AppError(415, 'unsupported_file_type', `the file is ${detected}; accepted are HWP, HWPX, PDF, JPEG and PNG`, {
+  new AppError('unsupported_media', 'unsupported_file_type', `the file is ${detected}; accepted are HWP, HWPX, PDF, JPEG and PNG`, {
     detected,
     accepted: Object.keys(MEDIA_TYPES),
   });
@@ -88,10 +88,10 @@ async function sniffHwp(path: string): Promise<Sniffed> {
   const version = [(v >>> 24) & 0xff, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff].join('.');
   const flags = header.readUInt32LE(36);
   if (flags & HWP_FLAGS.password) {
-    throw new AppError(422, 'document_encrypted', 'the HWP document is password-protected; save it without a password and upload it again', { flag: 'password' });
+    throw new AppError('unprocessable', 'document_encrypted', 'the HWP document is password-protected; save it without a password and upload it again', { flag: 'password' });
   }
   if (flags & HWP_FLAGS.drm) {
-    throw new AppError(422, 'document_drm', 'the HWP document is DRM-protected; export it without DRM and upload it again', { flag: 'drm' });
+    throw new AppError('unprocessable', 'document_drm', 'the HWP document is DRM-protected; export it without DRM and upload it again', { flag: 'drm' });
   }
   return {
     kind: 'hwp',
@@ -137,7 +137,7 @@ export async function sniff(path: string, filename?: string): Promise<Sniffed> {
   const ext = /\.([A-Za-z0-9]{1,8})$/.exec(filename ?? '')?.[1]?.toLowerCase();
   const admits = ext ? NAME_ADMITS[ext] : undefined;
   if (admits && !admits.includes(found.kind)) {
-    throw new AppError(415, 'type_mismatch', `the file is named .${ext} but its content is ${found.kind.toUpperCase()}`, {
+    throw new AppError('unsupported_media', 'type_mismatch', `the file is named .${ext} but its content is ${found.kind.toUpperCase()}`, {
       detected: found.kind,
       named: ext,
     });

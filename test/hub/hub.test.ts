@@ -44,7 +44,7 @@ beforeAll(async () => {
     method: 'GET',
     path: '/teapot',
     handler: () => {
-      throw new AppError(409, 'busy', 'the pot is busy', { until: 3 });
+      throw new AppError('conflict', 'busy', 'the pot is busy', { until: 3 });
     },
   });
   hub.route({
@@ -59,7 +59,7 @@ beforeAll(async () => {
     path: '/guarded',
     guards: [
       (ctx) => {
-        if (ctx.headers.authorization !== 'Bearer ok') throw new AppError(401, 'unauthorized', 'token required');
+        if (ctx.headers.authorization !== 'Bearer ok') throw new AppError('unauthorized', 'unauthorized', 'token required');
         ctx.state.user = 'u1';
       },
     ],
@@ -372,7 +372,7 @@ describe('hub extra socket endpoints', () => {
     const h = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: web, shutdownGraceMs: 100 });
     const echo = h.socket<{ room: string }>('/bin/:room', {
       upgrade: ([room]) => {
-        if (!room || !/^[a-z]+$/.test(room)) throw new AppError(400, 'invalid_room', 'bad room');
+        if (!room || !/^[a-z]+$/.test(room)) throw new AppError('invalid', 'invalid_room', 'bad room');
         return { room };
       },
       open: (ws) => void ws.subscribe('room:' + ws.getUserData().room),

@@ -52,7 +52,7 @@ beforeAll(async () => {
       if (ctx.body.fail) {
         // the record did not commit: its blobs go too
         await Promise.all(keys.map((k) => blobs.delete(k)));
-        throw new AppError(409, 'record_failed', 'the record could not be written');
+        throw new AppError('conflict', 'record_failed', 'the record could not be written');
       }
       records.set(ctx.body.title, keys);
       return Reply.json({ title: ctx.body.title, files: checked.map((c, i) => ({ ...c, key: keys[i] })) }, 201);

@@ -116,8 +116,8 @@ describe('ticket routes', () => {
     // nothing above checked the ticket in, and the malformed and unknown attempts were audited
     expect((await call(base, 'GET', `/api/mticket/${ticket.code}`)).body.status).toBe('entry_allowed');
     const audit = (await call(base, 'GET', '/api/checkins/audit?limit=50')).body.entries as any[];
-    expect(audit.some((e) => e.result === 'malformed' && e.code === 'TK-1' && e.http_status === 400)).toBe(true);
-    expect(audit.some((e) => e.result === 'invalid' && e.code === 'TK-22222222' && e.http_status === 404)).toBe(true);
+    expect(audit.some((e) => e.result === 'malformed' && e.code === 'TK-1')).toBe(true);
+    expect(audit.some((e) => e.result === 'invalid' && e.code === 'TK-22222222')).toBe(true);
   });
 
   it('50 simultaneous check-ins over HTTP: exactly one 201; every scanner hears it once', async () => {
@@ -252,7 +252,7 @@ describe('ticket rate limits', () => {
       // a camera scan still passes (it is not a guess), and the refused attempt is audited
       expect((await call(base, 'POST', '/api/checkin', { code: ticket.code, source: 'camera' })).status).toBe(201);
       const audit = (await call(base, 'GET', '/api/checkins/audit?limit=5')).body.entries;
-      expect(audit[1]).toMatchObject({ result: 'rate_limited', http_status: 429, code: ticket.code });
+      expect(audit[1]).toMatchObject({ result: 'rate_limited', code: ticket.code });
       clock.advance(60_000);
       expect((await call(base, 'POST', '/api/checkin', { code: ticket.code })).status).toBe(409);
     } finally {
