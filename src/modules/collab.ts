@@ -1,0 +1,38 @@
+import { Rooms, busTransport } from '../collab/rooms.js';
+import { CollabService } from '../collab/service.js';
+import { registerCollabRoutes } from '../http/collab.js';
+import type { Platform, ServiceModule } from './module.js';
+
+/** Markdown documents, presence and live co-editing over the y-websocket protocol (docs/collab.md). */
+export function collabModule(p: Platform): ServiceModule {
+  const { config, store, clock, bus, logger, processId } = p;
+  const service = new CollabService({ store, clock, bus, maxBytes: config.MD_MAX_BYTES, logger: logger.child({ part: 'collab' }) });
+  const rooms = new Rooms({
+    store,
+    service,
+    origin: processId,
+    logger: logger.child({ part: 'rooms' }),
+    debounceMs: config.MD_PERSIST_DEBOUNCE_MS,
+    maxDelayMs: config.MD_PERSIST_MAX_MS,
+    resyncMs: config.MD_RESYNC_MS,
+    transport: busTransport(bus),
+    clock,
+  });
+  return {
+    name: 'collab',
+    routes(hub) {
+      registerCollabRoutes(hub, { service });
+      const peers = hub.peers('/yjs/:slug', {
+        maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
+        upgrade: ([slug]) => rooms.check(slug),
+        open: (peer, slug) => rooms.open(peer, slug),
+        message: (peer, bytes) => rooms.message(peer, bytes),
+        close: (peer) => rooms.leave(peer),
+      });
+      rooms.useFanout(peers);
+    },
+    start: () => service.start(config.MD_SWEEP_MS),
+    stop: () => service.close(),
+    close: () => rooms.close(),
+  };
+}

@@ -1,0 +1,53 @@
+import { registerProgramRoutes } from '../http/programs.js';
+import { registerTradingRoutes } from '../http/trading.js';
+import { ProgramService } from '../trading/programs.js';
+import { TradingService } from '../trading/service.js';
+import { TradingPool } from '../workers/pool.js';
+import type { Platform, ServiceModule } from './module.js';
+
+/** Backtests and analyses on worker threads, and the live programs on the shared market (docs/trading.md). */
+export function tradingModule(p: Platform): ServiceModule & { programs: ProgramService } {
+  const { config, store, clock, bus, logger, processId } = p;
+  const pool = new TradingPool(config.TRADING_WORKERS);
+  const trading = new TradingService({
+    pool,
+    bus,
+    limits: {
+      running: config.TRADING_JOBS_RUNNING || config.TRADING_WORKERS,
+      queue: config.TRADING_QUEUE_MAX,
+      perClient: config.TRADING_JOBS_PER_CLIENT,
+      timeoutMs: config.TRADING_JOB_TIMEOUT_MS,
+    },
+  });
+  const programs = new ProgramService({
+    store,
+    clock,
+    bus,
+    barMs: Math.max(1, Math.floor(config.PROGRAM_CANDLE_MS / config.PROGRAM_SPEED)),
+    leaseMs: config.PROGRAM_LEASE_MS,
+    owner: processId,
+    onError: (err) => logger.warn({ err }, 'program service error'),
+  });
+  let unlisten: (() => void) | undefined;
+  return {
+    name: 'trading',
+    programs,
+    routes(hub) {
+      registerTradingRoutes(hub, { service: trading });
+      unlisten = registerProgramRoutes(hub, { service: programs, bus });
+      hub.page('/trading', '/trading.html', {
+        title: 'Trading programs',
+        description: 'Live trading programs (state, P&L, log, signals, equity) and the backtest lab',
+      });
+    },
+    start: () => programs.start(),
+    async stop() {
+      trading.jobs.cancelAll();
+      await programs.close();
+    },
+    async close() {
+      unlisten?.();
+      await pool.close();
+    },
+  };
+}
