@@ -25,6 +25,7 @@ export async function authModule(p: Platform, deps: { partnerAudit: PartnerAudit
         onPartnerAttempt: ({ action, client, result }) =>
           deps.partnerAudit.record({ actor: result === 'ok' ? 'partner' : '-', client, action, target: null, result, detail: null }),
       });
+      hub.page('/accounts', '/accounts.html', { title: 'Accounts', description: 'Operators manage accounts, roles and scanner device tokens' });
     },
   };
 }
