@@ -265,4 +265,39 @@ describe('bars a program processes', () => {
     const logs = (await second.svc.logs(p.id)).logs;
     expect(logs.some((l) => l.code === 'claimed' && l.message.includes('restored'))).toBe(true);
   });
+
+  it('an owner that stalled past its lease writes nothing after another took over: no bar or signal twice', async () => {
+    const first = await rig();
+    const p = await first.svc.create(input('ema_cross', { fast: 2, slow: 3 }, { stop_loss_atr: 0, take_profit_atr: 0 }));
+    await first.svc.move(p.id, 'start');
+    await first.bars(20);
+    const before = await first.svc.get(p.id);
+    expect(before.stats.bars).toBe(20);
+    // the first owner stalls: its lease expires (as a store TTL would end it) and another process claims it
+    await first.store.update([`program:lease:${p.id}`], () => ({ writes: [{ op: 'del', key: `program:lease:${p.id}` }], result: null }));
+    const second = await rig(first);
+    expect(second.svc.owned()).toEqual([p.id]);
+    // both pump the next 15 bars, the stalled one first: its output is refused
+    for (let i = 0; i < 15; i++) {
+      first.clock.advance(BAR);
+      await first.svc.pump();
+      await second.svc.pump();
+    }
+    // each process's Bus saw every published signal (both share the store): one per bar, one per id
+    const published = (r: Rig) => r.events.filter((e) => e.type === 'signal' && e.program === p.id && e.bar > before.stats.last_bar);
+    for (const r of [first, second]) {
+      const seen = published(r);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(new Set(seen.map((e) => e.type === 'signal' && e.bar)).size).toBe(seen.length);
+      expect(new Set(seen.map((e) => e.id)).size).toBe(seen.length);
+    }
+    await first.svc.leaseRound();
+    expect(first.svc.owned()).toEqual([]);
+    const after = await second.svc.get(p.id);
+    expect(after.stats.bars).toBe(35);
+    expect(after.owner).toBe(second.svc.owner);
+    const signals = (await second.svc.logs(p.id, 500)).signals as { bar: number }[];
+    expect(signals).toHaveLength(after.stats.signals);
+    expect(new Set(signals.map((x) => x.bar)).size).toBe(signals.length);
+  });
 });
