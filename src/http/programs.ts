@@ -1,12 +1,17 @@
 import { z } from 'zod';
 import type { Bus } from '../bus.js';
 import type { Hub, RequestContext, SseStream } from '../hub/index.js';
+import type { Principal } from '../hub/http.js';
+import type { TopicVerdict } from '../hub/topics.js';
 import { settingsSchema } from '../trading/engine.js';
 import {
+  HISTORY,
+  mayManage,
   MOVES,
   PROGRAM_EVENTS_TOPIC,
   PROGRAM_STATES,
   PROGRAM_TICK_TOPIC,
+  programTopic,
   TICK_MS,
   type Caller,
   type ProgramEvent,
@@ -20,9 +25,11 @@ import { checkParams } from '../trading/rules.js';
 
 /**
  * The live-program routes of the trading program service (docs/trading.md "Live programs"):
- * create, list, start, pause, stop, delete, status/:id, logs/:id and the SSE stream. The same
- * events reach WebSocket topics `program:events` (signal, trade, status; with ids) and
- * `program:tick` (the 3-second tick batches).
+ * create, list, start, pause, stop, delete, status/:id, logs/:id and the SSE stream. Everything is
+ * the caller's own programs (an operator's: all). The stream is the hub's Bus-backed SSE over topic
+ * `program:events` (ids `<epoch>-<offset>`, Last-Event-ID resume, `reset`), filtered per identity,
+ * plus the droppable 3-second ticks. WebSocket: `program:<id>` (its owner or an operator: the
+ * program's events and ticks), `program:events` and `program:tick` (operators: every program).
  */
 
 const idField = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -');
@@ -44,7 +51,8 @@ const idBody = z.strictObject({ id: idField });
 
 /** Programs belong to the trader who created them; an operator manages them all. */
 const TRADER = { roles: ['trader'] } as const;
-const caller = (ctx: RequestContext): Caller => ({ id: ctx.identity!.id, operator: ctx.identity!.roles.includes('operator') });
+const callerOf = (identity: Principal): Caller => ({ id: identity.id, operator: identity.roles.includes('operator') });
+const caller = (ctx: RequestContext): Caller => callerOf(ctx.identity!);
 const idParams = z.object({ id: idField });
 
 /** Strategy parameter schemas for forms (JSON Schema of each strategy's zod schema). */
@@ -61,24 +69,113 @@ function strategyForms() {
   });
 }
 
+
+// ---- the answers, as /openapi.json declares them (the tests' contract check validates them) -----
+const int = z.number().int();
+const ms = int.describe('milliseconds since the Unix epoch');
+const stateEnum = z.enum(PROGRAM_STATES);
+const statsSchema = z.object({
+  bars: int,
+  signals: int,
+  entries: int,
+  trades: int,
+  wins: int,
+  losses: int,
+  blocked: int,
+  realized_pnl: z.number(),
+  equity: z.number(),
+  pnl: z.number(),
+  peak: z.number(),
+  max_drawdown: z.number(),
+  day_session: int,
+  day_pnl: z.number(),
+  day_trades: int,
+  open_positions: int,
+  position: z.enum(['long', 'short', 'flat']),
+  last_price: z.number().nullable(),
+  last_bar: int,
+});
+const recordSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  strategy: z.enum(STRATEGIES),
+  symbol: z.enum(SYMBOLS),
+  params: z.record(z.string(), z.number()),
+  settings: settingsSchema,
+  state: stateEnum,
+  created_at: ms,
+  updated_at: ms,
+  reason: z.string().nullable(),
+  created_by: z.string().nullable().describe('the identity that created it'),
+  from_bar: int.nullable().describe('the last bar closed at the last start (null until started)'),
+});
+const withStats = recordSchema.extend({ stats: statsSchema });
+const R = {
+  program: z.object({ program: withStats }),
+  moved: z.object({ program: recordSchema }),
+  deleted: z.object({ id: z.string(), deleted: z.literal(true) }),
+  status: z.object({ program: withStats.extend({ owner: z.string().nullable().describe('the process driving it, or null') }) }),
+  list: z.object({
+    programs: z.array(withStats),
+    statistics: z.object({
+      total: int,
+      ...Object.fromEntries(PROGRAM_STATES.map((s) => [s, int])),
+      pnl: z.number(),
+      realized_pnl: z.number(),
+      trades: int,
+      wins: int,
+    }),
+    strategies: z.array(
+      z.object({
+        id: z.enum(STRATEGIES),
+        name: z.string(),
+        description: z.string(),
+        params: z.record(z.string(), z.unknown()).describe('JSON Schema of the strategy parameters'),
+        defaults: z.record(z.string(), z.number()),
+      }),
+    ),
+    symbols: z.array(z.enum(SYMBOLS)),
+    moves: z.record(z.enum(['start', 'pause', 'stop']), z.object({ from: z.array(stateEnum), to: stateEnum })),
+  }),
+  logs: z.object({
+    id: z.string(),
+    logs: z.array(z.object({ t: ms, level: z.enum(['info', 'warn']), code: z.string(), message: z.string() })),
+    signals: z.array(z.object({ t: ms, bar: int, action: z.enum(['long', 'short', 'exit']), price: z.number() })),
+    equity: z.array(z.object({ t: ms, equity: z.number() })),
+  }),
+};
+
 export interface ProgramRoutesOptions {
   service: ProgramService;
   bus: Pick<Bus, 'onMessage'>;
 }
 
-interface Subscriber {
+/** A stream's tick listener: whose ticks it may see, and of which program. */
+interface TickSubscriber {
   stream: SseStream;
+  caller: Caller;
   program: string | undefined;
-  /** Highest event id written; replayed and live events at or below it are skipped. */
-  lastId: number;
-  /** Live events queued while the history is being replayed. */
-  queue: ProgramEvent[] | null;
 }
 
 export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () => void {
   const { service } = opts;
-  hub.topic({ name: PROGRAM_EVENTS_TOPIC, policy: 'close' });
-  hub.topic({ name: PROGRAM_TICK_TOPIC, policy: 'drop' });
+  // every program: operators only; one program: its creator and operators
+  const operatorOnly = (_topic: string, identity: Principal | undefined): TopicVerdict =>
+    !identity ? 'unauthorized' : identity.roles.includes('operator') ? 'ok' : 'forbidden';
+  hub.topic({ name: PROGRAM_EVENTS_TOPIC, policy: 'close', authorize: operatorOnly });
+  hub.topic({ name: PROGRAM_TICK_TOPIC, policy: 'drop', authorize: operatorOnly });
+  hub.topic({
+    name: programTopic('*'),
+    policy: 'close',
+    authorize: async (topic, identity) => {
+      const id = topic.slice(programTopic('').length);
+      if (!idField.safeParse(id).success) return 'unknown';
+      if (!identity) return 'unauthorized';
+      const creator = await service.creatorOf(id);
+      if (creator === undefined) return 'unknown';
+      return mayManage({ created_by: creator }, callerOf(identity)) ? 'ok' : 'forbidden';
+    },
+  });
   const forms = strategyForms();
 
   hub.route({
@@ -86,6 +183,7 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     path: '/api/program/create',
     auth: TRADER,
     body: { schema: createBody },
+    response: R.program,
     handler: async (ctx) => ({ program: await service.create(ctx.body, caller(ctx)) }),
   });
   hub.route({
@@ -93,6 +191,7 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     path: '/api/program/list',
     auth: TRADER,
     cacheControl: 'no-store',
+    response: R.list,
     handler: async (ctx) => {
       const programs = await service.list(caller(ctx));
       const count = (s: string) => programs.filter((p) => p.state === s).length;
@@ -119,16 +218,25 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
       path: `/api/program/${move}`,
       auth: TRADER,
       body: { schema: idBody },
+      response: R.moved,
       handler: async (ctx) => ({ program: await service.move(ctx.body.id, move, caller(ctx)) }),
     });
   }
-  hub.route({ method: 'POST', path: '/api/program/delete', auth: TRADER, body: { schema: idBody }, handler: (ctx) => service.remove(ctx.body.id, caller(ctx)) });
+  hub.route({
+    method: 'POST',
+    path: '/api/program/delete',
+    auth: TRADER,
+    body: { schema: idBody },
+    response: R.deleted,
+    handler: (ctx) => service.remove(ctx.body.id, caller(ctx)),
+  });
   hub.route({
     method: 'GET',
     path: '/api/program/status/:id',
     auth: TRADER,
     params: idParams,
     cacheControl: 'no-store',
+    response: R.status,
     handler: async (ctx) => ({ program: await service.get(ctx.params.id, caller(ctx)) }),
   });
   hub.route({
@@ -138,63 +246,52 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     params: idParams,
     query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(200) }),
     cacheControl: 'no-store',
+    response: R.logs,
     handler: (ctx) => service.logs(ctx.params.id, ctx.query.limit, caller(ctx)),
   });
 
-  // ---- the stream ----------------------------------------------------------------------------
-  const subscribers = new Set<Subscriber>();
-  const write = (s: Subscriber, ev: ProgramEvent, data: string) => {
-    if (ev.id <= s.lastId) return;
-    if (s.program !== undefined && ev.program !== s.program) return;
-    s.lastId = ev.id;
-    s.stream.send({ event: ev.type, id: ev.id, data });
-  };
+  // ---- live delivery -------------------------------------------------------------------------
+  const tickSubscribers = new Set<TickSubscriber>();
   const off = opts.bus.onMessage(({ topic, message }) => {
-    if (subscribers.size === 0) return;
     if (topic === PROGRAM_EVENTS_TOPIC) {
       const ev = message as unknown as ProgramEvent;
-      const data = JSON.stringify(ev);
-      for (const s of subscribers) {
-        if (s.queue) s.queue.push(ev);
-        else write(s, ev, data);
-      }
+      const t = programTopic(ev.program);
+      if (hub.topics.count(t) > 0) hub.publish(t, ev);
     } else if (topic === PROGRAM_TICK_TOPIC) {
       const tick = message as unknown as TickEvent;
+      for (const p of tick.programs) {
+        const t = programTopic(p.program);
+        if (hub.topics.count(t) > 0) hub.publish(t, { type: 'tick', t: tick.t, programs: [p] });
+      }
       let all: string | undefined;
-      let byProgram: Map<string, TickEvent['programs'][number]> | undefined;
-      for (const s of subscribers) {
-        if (s.queue) continue;
-        if (s.program === undefined) {
+      for (const s of tickSubscribers) {
+        if (s.program === undefined && s.caller.operator) {
           all ??= JSON.stringify(tick);
           s.stream.send({ event: 'tick', data: all }, { droppable: true });
-        } else {
-          byProgram ??= new Map(tick.programs.map((p) => [p.program, p]));
-          const mine = byProgram.get(s.program);
-          if (mine) s.stream.send({ event: 'tick', data: { type: 'tick', t: tick.t, programs: [mine] } }, { droppable: true });
+          continue;
         }
+        const mine = tick.programs.filter((p) => (s.program === undefined || p.program === s.program) && mayManage(p, s.caller));
+        if (mine.length > 0) s.stream.send({ event: 'tick', data: { type: 'tick', t: tick.t, programs: mine } }, { droppable: true });
       }
     }
   });
 
   hub.sse({
     path: '/api/program/stream',
-    query: z.object({ program: idField.optional(), last_event_id: z.coerce.number().int().min(0).optional() }),
-    open: async (ctx, stream) => {
-      const header = Number(stream.lastEventId);
-      const after = Number.isInteger(header) && header >= 0 && stream.lastEventId !== undefined && stream.lastEventId !== '' ? header : ctx.query.last_event_id;
-      const sub: Subscriber = { stream, program: ctx.query.program, lastId: after ?? 0, queue: after !== undefined ? [] : null };
-      subscribers.add(sub);
-      stream.onClose(() => subscribers.delete(sub));
+    topics: [PROGRAM_EVENTS_TOPIC],
+    history: HISTORY,
+    auth: TRADER,
+    query: z.object({ program: idField.optional(), last_event_id: z.string().max(256).optional() }),
+    // the caller's own programs (every program for an operator), one of them with ?program=
+    filter: (msg, ctx) => {
+      const ev = msg.message as unknown as ProgramEvent;
+      return (ctx.query.program === undefined || ev.program === ctx.query.program) && mayManage(ev, caller(ctx));
+    },
+    opened: (ctx, stream) => {
+      const sub: TickSubscriber = { stream, caller: caller(ctx), program: ctx.query.program };
+      tickSubscribers.add(sub);
+      stream.onClose(() => tickSubscribers.delete(sub));
       stream.comment(`program stream; tick every ${TICK_MS} ms${sub.program ? `; program ${sub.program}` : ''}`);
-      if (after === undefined) return;
-      try {
-        const missed = await service.history(after);
-        for (const ev of missed) write(sub, ev, JSON.stringify(ev));
-      } finally {
-        const queued = sub.queue ?? [];
-        sub.queue = null;
-        for (const ev of queued) write(sub, ev, JSON.stringify(ev));
-      }
     },
   });
 

@@ -1,12 +1,13 @@
 import type { Bus } from '../bus.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { HISTORY, K, PROGRAM_EVENTS_TOPIC, runOf, type NewEvent, type ProgramEvent, type ProgramRecord } from './program-model.js';
+import { K, PROGRAM_EVENTS_TOPIC, runOf, type ProgramEvent, type ProgramRecord } from './program-model.js';
 
 /**
  * The one path by which program output reaches the store and the Bus, in the order it was made.
  * Entries queued while a batch commits go into the next batch; a batch is one atomic store update
- * (statistics, book, signals, logs, equity points and the event history together), and its events
- * are published only after it committed, so a subscriber never sees an event the store lost.
+ * (statistics, book, signals, logs and equity points together), and its events are published on the
+ * Bus only after it committed, so a subscriber never sees an event the store lost. The Bus numbers
+ * and keeps them (topic `program:events`, its history): their stream positions are the SSE ids.
  *
  * An entry of a run (`run`) is the output of one processed bar (or of the flatten at a pause): it is
  * committed only while this process holds the program's lease, the program is still on that run
@@ -19,7 +20,7 @@ import { HISTORY, K, PROGRAM_EVENTS_TOPIC, runOf, type NewEvent, type ProgramEve
 export interface JournalEntry {
   program: string;
   writes: Write[];
-  events: NewEvent[];
+  events: ProgramEvent[];
   run?: { from: number; bar: number | null };
 }
 
@@ -58,9 +59,6 @@ export class Journal {
       let committed: boolean[] = batch.map(() => false);
       let events: ProgramEvent[] = [];
       try {
-        const count = batch.reduce((n, b) => n + b.e.events.length, 0);
-        let next = count > 0 ? (await store.incr(K.seq, count)) - count + 1 : 0;
-        const withIds = batch.map((b) => b.e.events.map((ev) => ({ id: next++, ...ev }) as ProgramEvent));
         const ids = [...new Set(batch.map((b) => b.e.program))];
         const keys = [...ids.map(K.rec), ...ids.map(K.lease)];
         ({ committed, events } = await store.update(keys, (vals) => {
@@ -69,16 +67,13 @@ export class Journal {
           const writes: Write[] = [];
           const ok: boolean[] = [];
           const out: ProgramEvent[] = [];
-          batch.forEach((b, i) => {
+          batch.forEach((b) => {
             const r = rec.get(b.e.program);
             const accepted = b.e.run === undefined || this.current(r, lease.get(b.e.program), b.e.run);
             ok.push(accepted);
             if (!accepted) return;
             if (r) writes.push(...b.e.writes);
-            for (const ev of withIds[i]!) {
-              writes.push({ op: 'push', key: K.history, value: ev as unknown as Json, cap: HISTORY });
-              out.push(ev);
-            }
+            out.push(...b.e.events);
           });
           return { writes, result: { committed: ok, events: out } };
         }));

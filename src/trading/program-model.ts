@@ -19,12 +19,18 @@ export const MOVES: Record<Move, { from: ProgramState[]; to: ProgramState }> = {
   stop: { from: ['running', 'paused'], to: 'stopped' },
 };
 
-/** Bus topics (and WebSocket topics): events with ids, and tick batches (no id). */
+/**
+ * Bus topics: the events (signal, trade, status), kept in the Bus history for resume (their
+ * position `<epoch>-<offset>` is the stream id), and the tick batches (not kept). Also WebSocket
+ * topics for operators; `program:<id>` carries one program's events and ticks to its owner.
+ */
 export const PROGRAM_EVENTS_TOPIC = 'program:events';
 export const PROGRAM_TICK_TOPIC = 'program:tick';
+/** The WebSocket topic of one program. */
+export const programTopic = (id: string) => `program:${id}`;
 /** The document: a tick for running programs every 3 seconds. */
 export const TICK_MS = 3000;
-/** Events kept for Last-Event-ID replay. */
+/** Events kept in the Bus history for Last-Event-ID resume. */
 export const HISTORY = 1000;
 export const LOG_CAP = 500;
 export const SIGNAL_CAP = 200;
@@ -78,12 +84,19 @@ export interface ProgramStats {
   last_bar: number;
 }
 
+/**
+ * Every event names its program and the program's creator (`created_by`: who may see it). `id` is
+ * the event's own name for consumers that apply it once (the program's n-th signal `<program>-s<n>`,
+ * n-th fill `<program>-f<n>`, a status `<program>-m<random>`); the stream's position of the event is
+ * the SSE id, not this.
+ */
 export type ProgramEvent =
-  | { id: number; type: 'signal'; program: string; t: number; bar: number; action: 'long' | 'short' | 'exit'; price: number }
+  | { id: string; type: 'signal'; program: string; created_by: string | null; t: number; bar: number; action: 'long' | 'short' | 'exit'; price: number }
   | {
-      id: number;
+      id: string;
       type: 'trade';
       program: string;
+      created_by: string | null;
       t: number;
       bar: number;
       kind: 'entry' | 'exit';
@@ -95,10 +108,11 @@ export type ProgramEvent =
       realized_pnl: number;
       day_pnl: number;
     }
-  | { id: number; type: 'status'; program: string; t: number; state: ProgramState | 'deleted'; previous: ProgramState | null; reason: string | null };
+  | { id: string; type: 'status'; program: string; created_by: string | null; t: number; state: ProgramState | 'deleted'; previous: ProgramState | null; reason: string | null };
 
 export interface TickEntry {
   program: string;
+  created_by: string | null;
   price: number | null;
   equity: number;
   pnl: number;
@@ -138,8 +152,6 @@ export const K = {
   book: (id: string) => `program:book:${id}`,
   all: 'program:all',
   running: 'program:running',
-  seq: 'program:events:seq',
-  history: 'program:events',
 };
 
 export function newRecord(id: string, input: CreateInput, caller: Caller | undefined, now: number): ProgramRecord {
@@ -156,10 +168,6 @@ export function emptyStats(capital: number): ProgramStats {
   };
 }
 
-export type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-/** An event before the journal gives it its id. */
-export type NewEvent = DistributiveOmit<ProgramEvent, 'id'>;
-
 /** The run a record is on: its from_bar (-1 for a record from before runs were kept). */
 export const runOf = (rec: ProgramRecord): number => rec.from_bar ?? -1;
 
@@ -170,7 +178,7 @@ export interface Caller {
 }
 
 /** Internal callers (no caller), operators and the program's creator. */
-export function mayManage(rec: ProgramRecord, caller: Caller | undefined): boolean {
+export function mayManage(rec: Pick<ProgramRecord, 'created_by'>, caller: Caller | undefined): boolean {
   return caller === undefined || caller.operator || (rec.created_by !== null && rec.created_by === caller.id);
 }
 

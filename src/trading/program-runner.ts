@@ -9,7 +9,7 @@ import {
   runOf,
   SIGNAL_CAP,
   type LogEntry,
-  type NewEvent,
+  type ProgramEvent,
   type ProgramRecord,
   type ProgramStats,
   type TickEntry,
@@ -88,7 +88,7 @@ export class Runner {
     const s = this.stats;
     const id = this.rec.id;
     const writes: Write[] = [];
-    const events: NewEvent[] = [];
+    const events: ProgramEvent[] = [];
     const session = cs.session[slot]!;
     if (session !== s.day_session) {
       s.day_session = session;
@@ -120,9 +120,9 @@ export class Runner {
     if (action !== NONE) {
       s.signals++;
       if (action === LONG || action === SHORT) this.pendingEntry = action;
-      const sig = { type: 'signal' as const, program: id, t: cs.t[slot]!, bar: k, action: ACTION_NAME[action]!, price: c };
+      const sig = { t: cs.t[slot]!, bar: k, action: ACTION_NAME[action]!, price: c };
       writes.push({ op: 'push', key: K.signals(id), value: sig as unknown as Json, cap: SIGNAL_CAP });
-      events.push(sig);
+      events.push({ id: `${id}-s${s.signals}`, type: 'signal', program: id, created_by: this.rec.created_by, ...sig });
     }
     writes.push(...this.state());
     const limit = this.rec.settings.daily_loss_limit;
@@ -148,7 +148,7 @@ export class Runner {
   tickEntry(): TickEntry {
     const s = this.stats;
     const r2 = (x: number) => Math.round(x * 100) / 100;
-    return { program: this.rec.id, price: s.last_price, equity: r2(s.equity), pnl: r2(s.pnl), day_pnl: r2(s.day_pnl), position: s.position, open_positions: s.open_positions };
+    return { program: this.rec.id, created_by: this.rec.created_by, price: s.last_price, equity: r2(s.equity), pnl: r2(s.pnl), day_pnl: r2(s.day_pnl), position: s.position, open_positions: s.open_positions };
   }
 
   /** The statistics, written with every bar, and the book when it changed since it was last written. */
@@ -189,7 +189,7 @@ export class Runner {
     return { code: why, message: `${ACTION_NAME[want]} entry blocked: ${why} (${detail})` };
   }
 
-  private onFill(f: FillEvent, bar: number): NewEvent {
+  private onFill(f: FillEvent, bar: number): ProgramEvent {
     const s = this.stats;
     if (f.kind === 'entry') {
       s.entries++;
@@ -207,8 +207,10 @@ export class Runner {
       if (s.open_positions === 0) s.position = 'flat';
     }
     return {
+      id: `${this.rec.id}-f${s.entries + s.trades}`,
       type: 'trade',
       program: this.rec.id,
+      created_by: this.rec.created_by,
       t: f.t,
       bar,
       kind: f.kind,

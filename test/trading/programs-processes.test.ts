@@ -4,6 +4,7 @@ import { get, until } from '../support/http.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
+import { tcpProxy } from '../support/proxy.js';
 
 /**
  * Live programs across real hub processes (dist/src/main.js; `npm run build` first): the stream on
@@ -36,10 +37,13 @@ const status = async (base: string, id: string) => (await get('', `${base}/api/p
 const create = async (base: string, name: string, settings: Record<string, unknown> = {}) =>
   (await post(base, '/api/program/create', { name, strategy: 'ema_cross', symbol: 'CL', params: { fast: 2, slow: 3 }, settings })).body.program.id as string;
 
+/** A stock EventSource on the program stream as the current test's trader (token as access_token). */
 function stream(url: string) {
-  const got: { event: string; data: any }[] = [];
-  const es = new EventSource(url);
-  for (const name of ['signal', 'trade', 'status', 'tick']) es.addEventListener(name, (e) => got.push({ event: name, data: JSON.parse(e.data) }));
+  const got: { event: string; id: string; data: any }[] = [];
+  const es = new EventSource(`${url}${url.includes('?') ? '&' : '?'}access_token=${token}`);
+  for (const name of ['signal', 'trade', 'status', 'tick', 'reset']) {
+    es.addEventListener(name, (e) => got.push({ event: name, id: e.lastEventId, data: JSON.parse(e.data) }));
+  }
   const opened = new Promise<void>((r) => es.addEventListener('open', () => r(), { once: true }));
   return { es, got, opened };
 }
@@ -135,9 +139,12 @@ describe.skipIf(!redis.available)('a program through a failover (Redis, kill -9)
     const final = await status(b.url, id);
     expect(final.stats.bars).toBe(firstRun + last - resumed.from_bar);
 
-    // signals: one per (program, bar), ids unique, the store's list complete
-    const signals = s.got.filter((e) => e.event === 'signal' && e.data.program === id).map((e) => e.data);
+    // signals: one per (program, bar), their ids (the program's n-th signal) and stream ids unique,
+    // the store's list complete
+    const received = s.got.filter((e) => e.event === 'signal' && e.data.program === id);
+    const signals = received.map((e) => e.data);
     expect(new Set(signals.map((x) => x.id)).size).toBe(signals.length);
+    expect(new Set(received.map((e) => e.id)).size).toBe(signals.length);
     expect(new Set(signals.map((x) => x.bar)).size).toBe(signals.length);
     const stored = (await get('', `${b.url}/api/program/logs/${id}?limit=500`, bearer(token))).body;
     expect(new Set(stored.signals.map((x: { bar: number }) => x.bar)).size).toBe(stored.signals.length);
@@ -174,4 +181,59 @@ describe('live programs resume after a restart (LMDB)', () => {
     expect(logs.filter((l) => l.code === 'claimed')).toHaveLength(2);
     s2.es.close();
   }, 40_000);
+});
+
+describe.skipIf(!redis.available)('the program stream across a hub restart (Redis)', () => {
+  it('a stock EventSource resumes after its hub restarts and gets exactly the events it missed', async () => {
+    const prefix = uniquePrefix('programs-sse-restart');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('programs-sse-restart') };
+    const [hub, other] = await Promise.all([start(env), start(env)]);
+    token = await signIn(other.url, ['trader']);
+    const events = (s: ReturnType<typeof stream>) => s.got.filter((e) => e.event !== 'tick');
+    const offset = (id: string) => Number(/^\w+-(\d+)$/.exec(id)![1]);
+    // the client under test, on the hub that restarts (its address stays: a relay in front of it); a
+    // reference on the other process throughout
+    const address = await tcpProxy(hub.url);
+    const client = stream(`${address.url}/api/program/stream`);
+    const reference = stream(`${other.url}/api/program/stream`);
+    await Promise.all([client.opened, reference.opened]);
+
+    const p = await create(other.url, 'before');
+    await post(other.url, '/api/program/start', { id: p });
+    await post(other.url, '/api/program/pause', { id: p });
+    await until('the pause at the client', () => events(client).some((e) => e.data.state === 'paused'));
+    const lastSeen = events(client).at(-1)!.id;
+
+    await hub.stop('SIGKILL');
+    address.cut();
+    // while the client's hub is down: a run with signals, a stop, a program created and deleted
+    await post(other.url, '/api/program/start', { id: p });
+    await until('a signal meanwhile', () => events(reference).some((e) => e.event === 'signal' && offset(e.id) > offset(lastSeen)), 30_000);
+    await post(other.url, '/api/program/stop', { id: p });
+    const q = await create(other.url, 'meanwhile');
+    await post(other.url, '/api/program/start', { id: q });
+    await post(other.url, '/api/program/delete', { id: q });
+    await until('the delete at the reference', () => events(reference).some((e) => e.data.program === q && e.data.state === 'deleted'));
+    const missed = events(reference).filter((e) => offset(e.id) > offset(lastSeen));
+    expect(missed.length).toBeGreaterThan(4);
+    expect(events(client).at(-1)!.id).toBe(lastSeen);
+
+    // the hub again, at the same address: the EventSource reconnects by itself with Last-Event-ID
+    const again = await start(env);
+    address.retarget(again.url);
+    address.restore();
+    await until('the client caught up', () => events(client).some((e) => e.data.program === q && e.data.state === 'deleted'), 20_000);
+    // and continues live
+    await post(again.url, '/api/program/delete', { id: p });
+    for (const s of [client, reference]) await until('the live delete', () => events(s).some((e) => e.data.program === p && e.data.state === 'deleted'));
+    expect(client.got.some((e) => e.event === 'reset')).toBe(false);
+    // exactly the reference's events: none missed, none twice, same ids and data
+    expect(events(client).map((e) => [e.id, e.data])).toEqual(events(reference).map((e) => [e.id, e.data]));
+    const after = events(client).filter((e) => offset(e.id) > offset(lastSeen));
+    expect(after.slice(0, missed.length).map((e) => e.id)).toEqual(missed.map((e) => e.id));
+    client.es.close();
+    reference.es.close();
+    await address.close();
+  }, 60_000);
 });

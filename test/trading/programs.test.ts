@@ -25,6 +25,8 @@ interface Rig {
   bus: Bus;
   svc: ProgramService;
   events: ProgramEvent[];
+  /** Each event's offset in the Bus history of program:events (as the stream's ids carry them). */
+  offsets: number[];
   bars(n: number): Promise<void>;
 }
 
@@ -44,9 +46,13 @@ async function rig(on?: Rig): Promise<Rig> {
   const store = on?.store ?? (await openStore({ DATA_DIR: tempDir('programs'), REDIS_PREFIX: 'x:' }));
   const bus = createBus(store, `test-${rigs.length}`);
   await bus.start();
+  bus.retain('program:events', { size: 1000 });
   const events: ProgramEvent[] = [];
-  bus.onMessage(({ topic, message }) => {
-    if (topic === 'program:events') events.push(message as unknown as ProgramEvent);
+  const offsets: number[] = [];
+  bus.onMessage(({ topic, message, offset }) => {
+    if (topic !== 'program:events') return;
+    events.push(message as unknown as ProgramEvent);
+    offsets.push(offset!);
   });
   const svc = new ProgramService({ store, clock, bus, barMs: BAR, leaseMs: 60_000, pumpMs: 3_600_000 });
   await svc.start();
@@ -56,6 +62,7 @@ async function rig(on?: Rig): Promise<Rig> {
     bus,
     svc,
     events,
+    offsets,
     async bars(n) {
       for (let i = 0; i < n; i++) {
         clock.advance(BAR);
@@ -99,7 +106,7 @@ describe('live market', () => {
 
 describe('program lifecycle', () => {
   it('allows the documented moves, answers the others with 409 and the current state', async () => {
-    const { svc, events, bars } = await rig();
+    const { svc, events, offsets, bars } = await rig();
     const p = await svc.create(input('ema_cross', { fast: 3, slow: 8 }));
     expect(p.state).toBe('created');
     expect(await status(svc.move(p.id, 'pause'))).toBe(409);
@@ -131,9 +138,10 @@ describe('program lifecycle', () => {
     expect(await status(svc.move(p.id, 'start'))).toBe(404);
     expect(await status(svc.remove(p.id))).toBe(404);
     expect(await svc.list()).toEqual([]);
-    // ids increase by one, in order
-    const ids = events.map((e) => e.id);
-    expect(ids).toEqual(ids.map((_, i) => ids[0]! + i));
+    // stream positions increase by one, in order; every event has its own id
+    expect(offsets).toEqual(offsets.map((_, i) => offsets[0]! + i));
+    expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+    expect(events.every((e) => e.created_by === null && e.id.startsWith(`${p.id}-`))).toBe(true);
   });
 });
 
@@ -256,5 +264,40 @@ describe('bars a program processes', () => {
     expect(new Set(signals.map((x) => x.bar)).size).toBe(signals.length);
     const logs = (await second.svc.logs(p.id)).logs;
     expect(logs.some((l) => l.code === 'claimed' && l.message.includes('restored'))).toBe(true);
+  });
+
+  it('an owner that stalled past its lease writes nothing after another took over: no bar or signal twice', async () => {
+    const first = await rig();
+    const p = await first.svc.create(input('ema_cross', { fast: 2, slow: 3 }, { stop_loss_atr: 0, take_profit_atr: 0 }));
+    await first.svc.move(p.id, 'start');
+    await first.bars(20);
+    const before = await first.svc.get(p.id);
+    expect(before.stats.bars).toBe(20);
+    // the first owner stalls: its lease expires (as a store TTL would end it) and another process claims it
+    await first.store.update([`program:lease:${p.id}`], () => ({ writes: [{ op: 'del', key: `program:lease:${p.id}` }], result: null }));
+    const second = await rig(first);
+    expect(second.svc.owned()).toEqual([p.id]);
+    // both pump the next 15 bars, the stalled one first: its output is refused
+    for (let i = 0; i < 15; i++) {
+      first.clock.advance(BAR);
+      await first.svc.pump();
+      await second.svc.pump();
+    }
+    // each process's Bus saw every published signal (both share the store): one per bar, one per id
+    const published = (r: Rig) => r.events.filter((e) => e.type === 'signal' && e.program === p.id && e.bar > before.stats.last_bar);
+    for (const r of [first, second]) {
+      const seen = published(r);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(new Set(seen.map((e) => e.type === 'signal' && e.bar)).size).toBe(seen.length);
+      expect(new Set(seen.map((e) => e.id)).size).toBe(seen.length);
+    }
+    await first.svc.leaseRound();
+    expect(first.svc.owned()).toEqual([]);
+    const after = await second.svc.get(p.id);
+    expect(after.stats.bars).toBe(35);
+    expect(after.owner).toBe(second.svc.owner);
+    const signals = (await second.svc.logs(p.id, 500)).signals as { bar: number }[];
+    expect(signals).toHaveLength(after.stats.signals);
+    expect(new Set(signals.map((x) => x.bar)).size).toBe(signals.length);
   });
 });

@@ -213,8 +213,12 @@ $('create-form').addEventListener('submit', async (ev) => {
 
 // ---- the stream -----------------------------------------------------------------------------------
 
+let stream: EventSource | undefined;
+
+/** The signed-in trader's programs (an operator's: all); EventSource cannot set headers, so the token goes as access_token. */
 function connectStream(): void {
-  const es = new EventSource('/api/program/stream');
+  stream?.close();
+  const es = (stream = new EventSource(`/api/program/stream?access_token=${encodeURIComponent(session.token ?? '')}`));
   es.onopen = () => $('conn').classList.add('on');
   es.onerror = () => $('conn').classList.remove('on');
   let reload: number | undefined;
@@ -222,6 +226,8 @@ function connectStream(): void {
     clearTimeout(reload);
     reload = window.setTimeout(() => void loadList(), 150);
   };
+  // the events missed while disconnected are no longer known: reload what the page shows
+  es.addEventListener('reset', () => later());
   es.addEventListener('status', (e) => {
     const ev = JSON.parse(e.data);
     if (ev.program === selected) addLog({ t: ev.t, level: ev.reason === 'daily_loss_limit' ? 'warn' : 'info', code: ev.state, message: `${ev.previous} -> ${ev.state}${ev.reason ? ` (${ev.reason})` : ''}` });
@@ -411,6 +417,7 @@ let started = false;
 /** Runs once a trader is signed in: the forms come from the list answer. */
 async function start(): Promise<void> {
   await loadList();
+  connectStream();
   if (started) return;
   started = true;
   const strategies = info.strategies.map((s) => ({ value: s.id, label: s.name }));
@@ -421,7 +428,6 @@ async function start(): Promise<void> {
   options($('lab-symbol') as HTMLSelectElement, symbols);
   $('cf-strategy').addEventListener('change', fillParams);
   fillParams();
-  connectStream();
   document.body.dataset.ready = 'true';
 }
 
