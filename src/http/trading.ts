@@ -1,19 +1,22 @@
 import { z } from 'zod';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
-import { OBJECTIVES, walkForwardWindows } from '../trading/analyses.js';
-import { MAX_BASE_MINUTES, MAX_CANDLES } from '../trading/candles.js';
+import { OBJECTIVES } from '../trading/analyses.js';
+import { MAX_CANDLES } from '../trading/candles.js';
 import { settingsSchema } from '../trading/engine.js';
 import {
-  JOB_TOPIC_PREFIX,
+  checkCandles,
+  checkGrid,
+  checkGridWarmup,
+  checkParams,
+  checkWalkForward,
+  checkWarmup,
   MAX_COMBINATIONS,
   MAX_MC_RUNS,
-  MAX_WINDOWS,
-  type JobOrigin,
-  type TradingService,
-} from '../trading/service.js';
-import { expandGrid, STRATEGIES, STRATEGY_DEFS, type StrategyId } from '../trading/strategies.js';
-import { checkParams } from '../trading/rules.js';
-import { SYMBOLS, TIMEFRAME_MINUTES, TIMEFRAMES } from '../trading/symbols.js';
+  type CandleBody,
+} from '../trading/rules.js';
+import { JOB_TOPIC_PREFIX, type JobOrigin, type TradingService } from '../trading/service.js';
+import { STRATEGIES, type StrategyId } from '../trading/strategies.js';
+import { SYMBOLS, TIMEFRAMES } from '../trading/symbols.js';
 
 /**
  * The five analysis routes of the trading program service (POST /api/program/backtest,
@@ -21,9 +24,6 @@ import { SYMBOLS, TIMEFRAME_MINUTES, TIMEFRAMES } from '../trading/symbols.js';
  * answers: docs/trading.md. Each route answers when its job is done (JSON 200, header X-Job-Id);
  * meanwhile progress goes to WebSocket topic `job:<job_id>`.
  */
-
-/** Walk-forward work cap: windows x combinations x in-sample bars. */
-export const MAX_WALKFORWARD_BAR_EVALUATIONS = 1_000_000_000;
 
 const candleFields = {
   /** Client-chosen job id, so the client can subscribe to job:<id> before it posts. */
@@ -39,63 +39,6 @@ const gridField = z.record(z.string(), z.array(z.number()).min(1).max(MAX_COMBIN
 const objectiveField = z.enum(OBJECTIVES).default('sharpe');
 
 type Ctx = z.RefinementCtx;
-type CandleBody = { symbol: (typeof SYMBOLS)[number]; timeframe: (typeof TIMEFRAMES)[number]; count: number; seed: number };
-
-function checkCandles(b: CandleBody, ctx: Ctx): void {
-  const minutes = b.count * TIMEFRAME_MINUTES[b.timeframe];
-  if (minutes > MAX_BASE_MINUTES) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['count'],
-      message: `${b.count} ${b.timeframe} candles need ${minutes} one-minute bars; at most ${MAX_BASE_MINUTES} (${Math.floor(MAX_BASE_MINUTES / TIMEFRAME_MINUTES[b.timeframe])} ${b.timeframe} candles)`,
-    });
-  }
-}
-
-function checkWarmup(strategy: StrategyId, params: Record<string, number>, b: CandleBody, bars: number, path: string, ctx: Ctx): void {
-  const w = STRATEGY_DEFS[strategy].warmup(params, 1380 / TIMEFRAME_MINUTES[b.timeframe]);
-  if (bars < w.bars + 2) {
-    const needs = Object.entries(w.needs).map(([tf, k]) => `${k} on ${tf}`).join(', ');
-    ctx.addIssue({
-      code: 'custom',
-      path: [path],
-      message: `${strategy} needs at least ${w.bars + 2} candles (${needs} completed bars before it can act, then a bar to fill); got ${bars}`,
-    });
-  }
-}
-
-/** Grid keys must be the strategy's parameters, each value inside its schema; at most 500 combinations. */
-function checkGrid(strategy: StrategyId, grid: Record<string, number[]> | undefined, fixed: Record<string, number>, ctx: Ctx) {
-  const def = STRATEGY_DEFS[strategy];
-  const shape = (def.schema as unknown as { shape: Record<string, z.ZodType> }).shape;
-  let ok = true;
-  for (const [k, vals] of Object.entries(grid ?? {})) {
-    const field = shape[k];
-    if (!field) {
-      ctx.addIssue({ code: 'custom', path: ['grid', k], message: `${strategy} has no parameter ${k} (it has ${Object.keys(shape).join(', ')})` });
-      ok = false;
-      continue;
-    }
-    vals.forEach((v, i) => {
-      const r = field.safeParse(v);
-      if (!r.success) {
-        ctx.addIssue({ code: 'custom', path: ['grid', k, i], message: r.error.issues[0]!.message });
-        ok = false;
-      }
-    });
-  }
-  if (!ok) return undefined;
-  const g = expandGrid(strategy, grid, fixed);
-  if (g.asked > MAX_COMBINATIONS) {
-    ctx.addIssue({ code: 'custom', path: ['grid'], message: `${g.asked} combinations asked; at most ${MAX_COMBINATIONS}` });
-    return undefined;
-  }
-  if (g.combos.length === 0) {
-    ctx.addIssue({ code: 'custom', path: ['grid'], message: `none of the ${g.asked} combinations is valid (${g.skipped} skipped)` });
-    return undefined;
-  }
-  return g;
-}
 
 const candleSpec = (b: CandleBody) => ({ seed: b.seed, symbol: b.symbol, timeframe: b.timeframe, count: b.count });
 
@@ -153,11 +96,6 @@ export const compareBody = z
     return { job_id: b.job_id, candles: candleSpec(b), settings: b.settings, entries, objective: b.objective, equity_points: b.equity_points };
   });
 
-/** Bars the slowest combination of a grid needs before it can act. */
-function gridWarmup(strategy: StrategyId, timeframe: SingleStrategyBody['timeframe'], combos: Record<string, number>[]): number {
-  return combos.reduce((m, p) => Math.max(m, STRATEGY_DEFS[strategy].warmup(p, 1380 / TIMEFRAME_MINUTES[timeframe]).bars), 0);
-}
-
 /** The fields shared by the grid routes (optimize, walk-forward). */
 function gridFields(b: SingleStrategyBody & { grid?: Record<string, number[]> | undefined; objective: (typeof OBJECTIVES)[number] }) {
   return {
@@ -177,10 +115,7 @@ export const optimizeBody = z
     checkCandles(b, ctx);
     const fixed = checkParams(b.strategy, b.params, ['params'], ctx);
     const g = fixed ? checkGrid(b.strategy, b.grid, b.params ? (b.params as Record<string, number>) : {}, ctx) : undefined;
-    if (g) {
-      const worst = gridWarmup(b.strategy, b.timeframe, g.combos);
-      if (b.count < worst + 2) ctx.addIssue({ code: 'custom', path: ['count'], message: `the grid needs at least ${worst + 2} candles (its slowest combination's warm-up); got ${b.count}` });
-    }
+    if (g) checkGridWarmup(b.strategy, b, g.combos, ctx);
     return {
       ...gridFields(b),
     };
@@ -202,26 +137,7 @@ export const walkForwardBody = z
     const step = b.step ?? b.out_of_sample;
     const fixed = checkParams(b.strategy, b.params, ['params'], ctx);
     const g = fixed ? checkGrid(b.strategy, b.grid, (b.params ?? {}) as Record<string, number>, ctx) : undefined;
-    const windows = walkForwardWindows(b.count, b.in_sample, b.out_of_sample, step).length;
-    if (windows === 0) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['in_sample'],
-        message: `no complete window: in_sample + out_of_sample = ${b.in_sample + b.out_of_sample} is more than count ${b.count}`,
-      });
-    } else if (windows > MAX_WINDOWS) {
-      ctx.addIssue({ code: 'custom', path: ['step'], message: `${windows} windows; at most ${MAX_WINDOWS} (raise step or in_sample)` });
-    }
-    if (g && windows > 0) {
-      const worst = gridWarmup(b.strategy, b.timeframe, g.combos);
-      if (b.in_sample < worst + 2) {
-        ctx.addIssue({ code: 'custom', path: ['in_sample'], message: `in-sample windows need at least ${worst + 2} candles (the grid's slowest warm-up); got ${b.in_sample}` });
-      }
-      const work = windows * g.combos.length * b.in_sample;
-      if (work > MAX_WALKFORWARD_BAR_EVALUATIONS) {
-        ctx.addIssue({ code: 'custom', path: ['grid'], message: `${g.combos.length} combinations x ${windows} windows x ${b.in_sample} bars is over the ${MAX_WALKFORWARD_BAR_EVALUATIONS} bar-evaluation budget` });
-      }
-    }
+    checkWalkForward(b.strategy, b, step, g?.combos, ctx);
     return {
       ...gridFields(b),
       in_sample: b.in_sample,

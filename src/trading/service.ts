@@ -22,11 +22,6 @@ export interface JobOrigin {
   signal?: AbortSignal;
 }
 
-/** Largest grid (the document: at most 500 parameter combinations). */
-export const MAX_COMBINATIONS = 500;
-/** Largest Monte Carlo run count (the document: at most 500 shuffles). */
-export const MAX_MC_RUNS = 500;
-export const MAX_WINDOWS = 50;
 
 interface Base {
   job_id?: string;
