@@ -104,6 +104,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     retryMaxMs: config.OUTBOX_RETRY_MAX_MS,
     logger: logger.child({ part: 'outbox' }),
   });
+  hub.ready('outbox', () => outbox.readiness());
   const reward = new RewardService({
     store,
     clock,
