@@ -11,6 +11,8 @@ import type { Json, Store, Write } from './store/port.js';
  * - `outbox:msg:{id}`  the message record (OutboxRecord): item + attempts, due, lastError, claim;
  * - `outbox:due`       ordered index, member = id, score = time of the next attempt (ms);
  * - `outbox:created`   ordered index, member = id, score = createdAt (listing, oldest pending);
+ * - `outbox:held:{dest}` ordered index, member = id, score = createdAt: items kept for a peer that
+ *                       is not configured (out of `outbox:due`, so nothing attempts them);
  * - `outbox:stat:delivered`, `outbox:stat:failed`  counters.
  *
  * Delivery is at-least-once. Each attempt first claims the record atomically (store.update on the
@@ -52,7 +54,10 @@ export interface OutboxPending extends Omit<OutboxRecord, 'claim'> {
 }
 
 export interface OutboxStats {
+  /** Items not yet delivered, held ones included. */
   pending: number;
+  /** Of those, the items kept for a peer this process has not configured (see `held`). */
+  held: number;
   delivered: number;
   failedAttempts: number;
   /** createdAt of the oldest pending item. */
@@ -63,7 +68,32 @@ export interface OutboxStats {
  * Delivers one item; resolves when the peer acknowledged it, rejects otherwise. The signal aborts
  * when the attempt runs out of time or the outbox stops; a deliverer should pass it to its I/O.
  */
-export type Deliver = (item: OutboxItem, signal: AbortSignal) => Promise<void>;
+export interface Deliver {
+  (item: OutboxItem, signal: AbortSignal): Promise<void>;
+  /**
+   * Set on the deliverer of a peer that is not configured (see `notConfigured`): the outbox then
+   * keeps that destination's items without attempting them, says so once in the log and at
+   * /readyz, and delivers them once a process with the peer configured starts.
+   */
+  readonly held?: string;
+}
+
+/**
+ * The deliverer of a peer that is not configured: `reason` says what is missing (it is what the log
+ * line and /readyz show). Called directly it rejects with `error()`.
+ */
+export function notConfigured(reason: string, error: () => Error = () => new Error(reason)): Deliver {
+  return Object.assign(async () => {
+    throw error();
+  }, { held: reason });
+}
+
+/** One destination whose items are kept because its peer is not configured. */
+export interface OutboxHold {
+  dest: string;
+  reason: string;
+  items: number;
+}
 
 export type OutboxLogger = Pick<Logger, 'warn' | 'error' | 'debug'>;
 
@@ -88,12 +118,22 @@ export interface OutboxOptions {
   logger?: OutboxLogger;
   /** Jitter source in [0, 1) (tests may fix it). */
   random?: () => number;
+  /**
+   * How often items held by another process (one without this peer configured) are taken back
+   * into delivery (default 30000). They are always taken back at start.
+   */
+  releaseEveryMs?: number;
 }
 
 export const OUTBOX_DUE = 'outbox:due';
 export const OUTBOX_CREATED = 'outbox:created';
 const STAT_DELIVERED = 'outbox:stat:delivered';
 const STAT_FAILED = 'outbox:stat:failed';
+
+/** The index of the items kept for `dest` while its peer is not configured. */
+export function outboxHeldKey(dest: string): string {
+  return `outbox:held:${dest}`;
+}
 
 /** The store key of an item's record: include it in an update's read set to look before enqueuing. */
 export function outboxKey(id: string): string {
@@ -188,6 +228,9 @@ function errorText(err: unknown): string {
   return text.slice(0, 500);
 }
 
+/** What a claim gives: the item to deliver, or the destination it was held for. */
+type Claimed = { rec: OutboxRecord; token: string } | { held: string };
+
 interface InFlight {
   controller: AbortController;
   done: Promise<void>;
@@ -206,6 +249,10 @@ export class Outbox {
   private readonly stopGraceMs: number;
   private readonly logger: OutboxLogger | undefined;
   private readonly random: () => number;
+  private readonly releaseEveryMs: number;
+  /** Holds already reported in the log (once each). */
+  private readonly told = new Set<string>();
+  private lastRelease = -Infinity;
 
   private started = false;
   private stopping = false;
@@ -227,6 +274,7 @@ export class Outbox {
     this.stopGraceMs = Math.max(0, opts.stopGraceMs ?? 1000);
     this.logger = opts.logger;
     this.random = opts.random ?? Math.random;
+    this.releaseEveryMs = Math.max(1, opts.releaseEveryMs ?? 30_000);
   }
 
   /** Starts the background loop (idempotent). */
@@ -234,7 +282,9 @@ export class Outbox {
     if (this.started && !this.stopping) return;
     this.started = true;
     this.stopping = false;
+    this.lastRelease = -Infinity; // the first scan takes back what other processes held
     this.schedule(0);
+    void this.tellHolds().catch((err) => this.logger?.warn({ err }, 'outbox hold count failed'));
   }
 
   /** Look for due items now (e.g. right after an enqueue). A no-op when not started. */
@@ -274,15 +324,36 @@ export class Outbox {
   }
 
   async stats(): Promise<OutboxStats> {
-    const [pending, delivered, failed, oldest] = await Promise.all([
-      this.store.indexCount(OUTBOX_DUE),
+    const [pending, delivered, failed, oldest, holds] = await Promise.all([
+      this.store.indexCount(OUTBOX_CREATED),
       this.store.get(STAT_DELIVERED),
       this.store.get(STAT_FAILED),
       this.store.indexRange(OUTBOX_CREATED, { limit: 1 }),
+      this.holding(),
     ]);
-    const stats: OutboxStats = { pending, delivered: Number(delivered ?? 0), failedAttempts: Number(failed ?? 0) };
+    const held = holds.reduce((n, h) => n + h.items, 0);
+    const stats: OutboxStats = { pending, held, delivered: Number(delivered ?? 0), failedAttempts: Number(failed ?? 0) };
     if (oldest[0]) stats.oldestPendingAt = oldest[0].score;
     return stats;
+  }
+
+  /** The destinations this process keeps items for (peer not configured) and how many each. */
+  async holding(): Promise<OutboxHold[]> {
+    // read at each call: deliverers may be added to the map after construction
+    const held = Object.entries(this.deliver).filter(([, d]) => d.held !== undefined);
+    const counts = await Promise.all(held.map(([dest]) => this.store.indexCount(outboxHeldKey(dest))));
+    return held.map(([dest, d], i) => ({ dest, reason: d.held!, items: counts[i]! }));
+  }
+
+  /**
+   * One line for /readyz: "ok", or what is kept and why. Held items do not make the hub unready:
+   * nothing is lost, and they go out once the peer is configured.
+   */
+  async readiness(): Promise<string> {
+    const held = (await this.holding()).filter((h) => h.items > 0);
+    if (held.length === 0) return 'ok';
+    const total = held.reduce((n, h) => n + h.items, 0);
+    return `holding ${total} ${total === 1 ? 'delivery' : 'deliveries'}: ${held.map((h) => `${h.dest} ${h.items} (${h.reason})`).join('; ')}`;
   }
 
   /** Pending items, oldest first (optionally of one destination), at most `limit`. */
@@ -352,27 +423,74 @@ export class Outbox {
 
   /** One scan: claim due items up to the free concurrency and start their deliveries. */
   private async pass(): Promise<number> {
+    if (this.clock.now() - this.lastRelease >= this.releaseEveryMs) {
+      this.lastRelease = this.clock.now();
+      await this.release();
+    }
     const free = this.concurrency - this.inflight.size;
     if (free <= 0) return 0;
     const due = await this.store.indexRange(OUTBOX_DUE, { max: this.clock.now(), limit: free + this.inflight.size });
     let started = 0;
+    let held = 0;
     for (const entry of due) {
       if (this.stopping || started >= free) break;
       if (this.inflight.has(entry.member)) continue;
       const claimed = await this.claim(entry.member);
       if (!claimed) continue;
+      if ('held' in claimed) {
+        held += 1;
+        if (!this.told.has(claimed.held)) await this.tellHolds(claimed.held);
+        continue;
+      }
       started += 1;
       this.launch(claimed.rec, claimed.token);
     }
-    if (due.length >= free + this.inflight.size && started > 0) this.again = true;
-    return started;
+    if (due.length >= free + this.inflight.size && started + held > 0) this.again = true;
+    return started + held;
+  }
+
+  /**
+   * Takes back into delivery the items held (by this or another process) for destinations this
+   * process can deliver to.
+   */
+  private async release(): Promise<void> {
+    for (const [dest, deliver] of Object.entries(this.deliver)) {
+      if (deliver.held !== undefined) continue;
+      const key = outboxHeldKey(dest);
+      for (;;) {
+        const entries = await this.store.indexRange(key, { limit: 200 });
+        if (entries.length === 0) break;
+        const now = this.clock.now();
+        await this.store.update([], () => ({
+          writes: entries.flatMap((e): Write[] => [
+            { op: 'unindex', key, member: e.member },
+            { op: 'index', key: OUTBOX_DUE, member: e.member, score: now },
+          ]),
+          result: undefined,
+        }));
+        this.logger?.debug({ dest, items: entries.length }, 'outbox took back held items');
+        if (entries.length < 200) break;
+      }
+    }
+  }
+
+  /** Logs, once per destination, that items are kept because its peer is not configured. */
+  private async tellHolds(only?: string): Promise<void> {
+    for (const h of await this.holding()) {
+      if (this.told.has(h.dest) || h.items === 0 || (only !== undefined && h.dest !== only)) continue;
+      this.told.add(h.dest);
+      this.logger?.warn(
+        { dest: h.dest, held: h.items, reason: h.reason },
+        'outbox keeps the deliveries for a peer that is not configured; they go out once it is (said once)',
+      );
+    }
   }
 
   /** Atomically takes an item for one attempt, or returns undefined when it is not ours to take. */
-  private claim(id: string): Promise<{ rec: OutboxRecord; token: string } | undefined> {
+  private claim(id: string): Promise<Claimed | undefined> {
     const key = outboxKey(id);
     const token = randomUUID();
-    return this.store.update([key], ([current]) => {
+    return this.store.update<Claimed | undefined>([key], ([current]) => {
       const now = this.clock.now();
       if (current === undefined) {
         // A stale index entry without a record: clean it up.
@@ -390,6 +508,16 @@ export class Outbox {
         return { writes: [{ op: 'index', key: OUTBOX_DUE, member: id, score: now + this.retryMaxMs }], result: undefined };
       }
       if (rec.due > now) return { writes: [], result: undefined }; // claimed or rescheduled by someone else
+      if (this.deliver[rec.dest]?.held !== undefined) {
+        // peer not configured here: keep the item, out of the due index, without an attempt
+        return {
+          writes: [
+            { op: 'unindex', key: OUTBOX_DUE, member: id },
+            { op: 'index', key: outboxHeldKey(rec.dest), member: id, score: rec.createdAt },
+          ],
+          result: { held: rec.dest },
+        };
+      }
       const claimed: OutboxRecord = { ...rec, attempts: rec.attempts + 1, lastAttemptAt: now, due: now + this.leaseMs, claim: token };
       return {
         writes: [
@@ -439,6 +567,7 @@ export class Outbox {
           { op: 'del', key },
           { op: 'unindex', key: OUTBOX_DUE, member: rec.id },
           { op: 'unindex', key: OUTBOX_CREATED, member: rec.id },
+          { op: 'unindex', key: outboxHeldKey(rec.dest), member: rec.id },
         ],
         result: true,
       };

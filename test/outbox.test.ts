@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.js';
 import { backoffDelay, Outbox, outboxKey, outboxWrites, outboxWritesIfAbsent, type Deliver, type OutboxItem, type OutboxOptions } from '../src/outbox.js';
@@ -10,7 +12,12 @@ import { rewardPeerDeliverers, ValueServiceClient } from '../src/reward/peers.js
 import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Json, Store } from '../src/store/port.js';
 import { openRedisStore } from '../src/store/redis.js';
-import { until } from './support/http.js';
+import { startMaru } from '../src/app.js';
+import { ManualClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import { AUTH_TEST_ENV, bearer, login, TEST_ADMIN_PASSWORD } from './support/auth.js';
+import { call, until } from './support/http.js';
+import { tempDir } from './support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from './support/redis.js';
 
 const redis = await redisOrSkip();
@@ -108,6 +115,18 @@ async function valueStandin(opts: { port?: number; delayMs?: number; state?: Val
   const s = await startValueStandin({ port: 0, ...opts });
   cleanups.push(() => s.close());
   return s;
+}
+
+/** A real pino logger whose lines (parsed) land in `lines`. */
+function capture(level: string): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), lines };
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -423,21 +442,69 @@ for (const kind of [lmdbKind(), redisKind()]) {
       expect(value.state.inflowTotal).toBe(3);
     });
 
-    it('items for an unknown destination or an unconfigured peer stay pending with the reason', async () => {
+    it('an unknown destination is attempted and backs off with the reason', async () => {
       kind.fresh();
       const store = await kind.open();
       cleanups.push(() => store.close());
-      const deliver = rewardPeerDeliverers({ VALUE_SERVICE_URL: undefined, TASK_LEDGER_URL: undefined, PEER_TIMEOUT_MS: 100 });
-      const outbox = makeOutbox(store, deliver);
-      const a = item('value', 1);
+      const outbox = makeOutbox(store, {});
       const b = item('mystery', 1);
-      await enqueue(store, [a, b]);
+      await enqueue(store, [b]);
       outbox.start();
-      await until('two attempts each', async () => (await outbox.pending()).every((p) => p.attempts >= 2));
+      await until('two attempts', async () => (await outbox.pending()).every((p) => p.attempts >= 2));
       const pending = await outbox.pending();
-      expect(pending.find((p) => p.id === a.id)?.lastError).toMatch(/peer not configured: value service/);
       expect(pending.find((p) => p.id === b.id)?.lastError).toMatch(/no deliverer for dest "mystery"/);
       expect((await outbox.pending('mystery')).map((p) => p.id)).toEqual([b.id]);
+      expect(await outbox.stats()).toMatchObject({ pending: 1, held: 0 });
+    });
+
+    it('items for an unconfigured peer are kept without attempts, said once, and go out once it is configured', async () => {
+      kind.fresh();
+      const store = await kind.open();
+      cleanups.push(() => store.close());
+      const { logger, lines: logged } = capture('info');
+      const lines = () => logged.map((l) => ({ msg: String(l.msg), obj: l }));
+      const none = rewardPeerDeliverers({ VALUE_SERVICE_URL: undefined, TASK_LEDGER_URL: undefined, PEER_TIMEOUT_MS: 100 });
+      const outbox = makeOutbox(store, none, { logger });
+      expect(await outbox.readiness()).toBe('ok');
+      const first = [item('value', 1), item('value', 2), item('task-ledger', 0)];
+      await enqueue(store, first);
+      outbox.start();
+      await until('held', async () => (await outbox.stats()).held === 3);
+      // more work later, and many polls: still no attempt and no second line
+      const later = item('value', 4);
+      await enqueue(store, [later]);
+      outbox.kick();
+      await until('held again', async () => (await outbox.stats()).held === 4);
+      await sleep(300);
+      const pending = await outbox.pending();
+      expect(pending.map((p) => p.id).sort()).toEqual([...first, later].map((i) => i.id).sort());
+      for (const p of pending) {
+        expect(p.attempts).toBe(0);
+        expect(p.lastError).toBeUndefined();
+      }
+      expect(await outbox.stats()).toMatchObject({ pending: 4, held: 4, delivered: 0, failedAttempts: 0 });
+      expect(lines().map((l) => l.msg)).toEqual([
+        expect.stringMatching(/not configured/),
+        expect.stringMatching(/not configured/),
+      ]);
+      expect(lines().map((l) => l.obj.dest).sort()).toEqual(['task-ledger', 'value']);
+      expect(lines().find((l) => l.obj.dest === 'value')?.obj.reason).toBe('peer not configured: value service (set VALUE_SERVICE_URL)');
+      expect(await outbox.readiness()).toBe(
+        'holding 4 deliveries: value 3 (peer not configured: value service (set VALUE_SERVICE_URL)); ' +
+          'task-ledger 1 (peer not configured: task ledger (set TASK_LEDGER_URL))',
+      );
+      await outbox.stop();
+
+      // A restart with the value peer configured takes its items back and delivers each once;
+      // the task ledger's stays held.
+      const value = await valueStandin();
+      const restarted = makeOutbox(store, rewardPeerDeliverers({ VALUE_SERVICE_URL: value.url, TASK_LEDGER_URL: undefined, PEER_TIMEOUT_MS: 2000 }));
+      restarted.start();
+      await until('delivered', async () => (await restarted.stats()).delivered === 3);
+      expect(value.state.inflowTotal).toBe(7);
+      expect(value.state.calls).toBe(3);
+      expect(await restarted.stats()).toMatchObject({ pending: 1, held: 1, failedAttempts: 0 });
+      expect(await restarted.readiness()).toMatch(/^holding 1 delivery: task-ledger 1 /);
     });
 
     it('re-enqueuing a pending id replaces it: one message, one delivery', async () => {
@@ -459,3 +526,35 @@ for (const kind of [lmdbKind(), redisKind()]) {
     });
   });
 }
+
+describe('a hub with no peers configured', () => {
+  it('keeps the reward deliveries, logs it once per peer, and shows it at /readyz', async () => {
+    const { logger, lines } = capture('info');
+    const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('outbox-held'), LOG_LEVEL: 'info', ...AUTH_TEST_ENV });
+    const maru = await startMaru(config, { logger, clock: new ManualClock(Date.parse('2026-11-21T12:00:00+09:00')) });
+    cleanups.push(() => maru.stop());
+    const base = maru.url;
+    const op = bearer(await login(base, 'admin', TEST_ADMIN_PASSWORD));
+    expect((await call(base, 'GET', '/readyz')).body).toMatchObject({ status: 'ready', checks: { store: 'ok', outbox: 'ok' } });
+
+    const zone = (await call(base, 'POST', '/culture', { country: 'KR', lang: 'ko', name: 'Outbox' }, op)).body.id as string;
+    const member = (await call(base, 'POST', '/api/reward/members', { name: '보류', zone }, op)).body.id as string;
+    for (let i = 0; i < 3; i++) expect((await call(base, 'GET', `/work?id=${member}&kc=1&v=100`)).status).toBe(200);
+    await until('held', async () => (await call(base, 'GET', '/api/reward/outbox', undefined, op)).body.stats.held === 6);
+    await new Promise((r) => setTimeout(r, 1500)); // more polls: still no retry and no new line
+
+    const outbox = (await call(base, 'GET', '/api/reward/outbox', undefined, op)).body;
+    expect(outbox.stats).toMatchObject({ pending: 6, held: 6, delivered: 0, failedAttempts: 0 });
+    expect(outbox.pending.every((p: { attempts: number }) => p.attempts === 0)).toBe(true);
+    const said = lines.filter((l) => l.part === 'outbox' && Number(l.level) >= 40);
+    expect(said.map((l) => l.dest).sort()).toEqual(['task-ledger', 'value']);
+    expect(said.every((l) => /not configured/.test(String(l.msg)))).toBe(true);
+
+    const ready = await call(base, 'GET', '/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks.outbox).toBe(
+      'holding 6 deliveries: value 3 (peer not configured: value service (set VALUE_SERVICE_URL)); ' +
+        'task-ledger 3 (peer not configured: task ledger (set TASK_LEDGER_URL))',
+    );
+  });
+});

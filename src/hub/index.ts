@@ -151,7 +151,7 @@ export class Hub {
   private readonly log: Logger;
   private statics: Map<string, StaticFile>;
   private readonly pages: PageInfo[] = [];
-  private readonly readiness = new Map<string, () => Promise<void>>();
+  private readonly readiness = new Map<string, () => Promise<void | string>>();
   private readonly sockets = new Set<WebSocket<SocketData>>();
   private readonly streams = new Set<SseStream>();
   private listenSocket: unknown;
@@ -344,8 +344,8 @@ export class Hub {
     return this;
   }
 
-  /** A named check behind /readyz (e.g. the store answers). */
-  ready(name: string, check: () => Promise<void>): this {
+  /** A named check behind /readyz (e.g. the store answers); it may resolve with a note shown instead of "ok". */
+  ready(name: string, check: () => Promise<void | string>): this {
     this.readiness.set(name, check);
     return this;
   }
@@ -745,8 +745,7 @@ export class Hub {
         let ok = true;
         for (const [name, check] of this.readiness) {
           try {
-            await withTimeout(check(), 2000);
-            checks[name] = 'ok';
+            checks[name] = (await withTimeout(check(), 2000)) || 'ok';
           } catch (err) {
             ok = false;
             checks[name] = err instanceof Error ? err.message : String(err);

@@ -24,7 +24,9 @@ export function outboxModule(p: Platform): ServiceModule & { outbox: Outbox; mai
     outbox,
     mailer,
     deliver,
-    routes() {},
+    routes(hub) {
+      hub.ready('outbox', () => outbox.readiness());
+    },
     start: () => outbox.start(),
     close: async () => {
       await outbox.stop();

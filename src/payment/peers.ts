@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Deliver } from '../outbox.js';
+import { notConfigured, type Deliver } from '../outbox.js';
 import type { Json } from '../store/port.js';
 
 /**
@@ -164,9 +164,7 @@ export interface PaymentPeerClients {
  * A peer without a URL keeps its items pending.
  */
 export function paymentDeliverers(c: PaymentPeerClients, onRecorded: (id: string, kind: string, link: ChainLink) => Promise<void>): Record<string, Deliver> {
-  const missing = (what: string): Deliver => async () => {
-    throw new Error(`${what} is not configured`);
-  };
+  const missing = (what: string): Deliver => notConfigured(`${what} is not configured`);
   return {
     [CHAIN_DEST]: c.chain
       ? async (item, signal) => {

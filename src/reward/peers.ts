@@ -1,6 +1,6 @@
 import { connect, isIP, type Socket } from 'node:net';
 import type { Config } from '../config.js';
-import type { Deliver, OutboxItem } from '../outbox.js';
+import { notConfigured, type Deliver, type OutboxItem } from '../outbox.js';
 import type { Json } from '../store/port.js';
 import { canonicalJson, sha256Hex } from './signing.js';
 
@@ -430,10 +430,9 @@ export function rewardPeerClients(cfg: RewardPeerConfig): RewardPeerClients {
   };
 }
 
-function notConfigured(peer: string, variable: string): Deliver {
-  return async () => {
-    throw new PeerError(peer, 'not_configured', `peer not configured: ${peer} (set ${variable})`);
-  };
+function unconfigured(peer: string, variable: string): Deliver {
+  const reason = `peer not configured: ${peer} (set ${variable})`;
+  return notConfigured(reason, () => new PeerError(peer, 'not_configured', reason));
 }
 
 function asLedgerEntry(item: OutboxItem): LedgerEntry {
@@ -447,9 +446,9 @@ function asLedgerEntry(item: OutboxItem): LedgerEntry {
 /**
  * The outbox deliverers of the reward plan: 'value' posts the item's payload to the value
  * service's /api/inflow, 'task-ledger' records it in the task ledger (POST /ledger); both send the
- * item id as the idempotency key. A peer without a URL gets a deliverer that throws
- * "peer not configured", so its items stay pending (with growing backoff, up to
- * OUTBOX_RETRY_MAX_MS) and go out once the peer is configured and the hub restarted.
+ * item id as the idempotency key. A peer without a URL gets a `notConfigured` deliverer: the outbox
+ * keeps its items without attempting them (said once in the log and at /readyz), and they go out
+ * once the peer is configured and the hub restarted.
  */
 export function rewardPeerDeliverers(cfg: RewardPeerConfig, clients: RewardPeerClients = rewardPeerClients(cfg)): Record<string, Deliver> {
   const { value, taskLedger } = clients;
@@ -458,11 +457,11 @@ export function rewardPeerDeliverers(cfg: RewardPeerConfig, clients: RewardPeerC
       ? async (item, signal) => {
           await value.inflow(item.payload, { idempotencyKey: item.id, signal });
         }
-      : notConfigured('value service', 'VALUE_SERVICE_URL'),
+      : unconfigured('value service', 'VALUE_SERVICE_URL'),
     [TASK_LEDGER_DEST]: taskLedger
       ? async (item, signal) => {
           await taskLedger.record(asLedgerEntry(item), { idempotencyKey: item.id, signal });
         }
-      : notConfigured('task ledger', 'TASK_LEDGER_URL'),
+      : unconfigured('task ledger', 'TASK_LEDGER_URL'),
   };
 }

@@ -52,7 +52,8 @@ export type PreparedWrite =
   | { op: 'del'; key: string }
   | { op: 'push'; key: string; json: string; cap: number }
   | { op: 'index'; key: string; member: string; score: number }
-  | { op: 'unindex'; key: string; member: string };
+  | { op: 'unindex'; key: string; member: string }
+  | { op: 'incr'; key: string; by: number };
 
 export function prepareWrite(w: Write): PreparedWrite {
   if (!w || typeof w !== 'object') throw new TypeError('write must be an object');
@@ -67,6 +68,8 @@ export function prepareWrite(w: Write): PreparedWrite {
       return { op: 'index', key: checkKey(w.key), member: checkKey(w.member, 'member'), score: checkScore(w.score) };
     case 'unindex':
       return { op: 'unindex', key: checkKey(w.key), member: checkKey(w.member, 'member') };
+    case 'incr':
+      return { op: 'incr', key: checkKey(w.key), by: checkInt(w.by, 'by') };
     default:
       throw new TypeError(`unknown write op ${JSON.stringify((w as { op?: unknown }).op)}`);
   }

@@ -200,11 +200,11 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
 
   // ---- writes (only inside txn) ----
 
+  /**
+   * Writes a value without reading the old one: an expiry entry of an earlier TTL may stay behind,
+   * and the sweep deletes a value only when its own expiry matches the entry.
+   */
   const writeValue = (key: string, json: string, expiresAt: number | undefined) => {
-    const old = readEnvelope(key);
-    if (old?.expiresAt !== undefined && old.expiresAt !== expiresAt) {
-      void db.remove(expiryKey(old.expiresAt, key));
-    }
     if (expiresAt === undefined) {
       void db.put(valueKey(key), `[${json}]`);
     } else {
@@ -294,6 +294,19 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
     return true;
   };
 
+  const applyIncr = (key: string, by: number, now: number): number => {
+    const env = readEnvelope(key);
+    const alive = isLive(env, now);
+    const cur = alive ? env.value : 0;
+    if (typeof cur !== 'number' || !Number.isSafeInteger(cur)) {
+      throw new TypeError(`value at ${key} is not an integer`);
+    }
+    const next = cur + by;
+    if (!Number.isSafeInteger(next)) throw new RangeError('counter overflow');
+    writeValue(key, String(next), alive ? env.expiresAt : undefined);
+    return next;
+  };
+
   const apply = (w: Prepared, now: number) => {
     switch (w.op) {
       case 'set':
@@ -311,6 +324,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
       case 'unindex':
         applyUnindex(w.key, w.member);
         break;
+      case 'incr':
+        applyIncr(w.key, w.by, now);
+        break;
     }
   };
 
@@ -323,7 +339,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
     const run = (async () => {
       let failure: { error: unknown } | undefined;
       let result: T | undefined;
-      await db.childTransaction(() => {
+      const committed = db.childTransaction(() => {
         try {
           result = body(Date.now());
           return undefined;
@@ -332,8 +348,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
           return ABORT;
         }
       });
+      // the flush of this very batch, taken now: db.flushed read after the commit would be the
+      // flush of a later batch when one has started meanwhile
+      const flushed = new Promise<void>((resolve, reject) => db.flushed.then(() => resolve(), reject));
+      await committed;
       if (failure) throw failure.error;
-      await db.flushed;
+      await flushed;
       return result as T;
     })();
     inflight.add(run);
@@ -345,20 +365,25 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
   // ---- expiry sweep ----
 
   let sweeping: Promise<number> | undefined;
-  const sweepOnce = (): Promise<number> =>
+  const sweepOnce = (): Promise<{ scanned: number; deleted: number }> =>
     txn((now) => {
       const start = Buffer.from([TAG_EXPIRY]);
       const end = Buffer.concat([start, u64(now + 1)]);
       const found: Buffer[] = [];
       for (const k of db.getKeys({ start, end, limit: SWEEP_BATCH })) found.push(Buffer.from(k));
+      let deleted = 0;
       for (const k of found) {
         const at = readU64(k, 1);
         const key = unesc(k.subarray(9));
         const env = readEnvelope(key);
-        if (env && env.expiresAt === at) void db.remove(valueKey(key));
+        // an entry left by an earlier TTL of a rewritten value deletes nothing
+        if (env && env.expiresAt === at) {
+          void db.remove(valueKey(key));
+          deleted += 1;
+        }
         void db.remove(k);
       }
-      return found.length;
+      return { scanned: found.length, deleted };
     });
 
   const sweepExpired = (): Promise<number> => {
@@ -366,9 +391,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
       let total = 0;
       try {
         for (;;) {
-          const n = await sweepOnce();
-          total += n;
-          if (n < SWEEP_BATCH) return total;
+          const { scanned, deleted } = await sweepOnce();
+          total += deleted;
+          if (scanned < SWEEP_BATCH) return total;
         }
       } finally {
         sweeping = undefined;
@@ -428,18 +453,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> 
     async incr(key: string, by = 1): Promise<number> {
       checkKey(key);
       checkInt(by, 'by');
-      return txn((now) => {
-        const env = readEnvelope(key);
-        const alive = isLive(env, now);
-        const cur = alive ? env.value : 0;
-        if (typeof cur !== 'number' || !Number.isSafeInteger(cur)) {
-          throw new TypeError(`value at ${key} is not an integer`);
-        }
-        const next = cur + by;
-        if (!Number.isSafeInteger(next)) throw new RangeError('counter overflow');
-        writeValue(key, String(next), alive ? env.expiresAt : undefined);
-        return next;
-      });
+      return txn((now) => applyIncr(key, by, now));
     },
 
     async push(key: string, value: Json, cap: number): Promise<number> {

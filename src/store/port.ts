@@ -43,7 +43,13 @@ export type Write =
   | { op: 'push'; key: string; value: Json; cap: number }
   /** Add or move a member of an ordered index. */
   | { op: 'index'; key: string; member: string; score: number }
-  | { op: 'unindex'; key: string; member: string };
+  | { op: 'unindex'; key: string; member: string }
+  /**
+   * Add `by` to the integer value at `key` (absent counts as 0; a TTL is kept) without reading it
+   * in the update: concurrent updates that only count on a key never conflict over it (the Redis
+   * adapter retries nothing for it). A value that is not an integer fails the whole update.
+   */
+  | { op: 'incr'; key: string; by: number };
 
 export interface UpdatePlan<R> {
   writes: Write[];

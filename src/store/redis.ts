@@ -58,7 +58,9 @@ const MAX_BACKOFF_MS = 50;
  *   p value -cap (1 key)                          RPUSH + LTRIM
  *   z score member (1 key)                        ZADD
  *   u member     (1 key)                          ZREM
- * Returns 1 when applied, 0 when a read key changed (nothing written).
+ *   i by         (1 key)                          INCRBY (the key is not read: no conflict over it)
+ * Returns 1 when applied, 0 when a read key changed (nothing written). Lua does not roll back, so
+ * every INCRBY target is checked (an integer or absent) before anything is written.
  */
 const APPLY_LUA = `
 local n = tonumber(ARGV[1])
@@ -71,9 +73,31 @@ for i = 1, n do
     return 0
   end
 end
+local last = #ARGV
 local k = n + 1
 local a = n + 2
-local last = #ARGV
+while a <= last do
+  local op = ARGV[a]
+  if op == 'i' then
+    local cur = redis.call('GET', KEYS[k])
+    if cur ~= false and not string.match(cur, '^%-?%d+$') then
+      return redis.error_reply('value at ' .. KEYS[k] .. ' is not an integer')
+    end
+    k = k + 1
+    a = a + 2
+  elseif op == 's' or op == 'p' or op == 'z' then
+    k = k + 1
+    a = a + 3
+  elseif op == 'd' then
+    k = k + 3
+    a = a + 1
+  else
+    k = k + 1
+    a = a + 2
+  end
+end
+k = n + 1
+a = n + 2
 while a <= last do
   local op = ARGV[a]
   if op == 's' then
@@ -99,6 +123,10 @@ while a <= last do
     a = a + 3
   elseif op == 'u' then
     redis.call('ZREM', KEYS[k], ARGV[a + 1])
+    k = k + 1
+    a = a + 2
+  elseif op == 'i' then
+    redis.call('INCRBY', KEYS[k], ARGV[a + 1])
     k = k + 1
     a = a + 2
   else
@@ -235,6 +263,8 @@ export async function openRedisStore(opts: RedisStoreOptions): Promise<RedisStor
         return { keys: [zk(w.key)], args: ['z', String(w.score), w.member] };
       case 'unindex':
         return { keys: [zk(w.key)], args: ['u', w.member] };
+      case 'incr':
+        return { keys: [vk(w.key)], args: ['i', String(w.by)] };
     }
   };
 

@@ -337,6 +337,49 @@ export function storeContract(
         expect(await store.get('n')).toBe(330);
       });
 
+      it('counts with incr writes: absent is 0, concurrent updates add up, a TTL is kept', async () => {
+        const credit = (amount: number) =>
+          store.update([], () => ({
+            writes: [
+              { op: 'incr', key: 'sum', by: amount },
+              { op: 'incr', key: 'count', by: 1 },
+              { op: 'push', key: 'credits', value: amount, cap: 1000 },
+            ],
+            result: amount,
+          }));
+        await Promise.all(Array.from({ length: 60 }, (_, i) => credit(i)));
+        expect(await store.getMany(['sum', 'count'])).toEqual([(59 * 60) / 2, 60]);
+        expect(await store.length('credits')).toBe(60);
+        // a counter read by another update reads as the number it holds, and counts on with incr
+        expect(await store.update(['count'], ([c]) => ({ writes: [{ op: 'incr', key: 'count', by: -(c as number) }], result: c }))).toBe(60);
+        expect(await store.get('count')).toBe(0);
+        expect(await store.incr('count', 2)).toBe(2);
+        await store.set('rate', 1, { ttlMs: 150 });
+        await store.update([], () => ({ writes: [{ op: 'incr', key: 'rate', by: 4 }], result: null }));
+        expect(await store.get('rate')).toBe(5);
+        await sleep(300);
+        expect(await store.get('rate')).toBeUndefined();
+      });
+
+      it('an incr write on a value that is not an integer fails the update and writes nothing', async () => {
+        await store.set('word', 'abc');
+        await store.set('half', 0.5);
+        for (const key of ['word', 'half']) {
+          await expect(
+            store.update([], () => ({
+              writes: [
+                { op: 'set', key: 'before', value: key },
+                { op: 'incr', key: 'n', by: 1 },
+                { op: 'incr', key, by: 1 },
+              ],
+              result: null,
+            })),
+          ).rejects.toThrow(/not an integer/);
+        }
+        expect(await store.getMany(['before', 'n', 'word', 'half'])).toEqual([undefined, undefined, 'abc', 0.5]);
+        await expect(store.update([], () => ({ writes: [{ op: 'incr', key: 'n', by: 0.5 }], result: null }))).rejects.toThrow();
+      });
+
       it('del removes the list and index stored under a key', async () => {
         await store.push('k', 1, 5);
         await store.index('k', 'm', 1);

@@ -108,6 +108,30 @@ describe.runIf(redis.available)('Redis', () => {
       await s.close();
     });
 
+    it('two instances counting with incr writes never retry; reading the counter does', async () => {
+      const prefix = freshPrefix('count');
+      const [a, b] = [await openRedisStore({ url: redis.url, prefix }), await openRedisStore({ url: redis.url, prefix })];
+      const count = (s: typeof a, i: number) =>
+        s.update([`own:${i}`], ([own]) => ({
+          writes: [
+            { op: 'set', key: `own:${i}`, value: ((own as number | undefined) ?? 0) + 1 },
+            { op: 'incr', key: 'total', by: 1 },
+            { op: 'incr', key: 'sum', by: i },
+          ],
+          result: null,
+        }));
+      await Promise.all(Array.from({ length: 200 }, (_, i) => count(i % 2 ? a : b, i)));
+      expect(await a.getMany(['total', 'sum'])).toEqual([200, (199 * 200) / 2]);
+      expect(a.stats().retries + b.stats().retries).toBe(0);
+      // the same count as a read-modify-write of the shared key conflicts between the instances
+      const rmw = (s: typeof a) => s.update(['total'], ([t]) => ({ writes: [{ op: 'set', key: 'total', value: (t as number) + 1 }], result: null }));
+      await Promise.all(Array.from({ length: 200 }, (_, i) => rmw(i % 2 ? a : b)));
+      expect(await a.get('total')).toBe(400);
+      expect(a.stats().retries + b.stats().retries).toBeGreaterThan(0);
+      await a.close();
+      await b.close();
+    });
+
     it('a TTL value changed only by expiry makes update retry and see it absent', async () => {
       const s = await openRedisStore({ url: redis.url, prefix: freshPrefix('ttl') });
       await s.set('t', 1, { ttlMs: 60 });
