@@ -1,0 +1,357 @@
+import type { Logger } from 'pino';
+import { AppError } from '../errors.js';
+import type { AuthGate } from './auth.js';
+import { Reply, jsonBody, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
+import type { Metrics } from './metrics.js';
+import { MultipartReader, type UploadedFile, type UploadSettings } from './multipart.js';
+import { errorReply, fileReply, writeReply, writeSecurity } from './respond.js';
+import { Router } from './router.js';
+import { SseStream, type SseOptions } from './sse.js';
+import type { StaticFile } from './static.js';
+import type { HttpRequest, HttpResponse } from './uws.js';
+
+/**
+ * The one request pipeline: route -> credential -> query, params and body validation -> guards ->
+ * handler (or SSE open) -> error mapping -> answer. Each step runs synchronously when it can and
+ * only the steps that return a promise are awaited, so a route whose handler answers synchronously
+ * is served inside uWS's own call (no promise, no extra tick) through the same steps as any other.
+ * Requests from a socket (`handle`) and in-process requests (hub.inject) take this same path.
+ */
+
+export interface SseRouteDef<Q = unknown> {
+  path: string;
+  query?: import('zod').ZodType<Q>;
+  guards?: Guard[];
+  /** The credential the stream needs; EventSource clients pass the token as `access_token`. */
+  auth?: AuthSpec;
+  /** Called once the stream is open; register stream.onClose for clean-up. */
+  open(ctx: RequestContext<Q, undefined, Record<string, string>>, stream: SseStream): void | Promise<void>;
+}
+
+export type Entry =
+  | { kind: 'route'; def: RouteDef<any, any, any> }
+  | { kind: 'sse'; def: SseRouteDef<any> };
+
+export interface PipelineDeps {
+  log: Logger;
+  auth: AuthGate;
+  metrics: Metrics;
+  bodyLimit: number;
+  uploads: UploadSettings;
+  sse: SseOptions;
+  statics: Map<string, StaticFile>;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const REQUEST_ID = /^[\w.:-]{1,64}$/;
+
+const isPromise = (v: unknown): v is Promise<unknown> => v instanceof Promise;
+/** `f(v)` now when `v` is a value, after it when `v` is a promise. */
+function then<T, R>(v: T | Promise<T>, f: (v: T) => R | Promise<R>): R | Promise<R> {
+  return isPromise(v) ? v.then(f) : f(v as T);
+}
+
+/**
+ * The request context, which is also the exchange's state (abort flag, timing, the uWS response):
+ * one object per request. The peer address is read from the socket only when asked (it is costly).
+ */
+export class Context implements RequestContext<any, any, any> {
+  query: any = undefined;
+  body: any = undefined;
+  identity: Principal | undefined = undefined;
+  files: UploadedFile[] | undefined = undefined;
+  params: any = undefined;
+  route = '';
+  aborted = false;
+  onAbort: (() => void) | undefined = undefined;
+  private controller: AbortController | undefined = undefined;
+  private stateBag: Record<string, unknown> | undefined = undefined;
+  private remote: string | undefined = undefined;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly headers: Record<string, string>,
+    readonly requestId: string,
+    readonly res: HttpResponse,
+    readonly started: number,
+  ) {}
+
+  get state(): Record<string, unknown> {
+    return (this.stateBag ??= {});
+  }
+
+  get signal(): AbortSignal {
+    const c = (this.controller ??= new AbortController());
+    if (this.aborted && !c.signal.aborted) c.abort();
+    return c.signal;
+  }
+
+  get remoteAddress(): string {
+    return (this.remote ??= this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString());
+  }
+
+  /** uWS calls this when the client goes away before the answer. */
+  abort(): void {
+    this.aborted = true;
+    this.onAbort?.();
+    this.controller?.abort();
+  }
+}
+
+export class Pipeline {
+  readonly router = new Router<Entry>();
+  readonly streams = new Set<SseStream>();
+  stopping = false;
+  inFlight = 0;
+  private nextRequestId = 1;
+
+  constructor(
+    private readonly deps: PipelineDeps,
+    private readonly idPrefix: string,
+  ) {}
+
+  handle(res: HttpResponse, req: HttpRequest): void {
+    const started = performance.now();
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const rawQuery = req.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const incomingId = headers['x-request-id'];
+    const requestId = incomingId && REQUEST_ID.test(incomingId) ? incomingId : `${this.idPrefix}-${this.nextRequestId++}`;
+    const ctx = new Context(method, path, headers, requestId, res, started);
+    this.dispatch(ctx, rawQuery);
+  }
+
+  private dispatch(ctx: Context, rawQuery: string): void {
+    const { method, path, headers } = ctx;
+    if (this.stopping) return this.fail(ctx, 'shutdown', new AppError('unavailable', 'shutting_down', 'the server is shutting down'));
+
+    let match;
+    try {
+      match = this.router.match(method, path);
+    } catch {
+      return this.fail(ctx, 'bad_path', new AppError('invalid', 'invalid_path', 'the path is not valid percent-encoding'));
+    }
+    if (match.kind === 'none') {
+      if (method === 'GET' || method === 'HEAD') {
+        const file = this.deps.statics.get(path);
+        if (file) return this.finish(ctx, 'static', fileReply(file, headers));
+      }
+      return this.fail(ctx, 'not_found', new AppError('not_found', 'not_found', `no route for ${method} ${path}`));
+    }
+    if (match.kind === 'method') {
+      const err = new AppError('method_not_allowed', 'method_not_allowed', `${method} is not allowed on ${path}`, { allowed: match.allowed });
+      const reply = errorReply(this.deps.log, err, ctx.requestId, method, path).withHeaders({ allow: match.allowed.join(', ') });
+      return this.finish(ctx, 'method_not_allowed', reply);
+    }
+
+    const entry = match.value;
+    ctx.route = match.pattern;
+    ctx.params = match.params;
+    const def = entry.def as RouteDef<any, any, any>;
+    const hasBody = entry.kind === 'route' && def.body !== undefined;
+    // A state-changing request takes JSON only: a form post (the cross-site kind a browser sends
+    // without asking) is refused even on routes that read no body.
+    const type = headers['content-type'];
+    if (entry.kind === 'route' && !hasBody && type !== undefined && BODY_METHODS.has(method) && mediaType(type) !== 'application/json') {
+      return this.fail(ctx, ctx.route, new AppError('unsupported_media', 'unsupported_media_type', 'content-type must be application/json', { received: mediaType(type) || null }));
+    }
+    // The body must be read now: uWS only delivers it to a handler registered synchronously.
+    let raw: Promise<Buffer> | undefined;
+    let upload: MultipartReader | undefined;
+    const reads = hasBody && BODY_METHODS.has(method);
+    // a request that outlives this call (a body to read, a stream) hears about a client that goes away
+    const hooked = reads || entry.kind === 'sse';
+    if (hooked) ctx.res.onAborted(() => ctx.abort());
+    if (reads) {
+      try {
+        if (def.body!.multipart && mediaType(type) === 'multipart/form-data') {
+          upload = new MultipartReader(ctx.res, headers, def.body!.multipart, this.deps.uploads, ctx, Boolean(def.auth));
+        } else raw = readBody(ctx, def.body!.limit ?? this.deps.bodyLimit);
+      } catch (err) {
+        return this.fail(ctx, ctx.route, err);
+      }
+    }
+
+    let out: unknown;
+    try {
+      out = this.run(entry, ctx, rawQuery, raw, upload);
+    } catch (err) {
+      if (!upload) return this.fail(ctx, ctx.route, err);
+      out = Promise.reject(err);
+    }
+    if (!isPromise(out) && !upload) {
+      if (out !== SSE_OPEN) this.answer(ctx, def, out);
+      return;
+    }
+    // the answer comes later: uWS needs to hear about a client that goes away meanwhile
+    if (!hooked) ctx.res.onAborted(() => ctx.abort());
+    this.inFlight++;
+    Promise.resolve(out)
+      .then(
+        async (v) => {
+          // temporary files the handler did not move away are deleted before the answer
+          await upload?.dispose();
+          if (v !== SSE_OPEN) this.answer(ctx, def, v);
+        },
+        async (err) => {
+          await upload?.dispose(true);
+          this.fail(ctx, ctx.route, err);
+        },
+      )
+      .finally(() => this.inFlight--);
+  }
+
+  /** credential -> query and params -> body -> guards -> handler; synchronous where every step is. */
+  private run(entry: Entry, ctx: Context, rawQuery: string, raw: Promise<Buffer> | undefined, upload: MultipartReader | undefined): unknown {
+    const parsed = parseQuery(rawQuery);
+    const spec = entry.def.auth;
+    // the credential first: a caller without one learns nothing about the route's inputs
+    if (spec) {
+      return this.deps.auth.check(spec, ctx.headers, parsed).then((identity) => {
+        ctx.identity = identity;
+        return this.afterAuth(entry, ctx, parsed, raw, upload);
+      });
+    }
+    return this.afterAuth(entry, ctx, parsed, raw, upload);
+  }
+
+  private afterAuth(entry: Entry, ctx: Context, parsed: Record<string, string | string[]>, raw: Promise<Buffer> | undefined, upload: MultipartReader | undefined): unknown {
+    upload?.release();
+    const def = entry.def;
+    ctx.query = def.query ? validate(def.query, parsed, 'query') : parsed;
+    let body: unknown;
+    if (entry.kind === 'route') {
+      const r = entry.def;
+      if (r.params) ctx.params = validate(r.params, ctx.params, 'params');
+      if (r.body?.multipart) ctx.files = [];
+      if (upload) {
+        body = upload.done.then(({ fields, files }) => {
+          ctx.body = validate(r.body!.schema, fields, 'body');
+          ctx.files = files;
+        });
+      } else if (r.body) body = parseBody(r, ctx.headers, raw).then((b) => void (ctx.body = b));
+    }
+    return then(body, () => then(runGuards(ctx, def.guards, 0), () => this.handler(entry, ctx)));
+  }
+
+  private handler(entry: Entry, ctx: Context): unknown {
+    if (ctx.aborted) return SSE_OPEN;
+    if (entry.kind === 'sse') {
+      this.openSse(ctx, entry.def);
+      return SSE_OPEN;
+    }
+    return entry.def.handler(ctx);
+  }
+
+  private answer(ctx: Context, def: RouteDef<any, any, any>, out: unknown): void {
+    let reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
+    if (def.cacheControl && reply.status < 400 && !reply.headers['cache-control']) {
+      reply = reply.withHeaders({ 'cache-control': def.cacheControl });
+    }
+    this.finish(ctx, ctx.route, reply);
+  }
+
+  private fail(ctx: Context, routeLabel: string, err: unknown): void {
+    this.finish(ctx, routeLabel, errorReply(this.deps.log, err, ctx.requestId, ctx.method, ctx.path));
+  }
+
+  private finish(ctx: Context, routeLabel: string, reply: Reply): void {
+    if (ctx.aborted) return;
+    const res = ctx.res;
+    res.cork(() => writeReply(res, ctx.method, reply, ctx.requestId));
+    const status = reply.status;
+    const ms = performance.now() - ctx.started;
+    this.deps.metrics.observe(ctx.method, routeLabel, status, ms / 1000);
+    if (this.deps.log.isLevelEnabled('debug')) {
+      this.deps.log.debug({ requestId: ctx.requestId, method: ctx.method, path: ctx.path, status, ms: +ms.toFixed(2) }, 'request');
+    }
+  }
+
+  private openSse(ctx: Context, def: SseRouteDef<any>): void {
+    const res = ctx.res;
+    res.cork(() => {
+      res.writeStatus('200 OK');
+      res.writeHeader('content-type', 'text/event-stream; charset=utf-8');
+      res.writeHeader('cache-control', 'no-store');
+      res.writeHeader('x-accel-buffering', 'no');
+      res.writeHeader('x-request-id', ctx.requestId);
+      writeSecurity(res);
+    });
+    const stream = new SseStream(res, ctx.headers['last-event-id'], this.deps.sse);
+    this.streams.add(stream);
+    this.deps.metrics.sseStreams.inc();
+    this.deps.metrics.observe('GET', ctx.route, 200, (performance.now() - ctx.started) / 1000);
+    ctx.onAbort = () => stream.aborted();
+    stream.onClose(() => {
+      this.streams.delete(stream);
+      this.deps.metrics.sseStreams.dec();
+    });
+    const failed = (err: unknown) => {
+      this.deps.log.error({ err, requestId: ctx.requestId }, 'sse open failed');
+      stream.close();
+    };
+    try {
+      const opened = def.open(ctx, stream);
+      if (isPromise(opened)) opened.catch(failed);
+    } catch (err) {
+      failed(err);
+    }
+  }
+}
+
+/** The handler's answer when there is nothing left to write (an SSE stream is open, or the client left). */
+const SSE_OPEN = Symbol('answered');
+
+function runGuards(ctx: Context, guards: Guard[] | undefined, from: number): void | Promise<void> {
+  if (!guards) return;
+  for (let i = from; i < guards.length; i++) {
+    const r = guards[i]!(ctx);
+    if (isPromise(r)) return r.then(() => runGuards(ctx, guards, i + 1));
+  }
+}
+
+function readBody(ctx: Context, limit: number): Promise<Buffer> {
+  const declared = ctx.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) {
+    throw new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit });
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    ctx.onAbort = () => reject(new AppError('invalid', 'aborted', 'the client went away'));
+    ctx.res.onData((chunk, isLast) => {
+      if (over) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        over = true;
+        reject(new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit }));
+        return;
+      }
+      // uWS reuses the chunk's memory after this call returns: copy it
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) resolve(Buffer.concat(chunks, size));
+    });
+  });
+}
+
+async function parseBody(def: RouteDef<any, any, any>, headers: Record<string, string>, raw: Promise<Buffer> | undefined): Promise<unknown> {
+  const spec = def.body!;
+  const reader = spec.reader ?? jsonBody;
+  const bytes = raw ? await raw : Buffer.alloc(0);
+  if (bytes.length === 0 && spec.optional) return validate(spec.schema, undefined, 'body');
+  const type = mediaType(headers['content-type']);
+  const accepted = spec.multipart ? [...reader.mediaTypes, 'multipart/form-data'] : reader.mediaTypes;
+  if (!reader.mediaTypes.includes(type)) {
+    if (bytes.length === 0 && !headers['content-type']) {
+      throw new AppError('invalid', 'invalid_body', 'a request body is required', { accepts: accepted });
+    }
+    throw new AppError('unsupported_media', 'unsupported_media_type', `content-type must be ${accepted.join(' or ')}`, { received: type || null });
+  }
+  return validate(spec.schema, reader.parse(bytes, headers['content-type'] ?? ''), 'body');
+}

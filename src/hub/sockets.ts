@@ -1,0 +1,229 @@
+import { AppError, errorBody } from '../errors.js';
+import { WWW_AUTHENTICATE, type AuthGate } from './auth.js';
+import { parseQuery, type AuthSpec, type Principal } from './http.js';
+import { parseSince, type Live } from './live.js';
+import type { Metrics } from './metrics.js';
+import { statusLine, writeSecurity } from './respond.js';
+import type { SocketData, Topics } from './topics.js';
+import type { TemplatedApp, WebSocket } from './uws.js';
+
+/**
+ * An extra WebSocket endpoint (e.g. a binary protocol such as y-websocket at /yjs/:room). The hub
+ * keeps its bookkeeping (open-socket metric, 1001 close on shutdown, 503 while stopping); `upgrade`
+ * validates the path parameters and returns the socket's data, or throws an AppError (answered
+ * as that HTTP status).
+ */
+export interface SocketBehaviour<D> {
+  /** For the API reference (/openapi.json describes WebSocket endpoints in words). */
+  description?: string;
+  maxPayloadLength?: number;
+  idleTimeoutS?: number;
+  maxBackpressure?: number;
+  /** The credential an upgrade needs (token in the `access_token` query parameter or the Authorization header). */
+  auth?: AuthSpec;
+  /** May be async (e.g. a store look-up); `identity` is the caller when `auth` is declared. */
+  upgrade(params: string[], query: string, identity: Principal | undefined): D | Promise<D>;
+  open?(ws: WebSocket<SocketData & D>): void;
+  message(ws: WebSocket<SocketData & D>, message: ArrayBuffer, isBinary: boolean): void;
+  close?(ws: WebSocket<SocketData & D>, code: number): void;
+}
+
+export interface SocketHandle {
+  /** uWS native fan-out to every socket (of any endpoint) subscribed to `topic`. */
+  publish(topic: string, message: Uint8Array | string, isBinary: boolean): void;
+}
+
+/** Bounds of one /ws socket: subscriptions held at once, and the length of a topic name. */
+export const WS_MAX_SUBSCRIPTIONS = 100;
+export const WS_MAX_TOPIC_LENGTH = 200;
+export const WS_MAX_QUEUED = 32;
+
+export interface SocketDeps {
+  app: TemplatedApp;
+  auth: AuthGate;
+  metrics: Metrics;
+  defaults: { idleTimeoutS: number; maxPayloadLength: number; maxBackpressure: number };
+  /** True once the hub stops: upgrades are refused with 503. */
+  stopping: () => boolean;
+}
+
+/** Every open WebSocket of a hub (any endpoint), for the 1001 close on shutdown. */
+export class Sockets {
+  readonly open = new Set<WebSocket<SocketData>>();
+  private nextSocketId = 1;
+
+  constructor(private readonly deps: SocketDeps) {}
+
+  /** Registers a WebSocket endpoint at `pattern` (uWS syntax, `:name` parameters). */
+  endpoint<D extends object>(pattern: string, behaviour: SocketBehaviour<D>): SocketHandle {
+    type S = SocketData & D;
+    const { app, defaults } = this.deps;
+    const params = pattern.split('/').filter((p) => p.startsWith(':')).length;
+    app.ws<S>(pattern, {
+      idleTimeout: behaviour.idleTimeoutS ?? defaults.idleTimeoutS,
+      maxPayloadLength: behaviour.maxPayloadLength ?? defaults.maxPayloadLength,
+      maxBackpressure: behaviour.maxBackpressure ?? defaults.maxBackpressure,
+      closeOnBackpressureLimit: 0,
+      sendPingsAutomatically: true,
+      upgrade: (res, req, context) => {
+        if (this.deps.stopping()) {
+          res.writeStatus('503 Service Unavailable').end();
+          return;
+        }
+        // everything from req is read now: it is gone after the first await
+        const key = req.getHeader('sec-websocket-key');
+        const protocol = req.getHeader('sec-websocket-protocol');
+        const extensions = req.getHeader('sec-websocket-extensions');
+        const authorization = req.getHeader('authorization');
+        const query = req.getQuery() ?? '';
+        const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+        let aborted = false;
+        res.onAborted(() => {
+          aborted = true;
+        });
+        const refuse = (err: unknown) => {
+          if (aborted) return;
+          const e = err instanceof AppError ? err : new AppError('invalid', 'invalid_path', 'the socket path is not valid');
+          res.cork(() => {
+            res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json');
+            writeSecurity(res);
+            if (e.status === 401) res.writeHeader('www-authenticate', WWW_AUTHENTICATE(e.code));
+            res.end(JSON.stringify(errorBody(e)));
+          });
+        };
+        const accept = (data: D, identity: Principal | undefined) => {
+          if (aborted) return;
+          if (this.deps.stopping()) return refuse(new AppError('unavailable', 'shutting_down', 'the server is shutting down'));
+          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity };
+          res.cork(() => res.upgrade({ ...data, ...base } as S, key, protocol, extensions, context));
+        };
+        let values: string[];
+        try {
+          values = [];
+          for (let i = 0; i < params; i++) values.push(decodeURIComponent(req.getParameter(i) ?? ''));
+        } catch (err) {
+          return refuse(err);
+        }
+        const run = async () => {
+          let identity: Principal | undefined;
+          if (behaviour.auth) {
+            const headers: Record<string, string> = authorization ? { authorization } : {};
+            identity = await this.deps.auth.check(behaviour.auth, headers, parseQuery(query));
+          }
+          return { data: await behaviour.upgrade(values, query, identity), identity };
+        };
+        run().then(({ data, identity }) => accept(data, identity), refuse);
+      },
+      open: (ws) => {
+        this.open.add(ws as unknown as WebSocket<SocketData>);
+        this.deps.metrics.websockets.inc();
+        behaviour.open?.(ws);
+      },
+      message: (ws, message, isBinary) => behaviour.message(ws, message, isBinary),
+      close: (ws, code) => {
+        ws.getUserData().closed = true;
+        this.open.delete(ws as unknown as WebSocket<SocketData>);
+        this.deps.metrics.websockets.dec();
+        behaviour.close?.(ws, code);
+      },
+    });
+    return { publish: (topic, message, isBinary) => void app.publish(topic, message, isBinary) };
+  }
+
+  /** Closes every socket with 1001 (shutdown). */
+  closeAll(): void {
+    for (const ws of this.open) {
+      ws.getUserData().closed = true;
+      ws.end(1001, 'server shutting down');
+    }
+  }
+}
+
+/** Messages a WebSocket client may send on /ws. */
+type ClientFrame =
+  | { type: 'subscribe' | 'unsubscribe'; topic: string; since?: unknown }
+  | { type: 'auth'; token: string }
+  | { type: 'ping' };
+
+/** The JSON topics endpoint /ws: the hub's own frame handling on one more socket endpoint. */
+export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live): SocketBehaviour<object> {
+  /**
+   * Frames of one socket are handled in order, one after the other: an `auth` frame (a store
+   * look-up) takes effect before the `subscribe` sent right after it. A socket may have at most
+   * WS_MAX_QUEUED frames waiting; beyond that they are refused.
+   */
+  const onFrame = (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean): void => {
+    const data = ws.getUserData();
+    const reply = (obj: unknown) => {
+      if (!data.closed) ws.send(JSON.stringify(obj), false);
+    };
+    let frame: ClientFrame;
+    try {
+      if (isBinary) throw new Error('binary');
+      frame = JSON.parse(Buffer.from(message).toString('utf8'));
+    } catch {
+      return reply({ type: 'error', code: 'invalid_frame', message: 'frames are JSON text' });
+    }
+    if ((data.queued ?? 0) >= WS_MAX_QUEUED) {
+      return reply({ type: 'error', code: 'too_many_frames', message: `at most ${WS_MAX_QUEUED} frames may wait for an answer` });
+    }
+    data.queued = (data.queued ?? 0) + 1;
+    data.queue = (data.queue ?? Promise.resolve())
+      .then(() => handleFrame(ws, data, frame, reply))
+      .catch(() => reply({ type: 'error', code: 'unavailable', message: 'the frame could not be handled; try again' }))
+      .finally(() => {
+        data.queued!--;
+      });
+  };
+
+  const handleFrame = async (ws: WebSocket<SocketData>, data: SocketData, frame: ClientFrame, reply: (obj: unknown) => void): Promise<void> => {
+    if (data.closed) return;
+    if (frame?.type === 'ping') return reply({ type: 'pong' });
+    if (frame?.type === 'auth' && typeof frame.token === 'string') {
+      try {
+        const identity = await auth.resolve(frame.token);
+        data.identity = identity;
+        return reply({ type: 'authenticated', id: identity.id, roles: identity.roles });
+      } catch {
+        return reply({ type: 'error', code: 'invalid_token', message: 'the token is not valid (unknown, revoked or expired)' });
+      }
+    }
+    if ((frame?.type === 'subscribe' || frame?.type === 'unsubscribe') && typeof frame.topic === 'string') {
+      const topic = frame.topic;
+      if (frame.type === 'unsubscribe') {
+        topics.unsubscribe(ws, topic);
+        return reply({ type: 'unsubscribed', topic });
+      }
+      if (topic.length > WS_MAX_TOPIC_LENGTH) {
+        return reply({ type: 'error', code: 'invalid_topic', message: `a topic name is at most ${WS_MAX_TOPIC_LENGTH} characters`, topic: topic.slice(0, WS_MAX_TOPIC_LENGTH) });
+      }
+      if (!data.topics.has(topic) && data.topics.size >= WS_MAX_SUBSCRIPTIONS) {
+        return reply({ type: 'error', code: 'too_many_subscriptions', message: `a socket holds at most ${WS_MAX_SUBSCRIPTIONS} subscriptions`, topic });
+      }
+      const verdict = await topics.authorize(topic, data.identity);
+      if (data.closed) return;
+      if (verdict !== 'ok') {
+        const messages = {
+          unknown: `no topic ${topic}`,
+          unauthorized: 'this topic needs a signed-in identity: send {type: "auth", token} first',
+          forbidden: 'this identity may not subscribe to this topic',
+        };
+        return reply({ type: 'error', code: verdict === 'unknown' ? 'unknown_topic' : verdict, message: messages[verdict], topic });
+      }
+      let since;
+      try {
+        since = parseSince(frame.since);
+      } catch (err) {
+        return reply({ type: 'error', code: 'invalid_frame', message: (err as Error).message, topic });
+      }
+      return live.subscribeSocket(ws, topic, since, reply);
+    }
+    reply({ type: 'error', code: 'invalid_frame', message: 'expected {type: subscribe|unsubscribe|auth|ping, topic|token}' });
+  };
+
+  return {
+    upgrade: () => ({}),
+    message: (ws, message, isBinary) => onFrame(ws, message, isBinary),
+    close: (ws) => topics.removeSocket(ws),
+  };
+}
