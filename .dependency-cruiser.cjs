@@ -23,10 +23,10 @@ module.exports = {
     },
     {
       name: 'route-imports-store-adapter',
-      comment: 'Route modules reach state through services; at most the Store port type.',
+      comment: 'Route modules reach state through services; at most the Store port type and the record codecs.',
       severity: 'error',
       from: { path: '^src/http/' },
-      to: { path: '^src/store/(?!port\\.ts$)' },
+      to: { path: '^src/store/(?!(port|codec)\\.ts$)' },
     },
     {
       name: 'route-imports-route',

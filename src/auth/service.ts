@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { AppError, conflict, notFound } from '../errors.js';
+import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 
@@ -50,6 +51,8 @@ interface TokenRecord {
   device?: string;
   expires_at: number;
 }
+
+const tokens = codec<TokenRecord>('token', (r) => typeof r.id === 'string' && typeof r.expires_at === 'number');
 
 interface DeviceRecord {
   id: string;
@@ -273,7 +276,7 @@ export class AuthService {
     const rec: TokenRecord = { ...identity, expires_at: expiresAt };
     if (rec.gate === undefined) delete rec.gate;
     if (rec.device === undefined) delete rec.device;
-    const writes: Write[] = [{ op: 'set', key: K.token(hash), value: rec as unknown as Json, ttlMs }];
+    const writes: Write[] = [{ op: 'set', key: K.token(hash), value: tokens.encode(rec), ttlMs }];
     if (identity.kind === 'account') writes.push({ op: 'index', key: K.tokensOf(identity.id), member: hash, score: expiresAt });
     await this.opts.store.update([], () => ({ writes, result: undefined }));
     return { token, hash, expiresAt: iso(expiresAt), roles: identity.roles };
@@ -282,7 +285,7 @@ export class AuthService {
   /** The identity behind a token, or undefined (unknown, revoked or expired). */
   async authenticate(token: string): Promise<Identity | undefined> {
     if (!token.startsWith('mt_') || token.length > 100) return undefined;
-    const rec = (await this.opts.store.get(K.token(sha256(token)))) as TokenRecord | undefined;
+    const rec = tokens.decode(await this.opts.store.get(K.token(sha256(token))));
     if (!rec || rec.expires_at <= this.opts.clock.now()) return undefined;
     const identity: Identity = { id: rec.id, name: rec.name, roles: rec.roles, kind: rec.kind };
     if (rec.gate !== undefined) identity.gate = rec.gate;

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
+import { codec, decodeList } from '../store/codec.js';
 import type { Json, Store } from '../store/port.js';
 import { maskName, maskPhone } from './contact.js';
 import { parseReferralCode, referralCode } from './referral-code.js';
@@ -44,6 +45,8 @@ const K = {
 /** Reward entries kept per code (two per use); GET shows the newest 100. */
 const REWARD_CAP = 10_000;
 const SHOWN = 100;
+const owners = codec<ReferralOwner>('referral owner', (r) => typeof r.code === 'string' && typeof r.uses === 'number');
+const rewardEntries = codec<RewardEntry>('referral reward', (r) => typeof r.side === 'string');
 
 export class ReferralService {
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
@@ -62,7 +65,7 @@ export class ReferralService {
         uses: 0,
         createdAt: new Date(this.deps.clock.now()).toISOString(),
       };
-      return { writes: [{ op: 'set', key, value: owner as unknown as Json }], result: { code, created: true } };
+      return { writes: [{ op: 'set', key, value: owners.encode(owner) }], result: { code, created: true } };
     });
   }
 
@@ -75,15 +78,14 @@ export class ReferralService {
   /** 404 referral_not_found when no customer holds the code. */
   async info(code: string): Promise<ReferralInfo> {
     const id = this.ownerId(code);
-    const owner = await this.deps.store.get<Json>(K.owner(id));
-    if (!owner) throw notFound('referral_not_found', `no customer holds the referral code ${code}`);
-    const o = owner as unknown as ReferralOwner;
+    const o = owners.decode(await this.deps.store.get<Json>(K.owner(id)));
+    if (!o) throw notFound('referral_not_found', `no customer holds the referral code ${code}`);
     const rewards = await this.deps.store.range<Json>(K.rewards(id), -SHOWN, -1);
     return {
       code: o.code,
       owner: { customerId: o.customerId, name: maskName(o.name), phone: maskPhone(o.phone) },
       uses: o.uses,
-      rewards: (rewards as unknown as RewardEntry[]).reverse(),
+      rewards: decodeList(rewardEntries, rewards).reverse(),
       createdAt: o.createdAt,
     };
   }
@@ -104,18 +106,18 @@ export class ReferralService {
     const redeemedKey = K.redeemed(referred.customerId);
     return this.deps.store.update<{ redeemed: boolean }>([ownerKey, redeemedKey], ([cur, done]) => {
       if (!cur) throw notFound('referral_not_found', `no customer holds the referral code ${code}`);
-      const owner = cur as unknown as ReferralOwner;
+      const owner = owners.decode(cur)!;
       if (owner.customerId === referred.customerId || (referred.phone !== undefined && referred.phone === owner.phone)) {
         throw new AppError('conflict', 'self_referral', 'a customer cannot redeem their own referral code');
       }
       if (done) return { writes: [], result: { redeemed: false } };
       const at = new Date(this.deps.clock.now()).toISOString();
       const entry = (side: RewardEntry['side'], customerId: number): Json =>
-        ({ code: owner.code, side, customerId, referredCustomerId: referred.customerId, at }) satisfies RewardEntry as unknown as Json;
+        rewardEntries.encode({ code: owner.code, side, customerId, referredCustomerId: referred.customerId, at });
       return {
         writes: [
           { op: 'set', key: redeemedKey, value: { code: owner.code, at } },
-          { op: 'set', key: ownerKey, value: { ...owner, uses: owner.uses + 1 } as unknown as Json },
+          { op: 'set', key: ownerKey, value: owners.encode({ ...owner, uses: owner.uses + 1 }) },
           { op: 'push', key: K.rewards(id), value: entry('owner', owner.customerId), cap: REWARD_CAP },
           { op: 'push', key: K.rewards(id), value: entry('referred', referred.customerId), cap: REWARD_CAP },
         ],

@@ -4,6 +4,7 @@ import { initialTransition, transition } from 'xstate';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import type { Json, Store, Write } from '../store/port.js';
+import { codec } from '../store/codec.js';
 import { NEED_LABELS, productFor } from './catalog.js';
 import { classify } from './classify.js';
 import { chatMachine, MACHINE_VERSION, type AnswerEvent, type ChatContext, type ChatEvent, type Progress, type StateName } from './machine.js';
@@ -69,6 +70,8 @@ interface SessionRecord {
   at: number;
 }
 
+const sessions = codec<SessionRecord>('chat session', (r) => typeof r.state === 'string' && typeof r.at === 'number');
+
 export interface TurnAnswer extends Omit<View, 'choices'> {
   session: string;
   choices: string[];
@@ -97,12 +100,12 @@ export class ChatService {
   }
 
   private record(r: { state: StateName; ctx: ChatContext }): Json {
-    return { v: MACHINE_VERSION, state: r.state, ctx: r.ctx as unknown as Json, at: this.deps.clock.now() };
+    return sessions.encode({ v: MACHINE_VERSION, state: r.state, ctx: r.ctx, at: this.deps.clock.now() });
   }
 
   /** The stored record, unless it outlived its idle TTL on the hub clock (the store's TTL may lag it). */
   private live(raw: Json | undefined): SessionRecord {
-    const rec = raw as unknown as SessionRecord | undefined;
+    const rec = sessions.decode(raw);
     if (!rec || this.deps.clock.now() - rec.at > this.deps.sessionTtlMs) throw sessionNotFound();
     return rec;
   }
@@ -225,20 +228,20 @@ export class ChatService {
     const me = `${this.id}:${randomBytes(4).toString('hex')}`;
     // another process holds the lease: wait for its result, at most WAIT_ROUNDS x 25 ms
     for (let round = 0; !(await store.set(lease, me, { ifAbsent: true, ttlMs: EFFECT_LEASE_MS })); round++) {
-      const cur = (await store.get(key)) as unknown as SessionRecord | undefined;
+      const cur = sessions.decode(await store.get(key));
       if (!cur) throw sessionNotFound();
       if (!cur.ctx.pending) return cur;
       if (round >= WAIT_ROUNDS) throw new AppError('unavailable', 'session_busy', 'the session is finishing a registration; try again');
       await new Promise((r) => setTimeout(r, 25));
     }
     try {
-      const cur = (await store.get(key)) as unknown as SessionRecord | undefined;
+      const cur = sessions.decode(await store.get(key));
       if (!cur) throw sessionNotFound();
       if (!cur.ctx.pending) return cur;
       const event = cur.ctx.pending === 'receipt' ? await this.registerReceipt(session, cur.ctx) : await this.registerCallback(session, cur.ctx);
       return await store.update([key], ([raw]) => {
         if (!raw) throw sessionNotFound();
-        const rec = raw as unknown as SessionRecord;
+        const rec = sessions.decode(raw)!;
         const [next] = transition(chatMachine, chatMachine.resolveState({ value: rec.state, context: rec.ctx }), event);
         const n = { state: next.value as StateName, ctx: next.context };
         return { writes: [{ op: 'set', key, value: this.record(n), ttlMs: this.deps.sessionTtlMs }], result: n };

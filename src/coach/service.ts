@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { josa } from 'es-hangul';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
-import type { Json, Store } from '../store/port.js';
+import { codec } from '../store/codec.js';
+import type { Store } from '../store/port.js';
 
 /**
  * Coaching calls: an owner's vision, actions (each in one of four phases) and rewards. Setting an
@@ -39,6 +40,8 @@ export interface Owner {
   createdAt: string;
   updatedAt: string;
 }
+
+const owners = codec<Owner>('coaching owner', (r) => typeof r.id === 'string' && Array.isArray(r.actions));
 
 export interface Profile {
   vision?: string;
@@ -94,7 +97,7 @@ export class CoachService {
     }
     const k = key(ownerId);
     return this.deps.store.update<{ created: boolean; profile: Profile }>([k], ([cur]) => {
-      const prev = cur as unknown as Owner | undefined;
+      const prev = owners.decode(cur);
       const now = this.iso();
       const before = new Map((prev?.actions ?? []).map((a) => [a.id, a]));
       const owner: Owner = {
@@ -116,14 +119,14 @@ export class CoachService {
         createdAt: prev?.createdAt ?? now,
         updatedAt: now,
       };
-      return { writes: [{ op: 'set', key: k, value: owner as unknown as Json }], result: { created: !prev, profile: profileOf(owner) } };
+      return { writes: [{ op: 'set', key: k, value: owners.encode(owner) }], result: { created: !prev, profile: profileOf(owner) } };
     });
   }
 
   private async owner(ownerId: string): Promise<Owner> {
-    const o = await this.deps.store.get(key(ownerId));
+    const o = owners.decode(await this.deps.store.get(key(ownerId)));
     if (!o) throw notFound('owner_not_found', `no coaching owner ${ownerId}`);
-    return o as unknown as Owner;
+    return o;
   }
 
   async profile(ownerId: string): Promise<Profile> {
@@ -155,7 +158,7 @@ export class CoachService {
     const k = key(ownerId);
     return this.deps.store.update([k], ([cur]) => {
       if (!cur) throw notFound('owner_not_found', `no coaching owner ${ownerId}`);
-      const o = cur as unknown as Owner;
+      const o = owners.decode(cur)!;
       const i = o.actions.findIndex((a) => a.id === actionId);
       if (i < 0) throw notFound('action_not_found', `owner ${ownerId} has no action ${actionId}`, { actionId });
       const old = o.actions[i]!;
@@ -170,7 +173,7 @@ export class CoachService {
       const result = { action, rewarded: pay, reward: old.reward, points };
       if (old.status === status && !pay) return { writes: [], result };
       const next: Owner = { ...o, actions: o.actions.map((a, j) => (j === i ? action : a)), points, updatedAt: new Date(now).toISOString() };
-      return { writes: [{ op: 'set', key: k, value: next as unknown as Json }], result };
+      return { writes: [{ op: 'set', key: k, value: owners.encode(next) }], result };
     });
   }
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
+import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { parseIntakeInput, type IntakeInput } from './input.js';
 
@@ -51,6 +52,8 @@ export interface SubscriptionRecord {
   /** Fields owned by the type (rental: product, monthlyFee, termMonths, totalFee, documents). */
   ext: { [key: string]: Json };
 }
+
+const records = codec<SubscriptionRecord>('intake record', (r) => typeof r.id === 'string' && typeof r.receiptNo === 'string');
 
 /** The record as clients see it: without the key hash, the type's fields beside the common ones. */
 export type SubscriptionView = Omit<SubscriptionRecord, 'keyHash' | 'ext'> & { [key: string]: Json };
@@ -143,7 +146,7 @@ export class IntakeService {
       }
       return {
         writes: [
-          { op: 'set', key: K.record(id), value: record as unknown as Json },
+          { op: 'set', key: K.record(id), value: records.encode(record) },
           { op: 'set', key: K.receipt(receiptNo), value: id },
           { op: 'index', key: K.all, member: id, score: now },
           { op: 'index', key: K.byType(record.type), member: id, score: now },
@@ -166,7 +169,7 @@ export class IntakeService {
 
   async get(id: string): Promise<SubscriptionRecord | undefined> {
     if (!SUBSCRIPTION_ID_RE.test(id)) return undefined;
-    return (await this.opts.store.get(K.record(id))) as SubscriptionRecord | undefined;
+    return records.decode(await this.opts.store.get(K.record(id)));
   }
 
   /** The record, or 404 subscription_not_found. */
@@ -200,9 +203,9 @@ export class IntakeService {
     const key = K.record(id);
     return this.opts.store.update([key], ([current]) => {
       if (current === undefined) throw notFound('subscription_not_found', `no subscription ${id}`);
-      const out = fn(current as unknown as SubscriptionRecord);
+      const out = fn(records.decode(current)!);
       const writes: Write[] = [];
-      if (out.record) writes.push({ op: 'set', key, value: out.record as unknown as Json });
+      if (out.record) writes.push({ op: 'set', key, value: records.encode(out.record) });
       writes.push(...(out.writes ?? []));
       return { writes, result: out.result };
     });

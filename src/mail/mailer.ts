@@ -1,6 +1,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Clock } from '../clock.js';
 import { outboxWrites, type Deliver } from '../outbox.js';
+import { codec, decodeList } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 
 /**
@@ -33,10 +34,12 @@ const K = {
   keptId: (id: string) => `mail:kept:${id}`,
 } as const;
 export const KEPT_CAP = 10_000;
+const messages = codec<MailMessage>('mail', (r) => typeof r.subject === 'string');
+const keptMails = codec<KeptMail>('kept mail', (r) => typeof r.id === 'string' && typeof r.subject === 'string');
 
 /** The writes that queue one mail; `id` must be unique and stable (e.g. `rental:<id>:receipt`). */
 export function mailWrites(id: string, message: MailMessage, createdAt: number): Write[] {
-  return outboxWrites({ id: `mail:${id}`, dest: MAIL_DEST, payload: message as unknown as Json, createdAt });
+  return outboxWrites({ id: `mail:${id}`, dest: MAIL_DEST, payload: messages.encode(message), createdAt });
 }
 
 export interface MailerOptions {
@@ -91,7 +94,7 @@ export class Mailer {
   /** Kept mails (no SMTP_URL), newest first. */
   async kept(limit = 100): Promise<KeptMail[]> {
     const list = await this.opts.store.range<Json>(K.kept, -Math.max(1, limit), -1);
-    return (list as unknown as KeptMail[]).reverse();
+    return decodeList(keptMails, list).reverse();
   }
 
   private async keep(id: string, msg: MailMessage): Promise<void> {
@@ -102,7 +105,7 @@ export class Mailer {
         : {
             writes: [
               { op: 'set', key: K.keptId(id), value: true, ttlMs: 30 * 86_400_000 },
-              { op: 'push', key: K.kept, value: entry as unknown as Json, cap: KEPT_CAP },
+              { op: 'push', key: K.kept, value: keptMails.encode(entry), cap: KEPT_CAP },
             ],
             result: undefined,
           },

@@ -4,7 +4,7 @@ import { Idempotency as Idem } from './idempotency.js';
 import { availableOf, balanceOf, ledgerUpdate, transferKeys, userAccount, type TransferInput } from './ledger.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
 import { collateralFor, evaluateRules, learningCredit, mulDivDown, payoutWeekOf, utcDay, type ChallengeRules } from './rules.js';
-import { PK, auditWrite, insufficient, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
+import { PK, auditWrite, challengeRecords, insufficient, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
 
 /**
  * The challenge engine (docs/payment.md "Challenge lifecycle"): active -> failed | passed;
@@ -51,7 +51,7 @@ export class ChallengeLifecycle {
     const week = payoutWeekOf(ev.ts);
     const now = this.svc.now();
     const res = await this.store.update([PK.challenge(challengeId), FILL(challengeId, ev.event_id), PNL(challengeId, week)], ([cur, seen, pnl]) => {
-      const c = cur as unknown as ChallengeRecord;
+      const c = challengeRecords.decode(cur)!;
       if (seen) return { writes: [], result: { applied: false, state: c.state, outcome: undefined as string | undefined } };
       const writes: Write[] = [{ op: 'set', key: FILL(challengeId, ev.event_id), value: 1, ttlMs: 30 * DAY }];
       const next: ChallengeRecord = { ...c, stats: { ...c.stats }, violations: [...c.violations] };
@@ -76,7 +76,7 @@ export class ChallengeLifecycle {
         writes.push(...chainEventWrites(`violation:${challengeId}:${ev.event_id}`, 'risk_violation', { challenge: challengeId, rule: ev.rule, ts: ev.ts }, now));
         if (c.state === 'active') outcome = `fail:${ev.rule}`;
       }
-      writes.push({ op: 'set', key: PK.challenge(challengeId), value: next as unknown as Json });
+      writes.push({ op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode(next) });
       return { writes, result: { applied: true, state: next.state, outcome } };
     });
     if (res.outcome === 'pass') await this.judge(challengeId, 'pass', 'engine', 'profit target reached');
@@ -95,11 +95,11 @@ export class ChallengeLifecycle {
     return ledgerUpdate(this.store, () => now, keys, (tx, get) => {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body as Json };
-      const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
+      const c = challengeRecords.decode(get(PK.challenge(challengeId)))!;
       if (c.state !== 'active') throw new AppError('conflict', 'challenge_not_active', `challenge ${challengeId} is ${c.state}`);
       const next: ChallengeRecord = { ...c, state: outcome === 'pass' ? 'passed' : 'failed', judged: { outcome, by, reason, ts: now } };
       const writes: Write[] = [
-        { op: 'set', key: PK.challenge(challengeId), value: next as unknown as Json },
+        { op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode(next) },
         { op: 'set', key: PK.userKind(c.user, c.kind), value: { id: c.id, state: next.state } },
         auditWrite({ action: 'judge', challenge: challengeId, outcome, by, reason, ts: now }),
       ];
@@ -131,7 +131,7 @@ export class ChallengeLifecycle {
     return ledgerUpdate(this.store, () => now, [...transferKeys([t]), PK.challenge(challengeId), RK.head, ...(e.ticket ? [e.ticket.storeKey] : [])], (tx, get) => {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body as Json };
-      const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
+      const c = challengeRecords.decode(get(PK.challenge(challengeId)))!;
       if (c.state !== 'passed') throw new AppError('conflict', 'challenge_not_passed', `challenge ${challengeId} is ${c.state}; only a passed challenge scales up`);
       if (availableOf(tx.account(wallet)) < amount) throw insufficient(amount - availableOf(tx.account(wallet)));
       tx.transfer(t);
@@ -140,7 +140,7 @@ export class ChallengeLifecycle {
       return {
         writes: [
           ...r.writes,
-          { op: 'set', key: PK.challenge(challengeId), value: { ...c, state: 'funded', collateral: amount.toString() } as unknown as Json },
+          { op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode({ ...c, state: 'funded', collateral: amount.toString() }) },
           ...(e.ticket ? this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }) : []),
         ],
         result: body as Json,
@@ -178,12 +178,12 @@ export class ChallengeLifecycle {
     return ledgerUpdate(this.store, () => now, [...transferKeys([{ id, debit: col, credit: wallet, amount: 1n, code: '' }]), PK.challenge(challengeId), RK.head, ...(e.ticket ? [e.ticket.storeKey] : [])], (tx, get) => {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body as Json };
-      const c = get(PK.challenge(challengeId)) as unknown as ChallengeRecord;
+      const c = challengeRecords.decode(get(PK.challenge(challengeId)))!;
       if (c.state !== 'funded') throw new AppError('conflict', 'challenge_not_funded', `challenge ${challengeId} is ${c.state}`);
       const have = balanceOf(tx.account(col));
       const refund = have < BigInt(c.collateral) ? have : BigInt(c.collateral);
       const writes: Write[] = [
-        { op: 'set', key: PK.challenge(challengeId), value: { ...c, state: 'withdrawn', collateral: '0' } as unknown as Json },
+        { op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode({ ...c, state: 'withdrawn', collateral: '0' }) },
         { op: 'unindex', key: PK.funded, member: challengeId },
       ];
       let receipt_hash: string | null = null;

@@ -7,7 +7,7 @@ import { availableOf, balanceOf, K, ledgerUpdate, readAccount, transferKeys, use
 import { PNL } from './lifecycle.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
 import { lastPayableWeek, payoutAt, payoutUnits, split, utcDay, weekStart } from './rules.js';
-import { PK, auditWrite, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
+import { PK, auditWrite, challengeRecords, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
 
 /**
  * The weekly payout (docs/payment.md "Payouts"). Every Sunday 00:00 UTC (croner) each funded user of
@@ -75,7 +75,7 @@ export class PayoutService {
   /** What a user earns for a week (not yet paid). */
   async expected(week: string, user: string): Promise<Expected> {
     const ids = (await this.store.indexRange(PK.userChallenges(user))).map((e) => e.member);
-    const recs = (await this.store.getMany(ids.map((id) => PK.challenge(id)))) as unknown as (ChallengeRecord | undefined)[];
+    const recs = challengeRecords.decodeMany(await this.store.getMany(ids.map((id) => PK.challenge(id))));
     let platform = 0n;
     let trader = 0n;
     const challenges: string[] = [];
@@ -168,7 +168,7 @@ export class PayoutService {
 
   private async recentViolation(user: string, now: number): Promise<boolean> {
     const ids = (await this.store.indexRange(PK.userChallenges(user))).map((e) => e.member);
-    const recs = (await this.store.getMany(ids.map((id) => PK.challenge(id)))) as unknown as (ChallengeRecord | undefined)[];
+    const recs = challengeRecords.decodeMany(await this.store.getMany(ids.map((id) => PK.challenge(id))));
     return recs.some((c) => c && (c.state === 'funded' || c.state === 'passed') && c.violations.some((v) => v.ts > now - 7 * DAY && v.ts <= now));
   }
 
@@ -185,7 +185,7 @@ export class PayoutService {
     if (!got) return { week, status: 'busy' };
     try {
       const funded = await this.store.indexRange(PK.funded);
-      const recs = (await this.store.getMany(funded.map((e) => PK.challenge(e.member)))) as unknown as (ChallengeRecord | undefined)[];
+      const recs = challengeRecords.decodeMany(await this.store.getMany(funded.map((e) => PK.challenge(e.member))));
       const users = [...new Set(recs.filter(Boolean).map((c) => c!.user))].sort();
       const expected = await Promise.all(users.map((u) => this.expected(week, u)));
       const sum = expected.reduce((s, x) => s + x.total, 0n);

@@ -1,5 +1,6 @@
 import { canonicalJson, sha256Hex } from '../reward/signing.js';
 import { outboxWrites } from '../outbox.js';
+import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { CHAIN_DEST } from './peers.js';
 
@@ -32,6 +33,8 @@ export interface Receipt {
   ts: number;
 }
 
+const receipts = codec<Receipt>('receipt', (r) => typeof r.n === 'number' && typeof r.prev_hash === 'string');
+
 export const receiptHash = (r: Receipt) => sha256Hex(canonicalJson(r));
 
 /** Chain event (not a receipt): recorded through the outbox with a stable id. */
@@ -48,7 +51,7 @@ export function receiptWrites(head: Json | undefined, r: Omit<Receipt, 'n' | 'pr
   const receipt: Receipt = { n: (h?.n ?? 0) + 1, prev_hash: h?.hash ?? GENESIS, ...r };
   const hash = receiptHash(receipt);
   const writes: Write[] = [
-    { op: 'set', key: RK.receipt(hash), value: receipt as unknown as Json },
+    { op: 'set', key: RK.receipt(hash), value: receipts.encode(receipt) },
     { op: 'set', key: RK.head, value: { hash, n: receipt.n } },
     { op: 'index', key: RK.all, member: hash, score: receipt.n },
     ...chainEventWrites(`receipt:${hash}`, 'receipt', { hash, prev_hash: receipt.prev_hash, n: receipt.n, kind: r.kind }, r.ts),
@@ -66,7 +69,7 @@ export async function verifyReceiptChain(store: Store): Promise<{ ok: boolean; c
     if (page.length === 0) break;
     const recs = await store.getMany<Json>(page.map((e) => RK.receipt(e.member)));
     for (let i = 0; i < page.length; i++) {
-      const r = recs[i] as unknown as Receipt | undefined;
+      const r = receipts.decode(recs[i]);
       if (!r || r.prev_hash !== prev || receiptHash(r) !== page[i]!.member) return { ok: false, count, broken: page[i]!.member };
       prev = page[i]!.member;
       count++;

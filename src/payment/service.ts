@@ -3,6 +3,7 @@ import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import { outboxWrites } from '../outbox.js';
+import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { Idempotency, type IdemTicket, type StoredAnswer } from './idempotency.js';
 import { K, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
@@ -48,6 +49,10 @@ export interface ChallengeRecord {
   program?: string;
   judged?: { outcome: string; by: string; reason: string; ts: number };
 }
+
+/** Stored challenges (every module of the relay reads and writes them through this codec). */
+const pegSnapshots = codec<PegSnapshot & { challenge: string }>('peg snapshot');
+export const challengeRecords = codec<ChallengeRecord>('challenge', (r) => typeof r.id === 'string' && typeof r.state === 'string');
 
 /** Starts the challenge's live trading program (bound in src/app.ts); may be absent. */
 export interface ChallengeProgramPort {
@@ -157,12 +162,12 @@ export class PaymentService {
       const body = { ok: true, receipt_hash: r.hash, broker_account, challenge: id };
       const writes: Write[] = [
         ...r.writes,
-        { op: 'set', key: PK.challenge(id), value: record as unknown as Json },
+        { op: 'set', key: PK.challenge(id), value: challengeRecords.encode(record) },
         { op: 'set', key: PK.userKind(user, kind.challenge_id), value: { id, state: 'active' } },
         { op: 'index', key: PK.userChallenges(user), member: id, score: now },
         ...chainEventWrites(`purchase:${id}`, 'challenge_purchase', { challenge: id, kind: kind.challenge_id, user, fee: kind.entry_fee }, now),
         ...chainEventWrites(`start:${id}`, 'challenge_start', { challenge: id, account_size: kind.account_size, started_at: now }, now),
-        ...chainEventWrites(`peg:${id}`, 'peg_snapshot', { challenge: id, ...peg } as unknown as Json, now),
+        ...chainEventWrites(`peg:${id}`, 'peg_snapshot', pegSnapshots.encode({ challenge: id, ...peg }), now),
         ...outboxWrites({ id: `broker:${broker_account}`, dest: BROKER_DEST, payload: { account_id: broker_account, user, account_size: kind.account_size, challenge: id }, createdAt: now }),
         ...this.idemFinish(e, { status: 200, body }),
       ];
@@ -198,7 +203,7 @@ export class PaymentService {
   }
 
   async challenge(id: string): Promise<ChallengeRecord> {
-    const rec = (await this.store.get(PK.challenge(id))) as unknown as ChallengeRecord | undefined;
+    const rec = challengeRecords.decode(await this.store.get(PK.challenge(id)));
     if (!rec) throw new AppError('not_found', 'challenge_not_found', `no challenge ${id}`);
     return rec;
   }

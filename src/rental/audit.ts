@@ -1,4 +1,5 @@
-import type { Json, Store } from '../store/port.js';
+import { codec, decodeList } from '../store/codec.js';
+import type { Store } from '../store/port.js';
 
 /** Store keys of rental review, and the partner's audit trail. */
 export const K = {
@@ -31,18 +32,20 @@ export interface AuditEntry {
   detail: string | null;
 }
 
+/** Stored audit lines (the rental service writes refusals through it too). */
+export const auditEntries = codec<AuditEntry>('partner audit entry', (r) => typeof r.action === 'string' && typeof r.at === 'string');
+
 export class PartnerAudit {
   constructor(private readonly store: Store, private readonly now: () => number) {}
 
   async record(entry: Omit<AuditEntry, 'at'>): Promise<void> {
     const full: AuditEntry = { at: new Date(this.now()).toISOString(), ...entry };
-    await this.store.push(K.audit, full as unknown as Json, AUDIT_CAP);
+    await this.store.push(K.audit, auditEntries.encode(full), AUDIT_CAP);
   }
 
   /** Newest first. */
   async entries(limit = 100): Promise<AuditEntry[]> {
-    const list = (await this.store.range(K.audit, -Math.max(1, limit), -1)) as unknown as AuditEntry[];
-    return list.reverse();
+    return decodeList(auditEntries, await this.store.range(K.audit, -Math.max(1, limit), -1)).reverse();
   }
 }
 

@@ -3,7 +3,7 @@ import { view } from '../intake/service.js';
 import type { Store } from '../store/port.js';
 import { K } from './audit.js';
 import { BUILDING_LABELS, DOC_TYPES, STATUSES, STATUS_LABELS, type BuildingType, type RentalStatus } from './catalog.js';
-import type { RentalExt } from './service.js';
+import { rentalExts, type RentalExt } from './service.js';
 
 /**
  * The partner's list: rental applications only (their own index), filtered by status (a
@@ -100,7 +100,7 @@ export class Review {
     const head = ['접수번호', '상품', '구분', '기관명', '부서', '담당자', '연락처', '이메일', '건물유형', '상태', '월 렌탈료', '기간(개월)', '총액', '접수일시(KST)', '명함', '고유번호증', '내부결의'];
     const lines = [head.map(cell).join(',')];
     for (const r of rows) {
-      const x = r.ext as unknown as RentalExt;
+      const x = rentalExts.decode(r.ext)!;
       lines.push(
         [
           r.receiptNo,

@@ -4,8 +4,9 @@ import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { parseIntakeInput } from '../intake/input.js';
 import { newSubscriptionId, view, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/service.js';
 import { mailWrites } from '../mail/mailer.js';
+import { codec, decodeList } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { AUDIT_CAP, K, type AuditEntry } from './audit.js';
+import { AUDIT_CAP, auditEntries, K, type AuditEntry } from './audit.js';
 import {
   BUILDING_TYPES,
   DOC_TYPES,
@@ -65,7 +66,11 @@ export interface RentalServiceOptions {
   onBlobError?: (err: unknown, key: string) => void;
 }
 
-const ext = (r: SubscriptionRecord) => r.ext as unknown as RentalExt;
+/** The rental part of an intake record, the status events and the live feed's messages. */
+export const rentalExts = codec<RentalExt>('rental application', (r) => typeof r.rev === 'number' && typeof r.documents === 'object');
+const statusEvents = codec<StatusEvent>('rental status event', (r) => typeof r.to === 'string');
+const feed = codec<SubscriptionView | ({ kind: string } & Record<string, unknown>)>('rental feed message');
+const ext = (r: SubscriptionRecord) => rentalExts.decode(r.ext)!;
 
 /**
  * Rental applications on top of intake records: products and fees, documents, partner checks
@@ -118,7 +123,7 @@ export class RentalService {
         {
           id,
           status,
-          ext: rentalExt as unknown as { [k: string]: Json },
+          ext: rentalExts.encode(rentalExt) as { [k: string]: Json },
           writes: (rec) => [
             { op: 'index', key: K.all, member: id, score: now },
             { op: 'index', key: K.status(status), member: id, score: now },
@@ -154,7 +159,7 @@ export class RentalService {
       // refusals are partner actions too: the trail shows them with the refusal's code
       if (err instanceof AppError) {
         const entry: AuditEntry = { at: new Date(this.opts.clock.now()).toISOString(), actor: actor.id, client, action: 'check', target: `${id}/${docType}`, result: `refused:${err.code}`, detail: input.result };
-        await this.opts.store.push(K.audit, entry as unknown as Json, AUDIT_CAP).catch(() => undefined);
+        await this.opts.store.push(K.audit, auditEntries.encode(entry), AUDIT_CAP).catch(() => undefined);
       }
       throw err;
     }
@@ -179,7 +184,7 @@ export class RentalService {
       const status = statusAfterCheck(documents);
       const next: SubscriptionRecord = { ...rec, status, updatedAt: at, ext: { ...rec.ext, documents, rev: x.rev + 1 } as never };
       const audit: AuditEntry = { at, actor: actor.id, client, action: 'check', target: `${rec.receiptNo}/${doc}`, result: input.result, detail: reason };
-      const writes: Write[] = [{ op: 'push', key: K.audit, value: audit as unknown as Json, cap: AUDIT_CAP }];
+      const writes: Write[] = [{ op: 'push', key: K.audit, value: auditEntries.encode(audit), cap: AUDIT_CAP }];
       let moved: StatusEvent | undefined;
       if (status !== rec.status) {
         moved = { at, id, receiptNo: rec.receiptNo, from: rec.status as RentalStatus, to: status, by: actor.id };
@@ -194,7 +199,7 @@ export class RentalService {
     if (out.changed) {
       this.publish({ kind: 'check', id, receiptNo: out.record.receiptNo, docType: doc, result: input.result, status: out.record.status, application: publicView(application) });
     }
-    if (out.moved) this.publish({ kind: 'status', ...out.moved } as unknown as Json);
+    if (out.moved) this.publish(feed.encode({ kind: 'status', ...out.moved }));
     return application;
   }
 
@@ -232,7 +237,7 @@ export class RentalService {
       });
       const application = view(out.record);
       this.publish({ kind: 'document', id, receiptNo: out.record.receiptNo, docType: doc, status: out.record.status, application: publicView(application) });
-      if (out.moved) this.publish({ kind: 'status', ...out.moved } as unknown as Json);
+      if (out.moved) this.publish(feed.encode({ kind: 'status', ...out.moved }));
       if (out.prev) {
         const oldKey = blobKeyOf(out.prev.url);
         await blobs.delete(oldKey).catch((err) => this.opts.onBlobError?.(err, oldKey));
@@ -266,8 +271,8 @@ export class RentalService {
   }
 
   /** Status moves so far (oldest first): the store's own record of events. */
-  events(limit = 1000): Promise<StatusEvent[]> {
-    return this.opts.store.range(K.events, -limit, -1) as unknown as Promise<StatusEvent[]>;
+  async events(limit = 1000): Promise<StatusEvent[]> {
+    return decodeList(statusEvents, await this.opts.store.range(K.events, -limit, -1));
   }
 
   /** Whether an application names the blob (the orphan sweep keeps it). */
@@ -305,7 +310,7 @@ export class RentalService {
     return [
       { op: 'unindex', key: K.status(rec.status), member: rec.id },
       { op: 'index', key: K.status(to), member: rec.id, score },
-      { op: 'push', key: K.events, value: event as unknown as Json, cap: EVENTS_CAP },
+      { op: 'push', key: K.events, value: statusEvents.encode(event), cap: EVENTS_CAP },
     ];
   }
 
@@ -319,7 +324,7 @@ export class RentalService {
 }
 
 /** The application as the partner's live feed carries it (no key hash: view() already drops it). */
-export const publicView = (v: SubscriptionView): Json => v as unknown as Json;
+export const publicView = (v: SubscriptionView): Json => feed.encode(v);
 
 function requireDocType(docType: string): DocType {
   if (!isDocType(docType)) {

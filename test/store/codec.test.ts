@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../src/errors.js';
+import { codec, decodeList } from '../../src/store/codec.js';
+
+interface Owner {
+  id: string;
+  uses: number;
+  tags: string[];
+}
+
+describe('record codecs', () => {
+  const owners = codec<Owner>('owner', (r) => typeof r.id === 'string' && typeof r.uses === 'number');
+
+  it('round-trips a record and reads absent as undefined', () => {
+    const o: Owner = { id: 'a', uses: 2, tags: ['x'] };
+    expect(owners.decode(owners.encode(o))).toEqual(o);
+    expect(owners.decode(undefined)).toBeUndefined();
+    expect(owners.decode(null)).toBeUndefined();
+    expect(owners.decodeMany([owners.encode(o), undefined])).toEqual([o, undefined]);
+  });
+
+  it('refuses a stored value that is not the family (a corrupt record is a 500, not a half-typed object)', () => {
+    for (const bad of [1, 'a', true, [1], { id: 1, uses: 2 }, { id: 'a' }]) {
+      const err = (() => {
+        try {
+          owners.decode(bad);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toBeInstanceOf(AppError);
+      expect((err as AppError).status).toBe(500);
+      expect((err as AppError).code).toBe('corrupt_record');
+      expect((err as AppError).message).toBe('a stored owner is not readable');
+    }
+  });
+
+  it('decodes a list of one family', () => {
+    expect(decodeList(owners, [owners.encode({ id: 'a', uses: 0, tags: [] })])).toEqual([{ id: 'a', uses: 0, tags: [] }]);
+    expect(() => decodeList(owners, [{ nope: true }])).toThrow(AppError);
+  });
+});
