@@ -56,7 +56,7 @@ async function subscribers(): Promise<void> {
     ids.map(
       (id) =>
         new Promise<void>((resolve) => {
-          const req = request({ host: '127.0.0.1', port, path: `/api/program/stream?program=${id}`, agent, headers: { accept: 'text/event-stream' } }, (res) => {
+          const req = request({ host: '127.0.0.1', port, path: `/api/program/stream?program=${id}&access_token=bench`, agent, headers: { accept: 'text/event-stream' } }, (res) => {
             out.connected++;
             resolve();
             let buf = '';
@@ -123,7 +123,9 @@ async function main(): Promise<void> {
   const hub = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1 << 20, webDir: './dist/web', shutdownGraceMs: 500 });
   const store = await openStore({ DATA_DIR: dir, REDIS_PREFIX: 'bench:' });
   const bus = createBus(store, 'bench');
-  bus.onMessage(({ topic, message }) => hub.publish(topic, message));
+  hub.attachBus(bus);
+  // the subscribers follow the programs as an operator (the stream carries a caller's own programs)
+  hub.authenticate(async (t) => (t === 'bench' ? { id: 'bench', name: 'bench', roles: ['operator'], kind: 'account' } : undefined), { superRole: 'operator' });
   await bus.start();
   let errors = 0;
   const svc = new ProgramService({ store, clock: systemClock, bus, barMs: 1000, leaseMs: 15_000, onError: () => errors++ });

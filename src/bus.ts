@@ -32,6 +32,12 @@ export interface Bus {
   /** Resolves with the message's offset in the topic's stream (0 for a topic without history). */
   publish(topic: string, message: Json): Promise<number>;
   /**
+   * Several messages of one topic, in order: a retained topic appends them to its history in one
+   * store write (consecutive offsets), then each is delivered as publish() would. Resolves with the
+   * offsets.
+   */
+  publishMany(topic: string, messages: Json[]): Promise<number[]>;
+  /**
    * Fire and forget: a failure (of the message's own computation when it is a promise, or of the
    * publication) is logged by the bus, never thrown to the caller.
    */
@@ -86,8 +92,24 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
     return pos.offset;
   };
 
+  const publishMany = async (topic: string, messages: Json[]): Promise<number[]> => {
+    const kept = retention.get(topic);
+    if (!kept || messages.length === 0) {
+      const out: number[] = [];
+      for (const m of messages) out.push(await publish(topic, m));
+      return out;
+    }
+    const positions = await history.appendMany(topic, messages, kept.size);
+    for (const [i, pos] of positions.entries()) {
+      deliver({ topic, message: messages[i]!, offset: pos.offset, epoch: pos.epoch });
+      await store.publish(BUS_CHANNEL, JSON.stringify({ o: origin, t: topic, m: messages[i], n: pos.offset, e: pos.epoch }));
+    }
+    return positions.map((p) => p.offset);
+  };
+
   return {
     publish,
+    publishMany,
     emit(topic, message) {
       const failed = (err: unknown) => opts.logger?.warn({ err, topic }, 'bus message not published');
       // a ready message is delivered locally before emit returns, as with publish

@@ -92,6 +92,20 @@ export class TopicHistory {
     });
   }
 
+  /** Appends publications in order in one atomic update; returns the position of each. */
+  appendMany(topic: string, messages: Json[], size: number): Promise<StreamPosition[]> {
+    const k = key(topic);
+    return this.store.update([k], ([cur]) => {
+      const head = isHead(cur) ? cur : { e: newEpoch(), o: 0 };
+      const writes: Write[] = [{ op: 'set', key: k, value: { e: head.e, o: head.o + messages.length } }];
+      const out: StreamPosition[] = messages.map((m, i) => {
+        writes.push({ op: 'push', key: k, value: { o: head.o + i + 1, m }, cap: size });
+        return { offset: head.o + i + 1, epoch: head.e };
+      });
+      return { writes, result: out };
+    });
+  }
+
   /** The stream's head; a topic never written gets its epoch now (offset 0). */
   async position(topic: string): Promise<StreamPosition> {
     const k = key(topic);

@@ -23,13 +23,15 @@ import { logWrite, pumpMarket, Runner, type StoredBook } from './program-runner.
 export interface DriverOptions {
   store: Store;
   clock: Clock;
-  bus: Pick<Bus, 'publish'>;
+  bus: Pick<Bus, 'publish' | 'publishMany'>;
   markets: Markets;
   owner: string;
   barMs: number;
   leaseMs: number;
   pumpMs?: number;
   onError?: (err: unknown) => void;
+  /** What the pump timer runs (the service's pump, so a wrapper around it sees every pump); default pump(). */
+  runPump?: () => Promise<void>;
   /** A program whose day loss reached its limit: the service stops it. */
   stop(id: string, move: Move, reason: string): Promise<unknown>;
 }
@@ -79,7 +81,7 @@ export class Driver {
     const wait = Math.max(1, Math.min(pumpMs, Math.min(nextBar, nextTick) - now + 1));
     const t = setTimeout(() => {
       this.timers = this.timers.filter((x) => x !== t);
-      this.pump()
+      (this.opts.runPump ?? (() => this.pump()))()
         .catch((e) => this.opts.onError?.(e))
         .finally(() => this.schedulePump());
     }, wait);

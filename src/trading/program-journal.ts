@@ -26,7 +26,7 @@ export interface JournalEntry {
 
 export interface JournalOptions {
   store: Store;
-  bus: Pick<Bus, 'publish'>;
+  bus: Pick<Bus, 'publishMany'>;
   owner: string;
   barMs: number;
   onError?: (err: unknown) => void;
@@ -77,7 +77,7 @@ export class Journal {
           });
           return { writes, result: { committed: ok, events: out } };
         }));
-        for (const ev of events) await bus.publish(PROGRAM_EVENTS_TOPIC, ev as unknown as Json);
+        if (events.length > 0) await bus.publishMany(PROGRAM_EVENTS_TOPIC, events as unknown as Json[]);
       } catch (err) {
         this.opts.onError?.(err);
       } finally {

@@ -38,7 +38,7 @@ export * from './program-model.js';
 export interface ProgramServiceOptions {
   store: Store;
   clock: Clock;
-  bus: Pick<Bus, 'publish' | 'onMessage'>;
+  bus: Pick<Bus, 'publish' | 'publishMany' | 'onMessage'>;
   /** Candle interval on the hub clock, ms (PROGRAM_CANDLE_MS / PROGRAM_SPEED). */
   barMs: number;
   /** Lease time to live, ms; renewed every third of it. */
@@ -61,7 +61,13 @@ export class ProgramService {
   constructor(private readonly opts: ProgramServiceOptions) {
     this.markets = new Markets(opts.barMs);
     this.owner = opts.owner ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
-    this.driver = new Driver({ ...opts, markets: this.markets, owner: this.owner, stop: (id, move, reason) => this.move(id, move, undefined, reason) });
+    this.driver = new Driver({
+      ...opts,
+      markets: this.markets,
+      owner: this.owner,
+      stop: (id, move, reason) => this.move(id, move, undefined, reason),
+      runPump: () => this.pump(),
+    });
   }
 
   private get journal() {

@@ -85,6 +85,24 @@ function historySuite(name: string, open: () => Promise<Store>) {
       expect(h.publications.map((p) => p.offset)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
       await store.close();
     });
+
+    it('publishMany appends in one write with consecutive offsets, interleaved safely with publish', async () => {
+      const store = await open();
+      const a = createBus(store, 'a');
+      const b = createBus(store, 'b');
+      for (const bus of [a, b]) bus.retain('batch', { size: 100 });
+      const got: BusMessage[] = [];
+      a.onMessage((m) => got.push(m));
+      const [many, one, more] = await Promise.all([a.publishMany('batch', ['x', 'y', 'z']), b.publish('batch', 'w'), a.publishMany('batch', [])]);
+      expect(more).toEqual([]);
+      expect([...many, one].sort((x, y) => x - y)).toEqual([1, 2, 3, 4]);
+      expect(many[1]! - many[0]!).toBe(1);
+      expect(many[2]! - many[1]!).toBe(1);
+      expect(got.map((m) => [m.message, m.offset])).toEqual([['x', many[0]], ['y', many[1]], ['z', many[2]]]);
+      const h = await a.history('batch', { offset: 0, epoch: (await a.history('batch')).position.epoch });
+      expect(h.publications.filter((p) => p.message !== 'w').map((p) => p.message)).toEqual(['x', 'y', 'z']);
+      await store.close();
+    });
   });
 }
 
