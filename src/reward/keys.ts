@@ -24,28 +24,47 @@ export const K = {
   /** Index of a member's session months, score = yyyymm. */
   sessionMonths: (id: string) => `${P}session-months:${id}`,
 
-  /** Aggregate of the reward ledger: seq, credits, exchanges, units, ru_earned, ru_burned, cu_minted. */
-  totals: `${P}totals`,
-  /** One reward ledger entry, by its sequence number. */
+  /** One reward ledger entry, by its sequence number (1, 2, 3, ... in commit order, no gaps). */
   entry: (seq: number) => `${P}ledger:entry:${seq}`,
-  /** Global index of ledger entries (member = seq, score = seq). */
-  ledger: `${P}ledger`,
   /** A member's ledger entries (member = seq, score = seq). */
   memberLedger: (id: string) => `${P}ledger:member:${id}`,
 
-  /** Ecosystem ledger aggregate: seq, total, and one total per category. */
-  eco: `${P}eco`,
-  /** One ecosystem entry, by its ecosystem sequence number. */
+  /** One ecosystem entry, by its ecosystem sequence number (one per credit, no gaps). */
   ecoEntry: (seq: number) => `${P}eco:entry:${seq}`,
-  /** Index of ecosystem entries (member = seq, score = seq). */
-  ecoIndex: `${P}eco:entries`,
   /** Sync cursor of the value service payload: { seq, at }. */
   ecoCursor: `${P}eco:cursor`,
 
-  /** Reserve pool aggregate: balance, credits, lots, lots_cu, obligation, by_stage. */
-  reserve: `${P}reserve`,
   /** Index of exchange lots (member = ledger seq, score = seq). */
   lots: `${P}reserve:lots`,
+
+  /**
+   * The aggregates, one integer counter each (amounts in hundredths), added to by `incr` writes in
+   * the movement's own update: no shared record is read and rewritten. Figures that always move
+   * together are kept once: the RU earned is also the ecosystem total and the reserve balance
+   * (each credit adds the same amount to all three); the RU burned is also the CU minted and the
+   * CU of the reserve lots (1:1); the credits are the ecosystem entries, the exchanges the lots;
+   * credits + exchanges is the last ledger seq.
+   */
+  n: {
+    credits: `${P}n:credits`,
+    exchanges: `${P}n:exchanges`,
+    units: `${P}n:units`,
+    ruEarned: `${P}n:ru_earned`,
+    ruBurned: `${P}n:ru_burned`,
+    /** Three of the four ecosystem categories; infrastructure is the total minus these. */
+    ecoService: `${P}n:eco:service`,
+    ecoModule: `${P}n:eco:module`,
+    ecoContent: `${P}n:eco:content`,
+    /** Maturity obligation of every lot. */
+    obligation: `${P}n:obligation`,
+    /** Lots, their CU and their obligation, per stage of the exchange. */
+    stageLots: (stage: string) => `${P}n:stage:${stage}:lots`,
+    stageCu: (stage: string) => `${P}n:stage:${stage}:cu`,
+    stageObligation: (stage: string) => `${P}n:stage:${stage}:obligation`,
+  },
+
+  /** Records of the layout before the counters (read once by the upgrade, then deleted). */
+  legacy: { totals: `${P}totals`, eco: `${P}eco`, reserve: `${P}reserve`, ledger: `${P}ledger`, ecoIndex: `${P}eco:entries` },
 } as const;
 
 /** Index members are strings; sequence numbers are written zero-padded so byte order = number order. */

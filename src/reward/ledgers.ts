@@ -4,10 +4,8 @@ import type { Store } from '../store/port.js';
 import { memberIdSchema, parseInput } from './inputs.js';
 import { K } from './keys.js';
 import { ECOSYSTEM_CATEGORIES, coveragePct, toWire, type Split } from './plan.js';
+import { counterValue, readAggregates, type Aggregates } from './aggregates.js';
 import {
-  EMPTY_ECO,
-  EMPTY_RESERVE,
-  EMPTY_TOTALS,
   ecoEntryWire,
   entryWire,
   iso,
@@ -15,17 +13,20 @@ import {
   splitWire,
   type EcoCursor,
   type EcoEntry,
-  type EcoTotals,
   type LedgerEntry,
   type MemberRecord,
-  type ReserveRecord,
-  type Totals,
 } from './records.js';
 
 /**
  * Reading the ledgers and pools (reward ledger, ecosystem ledger and its sync payload, reserve
  * pool). Their movements are written by movements.ts, inside the balance change's own update.
+ * Both ledgers are numbered 1, 2, 3, ... in commit order without gaps (the numbers come from the
+ * counters read inside each movement's update), so a page of either is a range of numbers.
  */
+
+/** Sequence numbers from `top` down, at most `limit` of them, none below 1. */
+const downFrom = (top: number, limit: number): number[] =>
+  Array.from({ length: Math.max(0, Math.min(limit, top)) }, (_, i) => top - i);
 
 export interface ListOptions {
   /** At most this many entries (default 100, at most 1000). */
@@ -47,20 +48,28 @@ export const checkId = (id: string): string => parseInput(idInput, { id }).id;
 /** The reward ledger, newest first; with `member`, that member's entries only. */
 export async function readRewardLedger(store: Store, opts: ListOptions & { member?: string } = {}) {
   const limit = clampLimit(opts.limit);
-  const key = opts.member === undefined ? K.ledger : K.memberLedger(checkId(opts.member));
-  const member = opts.member === undefined ? undefined : await store.get<MemberRecord>(K.member(opts.member));
-  if (opts.member !== undefined && !member) {
-    throw notFound('member_not_found', `no member ${opts.member}`);
+  if (opts.member !== undefined) {
+    const member = await store.get<MemberRecord>(K.member(checkId(opts.member)));
+    if (!member) throw notFound('member_not_found', `no member ${opts.member}`);
+    const idx = await store.indexRange(K.memberLedger(member.id), {
+      reverse: true,
+      limit,
+      ...(opts.before !== undefined ? { max: opts.before - 1 } : {}),
+    });
+    const [entries, totals] = await Promise.all([
+      store.getMany<LedgerEntry>(idx.map((e) => K.entry(e.score))),
+      memberTotals(store, member),
+    ]);
+    return ledgerPage(entries, totals, limit);
   }
-  const idx = await store.indexRange(key, {
-    reverse: true,
-    limit,
-    ...(opts.before !== undefined ? { max: opts.before - 1 } : {}),
-  });
-  const [entries, totals] = await Promise.all([
-    store.getMany<LedgerEntry>(idx.map((e) => K.entry(e.score))),
-    member ? memberTotals(store, member) : globalTotals(store),
-  ]);
+  const agg = await readAggregates(store);
+  const last = agg.credits + agg.exchanges;
+  const top = opts.before === undefined ? last : Math.min(last, opts.before - 1);
+  const entries = await store.getMany<LedgerEntry>(downFrom(top, limit).map(K.entry));
+  return ledgerPage(entries, globalTotals(agg), limit);
+}
+
+function ledgerPage<T>(entries: (LedgerEntry | undefined)[], totals: T, limit: number) {
   const list = entries.filter((e): e is LedgerEntry => e !== undefined).map(entryWire);
   return {
     totals,
@@ -69,17 +78,16 @@ export async function readRewardLedger(store: Store, opts: ListOptions & { membe
   };
 }
 
-async function globalTotals(store: Store) {
-  const t = (await store.get<Totals>(K.totals)) ?? EMPTY_TOTALS;
+function globalTotals(a: Aggregates) {
   return {
-    entries: t.seq,
-    credits: t.credits,
-    exchanges: t.exchanges,
-    units: t.units,
-    ru_earned: toWire(t.ru_earned),
-    ru_burned: toWire(t.ru_burned),
-    cu_minted: toWire(t.cu_minted),
-    ru_outstanding: toWire(t.ru_earned - t.ru_burned),
+    entries: a.credits + a.exchanges,
+    credits: a.credits,
+    exchanges: a.exchanges,
+    units: a.units,
+    ru_earned: toWire(a.ruEarned),
+    ru_burned: toWire(a.ruBurned),
+    cu_minted: toWire(a.ruBurned),
+    ru_outstanding: toWire(a.ruEarned - a.ruBurned),
   };
 }
 
@@ -102,17 +110,10 @@ async function memberTotals(store: Store, m: MemberRecord) {
 /** The ecosystem ledger: split, totals per category, realizable value, recent entries. */
 export async function readEcosystemLedger(store: Store, split: Split, opts: ListOptions = {}) {
   const limit = clampLimit(opts.limit);
-  const [eco, cursor, idx] = await Promise.all([
-    store.get<EcoTotals>(K.eco),
-    store.get<EcoCursor>(K.ecoCursor),
-    store.indexRange(K.ecoIndex, {
-      reverse: true,
-      limit,
-      ...(opts.before !== undefined ? { max: opts.before - 1 } : {}),
-    }),
-  ]);
-  const e = eco ?? EMPTY_ECO;
-  const entries = (await store.getMany<EcoEntry>(idx.map((x) => K.ecoEntry(x.score))))
+  const [agg, cursor] = await Promise.all([readAggregates(store), store.get<EcoCursor>(K.ecoCursor)]);
+  const e = agg.eco;
+  const top = opts.before === undefined ? agg.credits : Math.min(agg.credits, opts.before - 1);
+  const entries = (await store.getMany<EcoEntry>(downFrom(top, limit).map(K.ecoEntry)))
     .filter((x): x is EcoEntry => x !== undefined)
     .map(ecoEntryWire);
   return {
@@ -120,7 +121,7 @@ export async function readEcosystemLedger(store: Store, split: Split, opts: List
     totals: splitWire(e),
     total: toWire(e.total),
     realizable: toWire(e.total - e.infrastructure),
-    entries_count: e.seq,
+    entries_count: agg.credits,
     sync_cursor: { seq: cursor?.seq ?? 0, at: cursor?.at == null ? null : iso(cursor.at) },
     entries,
     next_before: entries.length === limit ? entries[entries.length - 1]!.seq : null,
@@ -134,13 +135,11 @@ export async function readEcosystemLedger(store: Store, split: Split, opts: List
  */
 export async function buildSyncPayload(store: Store, split: Split, now: number, opts: { limit?: number } = {}) {
   const limit = clampLimit(opts.limit, 1000, 10000);
-  const [eco, cursor] = await Promise.all([store.get<EcoTotals>(K.eco), store.get<EcoCursor>(K.ecoCursor)]);
-  const e = eco ?? EMPTY_ECO;
+  const [agg, cursor] = await Promise.all([readAggregates(store), store.get<EcoCursor>(K.ecoCursor)]);
+  const e = agg.eco;
   const from = cursor?.seq ?? 0;
-  const idx = await store.indexRange(K.ecoIndex, { min: from + 1, limit });
-  const entries = (await store.getMany<EcoEntry>(idx.map((x) => K.ecoEntry(x.score)))).filter(
-    (x): x is EcoEntry => x !== undefined,
-  );
+  const seqs = Array.from({ length: Math.max(0, Math.min(limit, agg.credits - from)) }, (_, i) => from + 1 + i);
+  const entries = (await store.getMany<EcoEntry>(seqs.map(K.ecoEntry))).filter((x): x is EcoEntry => x !== undefined);
   const carried = { service: 0, module: 0, content: 0, infrastructure: 0 };
   for (const x of entries) for (const k of ECOSYSTEM_CATEGORIES) carried[k] += x.categories[k];
   const to = entries.length ? entries[entries.length - 1]!.seq : from;
@@ -149,7 +148,7 @@ export async function buildSyncPayload(store: Store, split: Split, now: number, 
     version: '1.0',
     generated_at: iso(now),
     period: { from: cursor?.at == null ? null : iso(cursor.at), to: iso(now) },
-    cursor: { from, to, more: to < e.seq },
+    cursor: { from, to, more: to < agg.credits },
     split_pct: { ...split },
     totals: splitWire(e),
     total: toWire(e.total),
@@ -162,9 +161,9 @@ export async function buildSyncPayload(store: Store, split: Split, now: number, 
 
 /** Moves the sync cursor forward to `seq` (never backwards, never past the last entry). */
 export async function markSynced(store: Store, seq: number, now: number) {
-  return store.update([K.ecoCursor, K.eco], ([c, e]) => {
+  return store.update([K.ecoCursor, K.n.credits], ([c, credits]) => {
     const cur = (c as EcoCursor | undefined) ?? { seq: 0, at: null };
-    const last = ((e as EcoTotals | undefined) ?? EMPTY_ECO).seq;
+    const last = counterValue(credits);
     if (!Number.isInteger(seq) || seq < 0 || seq > last) {
       throw new AppError('invalid', 'invalid_cursor', `cursor must be an integer from 0 to ${last}`, { last });
     }
@@ -176,29 +175,27 @@ export async function markSynced(store: Store, seq: number, now: number) {
 
 /** The reserve pool: balance, exchange lots, maturity obligation and shortfall, coverage rates. */
 export async function readReservePool(store: Store) {
-  const [r, e] = await store.getMany([K.reserve, K.eco]);
-  const reserve = (r as ReserveRecord | undefined) ?? EMPTY_RESERVE;
-  const eco = (e as EcoTotals | undefined) ?? EMPTY_ECO;
-  const realizable = eco.total - eco.infrastructure;
-  const shortfall = Math.max(0, reserve.obligation - reserve.lots_cu);
-  const reserveCov = coveragePct(reserve.balance, shortfall);
-  const combinedCov = coveragePct(reserve.balance + realizable, shortfall);
+  const a = await readAggregates(store);
+  // the reserve receives the reserve share of every credit: as much as the RU earned
+  const balance = a.ruEarned;
+  const lotsCu = a.ruBurned;
+  const realizable = a.eco.total - a.eco.infrastructure;
+  const shortfall = Math.max(0, a.obligation - lotsCu);
+  const reserveCov = coveragePct(balance, shortfall);
+  const combinedCov = coveragePct(balance + realizable, shortfall);
   return {
-    balance: toWire(reserve.balance),
-    credits: reserve.credits,
-    lots: reserve.lots,
-    lots_cu: toWire(reserve.lots_cu),
-    maturity_obligation: toWire(reserve.obligation),
+    balance: toWire(balance),
+    credits: a.credits,
+    lots: a.exchanges,
+    lots_cu: toWire(lotsCu),
+    maturity_obligation: toWire(a.obligation),
     maturity_shortfall: toWire(shortfall),
     ecosystem_realizable: toWire(realizable),
     reserve_coverage_pct: reserveCov,
     combined_coverage_pct: combinedCov,
     note: shortfall === 0 ? NOTE_NO_SHORTFALL : null,
-    by_stage: Object.keys(reserve.by_stage)
-      .sort()
-      .map((stage) => {
-        const s = reserve.by_stage[stage]!;
-        return { stage, lots: s.lots, cu: toWire(s.cu), maturity_obligation: toWire(s.obligation) };
-      }),
+    by_stage: Object.entries(a.byStage)
+      .sort(([x], [y]) => (x < y ? -1 : 1))
+      .map(([stage, s]) => ({ stage, lots: s.lots, cu: toWire(s.cu), maturity_obligation: toWire(s.obligation) })),
   };
 }

@@ -16,21 +16,16 @@ import {
   type Split,
   type Stage,
 } from './plan.js';
+import { counterValue } from './aggregates.js';
 import {
-  EMPTY_ECO,
-  EMPTY_RESERVE,
-  EMPTY_TOTALS,
   iso,
   json,
   splitWire,
   type CreditEntry,
   type EcoEntry,
-  type EcoTotals,
   type ExchangeEntry,
   type MemberRecord,
-  type ReserveRecord,
   type SessionRecord,
-  type Totals,
 } from './records.js';
 
 /**
@@ -38,6 +33,10 @@ import {
  * keys, they check the rules and return every write of the movement (member, ledgers, pools,
  * totals, peer deliveries), to be applied in one atomic store.update. Synchronous and free of side
  * effects, as the Store port requires; refusals are thrown AppErrors (nothing is written then).
+ *
+ * A movement reads the member's own records and the two counters that number the ledger (credits
+ * and exchanges: the next seq is their sum + 1); every aggregate is added to by an `incr` write,
+ * never read and rewritten.
  */
 
 export interface CreditInput {
@@ -56,9 +55,8 @@ export interface CreditInput {
 export const creditKeys = (id: string, month: string): string[] => [
   K.member(id),
   K.session(id, month),
-  K.totals,
-  K.eco,
-  K.reserve,
+  K.n.credits,
+  K.n.exchanges,
 ];
 
 export interface CreditResult {
@@ -73,7 +71,7 @@ export interface CreditResult {
 }
 
 export function planCredit(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditResult> {
-  const [m, s, t, e, rs] = current;
+  const [m, s, credits, exchanges] = current;
   const { id, kc, v, now, today, month, stage, creditId } = c;
   if (m === undefined) throw notFound('member_not_found', `no member ${id}`);
   const member = m as MemberRecord;
@@ -95,10 +93,7 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
       limit: UNITS_PER_WORK_MONTH,
     });
   }
-  const totals = (t as Totals | undefined) ?? EMPTY_TOTALS;
-  const eco = (e as EcoTotals | undefined) ?? EMPTY_ECO;
-  const reserve = (rs as ReserveRecord | undefined) ?? EMPTY_RESERVE;
-
+  const credited = counterValue(credits);
   // The grade before the credit prices it; the grade after is new_grade.
   const before = gradeFor(scoreOf(member.kc, member.excess));
   const amount = earned(kc, before.pct, v, stage.pct);
@@ -118,7 +113,7 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
     units: session.units + kc,
     days: { ...session.days, [today]: unitsToday + kc },
   };
-  const seq = totals.seq + 1;
+  const seq = credited + counterValue(exchanges) + 1;
   const entry: CreditEntry = {
     seq,
     id: creditId,
@@ -140,37 +135,26 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
     reserve_share: amount,
   };
   const parts = splitAmount(amount, c.split);
-  const ecoSeq = eco.seq + 1;
+  const ecoSeq = credited + 1;
   const ecoEntry: EcoEntry = { seq: ecoSeq, id: creditId, ledger_seq: seq, member: id, at: now, amount, categories: parts };
-  const nextEco: EcoTotals = {
-    seq: ecoSeq,
-    total: eco.total + amount,
-    service: eco.service + parts.service,
-    module: eco.module + parts.module,
-    content: eco.content + parts.content,
-    infrastructure: eco.infrastructure + parts.infrastructure,
-  };
-  const nextReserve: ReserveRecord = { ...reserve, balance: reserve.balance + amount, credits: reserve.credits + 1 };
-  const nextTotals: Totals = {
-    ...totals,
-    seq,
-    credits: totals.credits + 1,
-    units: totals.units + kc,
-    ru_earned: totals.ru_earned + amount,
-  };
   const at = iso(now);
   const writes: Write[] = [
     { op: 'set', key: K.member(id), value: json(nextMember) },
     { op: 'set', key: K.session(id, month), value: json(nextSession) },
-    { op: 'index', key: K.sessionMonths(id), member: month, score: Number(month.replace('-', '')) },
+    // the month joins the member's index with its first work
+    ...(s === undefined
+      ? [{ op: 'index', key: K.sessionMonths(id), member: month, score: Number(month.replace('-', '')) } as const]
+      : []),
     { op: 'set', key: K.entry(seq), value: json(entry) },
-    { op: 'index', key: K.ledger, member: seqMember(seq), score: seq },
     { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
     { op: 'set', key: K.ecoEntry(ecoSeq), value: json(ecoEntry) },
-    { op: 'index', key: K.ecoIndex, member: seqMember(ecoSeq), score: ecoSeq },
-    { op: 'set', key: K.eco, value: json(nextEco) },
-    { op: 'set', key: K.reserve, value: json(nextReserve) },
-    { op: 'set', key: K.totals, value: json(nextTotals) },
+    // the aggregates: RU earned is also the ecosystem total and the reserve balance (keys.ts)
+    { op: 'incr', key: K.n.credits, by: 1 },
+    { op: 'incr', key: K.n.units, by: kc },
+    { op: 'incr', key: K.n.ruEarned, by: amount },
+    { op: 'incr', key: K.n.ecoService, by: parts.service },
+    { op: 'incr', key: K.n.ecoModule, by: parts.module },
+    { op: 'incr', key: K.n.ecoContent, by: parts.content },
     // Peer deliveries, ids derived from the credit id so a redelivery is recognised.
     ...outboxWrites({
       id: `value:${creditId}`,
@@ -209,7 +193,7 @@ export interface ExchangeInput {
   exchangeId: string;
 }
 
-export const exchangeKeys = (id: string): string[] => [K.member(id), K.totals, K.reserve];
+export const exchangeKeys = (id: string): string[] => [K.member(id), K.n.credits, K.n.exchanges];
 
 export interface ExchangeResult {
   maturityValue: number;
@@ -218,7 +202,7 @@ export interface ExchangeResult {
 }
 
 export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): UpdatePlan<ExchangeResult> {
-  const [m, t, rs] = current;
+  const [m, credits, exchanges] = current;
   const { id, amt, now, stage } = x;
   if (m === undefined) throw notFound('member_not_found', `no member ${id}`);
   const member = m as MemberRecord;
@@ -228,10 +212,8 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
       requested: toWire(amt),
     });
   }
-  const totals = (t as Totals | undefined) ?? EMPTY_TOTALS;
-  const reserve = (rs as ReserveRecord | undefined) ?? EMPTY_RESERVE;
   const mv = maturityValue(amt, stage.pct);
-  const seq = totals.seq + 1;
+  const seq = counterValue(credits) + counterValue(exchanges) + 1;
   const nextMember: MemberRecord = { ...member, ru: member.ru - amt, cu: member.cu + amt };
   const entry: ExchangeEntry = {
     seq,
@@ -245,33 +227,19 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
     coin_pct: stage.pct,
     maturity_value: mv,
   };
-  // The exchange is a lot of the reserve pool, remembered with its stage.
-  const st = reserve.by_stage[stage.stage] ?? { lots: 0, cu: 0, obligation: 0 };
-  const nextReserve: ReserveRecord = {
-    ...reserve,
-    lots: reserve.lots + 1,
-    lots_cu: reserve.lots_cu + amt,
-    obligation: reserve.obligation + mv,
-    by_stage: {
-      ...reserve.by_stage,
-      [stage.stage]: { lots: st.lots + 1, cu: st.cu + amt, obligation: st.obligation + mv },
-    },
-  };
-  const nextTotals: Totals = {
-    ...totals,
-    seq,
-    exchanges: totals.exchanges + 1,
-    ru_burned: totals.ru_burned + amt,
-    cu_minted: totals.cu_minted + amt,
-  };
   const writes: Write[] = [
     { op: 'set', key: K.member(id), value: json(nextMember) },
     { op: 'set', key: K.entry(seq), value: json(entry) },
-    { op: 'index', key: K.ledger, member: seqMember(seq), score: seq },
     { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
+    // the exchange is a lot of the reserve pool, remembered with its stage
     { op: 'index', key: K.lots, member: seqMember(seq), score: seq },
-    { op: 'set', key: K.reserve, value: json(nextReserve) },
-    { op: 'set', key: K.totals, value: json(nextTotals) },
+    // RU burned is also the CU minted and the CU of the lots (keys.ts)
+    { op: 'incr', key: K.n.exchanges, by: 1 },
+    { op: 'incr', key: K.n.ruBurned, by: amt },
+    { op: 'incr', key: K.n.obligation, by: mv },
+    { op: 'incr', key: K.n.stageLots(stage.stage), by: 1 },
+    { op: 'incr', key: K.n.stageCu(stage.stage), by: amt },
+    { op: 'incr', key: K.n.stageObligation(stage.stage), by: mv },
   ];
   return { writes, result: { maturityValue: mv, member: nextMember, seq } };
 }

@@ -36,26 +36,6 @@ export type ZoneRecord = {
 /** Units of one member in one KST calendar month, with the units of each day. */
 export type SessionRecord = { month: string; units: number; days: { [date: string]: number } };
 
-export type Totals = {
-  seq: number;
-  credits: number;
-  exchanges: number;
-  units: number;
-  ru_earned: number;
-  ru_burned: number;
-  cu_minted: number;
-};
-
-export const EMPTY_TOTALS: Totals = {
-  seq: 0,
-  credits: 0,
-  exchanges: 0,
-  units: 0,
-  ru_earned: 0,
-  ru_burned: 0,
-  cu_minted: 0,
-};
-
 export type CreditEntry = {
   seq: number;
   id: string;
@@ -92,9 +72,6 @@ export type ExchangeEntry = {
 
 export type LedgerEntry = CreditEntry | ExchangeEntry;
 
-export type EcoTotals = Split & { seq: number; total: number };
-export const EMPTY_ECO: EcoTotals = { seq: 0, total: 0, service: 0, module: 0, content: 0, infrastructure: 0 };
-
 export type EcoEntry = {
   seq: number;
   /** The credit this share came from. */
@@ -107,26 +84,6 @@ export type EcoEntry = {
 };
 
 export type EcoCursor = { seq: number; at: number | null };
-
-export type StageLots = { lots: number; cu: number; obligation: number };
-
-export type ReserveRecord = {
-  balance: number;
-  credits: number;
-  lots: number;
-  lots_cu: number;
-  obligation: number;
-  by_stage: { [stage: string]: StageLots };
-};
-
-export const EMPTY_RESERVE: ReserveRecord = {
-  balance: 0,
-  credits: 0,
-  lots: 0,
-  lots_cu: 0,
-  obligation: 0,
-  by_stage: {},
-};
 
 /** Stored records are plain JSON data. */
 export const json = (x: unknown): Json => x as Json;

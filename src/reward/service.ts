@@ -39,8 +39,8 @@ import {
   toWire,
   type Split,
 } from './plan.js';
+import { readRuEarned, upgradeLayout } from './aggregates.js';
 import {
-  EMPTY_TOTALS,
   iso,
   json,
   memberWire,
@@ -48,7 +48,6 @@ import {
   type MemberMeta,
   type MemberRecord,
   type SessionRecord,
-  type Totals,
   type ZoneRecord,
 } from './records.js';
 import { coverageSimulation, type SimulationParams } from './simulation.js';
@@ -98,6 +97,7 @@ export class RewardService {
   private readonly bus: Bus;
   private readonly charter: Principle[];
   private readonly split: Split;
+  private upgraded: Promise<unknown> | undefined;
 
   constructor(opts: RewardServiceOptions) {
     this.store = opts.store;
@@ -115,16 +115,17 @@ export class RewardService {
 
   /** /stats: members, cultures (zones), total_ru (all RU ever earned), progress, stage. */
   async stats() {
+    await this.upgrade();
     const now = this.clock.now();
-    const [members, cultures, totals] = await Promise.all([
+    const [members, cultures, ruEarned] = await Promise.all([
       this.store.indexCount(K.members),
       this.store.indexCount(K.zones),
-      this.store.get<Totals>(K.totals),
+      readRuEarned(this.store),
     ]);
     return {
       members,
       cultures,
-      total_ru: toWire((totals ?? EMPTY_TOTALS).ru_earned),
+      total_ru: toWire(ruEarned),
       progress: progress(now),
       stage: stageFor(now).stage,
     };
@@ -217,12 +218,14 @@ export class RewardService {
   }
 
   /** The reward ledger, newest first; with `member`, that member's entries only. */
-  rewardLedger(opts: ListOptions & { member?: string } = {}) {
+  async rewardLedger(opts: ListOptions & { member?: string } = {}) {
+    await this.upgrade();
     return readRewardLedger(this.store, opts);
   }
 
   /** The ecosystem ledger: split, totals per category, realizable value, recent entries. */
-  ecosystemLedger(opts: ListOptions = {}) {
+  async ecosystemLedger(opts: ListOptions = {}) {
+    await this.upgrade();
     return readEcosystemLedger(this.store, this.split, opts);
   }
 
@@ -230,17 +233,20 @@ export class RewardService {
    * The synchronisation payload for the value service: the ecosystem entries after the sync
    * cursor. Read-only: once the value service accepted it, call markSynced(payload.cursor.to).
    */
-  syncPayload(opts: { limit?: number } = {}) {
+  async syncPayload(opts: { limit?: number } = {}) {
+    await this.upgrade();
     return buildSyncPayload(this.store, this.split, this.clock.now(), opts);
   }
 
   /** Moves the sync cursor forward to `seq` (never backwards, never past the last entry). */
-  markSynced(seq: number) {
+  async markSynced(seq: number) {
+    await this.upgrade();
     return markSynced(this.store, seq, this.clock.now());
   }
 
   /** The reserve pool: balance, exchange lots, maturity obligation and shortfall, coverage rates. */
-  reservePool() {
+  async reservePool() {
+    await this.upgrade();
     return readReservePool(this.store);
   }
 
@@ -370,6 +376,7 @@ export class RewardService {
     const meta = await this.store.get<MemberMeta>(K.memberMeta(id));
     if (!meta) throw notFound('member_not_found', `no member ${id}`);
     if (input.verify) await input.verify(meta.public_key ?? undefined, { id });
+    await this.upgrade();
 
     const today = kstDate(now);
     const month = kstMonth(now);
@@ -429,6 +436,7 @@ export class RewardService {
       if (!meta) throw notFound('member_not_found', `no member ${id}`);
       await input.verify(meta.public_key ?? undefined, { id });
     }
+    await this.upgrade();
     const now = this.clock.now();
     const stage = stageFor(now);
     const exchangeId = randomId('ex_', 16);
@@ -461,6 +469,15 @@ export class RewardService {
   }
 
   // -------------------------------------------------------------------------------------------
+
+  /** Moves a store written with the earlier layout to the counters, once per service (aggregates.ts). */
+  private upgrade(): Promise<unknown> {
+    this.upgraded ??= upgradeLayout(this.store).catch((err: unknown) => {
+      this.upgraded = undefined; // tried again by the next call
+      throw err;
+    });
+    return this.upgraded;
+  }
 
   /** Publishes a reward event with fresh /stats figures; a failure never fails the request. */
   private async emit(msg: { [key: string]: Json }): Promise<void> {

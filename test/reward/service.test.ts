@@ -489,13 +489,13 @@ describe('ledgers', () => {
     const r = await h.svc.work({ id, kc: 3, v: 120 });
     expect(h.plans).toHaveLength(1);
     const plan = h.plans[0]!;
-    const keys = plan.filter((w) => w.op === 'set').map((w) => w.key);
+    const keys = plan.map((w) => w.key);
     expect(keys).toEqual(
       expect.arrayContaining([
         K.member(id),
-        K.reserve,
-        K.eco,
-        K.totals,
+        K.n.ruEarned,
+        K.n.ecoService,
+        K.n.credits,
         outboxKey(`value:${r.credit_id}`),
         outboxKey(`task-ledger:${r.credit_id}`),
       ]),

@@ -1,0 +1,244 @@
+/**
+ * bench/work: the reward credit (GET /work) in two figures. Prints one JSON object.
+ *
+ *   npm run build && node dist/bench/work.js [--seconds 8] [--connections 64] [--members 20000]
+ *                                            [--credits 6000] [--concurrency 32]
+ *
+ * 1. HTTP: GET /work on the maru hub (uWS) and on Fastify serving the same handler (the same
+ *    RewardService on a fresh LMDB store, the same zod schema, bench/http-server.ts), each server in
+ *    its own process, wrk (Debian package, one thread) as the load generator in a third. Every
+ *    request credits another member (1 unit), so all are real credits; non_2xx proves it.
+ * 2. Redis: `--credits` credits of distinct members on one Redis, first by one process, then split
+ *    between two processes crediting at once (each a RewardService on its own connection, as two hub
+ *    processes hold them, `--concurrency` in flight each). Reported: credits per second, the store's
+ *    optimistic retries (a retry = a read key changed by the other process before the commit), and
+ *    the check that the ledger is numbered 1..n without gaps or repeats and the totals are exact.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { createBus } from '../src/bus.js';
+import { offsetClock } from '../src/clock.js';
+import { RewardService } from '../src/reward/service.js';
+import { openRedisStore } from '../src/store/redis.js';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    seconds: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '64' },
+    members: { type: 'string', default: '20000' },
+    credits: { type: 'string', default: '6000' },
+    concurrency: { type: 'string', default: '32' },
+  },
+});
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const CLOCK_START = Date.parse('2026-11-21T10:00:00+09:00');
+
+async function openService(prefix: string) {
+  const store = await openRedisStore({ url: REDIS_URL, prefix });
+  const bus = createBus(store, `bench-${process.pid}`);
+  await bus.start();
+  const service = new RewardService({ store, clock: offsetClock(CLOCK_START), bus });
+  return { store, bus, service };
+}
+
+// ---- child: one "hub process" crediting its share of the members on Redis ----------------------
+
+if (positionals[0] === 'child') {
+  const [, prefix, idsFile, concurrencyArg] = positionals as [string, string, string, string];
+  const ids = JSON.parse(readFileSync(idsFile, 'utf8')) as string[];
+  const { store, bus, service } = await openService(prefix);
+  process.stdout.write('GO?\n');
+  await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: Number(concurrencyArg) }, async () => {
+      for (let i = next++; i < ids.length; i = next++) await service.work({ id: ids[i]!, kc: 1, v: 150 });
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const { retries, updates } = store.stats();
+  process.stdout.write(`RESULT ${JSON.stringify({ credits: ids.length, seconds, retries, updates })}\n`);
+  await bus.close();
+  await store.close();
+  process.exit(0);
+}
+
+// ---- 1. HTTP: hub against Fastify -------------------------------------------------------------
+
+interface Run {
+  requests_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  requests: number;
+  non_2xx: number;
+  errors: number;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+function startServer(target: string, members: number): Promise<{ child: ChildProcess; port: number; ids: string[] }> {
+  const child = spawn(process.execPath, [join(here, 'http-server.js'), target, String(members)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d) => {
+      buf += d;
+      const line = buf.split('\n').slice(0, -1).find((l) => l.startsWith('READY '));
+      if (!line) return;
+      const [, port, ids] = line.match(/^READY (\d+) (.*)$/)!;
+      resolve({ child, port: Number(port), ids: JSON.parse(ids!) });
+    });
+    child.once('exit', (code) => reject(new Error(`${target} server exited with ${code}`)));
+  });
+}
+
+function runWrk(port: number, paths: string[], seconds: number, connections: number): Run {
+  const file = join(mkdtempSync(join(tmpdir(), 'maru-wrk-')), 'paths.lua');
+  writeFileSync(
+    file,
+    `local paths = {${paths.map((p) => JSON.stringify(p)).join(',')}}\nlocal n = #paths\nlocal i = 0\n` +
+      `request = function()\n  i = i + 1\n  return wrk.format("GET", paths[((i - 1) % n) + 1])\nend\n` +
+      `done = function(summary, latency, requests)\n` +
+      `  io.write(string.format("JSON {\\"requests\\":%d,\\"non2xx\\":%d,\\"errors\\":%d,\\"p50\\":%f,\\"p99\\":%f,\\"duration_us\\":%d}\\n",` +
+      ` summary.requests, summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,` +
+      ` latency:percentile(50), latency:percentile(99), summary.duration))\nend\n`,
+  );
+  const out = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', file, `http://127.0.0.1:${port}`], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  const line = out.stdout.split('\n').find((l) => l.startsWith('JSON '));
+  if (!line) throw new Error(`wrk failed: ${out.stderr}\n${out.stdout}`);
+  const r = JSON.parse(line.slice(5));
+  return {
+    requests_per_s: Math.round(r.requests / (r.duration_us / 1e6)),
+    p50_ms: +(r.p50 / 1000).toFixed(3),
+    p99_ms: +(r.p99 / 1000).toFixed(3),
+    requests: r.requests,
+    non_2xx: r.non2xx,
+    errors: r.errors,
+  };
+}
+
+async function httpFigures() {
+  if (spawnSync('wrk', ['--version']).error !== undefined) return { skipped: 'wrk is not installed (apt-get install wrk)' };
+  const seconds = Number(values.seconds);
+  const connections = Number(values.connections);
+  const members = Number(values.members);
+  const results: Record<string, Run> = {};
+  for (const target of ['maru', 'fastify']) {
+    const { child, port, ids } = await startServer(target, members);
+    // warm-up on reads only, so every member keeps its 3 units for the measured run
+    runWrk(port, ids.slice(0, 100).map((id) => `/member?id=${id}`), 2, connections);
+    results[target] = runWrk(port, [0, 1, 2].flatMap((pass) => ids.map((id) => `/work?id=${id}&kc=1&v=${150 + pass}`)), seconds, connections);
+    child.kill('SIGKILL');
+  }
+  return {
+    tool: 'wrk -t1',
+    seconds,
+    connections,
+    members,
+    results,
+    throughput_x: +(results.maru!.requests_per_s / results.fastify!.requests_per_s).toFixed(2),
+  };
+}
+
+// ---- 2. Redis: one process, then two at once --------------------------------------------------
+
+async function deletePrefix(prefix: string): Promise<void> {
+  const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await client.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}
+
+interface ChildResult {
+  credits: number;
+  seconds: number;
+  retries: number;
+  updates: number;
+}
+
+async function redisCase(processes: number) {
+  const credits = Number(values.credits);
+  const concurrency = Number(values.concurrency);
+  const prefix = `bench:work:${process.pid}:${processes}:`;
+  try {
+    const { store, bus, service } = await openService(prefix);
+    const ids: string[] = [];
+    let zone = '';
+    for (let i = 0; i < credits; i += 64) {
+      if (i % 6400 === 0) zone = (await service.culture({ country: 'KR', lang: 'ko', name: `bench ${i / 6400}` })).id;
+      const batch = await Promise.all(Array.from({ length: Math.min(64, credits - i) }, (_, j) => service.createMember({ name: `b${i + j}`, zone })));
+      ids.push(...batch.map((m) => m.id));
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'maru-bench-work-'));
+    const children = Array.from({ length: processes }, (_, p) => {
+      const file = join(dir, `ids-${p}.json`);
+      writeFileSync(file, JSON.stringify(ids.filter((_, i) => i % processes === p)));
+      const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'child', prefix, file, String(concurrency)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      let buf = '';
+      const ready = new Promise<void>((resolve) => child.stdout!.on('data', (d) => ((buf += d), buf.includes('GO?') && resolve())));
+      const done = new Promise<ChildResult>((resolve, reject) => {
+        child.once('exit', (code) => {
+          const line = buf.split('\n').find((l) => l.startsWith('RESULT '));
+          if (code !== 0 || !line) reject(new Error(`child exited with ${code}`));
+          else resolve(JSON.parse(line.slice(7)) as ChildResult);
+        });
+      });
+      return { child, ready, done };
+    });
+    await Promise.all(children.map((c) => c.ready));
+    const t0 = performance.now();
+    for (const c of children) c.child.stdin!.end('go\n');
+    const results = await Promise.all(children.map((c) => c.done));
+    const wall = (performance.now() - t0) / 1000;
+    // every credit numbered once, 1..n, and the totals exact
+    const sync = await service.syncPayload({ limit: 10000 });
+    const ledger = await service.rewardLedger({ limit: 1 });
+    const seqs = sync.entries.map((e) => e.ledger_seq).sort((a, b) => a - b);
+    const numbered = seqs.length === credits && seqs.every((s, i) => s === i + 1);
+    const retries = results.reduce((s, r) => s + r.retries, 0);
+    await bus.close();
+    await store.close();
+    return {
+      processes,
+      concurrency_per_process: concurrency,
+      credits,
+      credits_per_s: Math.round(credits / wall),
+      retries,
+      retries_per_credit: +(retries / credits).toFixed(3),
+      per_process: results.map((r) => ({ credits: r.credits, credits_per_s: Math.round(r.credits / r.seconds), retries: r.retries })),
+      ledger_numbered_1_to_n: numbered,
+      totals_exact: "credits" in ledger.totals && ledger.totals.credits === credits && ledger.totals.units === credits,
+    };
+  } finally {
+    await deletePrefix(prefix).catch(() => undefined);
+  }
+}
+
+const out: Record<string, unknown> = {
+  bench: 'work',
+  node: process.version,
+  cpu: cpus()[0]?.model,
+  cores: cpus().length,
+  loadavg_at_start: loadavg().map((l) => +l.toFixed(2)),
+  http: await httpFigures(),
+};
+try {
+  out.redis = { one_process: await redisCase(1), two_processes: await redisCase(2) };
+} catch (err) {
+  out.redis = { skipped: (err as Error).message };
+}
+out.loadavg_at_end = loadavg().map((l) => +l.toFixed(2));
+console.log(JSON.stringify(out, null, 2));
