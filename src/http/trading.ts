@@ -162,6 +162,8 @@ export const monteCarloBody = z
     ruin_drawdown: b.ruin_drawdown,
   }));
 
+const clientOf = (identity: string) => `id:${identity}`;
+
 export interface TradingRoutesOptions {
   service: TradingService;
 }
@@ -174,7 +176,7 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
     Reply.json(out.result, 200, { 'x-job-id': out.job, 'cache-control': 'no-store' });
   /** A job counts against its client (the signed-in identity, else the address) and ends with its connection. */
   const origin = (ctx: RequestContext): JobOrigin => ({
-    client: ctx.identity ? `id:${ctx.identity.id}` : `ip:${ctx.remoteAddress}`,
+    client: ctx.identity ? clientOf(ctx.identity.id) : `ip:${ctx.remoteAddress}`,
     signal: ctx.signal,
   });
   const optional = { optional: true } as const;
@@ -189,8 +191,12 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
   hub.route({
     method: 'POST',
     path: '/api/program/jobs/:id/cancel',
+    // a job belongs to whoever started it: the cancel needs the bearer token of that identity (an
+    // operator cancels any); a job started without one is cancelled by closing its connection
+    auth: {},
     params: z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
-    handler: (ctx) => Reply.json(service.cancel(ctx.params.id), 202, { 'cache-control': 'no-store' }),
+    handler: (ctx) =>
+      Reply.json(service.cancel(ctx.params.id, { client: clientOf(ctx.identity!.id), operator: ctx.identity!.roles.includes('operator') }), 202, { 'cache-control': 'no-store' }),
   });
   hub.route({ method: 'GET', path: '/api/program/jobs', cacheControl: 'no-store', handler: () => ({ jobs: service.jobs.list(), ...service.jobs.stats() }) });
 }

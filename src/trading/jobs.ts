@@ -184,6 +184,11 @@ export class Jobs {
     job.end(state);
   }
 
+  /** The admitted job under `id`, if any. */
+  get(id: string): Job | undefined {
+    return this.admitted.get(id);
+  }
+
   /** Cancels an admitted job; 404 `job_not_found` when none is admitted under that id. */
   cancel(id: string, reason: CancelReason = 'cancelled', strict = true) {
     const job = this.admitted.get(id);

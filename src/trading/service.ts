@@ -1,5 +1,5 @@
 import type { Bus } from '../bus.js';
-import { AppError, conflict } from '../errors.js';
+import { AppError, forbidden, notFound } from '../errors.js';
 import type { TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
 import {
   bestIndex,
@@ -15,6 +15,12 @@ import type { Metrics } from './metrics.js';
 import { expandGrid, type StrategyId } from './strategies.js';
 
 export { JOB_TOPIC_PREFIX } from './jobs.js';
+
+/** Who asks to cancel a job: the client key of a signed-in identity, and whether it is an operator. */
+export interface JobCanceller {
+  client: string;
+  operator: boolean;
+}
 
 /** Who asked for a job: the client it counts against, and its connection (closing it cancels the job). */
 export interface JobOrigin {
@@ -83,7 +89,14 @@ export class TradingService {
     );
   }
 
-  cancel(id: string) {
+  /**
+   * Cancels a job for `by`: a job belongs to whoever started it (its client, `id:<identity>`), and an
+   * operator may cancel any. No such job: 404 `job_not_found`; someone else's: 403 `forbidden`.
+   */
+  cancel(id: string, by: JobCanceller) {
+    const job = this.jobs.get(id);
+    if (!job) throw notFound('job_not_found', `no running job ${id}`, { job: id });
+    if (!by.operator && job.client !== by.client) throw forbidden(`job ${id} belongs to another client`, { job: id });
     return this.jobs.cancel(id);
   }
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
 
@@ -23,7 +24,7 @@ describe('trading analyses over HTTP', () => {
   let base: string;
 
   beforeAll(async () => {
-    const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('trading-http'), LOG_LEVEL: 'silent', TRADING_WORKERS: '2' });
+    const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('trading-http'), LOG_LEVEL: 'silent', TRADING_WORKERS: '2', ...AUTH_TEST_ENV });
     maru = await startMaru(config, { clock: new ManualClock(Date.UTC(2026, 0, 5)), logger: silent });
     base = maru.url;
   });
@@ -154,17 +155,18 @@ describe('trading analyses over HTTP', () => {
     }
   });
 
-  it('a job can be cancelled: the running request answers 409 cancelled', async () => {
+  it('a job can be cancelled by the trader who started it: the running request answers 409 cancelled', async () => {
+    const owner = bearer(await signIn(base, ['trader']));
     const ws = await connectTopics(base);
     try {
       await ws.subscribe('job:cancel-me');
-      const running = post(base, '/api/program/optimize', { ...bt, count: 20_000, job_id: 'cancel-me', grid: grid500 });
+      const running = post(base, '/api/program/optimize', { ...bt, count: 20_000, job_id: 'cancel-me', grid: grid500 }, owner);
       const first = await ws.next(10_000);
       expect(first.data).toMatchObject({ job: 'cancel-me', total: 500, state: 'running' });
       const dup = await post(base, '/api/program/optimize', { ...bt, job_id: 'cancel-me' });
       expect(dup.status).toBe(409);
       expect(dup.body.error.code).toBe('job_running');
-      const c = await fetch(`${base}/api/program/jobs/cancel-me/cancel`, { method: 'POST' });
+      const c = await fetch(`${base}/api/program/jobs/cancel-me/cancel`, { method: 'POST', headers: owner });
       expect(c.status).toBe(202);
       const r = await running;
       expect(r.status).toBe(409);
@@ -173,7 +175,7 @@ describe('trading analyses over HTTP', () => {
       do last = (await ws.next()).data;
       while (last.state === 'running');
       expect(last.state).toBe('cancelled');
-      expect((await fetch(`${base}/api/program/jobs/cancel-me/cancel`, { method: 'POST' })).status).toBe(404);
+      expect((await fetch(`${base}/api/program/jobs/cancel-me/cancel`, { method: 'POST', headers: owner })).status).toBe(404);
     } finally {
       ws.close();
     }

@@ -93,11 +93,12 @@ describe('cancelling a waiting job', () => {
 
   it('leaves the queue at once: its request answers 409 cancelled, the running one is untouched until cancelled too', async () => {
     const base = maru.url;
-    const running = call(base, 'POST', '/api/program/optimize', heavy('run-1'));
+    const owner = bearer(await signIn(base, ['trader']));
+    const running = call(base, 'POST', '/api/program/optimize', heavy('run-1'), owner);
     await until('the first runs', async () => (await jobs(base)).running === 1);
-    const waiting = call(base, 'POST', '/api/program/optimize', heavy('wait-1'));
+    const waiting = call(base, 'POST', '/api/program/optimize', heavy('wait-1'), owner);
     await until('the second waits', async () => (await jobs(base)).waiting === 1);
-    const c = await call(base, 'POST', '/api/program/jobs/wait-1/cancel');
+    const c = await call(base, 'POST', '/api/program/jobs/wait-1/cancel', undefined, owner);
     expect(c.status).toBe(202);
     const w = await waiting;
     expect(w.status).toBe(409);
@@ -105,9 +106,51 @@ describe('cancelling a waiting job', () => {
     const j = await jobs(base);
     expect(j).toMatchObject({ admitted: 1, running: 1, waiting: 0 });
     expect(j.jobs).toEqual([expect.objectContaining({ job: 'run-1', state: 'running' })]);
-    expect((await call(base, 'POST', '/api/program/jobs/run-1/cancel')).status).toBe(202);
+    expect((await call(base, 'POST', '/api/program/jobs/run-1/cancel', undefined, owner)).status).toBe(202);
     expect((await running).body.error.code).toBe('cancelled');
     expect((await jobs(base)).admitted).toBe(0);
+  }, 60_000);
+});
+
+describe('who may cancel a job', () => {
+  let maru: Maru;
+  beforeAll(async () => {
+    maru = await hub({ TRADING_JOBS_PER_CLIENT: '4' });
+  });
+  afterAll(() => maru?.stop());
+
+  it('only its owner (or an operator): no token 401, a bad token 401, another trader 403, an unknown job 404', async () => {
+    const base = maru.url;
+    const owner = bearer(await signIn(base, ['trader']));
+    const other = bearer(await signIn(base, ['trader']));
+    const running = call(base, 'POST', '/api/program/optimize', heavy('mine-1'), owner);
+    const anonymous = call(base, 'POST', '/api/program/optimize', heavy('anon-1'));
+    await until('both admitted', async () => (await jobs(base)).admitted === 2);
+
+    const none = await call(base, 'POST', '/api/program/jobs/mine-1/cancel');
+    expect(none.status).toBe(401);
+    expect(none.body.error.code).toBe('unauthorized');
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    const bad = await call(base, 'POST', '/api/program/jobs/mine-1/cancel', undefined, bearer('not-a-token'));
+    expect(bad.status).toBe(401);
+    expect(bad.body.error.code).toBe('invalid_token');
+    const theirs = await call(base, 'POST', '/api/program/jobs/mine-1/cancel', undefined, other);
+    expect(theirs.status).toBe(403);
+    expect(theirs.body.error).toMatchObject({ code: 'forbidden', details: { job: 'mine-1' } });
+    // a job started without a token belongs to no identity: only its connection (or an operator) ends it
+    expect((await call(base, 'POST', '/api/program/jobs/anon-1/cancel', undefined, other)).status).toBe(403);
+    expect((await call(base, 'POST', '/api/program/jobs/nobody/cancel', undefined, other)).status).toBe(404);
+    // nothing was cancelled by the refused attempts
+    expect((await jobs(base)).cancelled.cancelled).toBe(0);
+    expect((await jobs(base)).admitted).toBe(2);
+
+    const mine = await call(base, 'POST', '/api/program/jobs/mine-1/cancel', undefined, owner);
+    expect(mine.status).toBe(202);
+    expect(mine.body).toMatchObject({ job: 'mine-1', kind: 'optimize', state: 'cancelling' });
+    expect((await running).body.error).toMatchObject({ code: 'cancelled', details: { job: 'mine-1', reason: 'cancelled' } });
+    const operator = bearer(await signIn(base, ['operator']));
+    expect((await call(base, 'POST', '/api/program/jobs/anon-1/cancel', undefined, operator)).status).toBe(202);
+    expect((await anonymous).body.error.code).toBe('cancelled');
   }, 60_000);
 });
 

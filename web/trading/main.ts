@@ -407,7 +407,7 @@ $('bt-mc').addEventListener('click', async () => {
 });
 
 $('bt-cancel').addEventListener('click', () => {
-  if (running) void fetch(`/api/program/jobs/${running}/cancel`, { method: 'POST' });
+  if (running) void session.fetch(`/api/program/jobs/${running}/cancel`, { method: 'POST' });
 });
 
 // ---- start ----------------------------------------------------------------------------------------
