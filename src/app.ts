@@ -74,6 +74,8 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   hub.attachBus(bus);
   await bus.start();
   hub.ready('store', () => store.ping());
+  // the hub's own guards (hub.rateLimit) count in the store on this clock
+  hub.useState(store, clock);
 
   const auth = new AuthService({
     store,
@@ -123,7 +125,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     clock,
     bus,
   });
-  registerTicketRoutes(hub, { service: tickets, store, clock });
+  registerTicketRoutes(hub, { service: tickets });
 
   const blobs = await openBlobStore(config);
   const intake = new IntakeService({ store, clock });
@@ -144,8 +146,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     blobs,
     scanner: config.CLAMD_URL ? new ClamdScanner(config.CLAMD_URL, { timeoutMs: config.CLAMD_TIMEOUT_MS }) : undefined,
     mailer,
-    store,
-    clock,
   });
   // uploaded files no record names (a crash between storing a file and writing its record)
   const sweepBlobs = () =>
@@ -172,20 +172,17 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     service: chat,
     referrals,
     countReceipts: () => chatIntakeLink.countReceipts(),
-    store,
-    clock,
+    now: () => clock.now(),
     limits: {
       sessionsPerHour: config.CHAT_SESSIONS_PER_CLIENT,
       turnsPerMinute: config.CHAT_TURNS_PER_MINUTE,
       lookupsPerMinute: config.CHAT_LOOKUPS_PER_MINUTE,
     },
   });
-  registerIntakeMailRoutes(hub, { intake, store, clock });
+  registerIntakeMailRoutes(hub, { intake, store, now: () => clock.now() });
   registerCoachRoutes(hub, {
     service: new CoachService({ store, clock }),
     ownerSecret: config.COACH_OWNER_SECRET,
-    store,
-    clock,
     callsPerMinute: config.COACH_CALLS_PER_MINUTE,
   });
 
