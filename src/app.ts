@@ -50,6 +50,8 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   hub.attachBus(bus);
   await bus.start();
   hub.ready('store', () => store.ping());
+  // the hub's own guards (hub.rateLimit) count in the store on this clock
+  hub.useState(store, clock);
 
   const platform: Platform = { config, logger, clock, store, bus, processId };
 

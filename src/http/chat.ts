@@ -4,10 +4,7 @@ import { parseReferralCode } from '../chat/referral-code.js';
 import type { ReferralService } from '../chat/referral.js';
 import { MESSAGE_MAX, SESSION_ID_RE, type ChatService } from '../chat/service.js';
 import { shareholderView } from '../chat/shareholder.js';
-import type { Clock } from '../clock.js';
-import { rateLimit } from '../hub/guards.js';
 import { Reply, type Hub } from '../hub/index.js';
-import type { Store } from '../store/port.js';
 
 export interface ChatLimits {
   /** New conversation sessions per client and hour. */
@@ -22,8 +19,8 @@ export interface ChatRoutesOptions {
   service: ChatService;
   referrals: ReferralService;
   countReceipts: () => Promise<number>;
-  store: Store;
-  clock: Clock;
+  /** The shareholder view's time stamp. */
+  now: () => number;
   limits: ChatLimits;
 }
 
@@ -62,11 +59,42 @@ const turnBody = z
     path: ['choice'],
   });
 
+// answers (docs/chat.md)
+const card = z
+  .object({ type: z.enum(['product', 'upsell', 'receipt', 'progress', 'callback', 'share']) })
+  .loose()
+  .describe('product, upsell, receipt, progress, callback or share card (fields by type, docs/chat.md)');
+const turnAnswer = z.object({
+  session: z.string(),
+  stage: z.string(),
+  stageCode: z.number().int(),
+  bot: z.string(),
+  choices: z.array(z.string()),
+  card: card.optional(),
+  receiptNo: z.string().optional(),
+});
+const referralInfo = z.object({
+  code: z.string(),
+  owner: z.object({ customerId: z.number().int(), name: z.string(), phone: z.string() }),
+  uses: z.number().int(),
+  rewards: z.array(
+    z.object({ code: z.string(), side: z.enum(['owner', 'referred']), customerId: z.number().int(), referredCustomerId: z.number().int(), at: z.string() }),
+  ),
+  createdAt: z.string(),
+});
+const shareholder = z.object({
+  cumulativeReceipts: z.number().int(),
+  services: z.array(z.object({}).loose()),
+  entryPoints: z.array(z.object({}).loose()),
+  at: z.string(),
+});
+const issuedCode = z.object({ code: z.string() });
+
 export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
-  const { service, referrals, store, clock, limits } = opts;
-  const startLimit = rateLimit({ store, clock, name: 'chat-start', limit: limits.sessionsPerHour, windowMs: 3_600_000 });
-  const turnLimit = rateLimit({ store, clock, name: 'chat-turn', limit: limits.turnsPerMinute, windowMs: 60_000 });
-  const lookupLimit = rateLimit({ store, clock, name: 'chat-lookup', limit: limits.lookupsPerMinute, windowMs: 60_000 });
+  const { service, referrals, limits } = opts;
+  const startLimit = hub.rateLimit('chat-start', { limit: limits.sessionsPerHour, windowMs: 3_600_000 });
+  const turnLimit = hub.rateLimit('chat-turn', { limit: limits.turnsPerMinute, windowMs: 60_000 });
+  const lookupLimit = hub.rateLimit('chat-lookup', { limit: limits.lookupsPerMinute, windowMs: 60_000 });
 
   hub.page('/chat', '/chat.html', {
     title: '맞춤 상담 · Guided conversation',
@@ -80,6 +108,7 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
       schema: z.object({ subject: z.string().trim().min(1).max(100), referralCode: referralCode.optional() }).strict(),
     },
     guards: [startLimit],
+    response: { 201: turnAnswer },
     cacheControl: 'no-store',
     handler: async (ctx) => Reply.json(await service.start(ctx.body.subject, ctx.body.referralCode), 201),
   });
@@ -88,6 +117,7 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     path: '/api/chat',
     body: { schema: turnBody },
     guards: [turnLimit],
+    response: turnAnswer,
     cacheControl: 'no-store',
     handler: (ctx) => service.turn(ctx.body.session, ctx.body),
   });
@@ -96,6 +126,7 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     path: '/api/chat/:session',
     params: z.object({ session: sessionId }),
     guards: [turnLimit],
+    response: turnAnswer,
     cacheControl: 'no-store',
     handler: (ctx) => service.get(ctx.params.session),
   });
@@ -113,6 +144,7 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
         .strict(),
     },
     guards: [lookupLimit],
+    response: { 200: issuedCode, 201: issuedCode },
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const { code, created } = await referrals.issue(ctx.body);
@@ -124,6 +156,7 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     path: '/api/referral/:code',
     params: z.object({ code: referralCode }),
     guards: [lookupLimit],
+    response: referralInfo,
     cacheControl: 'no-store',
     handler: (ctx) => referrals.info(ctx.params.code),
   });
@@ -131,7 +164,8 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     method: 'GET',
     path: '/api/shareholder',
     guards: [lookupLimit],
+    response: shareholder,
     cacheControl: 'no-store',
-    handler: async () => shareholderView(await opts.countReceipts(), clock.now()),
+    handler: async () => shareholderView(await opts.countReceipts(), opts.now()),
   });
 }

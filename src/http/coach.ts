@@ -1,17 +1,12 @@
 import { z } from 'zod';
 import { OWNER_HEADER, OWNER_ID_RE, ownerFromHeader, signOwner } from '../coach/owner-id.js';
 import { isTimeZone, MAX_ACTIONS, PHASES, STATUSES, type CoachService } from '../coach/service.js';
-import type { Clock } from '../clock.js';
-import { rateLimit } from '../hub/guards.js';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
-import type { Store } from '../store/port.js';
 
 export interface CoachRoutesOptions {
   service: CoachService;
   /** When set, X-Service-Owner must carry an owner id signed with it (see src/coach/owner-id.ts). */
   ownerSecret?: string;
-  store: Store;
-  clock: Clock;
   /** Calls per client and minute on the three owner routes. */
   callsPerMinute: number;
 }
@@ -36,9 +31,23 @@ const ownerBody = z
   })
   .strict();
 
+// answers (docs/coach.md)
+const action = z.object({
+  id: z.string(),
+  title: z.string(),
+  phase: z.enum(PHASES),
+  status: z.string(),
+  reward: z.number(),
+  paidAt: z.string().optional(),
+  completedOn: z.string().optional(),
+});
+const profile = z.object({ vision: z.string().optional(), timeZone: z.string(), points: z.number(), actions: z.array(action) });
+const nudge = z.object({ date: z.string(), title: z.string(), message: z.string(), vision: z.string().optional(), action });
+const registered = profile.extend({ ownerId: z.string(), header: z.string() });
+
 export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
-  const { service, ownerSecret, store, clock } = opts;
-  const limit = rateLimit({ store, clock, name: 'coach', limit: opts.callsPerMinute, windowMs: 60_000 });
+  const { service, ownerSecret } = opts;
+  const limit = hub.rateLimit('coach', { limit: opts.callsPerMinute, windowMs: 60_000 });
   const owner = (ctx: RequestContext) => ownerFromHeader(ctx.headers[OWNER_HEADER], ownerSecret);
 
   hub.page('/coach', '/coach.html', {
@@ -50,6 +59,8 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
     method: 'GET',
     path: '/api/coach/nudge',
     guards: [limit],
+    response: nudge,
+    summary: "The owner's card of the day (204 without a body when no action is open)",
     cacheControl: 'no-store',
     handler: async (ctx) => (await service.nudge(owner(ctx))) ?? Reply.empty(204),
   });
@@ -57,6 +68,7 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
     method: 'GET',
     path: '/api/coach/profile',
     guards: [limit],
+    response: profile,
     cacheControl: 'no-store',
     handler: (ctx) => service.profile(owner(ctx)),
   });
@@ -65,6 +77,7 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
     path: '/api/coach/action',
     body: { schema: z.object({ actionId, status: z.enum(STATUSES) }).strict() },
     guards: [limit],
+    response: z.object({ action, rewarded: z.boolean(), reward: z.number(), points: z.number() }),
     cacheControl: 'no-store',
     handler: (ctx) => service.setAction(owner(ctx), ctx.body.actionId, ctx.body.status),
   });
@@ -74,6 +87,7 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
     params: z.object({ ownerId: z.string().regex(OWNER_ID_RE, 'must be 1 to 64 of A-Z a-z 0-9 _ -') }),
     body: { schema: ownerBody },
     auth: { roles: ['staff'] },
+    response: { 200: registered, 201: registered },
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const { created, profile } = await service.register(ctx.params.ownerId, ctx.body);

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
-import { rateLimit } from '../hub/guards.js';
 import { Reply, type Hub } from '../hub/index.js';
 import { ACCESS_KEY_RE, RECEIPT_RE, type IntakeService } from '../intake/service.js';
 import { mailWrites } from '../mail/mailer.js';
@@ -15,8 +13,10 @@ import type { Store } from '../store/port.js';
  */
 export interface IntakeMailRoutesOptions {
   intake: IntakeService;
+  /** The resend counter and the outbox mail are written together (one atomic store write). */
   store: Store;
-  clock: Clock;
+  /** The mail's queue time. */
+  now: () => number;
   /** Resends per receipt and hour (default 3). */
   perReceiptPerHour?: number;
 }
@@ -27,11 +27,8 @@ const resendCounter = (id: string) => `intake:resend:${id}`;
 const maskEmail = (e: string) => e.replace(/^(.)[^@]*@/, (_m, c: string) => `${c}***@`);
 
 export function registerIntakeMailRoutes(hub: Hub, opts: IntakeMailRoutesOptions): void {
-  const { intake, store, clock } = opts;
-  const perReceipt = rateLimit({
-    store,
-    clock,
-    name: 'intake-resend',
+  const { intake, store } = opts;
+  const perReceipt = hub.rateLimit('intake-resend', {
     limit: opts.perReceiptPerHour ?? 3,
     windowMs: 3_600_000,
     key: (ctx) => (ctx.params as { ref?: string }).ref,
@@ -42,6 +39,7 @@ export function registerIntakeMailRoutes(hub: Hub, opts: IntakeMailRoutesOptions
     params: z.object({ ref: z.string().regex(RECEIPT_RE, 'must be a receipt number such as R261122-000042') }),
     query: z.object({ key: z.string().regex(ACCESS_KEY_RE, 'must be the access key given at registration') }).strict(),
     guards: [perReceipt],
+    response: { 202: z.object({ receiptNo: z.string(), to: z.string(), resend: z.number().int() }) },
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const seen = await intake.track(ctx.params.ref, ctx.query.key); // 404 / 403 invalid_key
@@ -51,7 +49,7 @@ export function registerIntakeMailRoutes(hub: Hub, opts: IntakeMailRoutesOptions
       const n = await store.update<number>([counter], ([cur]) => {
         const next = (typeof cur === 'number' ? cur : 0) + 1;
         return {
-          writes: [{ op: 'set', key: counter, value: next }, ...mailWrites(`intake:${rec.id}:resend:${next}`, receiptMail(rec), clock.now())],
+          writes: [{ op: 'set', key: counter, value: next }, ...mailWrites(`intake:${rec.id}:resend:${next}`, receiptMail(rec), opts.now())],
           result: next,
         };
       });

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
-import { rateLimit } from '../hub/guards.js';
 import { validate, type BodyReader } from '../hub/http.js';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
 import type { Json } from '../store/port.js';
@@ -32,7 +30,6 @@ export interface PaymentRoutesOptions {
   webhookSecret?: string;
   chain?: ChainClient;
   program?: ChallengeProgramPort;
-  clock: Clock;
   /** State-changing requests per user per minute (default 120), counted in the Store. */
   postsPerMinute?: number;
 }
@@ -49,6 +46,25 @@ const units = z.union([z.string().regex(/^\d{1,31}$/, 'must be a positive intege
 const id = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 of A-Z a-z 0-9 _ . -');
 const week = z.string().regex(WEEK_RE, 'must be an ISO week YYYY-Www');
 const reason = z.string().trim().min(1).max(500);
+
+// answers (docs/payment.md). Amounts are strings of minor units; records the relay stores as it
+// received or computed them (a transfer, a receipt, a payout run) are described by their main fields.
+const record = (description: string) => z.object({}).loose().describe(description);
+const pageInfo = z.object({ offset: z.number().int(), limit: z.number().int(), total: z.number().int() });
+const A = {
+  challenges: z.object({ challenges: z.array(z.object({ challenge_id: z.string() }).loose()) }),
+  wallet: z.object({ balance: z.string(), learning_credit: z.string(), collateral: z.string(), decimals: z.number().int(), history: z.array(record('a transfer')), page: pageInfo }).loose(),
+  receipts: z.object({ receipts: z.array(z.object({ receipt_hash: z.string() }).loose()), page: pageInfo }),
+  receipt: z.object({ proof: z.unknown() }).loose().describe('a chained receipt, its chain link and (when the chain answers) its inclusion proof'),
+  ledgerCheck: z.object({
+    ledger: z.object({ ok: z.boolean(), transfers: z.number().int(), accounts: z.number().int(), debits: z.string(), credits: z.string(), mismatches: z.array(z.unknown()) }).loose(),
+    receipts: z.object({ ok: z.boolean(), count: z.number().int(), broken: z.string().optional() }),
+  }),
+  reviews: z.object({ reviews: z.array(record('a payout review')) }),
+  warnings: z.object({ warnings: z.array(z.unknown()) }),
+  event: z.object({ applied: z.boolean(), state: z.string(), outcome: z.string().optional() }),
+  effect: record('the effect of the request (the same answer again for a repeated Idempotency-Key)'),
+};
 
 /** Keeps the raw text beside the parsed JSON (the webhook signature covers the exact bytes). */
 const rawJson: BodyReader = {
@@ -71,7 +87,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
   };
   const uid = (ctx: RequestContext) => ctx.state.user as string;
   // after `user` (guards run in order): each SSO user's POSTs are bounded
-  const userLimit = rateLimit({ store: service.store, clock: opts.clock, name: 'payment-post', limit: opts.postsPerMinute ?? 120, windowMs: 60_000, key: (ctx) => ctx.state.user as string | undefined });
+  const userLimit = hub.rateLimit('payment-post', { limit: opts.postsPerMinute ?? 120, windowMs: 60_000, key: (ctx) => ctx.state.user as string | undefined });
   const userPost = [user, userLimit];
   const sameUser = (ctx: RequestContext, bodyUser: string) => {
     if (bodyUser !== uid(ctx)) throw new AppError('forbidden', 'forbidden', 'user_id does not match the SSO token');
@@ -99,13 +115,14 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
 
   hub.page('/wallet', '/wallet.html', { title: 'Wallet', description: 'Token wallet: balances, history, challenges, peg, payouts, receipts' });
 
-  hub.route({ method: 'GET', path: '/api/token/challenges', handler: () => service.challenges() });
+  hub.route({ method: 'GET', path: '/api/token/challenges', response: A.challenges, handler: () => service.challenges() });
 
   hub.route({
     method: 'POST',
     path: '/api/token/challenge/buy',
     body: { schema: z.object({ challenge_id: id, user_id: z.string().regex(USER_ID_RE, 'must be a user id') }).strict() },
     guards: userPost,
+    response: A.effect,
     handler: (ctx) => {
       sameUser(ctx, ctx.body.user_id);
       return idem(ctx, uid(ctx), (e) => service.buy(uid(ctx), ctx.body.challenge_id, e, opts.program) as Promise<Json>);
@@ -117,16 +134,18 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/wallet',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 10_000 }).default(0) }).strict(),
     guards: [user],
+    response: A.wallet,
     handler: (ctx) => service.wallet(uid(ctx), ctx.query),
   });
 
-  hub.route({ method: 'GET', path: '/api/token/my/challenges', guards: [user], handler: (ctx) => service.myChallenges(uid(ctx)) });
+  hub.route({ method: 'GET', path: '/api/token/my/challenges', guards: [user], response: record('the caller\'s challenges'), handler: (ctx) => service.myChallenges(uid(ctx)) });
 
   hub.route({
     method: 'GET',
     path: '/api/token/peg/:challenge_id',
     params: z.object({ challenge_id: id }),
     guards: [user],
+    response: record('the peg snapshot of a challenge'),
     handler: (ctx) => service.peg(uid(ctx), ctx.params.challenge_id),
   });
 
@@ -135,6 +154,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/payout/request',
     body: { schema: z.object({ week }).strict() },
     guards: userPost,
+    response: A.effect,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => payouts.payout(ctx.body.week, uid(ctx), e)),
   });
 
@@ -143,6 +163,8 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/onramp',
     body: { schema: z.object({ amount_krw: z.number().int('must be an integer').positive('must be positive').max(Number.MAX_SAFE_INTEGER), method: z.enum(['card', 'transfer']) }).strict() },
     guards: userPost,
+    response: A.effect,
+    summary: 'Starts a payment at the banking service: 303 to its page, or 200 with the address for Accept: application/json',
     handler: (ctx) => {
       const host = /^[A-Za-z0-9.:[\]-]{1,100}$/.test(ctx.headers.host ?? '') ? ctx.headers.host! : '127.0.0.1';
       const base = `http://${host}`;
@@ -154,6 +176,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/banking/webhook',
     body: { schema: z.object({ raw: z.string(), json: z.unknown() }), reader: rawJson },
+    response: record('the confirmed on-ramp'),
     handler: async (ctx) => {
       if (!opts.webhookSecret) throw new AppError('unavailable', 'webhook_not_configured', 'BANKING_WEBHOOK_SECRET is not configured');
       const bad = verifyWebhook(opts.webhookSecret, ctx.headers, ctx.body.raw, service.now());
@@ -172,6 +195,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/offramp',
     body: { schema: z.object({ amount: units }).strict() },
     guards: userPost,
+    response: A.effect,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => service.offramp(uid(ctx), ctx.body.amount, e)),
   });
 
@@ -180,6 +204,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/challenge/scale-up',
     body: { schema: z.object({ challenge_id: id }).strict() },
     guards: userPost,
+    response: A.effect,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.scaleUp(uid(ctx), ctx.body.challenge_id, e)),
   });
 
@@ -188,6 +213,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/challenge/withdraw',
     body: { schema: z.object({ challenge_id: id }).strict() },
     guards: userPost,
+    response: A.effect,
     handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.withdraw(uid(ctx), ctx.body.challenge_id, e)),
   });
 
@@ -196,6 +222,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/receipts',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 100_000 }).default(0) }).strict(),
     guards: [user],
+    response: A.receipts,
     handler: (ctx) => service.receipts(uid(ctx), ctx.query),
   });
 
@@ -204,6 +231,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/receipt/:hash',
     params: z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits') }),
     guards: [user],
+    response: A.receipt,
     handler: async (ctx) => {
       const r = await service.receipt(ctx.params.hash, uid(ctx));
       let proof: Json = null;
@@ -217,12 +245,13 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
   });
 
   // ---- operators ------------------------------------------------------------------------------
-  hub.route({ method: 'GET', path: '/api/token/ops/ledger/check', auth: OPERATOR, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
+  hub.route({ method: 'GET', path: '/api/token/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
   hub.route({
     method: 'GET',
     path: '/api/token/ops/reviews',
     auth: OPERATOR,
     query: z.object({ state: z.enum(['open', 'all']).default('open') }).strict(),
+    response: A.reviews,
     handler: (ctx) => payouts.reviews(ctx.query.state === 'open'),
   });
   hub.route({
@@ -231,16 +260,18 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     auth: OPERATOR,
     params: z.object({ id: z.string().regex(/^rv_[A-Za-z0-9_.-]{1,100}$/, 'must be a review id'), action: z.enum(['approve', 'reject']) }),
     body: { schema: z.object({ reason }).strict() },
+    response: A.effect,
     handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, e)),
   });
-  hub.route({ method: 'GET', path: '/api/token/ops/warnings', auth: OPERATOR, handler: () => payouts.warnings() });
-  hub.route({ method: 'GET', path: '/api/token/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), handler: (ctx) => payouts.report(ctx.params.week) });
+  hub.route({ method: 'GET', path: '/api/token/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
+  hub.route({ method: 'GET', path: '/api/token/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });
   hub.route({
     method: 'POST',
     path: '/api/token/ops/payout-runs/:week',
     auth: OPERATOR,
     params: z.object({ week }),
     body: { schema: z.object({}).strict().optional(), optional: true },
+    response: A.effect,
     handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, async () => payouts.runWeek(ctx.params.week)),
   });
   hub.route({
@@ -249,6 +280,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     auth: OPERATOR,
     params: z.object({ id }),
     body: { schema: z.object({ outcome: z.enum(['pass', 'fail']), reason }).strict() },
+    response: A.effect,
     handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => lifecycle.judge(ctx.params.id, ctx.body.outcome, ctx.identity!.name, ctx.body.reason, e)),
   });
   hub.route({
@@ -262,6 +294,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
         z.object({ type: z.literal('violation'), event_id: id, rule: z.string().regex(/^[a-z_]{1,40}$/), ts: z.number().int().positive().optional() }).strict(),
       ]),
     },
+    response: A.event,
     handler: (ctx) =>
       idem(ctx, `op:${ctx.identity!.id}`, async () => lifecycle.event(ctx.params.id, { ...ctx.body, ts: ctx.body.ts ?? service.now() }) as unknown as Json),
   });
@@ -270,6 +303,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     path: '/api/token/ops/pool/fund',
     auth: OPERATOR,
     body: { schema: z.object({ amount: units }).strict() },
+    response: A.effect,
     handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => service.fundPool(ctx.body.amount, ctx.identity!.name, e)),
   });
 }

@@ -1,8 +1,6 @@
 import { z } from 'zod';
 import type { BlobStore } from '../blobs/port.js';
-import type { Clock } from '../clock.js';
 import { AppError, badRequest } from '../errors.js';
-import { rateLimit } from '../hub/guards.js';
 import { Reply, type Hub, type Principal, type RequestContext, type UploadedFile } from '../hub/index.js';
 import { parseIntakeInput } from '../intake/input.js';
 import { RECEIPT_RE, type IntakeService } from '../intake/service.js';
@@ -12,7 +10,6 @@ import { DOC_TYPES, STATUSES, catalogue } from '../rental/catalog.js';
 import type { StoredFile } from '../rental/files.js';
 import type { Review } from '../rental/review.js';
 import { PARTNER_TOPIC, type RentalService } from '../rental/service.js';
-import type { Store } from '../store/port.js';
 import { inspectUpload, type Scanner } from '../uploads/index.js';
 import { note } from '../text.js';
 import { qInt } from './query.js';
@@ -32,9 +29,6 @@ export interface RentalRoutesOptions {
   blobs: BlobStore;
   scanner?: Scanner;
   mailer: Mailer;
-  /** Rate-limit counters. */
-  store: Store;
-  clock: Clock;
   limits?: { submit?: Limit; track?: Limit };
 }
 
@@ -49,6 +43,24 @@ const FORM_FIELDS = ['type', 'applicantType', 'organization', 'department', 'con
 const partner = { roles: ['partner'] } as const;
 const key = z.string({ error: 'is required: the access key given at submission' }).min(1).max(100);
 const subId = z.string().max(40);
+
+// answers (docs/rental.md): an application as clients see it has the common intake fields and the
+// rental's own (product, fees, documents) beside them
+const application = z
+  .object({ id: z.string(), receiptNo: z.string(), type: z.string(), status: z.string(), createdAt: z.string(), updatedAt: z.string() })
+  .loose();
+const submitted = application.extend({ accessKey: z.string() });
+const catalogueAnswer = z.object({
+  termMonths: z.number().int(),
+  products: z.array(z.object({ type: z.string(), monthlyFee: z.number(), fees: z.record(z.string(), z.number()) }).loose()),
+  buildingTypes: z.array(z.object({ value: z.string(), label: z.string() })),
+  documents: z.array(z.object({ field: z.string(), label: z.string() })),
+  statuses: z.array(z.object({ value: z.string(), label: z.string() })),
+});
+const counters = z.object({ total: z.number(), pending: z.number(), documents_submitted: z.number(), under_review: z.number(), approved: z.number(), rejected: z.number() });
+const listAnswer = z.object({ items: z.array(application), page: z.number(), pageSize: z.number(), matched: z.number(), pages: z.number(), counters });
+const auditEntry = z.object({ at: z.string(), actor: z.string(), client: z.string(), action: z.string(), target: z.string().nullable(), result: z.string(), detail: z.string().nullable() });
+const keptMail = z.object({ id: z.string(), at: z.string(), to: z.string(), subject: z.string() }).loose();
 
 /**
  * Every received file: virus scan, type by content (the name's extension must agree), then
@@ -111,9 +123,9 @@ export function attachment(filename: string): string {
 }
 
 export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void {
-  const { intake, service, review, audit, blobs, scanner, mailer, store, clock } = opts;
-  const submitLimit = rateLimit({ store, clock, name: 'intake-submit', ...(opts.limits?.submit ?? { limit: 30, windowMs: 600_000 }) });
-  const trackLimit = rateLimit({ store, clock, name: 'intake-track', ...(opts.limits?.track ?? { limit: 120, windowMs: 60_000 }) });
+  const { intake, service, review, audit, blobs, scanner, mailer } = opts;
+  const submitLimit = hub.rateLimit('intake-submit', opts.limits?.submit ?? { limit: 30, windowMs: 600_000 });
+  const trackLimit = hub.rateLimit('intake-track', opts.limits?.track ?? { limit: 120, windowMs: 60_000 });
   const isPartner = (p: Principal | undefined) => !!p && hub.auth.allows(p, partner.roles);
   const downloads = new Turns(4, 64);
 
@@ -133,7 +145,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
 
   // ---- intake (public) -----------------------------------------------------------------------
   const products = catalogue();
-  hub.route({ method: 'GET', path: '/api/rental/products', cacheControl: 'no-cache', handler: () => products });
+  hub.route({ method: 'GET', path: '/api/rental/products', response: catalogueAnswer, cacheControl: 'no-cache', handler: () => products });
 
   hub.route({
     method: 'POST',
@@ -143,6 +155,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       multipart: { files: DOC_TYPES, fields: FORM_FIELDS, maxFields: 16 },
     },
     guards: [submitLimit],
+    response: { 201: submitted },
     cacheControl: 'no-store',
     handler: async (ctx) => {
       // the fields first: a bad form is refused before any file is scanned or stored
@@ -160,6 +173,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     params: z.object({ ref: z.string().regex(RECEIPT_RE, 'must be a receipt number such as R261122-000042') }),
     query: z.object({ key }).strict(),
     guards: [trackLimit],
+    response: application,
     cacheControl: 'no-store',
     handler: (ctx) => intake.track(ctx.params.ref, ctx.query.key),
   });
@@ -171,6 +185,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     query: z.object({ key }).strict(),
     body: { schema: z.record(z.string(), z.unknown()), multipart: { files: DOC_TYPES, fields: [] } },
     guards: [trackLimit],
+    response: application,
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const files = ctx.files ?? [];
@@ -200,6 +215,8 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
         format: z.enum(['json', 'csv']).optional(),
       })
       .strict(),
+    response: listAnswer,
+    summary: 'Applications, paged and filtered (format=csv: the same rows as text/csv)',
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const { status, q, format } = ctx.query;
@@ -228,6 +245,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
         })
         .refine((b) => b.result !== 'rejected' || b.reason !== undefined, { path: ['reason'], message: 'is required when the result is rejected' }),
     },
+    response: application,
     cacheControl: 'no-store',
     handler: (ctx) => service.check(ctx.params.id, ctx.params.docType, ctx.body, actor(ctx), ctx.remoteAddress),
   });
@@ -237,6 +255,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     path: '/api/partner/audit',
     auth: partner,
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }).strict(),
+    response: z.object({ entries: z.array(auditEntry) }),
     cacheControl: 'no-store',
     handler: async (ctx) => ({ entries: await audit.entries(ctx.query.limit ?? 100) }),
   });
@@ -248,6 +267,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     auth: { optional: true },
     params: z.object({ subId, filename: z.string().max(100) }),
     query: z.object({ key: key.optional(), access_token: z.string().optional() }).strict(),
+    summary: 'A stored document (its own media type), for the partner or the applicant',
     cacheControl: 'private, no-store',
     handler: async (ctx) => {
       const { subId: id, filename } = ctx.params;
@@ -282,6 +302,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     path: '/api/mail',
     auth: { roles: ['operator'] },
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }).strict(),
+    response: z.object({ sending: z.boolean(), mails: z.array(keptMail) }),
     cacheControl: 'no-store',
     handler: async (ctx) => ({ sending: mailer.sending, mails: await mailer.kept(ctx.query.limit ?? 100) }),
   });

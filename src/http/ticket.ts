@@ -1,9 +1,6 @@
 import { z } from 'zod';
-import type { Clock } from '../clock.js';
-import { rateLimit } from '../hub/guards.js';
 import { validate } from '../hub/http.js';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
-import type { Store } from '../store/port.js';
 import { THEME_IDS } from '../ticket/bingo.js';
 import { CODE_ALPHABET, parseCode } from '../ticket/code.js';
 import {
@@ -39,9 +36,6 @@ export const DEFAULT_TICKET_LIMITS: TicketLimits = {
 
 export interface TicketRoutesOptions {
   service: TicketService;
-  /** The rate-limit counters live here. */
-  store: Store;
-  clock: Clock;
   limits?: Partial<TicketLimits>;
 }
 
@@ -71,6 +65,43 @@ const scanFields = {
 const checkInBody = z.object({ code: z.string().max(256), source: z.enum(['camera', 'manual']).default('manual'), ...scanFields }).strict();
 const checkInByIdBody = z.object(scanFields).strict().optional();
 
+// answers (docs/ticket.md)
+const nullable = z.string().nullable();
+const status = z.enum(['entry_allowed', 'checked_in', 'cancelled']);
+const source = z.enum(['camera', 'manual', 'api']);
+const show = z.object({ id: z.string(), name: z.string(), venue: z.string(), date: z.string(), created_at: z.string() }).loose();
+const brief = z.object({ reservation_id: z.string(), code: z.string(), show_name: z.string(), venue: z.string(), date: z.string(), seat: z.string(), status });
+const ticketView = z.object({
+  reservation_id: z.string(),
+  code: z.string(),
+  show_id: z.string(),
+  show_name: z.string(),
+  venue: z.string(),
+  date: z.string(),
+  seat: z.string(),
+  amount_paid: z.number(),
+  holder: nullable,
+  status,
+  checked_in_at: nullable,
+  checked_in_by: z.object({ scanner: z.string(), gate: nullable }).nullable(),
+  cancelled_at: nullable,
+  qr_code: z.string(),
+  qr_image: z.string(),
+  bingo_cards: z.array(z.object({}).loose()),
+  page_url: z.string(),
+});
+const checkedIn = z.object({
+  status: z.literal('ok'),
+  replayed: z.boolean(),
+  ticket: brief,
+  checkin: z.object({ at: z.string(), scanner: z.string(), gate: nullable, nonce: nullable }),
+});
+const cancelled = brief.extend({ cancelled_at: nullable, cancel_reason: nullable });
+const checkInEvent = brief.omit({ status: true }).extend({ type: z.literal('checkin'), at: z.string(), scanner: z.string(), gate: nullable, source }).loose();
+const auditEntry = z
+  .object({ at: z.string(), result: z.string(), code: nullable, reservation_id: nullable, scanner: z.string(), gate: nullable, source, nonce: nullable, via: z.enum(['code', 'id']), replayed: z.boolean() })
+  .loose();
+
 /**
  * Who a check-in counts against: the scanner device (or staff account) from its token, so the
  * limits of one door device do not starve the others on a venue's one shared address.
@@ -89,7 +120,7 @@ function scanOrigin(ctx: RequestContext, body: { scanner?: string; gate?: string
 }
 
 export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void {
-  const { service, store, clock } = opts;
+  const { service } = opts;
   const limits = { ...DEFAULT_TICKET_LIMITS, ...opts.limits };
   hub.topic({
     name: CHECKIN_TOPIC,
@@ -111,17 +142,14 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       client: client(ctx),
     });
   };
-  const manualLimit = rateLimit({
-    store,
-    clock,
-    name: 'ticket-manual',
+  const manualLimit = hub.rateLimit('ticket-manual', {
     ...limits.manual,
     key: (ctx) => ((ctx.body as { source?: string } | undefined)?.source === 'camera' ? undefined : client(ctx)),
     onLimited: (ctx) => refusedByLimit(ctx, 'code'),
   });
   const checkinLimit = (via: 'code' | 'id') =>
-    rateLimit({ store, clock, name: 'ticket-checkin', ...limits.checkin, onLimited: (ctx) => refusedByLimit(ctx, via) });
-  const lookupLimit = rateLimit({ store, clock, name: 'ticket-lookup', ...limits.lookup });
+    hub.rateLimit('ticket-checkin', { ...limits.checkin, onLimited: (ctx) => refusedByLimit(ctx, via) });
+  const lookupLimit = hub.rateLimit('ticket-lookup', limits.lookup);
 
   // ---- pages ---------------------------------------------------------------------------------
   hub.page('/mticket/:code', '/mticket.html', {
@@ -148,12 +176,14 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
         })
         .strict(),
     },
+    response: { 201: show },
     handler: async (ctx) => Reply.json(await service.createShow(ctx.body), 201),
   });
   hub.route({
     method: 'GET',
     path: '/api/shows/:id',
     params: z.object({ id: showId }),
+    response: show,
     handler: (ctx) => service.show(ctx.params.id),
   });
   hub.route({
@@ -171,6 +201,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
         })
         .strict(),
     },
+    response: { 201: ticketView },
     handler: async (ctx) => Reply.json(await service.book(ctx.body), 201),
   });
 
@@ -180,6 +211,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     path: '/api/mticket/:qrCode',
     params: z.object({ qrCode: ticketCode }),
     guards: [lookupLimit],
+    response: ticketView,
     cacheControl: 'no-store',
     handler: (ctx) => service.ticket(ctx.params.qrCode),
   });
@@ -197,6 +229,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     params: z.object({ qrCode: ticketCode }),
     body: { schema: z.object({ theme: z.enum(THEME_IDS).optional() }).strict().optional(), optional: true },
     guards: [lookupLimit],
+    response: { 201: ticketView },
     handler: async (ctx) => Reply.json(await service.addCard(ctx.params.qrCode, ctx.body?.theme), 201),
   });
 
@@ -207,6 +240,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     auth: SCANNER,
     body: { schema: checkInBody },
     guards: [checkinLimit('code'), manualLimit],
+    response: { 201: checkedIn },
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const b = ctx.body;
@@ -227,6 +261,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     auth: SCANNER,
     body: { schema: checkInByIdBody, optional: true },
     guards: [checkinLimit('id')],
+    response: { 201: checkedIn },
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const b = ctx.body ?? {};
@@ -240,6 +275,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     auth: STAFF,
     params: z.object({ id: reservationId }),
     body: { schema: z.object({ reason: label(200).optional() }).strict().optional(), optional: true },
+    response: cancelled,
     cacheControl: 'no-store',
     handler: (ctx) => service.cancel(ctx.params.id, ctx.body?.reason),
   });
@@ -248,6 +284,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     path: '/api/checkins',
     auth: SCANNER,
     query: z.object({ limit: qInt({ min: 1, max: 500 }).optional() }).strict(),
+    response: z.object({ checkins: z.array(checkInEvent) }),
     cacheControl: 'no-store',
     handler: async (ctx) => ({ checkins: await service.recentCheckIns(ctx.query.limit ?? 50) }),
   });
@@ -258,6 +295,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     query: z
       .object({ limit: qInt({ min: 1, max: 1000 }).optional(), reservation_id: reservationId.optional() })
       .strict(),
+    response: z.object({ entries: z.array(auditEntry) }),
     cacheControl: 'no-store',
     handler: async (ctx) => ({
       entries: await service.auditLog({ limit: ctx.query.limit ?? 100, reservation_id: ctx.query.reservation_id }),

@@ -30,8 +30,7 @@ export function chatModule(p: Platform, deps: { intake: IntakeService }): Servic
         service,
         referrals,
         countReceipts: () => link.countReceipts(),
-        store,
-        clock,
+        now: () => clock.now(),
         limits: {
           sessionsPerHour: config.CHAT_SESSIONS_PER_CLIENT,
           turnsPerMinute: config.CHAT_TURNS_PER_MINUTE,
@@ -49,7 +48,7 @@ export function coachModule(p: Platform): ServiceModule {
   return {
     name: 'coach',
     routes(hub) {
-      registerCoachRoutes(hub, { service, ownerSecret: config.COACH_OWNER_SECRET, store, clock, callsPerMinute: config.COACH_CALLS_PER_MINUTE });
+      registerCoachRoutes(hub, { service, ownerSecret: config.COACH_OWNER_SECRET, callsPerMinute: config.COACH_CALLS_PER_MINUTE });
     },
   };
 }

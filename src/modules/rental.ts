@@ -43,10 +43,8 @@ export async function rentalModule(p: Platform, deps: { mailer: Mailer }): Promi
         blobs,
         scanner: config.CLAMD_URL ? new ClamdScanner(config.CLAMD_URL, { timeoutMs: config.CLAMD_TIMEOUT_MS }) : undefined,
         mailer: deps.mailer,
-        store,
-        clock,
       });
-      registerIntakeMailRoutes(hub, { intake, store, clock });
+      registerIntakeMailRoutes(hub, { intake, store, now: () => clock.now() });
     },
     start() {
       timer = setInterval(sweep, Math.min(config.BLOB_ORPHAN_GRACE_MS, 600_000));

@@ -9,7 +9,7 @@ export function ticketModule(p: Platform): ServiceModule {
   return {
     name: 'ticket',
     routes(hub) {
-      registerTicketRoutes(hub, { service, store, clock });
+      registerTicketRoutes(hub, { service });
     },
   };
 }

@@ -36,13 +36,15 @@ async function hubWith(store: Store, clock: ManualClock, limited: string[] = [])
     ],
     handler: () => ({ ok: true }),
   });
-  const port = await hub.listen('127.0.0.1', 0);
   cleanup.push(() => hub.stop());
-  return `http://127.0.0.1:${port}`;
+  return hub;
 }
 
-const hit = (base: string, client?: string) =>
-  fetch(`${base}/limited`, { headers: client ? { 'x-client': client } : {} });
+/** In process (hub.inject): the counting is the point here, not the socket. */
+const hit = async (hub: Hub, client?: string) => {
+  const a = await hub.inject('GET', '/limited', { headers: client ? { 'x-client': client } : {} });
+  return { status: a.status, headers: new Headers(a.headers), json: async () => a.body };
+};
 
 describe('rateLimit guard', () => {
   it('allows `limit` requests per client and window, then 429 with Retry-After until the window ends', async () => {
@@ -50,9 +52,9 @@ describe('rateLimit guard', () => {
     cleanup.push(() => store.close());
     const clock = new ManualClock(1_000_000_000_000 + 4_000); // 4 s into a 10 s window
     const limited: string[] = [];
-    const base = await hubWith(store, clock, limited);
-    for (let i = 0; i < 3; i++) expect((await hit(base, 'a')).status).toBe(200);
-    const refused = await hit(base, 'a');
+    const h = await hubWith(store, clock, limited);
+    for (let i = 0; i < 3; i++) expect((await hit(h, 'a')).status).toBe(200);
+    const refused = await hit(h, 'a');
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('6');
     expect((await refused.json()).error).toEqual({
@@ -62,19 +64,19 @@ describe('rateLimit guard', () => {
     });
     expect(limited).toEqual(['a']);
     // other clients have their own count; an uncounted key passes freely
-    expect((await hit(base, 'b')).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await hit(base, 'trusted')).status).toBe(200);
+    expect((await hit(h, 'b')).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await hit(h, 'trusted')).status).toBe(200);
     // refused requests do not count; the next window starts afresh
     clock.advance(6_000);
-    for (let i = 0; i < 3; i++) expect((await hit(base, 'a')).status).toBe(200);
-    expect((await hit(base, 'a')).status).toBe(429);
+    for (let i = 0; i < 3; i++) expect((await hit(h, 'a')).status).toBe(200);
+    expect((await hit(h, 'a')).status).toBe(429);
   });
 
   it('counts concurrent requests exactly', async () => {
     const store = await openLmdbStore({ path: tempDir('guards-conc') });
     cleanup.push(() => store.close());
-    const base = await hubWith(store, new ManualClock(0));
-    const statuses = await Promise.all(Array.from({ length: 12 }, () => hit(base, 'c').then((r) => r.status)));
+    const h = await hubWith(store, new ManualClock(0));
+    const statuses = await Promise.all(Array.from({ length: 12 }, () => hit(h, 'c').then((r) => r.status)));
     expect(statuses.filter((s) => s === 200)).toHaveLength(3);
     expect(statuses.filter((s) => s === 429)).toHaveLength(9);
   });

@@ -10,7 +10,15 @@ import { call, get } from '../support/http.js';
 import { tempDir } from '../support/process.js';
 
 /** Route modules whose every route declares its response schema (the rest are listed, not failed). */
-const DECLARED = ['/healthz', '/readyz', '/openapi.json', '/api/md/'];
+const DECLARED = [
+  '/healthz', '/readyz', '/openapi.json', '/pages', '/api/md/',
+  // identity, ticketing, rental intake and review, conversation, coaching, payment relay
+  '/api/auth/', '/api/partner/', '/api/shows', '/api/reservations', '/api/mticket/', '/api/checkin', '/api/tickets/',
+  '/api/rental/', '/api/subscriptions', '/api/uploads/', '/api/mail', '/api/chat', '/api/referral', '/api/shareholder',
+  '/api/coach/', '/api/token/',
+];
+/** Routes whose answer is not JSON (an image, a stored document): nothing to declare as a JSON schema. */
+const NOT_JSON = ['GET /api/mticket/:qrCode/qr.png', 'GET /api/uploads/:subId/:filename'];
 
 let maru: Maru;
 let doc: any;
@@ -62,7 +70,7 @@ describe('/openapi.json', () => {
   it('every route declares its response schema (the modules not done yet are listed)', () => {
     const json = maru.hub.api.routes().filter((r) => r.kind === 'route');
     const undeclared = json.filter((r) => responsesOf(r.def.response).size === 0).map((r) => `${r.method} ${r.path}`);
-    const mustHave = undeclared.filter((r) => DECLARED.some((p) => r.split(' ')[1]!.startsWith(p)));
+    const mustHave = undeclared.filter((r) => !NOT_JSON.includes(r) && DECLARED.some((p) => r.split(' ')[1]!.startsWith(p)));
     expect(mustHave).toEqual([]);
     if (undeclared.length) console.info(`routes without a response schema yet (${undeclared.length}):\n  ${undeclared.join('\n  ')}`);
   });

@@ -8,6 +8,7 @@ import { Hub } from '../../src/hub/index.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { connectTopics } from '../support/ws.js';
+import { waitFor } from '../support/wait.js';
 
 let hub: Hub;
 let bus: Bus;
@@ -121,10 +122,7 @@ async function sse(path: string, lastEventId?: string) {
       // aborted
     }
   })();
-  const until = async (pred: () => boolean) => {
-    for (let i = 0; i < 200 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
-    expect(pred()).toBe(true);
-  };
+  const until = (pred: () => boolean) => waitFor(pred, 2000, 'stream events');
   return { events, lastId: () => ids[ids.length - 1], until, close: () => ctl.abort() };
 }
 

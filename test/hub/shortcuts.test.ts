@@ -5,13 +5,12 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Hub, Reply } from '../../src/hub/index.js';
-import { call, get } from '../support/http.js';
+import { inject } from '../support/inject.js';
 
 let hub: Hub;
-let base: string;
 const items = new Map<string, string>();
 
-beforeAll(async () => {
+beforeAll(() => {
   hub = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: mkdtempSync(join(tmpdir(), 'maru-web-')), shutdownGraceMs: 200 });
   const id = z.object({ id: z.string().regex(/^\w{1,8}$/) });
   const item = z.object({ id: z.string(), text: z.string() });
@@ -27,21 +26,20 @@ beforeAll(async () => {
     })
     .del('/items/:id', { params: id }, (ctx) => void items.delete(ctx.params.id))
     .get('/sum', { query: z.object({ a: z.coerce.number().int(), b: z.coerce.number().int() }), response: z.object({ sum: z.number() }) }, (ctx) => ({ sum: ctx.query.a + ctx.query.b }));
-  base = `http://127.0.0.1:${await hub.listen('127.0.0.1', 0)}`;
 });
 afterAll(() => hub.stop());
 
 describe('route method shortcuts', () => {
   it('declare one route per line with the same validation, statuses and documentation as hub.route', async () => {
-    expect((await call(base, 'POST', '/items', { id: 'a', text: '하나' })).status).toBe(201);
-    expect((await get(base, '/items/a')).body).toEqual({ id: 'a', text: '하나' });
-    expect((await call(base, 'PUT', '/items/a', { text: '둘' })).body).toEqual({ id: 'a', text: '둘' });
-    expect((await call(base, 'DELETE', '/items/a')).status).toBe(204);
-    expect((await get(base, '/sum?a=2&b=3')).body).toEqual({ sum: 5 });
-    expect((await get(base, '/sum?a=x&b=3')).body.error.code).toBe('invalid_query');
-    expect((await call(base, 'POST', '/items', { id: 'toolongname', text: '' })).body.error.code).toBe('invalid_body');
-    expect((await call(base, 'PATCH', '/items/a')).status).toBe(405);
-    const doc = (await get(base, '/openapi.json')).body;
+    expect((await inject(hub, 'POST', '/items', { id: 'a', text: '하나' })).status).toBe(201);
+    expect((await inject(hub, 'GET', '/items/a')).body).toEqual({ id: 'a', text: '하나' });
+    expect((await inject(hub, 'PUT', '/items/a', { text: '둘' })).body).toEqual({ id: 'a', text: '둘' });
+    expect((await inject(hub, 'DELETE', '/items/a')).status).toBe(204);
+    expect((await inject(hub, 'GET', '/sum?a=2&b=3')).body).toEqual({ sum: 5 });
+    expect((await inject(hub, 'GET', '/sum?a=x&b=3')).body.error.code).toBe('invalid_query');
+    expect((await inject(hub, 'POST', '/items', { id: 'toolongname', text: '' })).body.error.code).toBe('invalid_body');
+    expect((await inject(hub, 'PATCH', '/items/a')).status).toBe(405);
+    const doc = (await inject(hub, 'GET', '/openapi.json')).body;
     expect(Object.keys(doc.paths['/items/{id}'])).toEqual(['get', 'put', 'delete']);
     expect(doc.paths['/items'].post.responses['201'].content['application/json'].schema.required).toEqual(['id', 'text']);
   });

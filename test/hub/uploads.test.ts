@@ -14,6 +14,7 @@ import { sweepTempUploads } from '../../src/hub/multipart.js';
 import { inspectUpload } from '../../src/uploads/index.js';
 import { call, until, type Answer } from '../support/http.js';
 import { makeExe, makeHwp, makeHwpx, makePdf, multipart, type Part } from '../support/uploads.js';
+import { sleep } from '../support/wait.js';
 
 /**
  * The streaming multipart route option, shown with a route that exists only in this test: three
@@ -32,7 +33,7 @@ beforeAll(async () => {
   hub = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: root, shutdownGraceMs: 500, uploads: { tempDir, maxFileBytes: FILE_LIMIT } });
   // a look-up that takes a while, as a store round trip does: the body arrives meanwhile
   hub.authenticate(async (token) => {
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     return token === 'partner-token' ? { id: 'p1', name: 'partner', roles: ['partner'], kind: 'account' } : undefined;
   });
   const upload = {

@@ -6,6 +6,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EICAR } from './uploads.js';
+import { sleep } from './wait.js';
 
 export const CLAMD = process.env.CLAMD_BIN ?? '/usr/sbin/clamd';
 
@@ -79,7 +80,7 @@ export async function startClamd(opts: { streamMaxLength?: string } = {}): Promi
       child.kill('SIGKILL');
       throw new Error(`clamd did not start: ${stderr.slice(-500)}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   const pid = child.pid!;
   return {

@@ -60,9 +60,25 @@ export async function checkContract(url: string, method: string, status: number,
   if (u.pathname === '/openapi.json') return;
   // the hub's request ids are `<instance prefix>-<n>`
   const c = await load(u.origin, requestId.replace(/-\d+$/, ''));
-  if (!c) return;
+  if (c) check(c, u.pathname, method, status, body);
+}
+
+const byDocument = new WeakMap<object, Compiled>();
+
+/**
+ * The same check against a document in hand (an in-process hub's `hub.api.document()`, for answers
+ * from hub.inject). The document object is compiled once.
+ */
+export function checkAgainst(doc: object, pathname: string, method: string, status: number, body: unknown): void {
+  if (pathname === '/openapi.json') return;
+  let c = byDocument.get(doc);
+  if (!c) byDocument.set(doc, (c = compile(doc as Doc)));
+  check(c, pathname, method, status, body);
+}
+
+function check(c: Compiled, pathname: string, method: string, status: number, body: unknown): void {
   const m = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
-  const route = c.routes.find((r) => r.method === m && r.re.test(u.pathname));
+  const route = c.routes.find((r) => r.method === m && r.re.test(pathname));
   if (!route) return;
   const schema = route.op.responses?.[String(status)]?.content?.['application/json']?.schema;
   if (!schema) return;

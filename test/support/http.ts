@@ -41,18 +41,5 @@ export const get = (base: string, path: string, headers?: Record<string, string>
 export const post = (base: string, path: string, body: unknown, headers?: Record<string, string>) =>
   call(base, 'POST', path, body, headers);
 
-/** Polls `f` until it gives a truthy value (returned), or fails naming `what` after the time-out. */
-export async function until<T>(
-  what: string,
-  f: () => T | undefined | false | null | Promise<T | undefined | false | null>,
-  timeoutMs = 15_000,
-  everyMs = 25,
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+/** Polling lives in wait.ts; re-exported for the tests that import it from here. */
+export { until } from './wait.js';
