@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { codec, decodeList } from '../../src/store/codec.js';
+import type { Json } from '../../src/store/port.js';
 
 interface Owner {
   id: string;
@@ -20,7 +21,8 @@ describe('record codecs', () => {
   });
 
   it('refuses a stored value that is not the family (a corrupt record is a 500, not a half-typed object)', () => {
-    for (const bad of [1, 'a', true, [1], { id: 1, uses: 2 }, { id: 'a' }]) {
+    const bads: Json[] = [1, 'a', true, [1], { id: 1, uses: 2 }, { id: 'a' }];
+    for (const bad of bads) {
       const err = (() => {
         try {
           owners.decode(bad);
