@@ -276,10 +276,11 @@ describe('payment relay over HTTP', () => {
     expect(p1.body.page.total).toBe(3);
     expect(p2.body.history[0].id).not.toBe(p1.body.history[0].id);
     // a slow peg keeps the first purchase running; the same key again meanwhile is 409
-    for (const p of peers.prices) p.knobs.delayMs = 250;
+    // (the peg is held for 2 s, so the second request meets the first in flight even on a busy machine)
+    for (const p of peers.prices) p.knobs.delayMs = 2000;
     const k = key();
     const first = postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'gina' }, h, k);
-    await new Promise((r) => setTimeout(r, 80));
+    await new Promise((r) => setTimeout(r, 400));
     const second = await postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'gina' }, h, k);
     for (const p of peers.prices) p.knobs.delayMs = 0;
     expect(second.status).toBe(409);
