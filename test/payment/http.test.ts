@@ -29,7 +29,7 @@ describe('payment relay over HTTP', () => {
         HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-http'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
         SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
         BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url,
-        PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), PEG_TIMEOUT_MS: '300', PAYMENT_POSTS_PER_MINUTE: '40', OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
+        PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), PEG_TIMEOUT_MS: '1500', PAYMENT_POSTS_PER_MINUTE: '40', OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
       }),
       { clock, logger: silent },
     );
@@ -172,7 +172,7 @@ describe('payment relay over HTTP', () => {
     await topUp('dave', 300_000);
     const before = (await call(base, 'GET', '/api/token/wallet', undefined, h)).body.balance;
     peers.prices[0]!.knobs.failRate = 1;
-    peers.prices[1]!.knobs.delayMs = 2000; // slower than PEG_TIMEOUT_MS
+    peers.prices[1]!.knobs.delayMs = 3000; // slower than PEG_TIMEOUT_MS
     const down = await postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'dave' }, h);
     expect(down.status).toBe(503);
     expect(down.body.error.code).toBe('peg_unavailable');
@@ -276,11 +276,11 @@ describe('payment relay over HTTP', () => {
     expect(p1.body.page.total).toBe(3);
     expect(p2.body.history[0].id).not.toBe(p1.body.history[0].id);
     // a slow peg keeps the first purchase running; the same key again meanwhile is 409
-    // (the peg is held for 2 s, so the second request meets the first in flight even on a busy machine)
-    for (const p of peers.prices) p.knobs.delayMs = 2000;
+    // (the peg is held for 1 s, within PEG_TIMEOUT_MS, so the second request meets the first in flight even on a busy machine)
+    for (const p of peers.prices) p.knobs.delayMs = 1000;
     const k = key();
     const first = postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'gina' }, h, k);
-    await new Promise((r) => setTimeout(r, 400));
+    await new Promise((r) => setTimeout(r, 300));
     const second = await postK('/api/token/challenge/buy', { challenge_id: 'starter_10k', user_id: 'gina' }, h, k);
     for (const p of peers.prices) p.knobs.delayMs = 0;
     expect(second.status).toBe(409);
