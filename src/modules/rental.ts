@@ -21,7 +21,6 @@ export async function rentalModule(p: Platform, deps: { mailer: Mailer }): Promi
     clock,
     bus,
     blobs,
-    onPublishError: (err) => logger.warn({ err }, 'rental event not published'),
     onBlobError: (err, key) => logger.warn({ err, key }, 'rental file not deleted'),
   });
   // uploaded files no record names (a crash between storing a file and writing its record)

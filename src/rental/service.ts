@@ -62,7 +62,6 @@ export interface RentalServiceOptions {
   clock: Clock;
   bus: Bus;
   blobs: Pick<BlobStore, 'get' | 'delete'>;
-  onPublishError?: (err: unknown) => void;
   onBlobError?: (err: unknown, key: string) => void;
 }
 
@@ -319,7 +318,7 @@ export class RentalService {
   }
 
   private publish(message: Json): void {
-    this.opts.bus.publish(PARTNER_TOPIC, message).catch((err) => this.opts.onPublishError?.(err));
+    this.opts.bus.emit(PARTNER_TOPIC, message);
   }
 }
 
