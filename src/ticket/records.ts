@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { codec } from '../store/codec.js';
+import type { BingoCard } from './bingo.js';
+
+/**
+ * The records of ticketing as they are stored (shows, reservations, the check-in list and the
+ * audit), their codecs, and the small views the check-in answers and events carry.
+ */
+
+/** Bus topic of every successful check-in: all open scanner pages listen. */
+export const CHECKIN_TOPIC = 'checkins';
+/** Bus topic of one ticket's changes (`mticket:TK-...`): the holder's ticket page listens. */
+export const ticketTopic = (code: string) => `mticket:${code}`;
+
+/** The document's three states: entry allowed, checked in, cancelled. */
+export type TicketStatus = 'entry_allowed' | 'checked_in' | 'cancelled';
+/** How the code reached the server: a camera scan, typed by staff, or another system by id. */
+export type CheckInSource = 'camera' | 'manual' | 'api';
+/** Audit results: pretix's answers, plus the two refusals that happen before a ticket is looked up. */
+export type AttemptResult = 'ok' | 'already_redeemed' | 'canceled' | 'invalid' | 'malformed' | 'rate_limited';
+
+export interface ShowRecord {
+  id: string;
+  name: string;
+  venue: string;
+  /** ISO date (2026-12-24) or date-time with offset, as given at creation. */
+  date: string;
+  created_at: string;
+}
+
+export interface CheckInMark {
+  at: string;
+  scanner: string;
+  gate: string | null;
+  nonce: string | null;
+  source: CheckInSource;
+}
+
+/** A reservation is the ticket: one seat of one show, with its code and bingo cards. */
+export interface ReservationRecord {
+  id: string;
+  code: string;
+  show_id: string;
+  show_name: string;
+  venue: string;
+  date: string;
+  seat: string;
+  amount_paid: number;
+  holder: string | null;
+  status: TicketStatus;
+  created_at: string;
+  /** Absent or null on reservations made before cards existed: filled on first lookup. */
+  bingo_cards?: BingoCard[] | null;
+  checkin: CheckInMark | null;
+  cancelled_at: string | null;
+  cancel_reason: string | null;
+}
+
+export interface AuditEntry {
+  at: string;
+  result: AttemptResult;
+  /** The normalised code; for malformed input, the first 32 characters as received. */
+  code: string | null;
+  reservation_id: string | null;
+  scanner: string;
+  gate: string | null;
+  source: CheckInSource;
+  nonce: string | null;
+  /** Remote address of the request. */
+  client: string | null;
+  /** Which route: by code (POST /api/checkin) or by reservation id (POST /api/tickets/:id/checkin). */
+  via: 'code' | 'id';
+  replayed: boolean;
+}
+
+export interface CheckInEvent {
+  type: 'checkin';
+  reservation_id: string;
+  code: string;
+  show_name: string;
+  venue: string;
+  date: string;
+  seat: string;
+  at: string;
+  scanner: string;
+  gate: string | null;
+  source: CheckInSource;
+}
+
+export interface CheckInInput {
+  nonce?: string | undefined;
+  scanner?: string | undefined;
+  gate?: string | undefined;
+  source?: CheckInSource | undefined;
+  client?: string | undefined;
+}
+
+export interface BookInput {
+  show_id: string;
+  seat: string;
+  amount_paid: number;
+  holder?: string | undefined;
+  theme?: string | undefined;
+}
+
+export const iso = (ms: number) => new Date(ms).toISOString();
+export const randomId = (prefix: string) => prefix + randomBytes(8).toString('base64url').slice(0, 10);
+export const DEFAULT_SCANNER = 'unnamed';
+
+export const RESERVATION_ID_RE = /^r_[A-Za-z0-9_-]{10}$/;
+export const SHOW_ID_RE = /^s_[A-Za-z0-9_-]{10}$/;
+
+export const shows = codec<ShowRecord>('show', (r) => typeof r.id === 'string' && typeof r.name === 'string');
+export const reservations = codec<ReservationRecord>('reservation', (r) => typeof r.id === 'string' && typeof r.code === 'string' && typeof r.status === 'string');
+export const auditEntries = codec<AuditEntry>('check-in audit entry', (r) => typeof r.result === 'string' && typeof r.at === 'string');
+export const checkInEvents = codec<CheckInEvent>('check-in', (r) => r.type === 'checkin');
+
+export function brief(r: ReservationRecord) {
+  return {
+    reservation_id: r.id,
+    code: r.code,
+    show_name: r.show_name,
+    venue: r.venue,
+    date: r.date,
+    seat: r.seat,
+    status: r.status,
+  };
+}
+
+export function checkInEvent(r: ReservationRecord, m: CheckInMark): CheckInEvent {
+  const { status: _status, ...ticket } = brief(r);
+  return {
+    type: 'checkin',
+    ...ticket,
+    at: m.at,
+    scanner: m.scanner,
+    gate: m.gate,
+    source: m.source,
+  };
+}
