@@ -16,6 +16,7 @@ import {
   type Caller,
   type ProgramEvent,
   type ProgramService,
+  type TickEntry,
   type TickEvent,
 } from '../trading/programs.js';
 import { STRATEGIES, STRATEGY_DEFS } from '../trading/strategies.js';
@@ -263,15 +264,28 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
         const t = programTopic(p.program);
         if (hub.topics.count(t) > 0) hub.publish(t, { type: 'tick', t: tick.t, programs: [p] });
       }
+      // each stream gets the entries it may see: one program's (looked up), an operator's all, a
+      // trader's own (computed once per trader and tick)
       let all: string | undefined;
+      let byProgram: Map<string, TickEntry> | undefined;
+      const byCreator = new Map<string, string | null>();
       for (const s of tickSubscribers) {
-        if (s.program === undefined && s.caller.operator) {
+        if (s.program !== undefined) {
+          byProgram ??= new Map(tick.programs.map((p) => [p.program, p]));
+          const p = byProgram.get(s.program);
+          if (p && mayManage(p, s.caller)) s.stream.send({ event: 'tick', data: { type: 'tick', t: tick.t, programs: [p] } }, { droppable: true });
+        } else if (s.caller.operator) {
           all ??= JSON.stringify(tick);
           s.stream.send({ event: 'tick', data: all }, { droppable: true });
-          continue;
+        } else {
+          let data = byCreator.get(s.caller.id);
+          if (data === undefined) {
+            const mine = tick.programs.filter((p) => p.created_by === s.caller.id);
+            data = mine.length > 0 ? JSON.stringify({ type: 'tick', t: tick.t, programs: mine }) : null;
+            byCreator.set(s.caller.id, data);
+          }
+          if (data !== null) s.stream.send({ event: 'tick', data }, { droppable: true });
         }
-        const mine = tick.programs.filter((p) => (s.program === undefined || p.program === s.program) && mayManage(p, s.caller));
-        if (mine.length > 0) s.stream.send({ event: 'tick', data: { type: 'tick', t: tick.t, programs: mine } }, { droppable: true });
       }
     }
   });

@@ -151,6 +151,18 @@ describe('live programs: who sees what', () => {
     await until("B's replay", () => again.events().length >= expected.length);
     await new Promise((r) => setTimeout(r, 200));
     expect(again.events().map((e) => e.id)).toEqual(expected);
+
+    // an id this stream cannot honour (a numeric id of the former stream, another epoch): a reset
+    // with the current position, then live events
+    const head = op.events().at(-1)!.id;
+    const epoch = head.split('-')[0];
+    for (const [stale, reason] of [['41', 'malformed'], [`${epoch === 'aaaaaaaa' ? 'bbbbbbbb' : 'aaaaaaaa'}-3`, 'epoch']] as const) {
+      const s = stream(b, '', stale);
+      await until(`reset (${reason})`, () => s.got.some((e) => e.event === 'reset'));
+      expect(s.got[0]).toMatchObject({ event: 'reset', id: head, data: { type: 'reset', reason } });
+      expect(s.events().filter((e) => e.event !== 'reset')).toEqual([]);
+      s.es.close();
+    }
   }, 30_000);
 
   it('WebSocket: program:<id> for its creator and operators; every program (program:events, program:tick) for operators only', async () => {

@@ -436,6 +436,8 @@ function main(): void {
   session.onChange((me) => {
     $('programs-error').textContent = me ? '' : '트레이더로 로그인하세요 · sign in as a trader';
     if (!me) {
+      stream?.close();
+      stream = undefined;
       programs.clear();
       if (info) renderPrograms();
       return;
