@@ -42,6 +42,7 @@ import { TicketService } from './ticket/service.js';
 import { ProgramService } from './trading/programs.js';
 import { TradingService } from './trading/service.js';
 import { TradingPool } from './workers/pool.js';
+import { BullChunkRunner } from './workers/queue.js';
 
 export interface Maru {
   hub: Hub;
@@ -190,8 +191,14 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
 
   const tradingPool = new TradingPool(config.TRADING_WORKERS);
+  // with Redis, grid / walk-forward / Monte Carlo chunks are shared by every process (docs/trading.md)
+  const spread = config.REDIS_URL
+    ? new BullChunkRunner({ redisUrl: config.REDIS_URL, prefix: config.REDIS_PREFIX, pool: tradingPool, lockMs: config.TRADING_CHUNK_LOCK_MS, chunks: config.TRADING_CHUNKS || undefined, onError: (err) => logger.warn({ err }, 'trading queue error') })
+    : undefined;
+  await spread?.start();
   const trading = new TradingService({
     pool: tradingPool,
+    spread,
     bus,
     limits: {
       running: config.TRADING_JOBS_RUNNING || config.TRADING_WORKERS,
@@ -276,6 +283,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
         clearInterval(blobSweep);
         await hub.stop();
         await rooms.close();
+        await spread?.close();
         await tradingPool.close();
         await outbox.stop();
         mailer.close();
