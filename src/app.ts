@@ -59,7 +59,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const outbox = outboxModule(platform);
   const rental = await rentalModule(platform, { mailer: outbox.mailer });
   const auth = await authModule(platform, { partnerAudit: rental.partnerAudit });
-  const trading = tradingModule(platform);
+  const trading = await tradingModule(platform);
   const modules: ServiceModule[] = [
     auth,
     outbox,

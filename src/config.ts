@@ -57,6 +57,10 @@ const schema = z.object({
   TRADING_JOBS_PER_CLIENT: intFrom(2, 1, 1000),
   /** Time budget of a trading job once it runs, ms; past it the job stops (503 job_timeout). */
   TRADING_JOB_TIMEOUT_MS: intFrom(120_000, 50, 3_600_000),
+  /** With REDIS_URL: lock of a trading job chunk run for the queue, ms; a dead process's chunk runs elsewhere after about this. */
+  TRADING_CHUNK_LOCK_MS: intFrom(30_000, 500, 600_000),
+  /** With REDIS_URL: chunks a grid is cut into (0: 32, at least 4 per worker thread). */
+  TRADING_CHUNKS: intFrom(0, 0, 500),
   /** Live programs: simulated length of one market candle, ms (the market's bars are one-minute bars). */
   PROGRAM_CANDLE_MS: intFrom(60_000, 1000, 86_400_000),
   /** Accelerated market for demos and tests: a candle closes every PROGRAM_CANDLE_MS / PROGRAM_SPEED ms of the hub clock. */

@@ -198,5 +198,5 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
     handler: (ctx) =>
       Reply.json(service.cancel(ctx.params.id, { client: clientOf(ctx.identity!.id), operator: ctx.identity!.roles.includes('operator') }), 202, { 'cache-control': 'no-store' }),
   });
-  hub.route({ method: 'GET', path: '/api/program/jobs', cacheControl: 'no-store', handler: () => ({ jobs: service.jobs.list(), ...service.jobs.stats() }) });
+  hub.route({ method: 'GET', path: '/api/program/jobs', cacheControl: 'no-store', handler: () => ({ jobs: service.jobs.list(), ...service.jobs.stats(), ...service.queueStats() }) });
 }

@@ -3,14 +3,28 @@ import { registerTradingRoutes } from '../http/trading.js';
 import { ProgramService } from '../trading/programs.js';
 import { TradingService } from '../trading/service.js';
 import { TradingPool } from '../workers/pool.js';
+import { BullChunkRunner } from '../workers/queue.js';
 import type { Platform, ServiceModule } from './module.js';
 
 /** Backtests and analyses on worker threads, and the live programs on the shared market (docs/trading.md). */
-export function tradingModule(p: Platform): ServiceModule & { programs: ProgramService } {
+export async function tradingModule(p: Platform): Promise<ServiceModule & { programs: ProgramService }> {
   const { config, store, clock, bus, logger, processId } = p;
   const pool = new TradingPool(config.TRADING_WORKERS);
+  // with Redis, grid / walk-forward / Monte Carlo chunks are shared by every process (docs/trading.md)
+  const spread = config.REDIS_URL
+    ? new BullChunkRunner({
+        redisUrl: config.REDIS_URL,
+        prefix: config.REDIS_PREFIX,
+        pool,
+        lockMs: config.TRADING_CHUNK_LOCK_MS,
+        chunks: config.TRADING_CHUNKS || undefined,
+        onError: (err) => logger.warn({ err }, 'trading queue error'),
+      })
+    : undefined;
+  await spread?.start();
   const trading = new TradingService({
     pool,
+    spread,
     bus,
     limits: {
       running: config.TRADING_JOBS_RUNNING || config.TRADING_WORKERS,
@@ -47,6 +61,7 @@ export function tradingModule(p: Platform): ServiceModule & { programs: ProgramS
     },
     async close() {
       unlisten?.();
+      await spread?.close();
       await pool.close();
     },
   };

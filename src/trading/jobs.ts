@@ -47,6 +47,10 @@ export class Job {
   reason: CancelReason | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lastDone = -1;
+  /** Units done by other processes, by chunk (jobs spread over a queue). */
+  readonly remote = new Map<number, number>();
+  /** Called once when the job is cancelled (a spread job tells the other processes). */
+  readonly cancelHooks: (() => void)[] = [];
   /** Called when a waiting job is cancelled (it leaves the queue). */
   onCancel: (() => void) | undefined;
 
@@ -63,7 +67,9 @@ export class Job {
   }
 
   get done(): number {
-    return Math.min(this.total, Atomics.load(this.ctl, 1));
+    let remote = 0;
+    for (const n of this.remote.values()) remote += n;
+    return Math.min(this.total, Atomics.load(this.ctl, 1) + remote);
   }
 
   cancel(reason: CancelReason = 'cancelled'): void {
@@ -71,6 +77,7 @@ export class Job {
     this.reason = reason;
     Atomics.store(this.ctl, 0, 1);
     this.onCancel?.();
+    for (const hook of this.cancelHooks.splice(0)) hook();
   }
 
   start(): void {

@@ -1,6 +1,6 @@
 import type { Bus } from '../bus.js';
 import { AppError, forbidden, notFound } from '../errors.js';
-import type { TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
+import type { ChunkJob, ChunkRunner, TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
 import {
   bestIndex,
   summarizeWalkForward,
@@ -78,6 +78,8 @@ export class TradingService {
   constructor(
     private readonly opts: {
       pool: TaskRunner;
+      /** Spreads grid, walk-forward and Monte Carlo chunks over every process sharing a queue (with REDIS_URL). */
+      spread?: ChunkRunner;
       bus: Pick<Bus, 'emit'>;
       /** Bounds (docs/trading.md "Jobs"); default: the pool's threads run, 32 admitted, 2 per client, 120 s. */
       limits?: Partial<JobLimits>;
@@ -87,6 +89,11 @@ export class TradingService {
       (topic, p: JobProgress) => opts.bus.emit(topic, p as never),
       { running: opts.pool.threads, queue: 32, perClient: 2, timeoutMs: 120_000, ...opts.limits },
     );
+  }
+
+  /** With a queue: this process's chunk counts (`queue`), for GET /api/program/jobs. */
+  queueStats() {
+    return this.opts.spread ? { queue: this.opts.spread.stats() } : {};
   }
 
   /**
@@ -107,7 +114,12 @@ export class TradingService {
   private async runTasks(job: Job, tasks: TradingTask[], signal: AbortSignal | undefined): Promise<unknown[]> {
     let outcomes: PromiseSettledResult<TaskOutcome>[];
     try {
-      outcomes = await this.jobs.run(job, () => Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl }))), signal);
+      const spread = this.opts.spread;
+      outcomes = await this.jobs.run(
+        job,
+        () => (spread && job.kind !== 'backtest' && job.kind !== 'compare' ? spread.run(chunkJob(job), tasks) : Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl })))),
+        signal,
+      );
     } catch (err) {
       this.jobs.close(job, job.cancelled ? 'cancelled' : 'failed');
       throw err;
@@ -168,9 +180,9 @@ export class TradingService {
     };
   }
 
-  /** Splits a grid into tasks: about four per thread so the threads finish together. */
+  /** Splits a grid into tasks: about four per thread so the threads finish together (spread: the runner's count). */
   private chunk<T>(items: T[]): T[][] {
-    const parts = Math.max(1, Math.min(items.length, this.opts.pool.threads * 4));
+    const parts = Math.max(1, Math.min(items.length, this.opts.spread?.chunks ?? this.opts.pool.threads * 4));
     const size = Math.ceil(items.length / parts);
     const out: T[][] = [];
     for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
@@ -271,6 +283,19 @@ export class TradingService {
       },
     };
   }
+}
+
+/** The job as a ChunkRunner sees it. */
+function chunkJob(job: Job): ChunkJob {
+  return {
+    id: job.id,
+    ctl: job.ctl,
+    get cancelled() {
+      return job.cancelled;
+    },
+    remoteProgress: (chunk, units) => void job.remote.set(chunk, units),
+    onCancel: (fn) => void job.cancelHooks.push(fn),
+  };
 }
 
 function score(m: Metrics, objective: Objective): number {

@@ -64,6 +64,35 @@ export interface TaskRunner {
   close(): Promise<void>;
 }
 
+/**
+ * A job whose tasks (chunks) may run on several processes: `ctl` counts the units of the chunks
+ * run here and carries the cancel flag; `remoteProgress` takes the units another process reports
+ * for one chunk (its latest figure replaces the previous one); `onCancel` hooks run once when the
+ * job is cancelled.
+ */
+export interface ChunkJob {
+  readonly id: string;
+  readonly ctl: Int32Array;
+  readonly cancelled: boolean;
+  remoteProgress(chunk: number, units: number): void;
+  onCancel(fn: () => void): void;
+}
+
+/**
+ * What the trading service needs to spread a job's chunks over every process sharing a queue
+ * (adapter: src/workers/queue.ts, BullMQ on Redis). The chunks run on the local pool first; the
+ * others take what the local pool has not claimed. Outcomes come back in task order, so the
+ * assembled result is the one a single process computes.
+ */
+export interface ChunkRunner {
+  /** How many chunks a grid is cut into (more than the local threads, so other processes get a share). */
+  readonly chunks: number;
+  run(job: ChunkJob, tasks: TradingTask[]): Promise<PromiseSettledResult<TaskOutcome>[]>;
+  /** Counts of this process: chunks of its own jobs it ran, chunks it ran for the queue (and now), chunks run again. */
+  stats(): { chunks: number; claimed: number; served: number; serving: number; rerun: number };
+  close(): Promise<void>;
+}
+
 /** Runs one task to its outcome (a cancelled task is an outcome, not an error). */
 export function runTask(task: TradingTask): TaskOutcome {
   try {

@@ -1,0 +1,265 @@
+import { randomBytes } from 'node:crypto';
+import { deserialize, serialize } from 'node:v8';
+import { Queue, QueueEvents, Worker, type Job as BullJob } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { ChunkJob, ChunkRunner, TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
+
+/**
+ * The BullMQ adapter of the trading domain's ChunkRunner: a job's chunks go to one BullMQ queue
+ * that every hub process sharing the Redis (and the prefix) works on.
+ *
+ * - The process that took the request adds every chunk to the queue, then claims them for its own
+ *   pool first (`queue.remove` succeeds only on a chunk nobody has taken), one per thread at a time:
+ *   alone, it runs the whole job on its pool and loses one Redis round trip per chunk.
+ * - Every process (the origin too) runs a BullMQ Worker (concurrency = its threads) that takes the
+ *   chunks not yet claimed, runs them on its pool and reports progress (`updateProgress`, units)
+ *   and the result (v8-serialized, so -0, NaN and Infinity survive) through the queue's events.
+ * - A process that dies holding a chunk stops renewing its lock: after `lockMs` the stalled check of
+ *   any live worker puts the chunk back in the queue and another process runs it; a chunk that
+ *   fails (or stalls too often) is run again on the origin's pool.
+ * - Cancel: the origin removes the chunks still waiting and publishes the job id; every process
+ *   sets the cancel flag of its chunks of that job (a key also marks it for chunks not yet started).
+ */
+export interface QueueOptions {
+  redisUrl: string;
+  /** Key prefix of the deployment (REDIS_PREFIX): queues of other deployments on the Redis are apart. */
+  prefix: string;
+  pool: TaskRunner;
+  /** Lock of a running chunk, ms: a dead process's chunk runs elsewhere after about this long. */
+  lockMs: number;
+  /** Chunks of a grid (default: 32, at least 4 per local thread). */
+  chunks?: number;
+  onError?: (err: unknown) => void;
+}
+
+const QUEUE = 'trading-chunks';
+const PROGRESS_MS = 100;
+const wakeAll = (run: { waiting: (() => void)[] }) => {
+  for (const wake of run.waiting.splice(0)) wake();
+};
+const encode = (v: unknown) => serialize(v).toString('base64');
+const decode = (s: string) => deserialize(Buffer.from(s, 'base64')) as unknown;
+
+interface ChunkData {
+  job: string;
+  run: string;
+  index: number;
+  task: string;
+}
+interface ChunkResult {
+  units: number;
+  /** Encoded value; absent when the chunk was cancelled. */
+  value?: string;
+}
+
+/** A job's run on the origin: which chunks are settled, and how to settle the rest. */
+interface Run {
+  job: ChunkJob;
+  ids: string[];
+  tasks: TradingTask[];
+  results: (PromiseSettledResult<TaskOutcome> | undefined)[];
+  left: number;
+  next: number;
+  finish: () => void;
+  /** Chunks to run here again (a failed remote chunk). */
+  retry: number[];
+  /** Lanes waiting for the others' answers. */
+  waiting: (() => void)[];
+}
+
+export class BullChunkRunner implements ChunkRunner {
+  readonly chunks: number;
+  private readonly conn: Redis;
+  private readonly sub: Redis;
+  private readonly queue: Queue;
+  private readonly events: QueueEvents;
+  private readonly worker: Worker;
+  private readonly runs = new Map<string, Run>();
+  /** Cancel flags of the chunks this process runs for the queue, by job id. */
+  private readonly active = new Map<string, Set<Int32Array>>();
+  private readonly keyPrefix: string;
+  private readonly channel: string;
+  private closing = false;
+  private readonly counts = { claimed: 0, served: 0, serving: 0, rerun: 0 };
+
+  constructor(private readonly opts: QueueOptions) {
+    this.chunks = opts.chunks ?? Math.max(32, opts.pool.threads * 4);
+    const bull = `${opts.prefix}bull`;
+    this.keyPrefix = `${opts.prefix}trading:cancelled:`;
+    this.channel = `${opts.prefix}trading:cancel`;
+    const redis = () => new Redis(opts.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true });
+    this.conn = redis();
+    this.sub = redis();
+    const onError = (err: unknown) => opts.onError?.(err);
+    this.queue = new Queue(QUEUE, { connection: this.conn, prefix: bull });
+    this.events = new QueueEvents(QUEUE, { connection: redis(), prefix: bull });
+    this.worker = new Worker(QUEUE, (job, _token, signal) => this.process(job as BullJob<ChunkData, ChunkResult>, signal), {
+      connection: redis(),
+      prefix: bull,
+      concurrency: opts.pool.threads,
+      lockDuration: opts.lockMs,
+      stalledInterval: Math.max(1000, Math.floor(opts.lockMs / 2)),
+      maxStalledCount: 3,
+    });
+    for (const e of [this.queue, this.events, this.worker, this.conn, this.sub]) (e as { on(ev: 'error', f: (err: unknown) => void): void }).on('error', onError);
+    this.events.on('progress', ({ jobId, data }) => {
+      const r = this.remote(jobId);
+      if (r && !r.run.results[r.index]) r.run.job.remoteProgress(r.index, Number(data) || 0);
+    });
+    this.events.on('completed', ({ jobId, returnvalue }) => this.completed(jobId, returnvalue as unknown));
+    this.events.on('failed', ({ jobId }) => this.failed(jobId));
+    this.sub.on('message', (_ch, jobId: string) => this.stopLocal(jobId));
+  }
+
+  /** Waits until the queue's connections are up. */
+  async start(): Promise<void> {
+    await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady(), this.worker.waitUntilReady(), this.sub.subscribe(this.channel)]);
+  }
+
+  async run(job: ChunkJob, tasks: TradingTask[]): Promise<PromiseSettledResult<TaskOutcome>[]> {
+    const runId = randomBytes(6).toString('hex');
+    const ids = tasks.map((_, i) => `c-${runId}-${i}`);
+    const done = new Promise<void>((finish) => {
+      const run: Run = { job, ids, tasks, results: tasks.map(() => undefined), left: tasks.length, next: 0, finish, retry: [], waiting: [] };
+      this.runs.set(runId, run);
+    });
+    const run = this.runs.get(runId)!;
+    job.onCancel(() => void this.cancelRun(run));
+    try {
+      await this.queue.addBulk(
+        tasks.map((t, index) => ({
+          name: job.id,
+          data: { job: job.id, run: runId, index, task: encode(t) } satisfies ChunkData,
+          opts: { jobId: ids[index], removeOnComplete: true, removeOnFail: true, attempts: 1 },
+        })),
+      );
+      if (job.cancelled) await this.cancelRun(run);
+      await Promise.all(Array.from({ length: this.opts.pool.threads }, () => this.lane(run)));
+      await done;
+      return run.results as PromiseSettledResult<TaskOutcome>[];
+    } finally {
+      this.runs.delete(runId);
+    }
+  }
+
+  /** One local thread's share: claim the next chunk nobody took and run it here; then wait for the rest. */
+  private async lane(run: Run): Promise<void> {
+    for (;;) {
+      if (run.left === 0) return;
+      const i = run.retry.shift() ?? (run.next < run.ids.length ? run.next++ : undefined);
+      if (i === undefined) {
+        // everything is claimed: wait for the others' answers, or a failed chunk to run again
+        await new Promise<void>((wake) => run.waiting.push(wake));
+        continue;
+      }
+      if (run.results[i] || run.job.cancelled) continue;
+      const claimed = await this.queue.remove(run.ids[i]!).catch(() => 0);
+      if (claimed !== 1 || run.results[i]) continue;
+      this.counts.claimed++;
+      try {
+        this.settle(run, i, { status: 'fulfilled', value: await this.opts.pool.run({ ...run.tasks[i]!, ctl: run.job.ctl }) });
+      } catch (reason) {
+        this.settle(run, i, { status: 'rejected', reason });
+      }
+    }
+  }
+
+  private settle(run: Run, i: number, r: PromiseSettledResult<TaskOutcome>): void {
+    if (run.results[i]) return;
+    run.results[i] = r;
+    if (--run.left === 0) run.finish();
+    wakeAll(run);
+  }
+
+  private remote(chunkId: string): { run: Run; index: number } | undefined {
+    const m = /^c-([0-9a-f]+)-(\d+)$/.exec(chunkId);
+    const run = m ? this.runs.get(m[1]!) : undefined;
+    return run ? { run, index: Number(m![2]) } : undefined;
+  }
+
+  private completed(chunkId: string, raw: unknown): void {
+    const r = this.remote(chunkId);
+    if (!r || r.run.results[r.index]) return;
+    const out = (typeof raw === 'string' ? JSON.parse(raw) : raw) as ChunkResult;
+    r.run.job.remoteProgress(r.index, out.units);
+    this.settle(r.run, r.index, { status: 'fulfilled', value: out.value === undefined ? { ok: false, cancelled: true } : { ok: true, value: decode(out.value) } });
+  }
+
+  /** A chunk that failed elsewhere (or stalled too often) runs again here. */
+  private failed(chunkId: string): void {
+    const r = this.remote(chunkId);
+    if (!r || r.run.results[r.index]) return;
+    r.run.job.remoteProgress(r.index, 0);
+    r.run.retry.push(r.index);
+    this.counts.rerun++;
+    wakeAll(r.run);
+  }
+
+  /** Cancel of a job started here: waiting chunks leave the queue, running ones elsewhere are told. */
+  private async cancelRun(run: Run): Promise<void> {
+    try {
+      await this.conn.set(this.keyPrefix + run.job.id, '1', 'PX', 3_600_000);
+      await this.conn.publish(this.channel, run.job.id);
+    } catch (err) {
+      this.opts.onError?.(err);
+    }
+    await Promise.all(run.ids.map((id, i) => (run.results[i] ? undefined : this.queue.remove(id).catch(() => 0))));
+    // chunks run here stop at their next unit; those elsewhere are not waited for
+    for (let i = 0; i < run.ids.length; i++) {
+      if (!run.results[i]) this.settle(run, i, { status: 'fulfilled', value: { ok: false, cancelled: true } });
+    }
+  }
+
+  private stopLocal(jobId: string): void {
+    for (const ctl of this.active.get(jobId) ?? []) Atomics.store(ctl, 0, 1);
+  }
+
+  /** The Worker's processor: a chunk of any process's job, run on this process's pool. */
+  private async process(bj: BullJob<ChunkData, ChunkResult>, signal?: AbortSignal): Promise<ChunkResult> {
+    const { job, task } = bj.data;
+    if (await this.conn.exists(this.keyPrefix + job)) return { units: 0 };
+    const ctl = new Int32Array(new SharedArrayBuffer(8));
+    const set = this.active.get(job) ?? new Set<Int32Array>();
+    this.active.set(job, set.add(ctl));
+    const stop = () => Atomics.store(ctl, 0, 1);
+    signal?.addEventListener('abort', stop, { once: true });
+    let last = 0;
+    this.counts.serving++;
+    const timer = setInterval(() => {
+      const units = Atomics.load(ctl, 1);
+      if (units !== last) void bj.updateProgress((last = units)).catch(() => undefined);
+    }, PROGRESS_MS);
+    try {
+      const out = await this.opts.pool.run({ ...(decode(task) as TradingTask), ctl });
+      const units = Atomics.load(ctl, 1);
+      if (out.ok) {
+        this.counts.served++;
+        return { units, value: encode(out.value) };
+      }
+      // stopped because this process stops, not because the job was cancelled: the chunk fails, and
+      // its origin runs it again
+      if (this.closing) throw new Error('the process working on this chunk stopped');
+      return { units };
+    } finally {
+      clearInterval(timer);
+      this.counts.serving--;
+      signal?.removeEventListener('abort', stop);
+      set.delete(ctl);
+      if (set.size === 0) this.active.delete(job);
+    }
+  }
+
+  stats() {
+    return { chunks: this.chunks, ...this.counts };
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const run of this.runs.values()) void this.cancelRun(run);
+    for (const set of this.active.values()) for (const ctl of set) Atomics.store(ctl, 0, 1);
+    await this.worker.close().catch(() => undefined);
+    await Promise.all([this.events.close(), this.queue.close()].map((p) => p.catch(() => undefined)));
+    this.sub.disconnect();
+    this.conn.disconnect();
+  }
+}

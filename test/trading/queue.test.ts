@@ -1,0 +1,112 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
+import { call, get, until } from '../support/http.js';
+import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import { connectTopics } from '../support/ws.js';
+
+/**
+ * Trading jobs spread over hub processes through the BullMQ queue on a shared Redis (each test its
+ * own prefix): two real processes (dist/src/main.js) with one worker thread each. A grid's answer is
+ * byte-identical to a single process's without Redis, also when the helper process is killed in
+ * the middle of a chunk (its chunk runs again elsewhere after the lock); a cancel reaches the
+ * chunks running on the other process. Assertions are on answers and counts, never on time.
+ */
+const redis = await redisOrSkip();
+const prefixes: string[] = [];
+const started: HubProcess[] = [];
+afterAll(async () => {
+  for (const p of started) await p.stop('SIGKILL');
+  for (const p of prefixes) await deletePrefix(redis.url, p);
+});
+
+const ENV = { TRADING_WORKERS: '1', TRADING_CHUNK_LOCK_MS: '1000', ...AUTH_TEST_ENV };
+async function start(env: Record<string, string>): Promise<HubProcess> {
+  const p = await startHubProcess({ ...ENV, DATA_DIR: tempDir('trading-queue'), ...env });
+  started.push(p);
+  return p;
+}
+const range = (a: number, n: number) => Array.from({ length: n }, (_, i) => a + i);
+/** 240 ema_cross combinations on 60,000 candles: seconds of work for one thread, in 32 chunks. */
+const grid = (job_id: string) => ({ symbol: 'NQ', timeframe: '1m', count: 60_000, seed: 11, strategy: 'ema_cross', objective: 'net_profit', job_id, grid: { fast: range(2, 12), slow: range(30, 20) } });
+/** The BullMQ events of the deployment's chunk queue (a Redis stream), oldest first. */
+async function eventsOf(prefix: string): Promise<Record<string, string>[]> {
+  const client = new Redis(redis.url);
+  try {
+    const rows = await client.xrange(`${prefix}bull:trading-chunks:events`, '-', '+');
+    return rows.map(([, fields]) => Object.fromEntries(fields.flatMap((f, i) => (i % 2 ? [] : [[f, fields[i + 1]!]]))));
+  } finally {
+    client.disconnect();
+  }
+}
+const queueStats = async (base: string) => (await get(base, '/api/program/jobs')).body.queue as { chunks: number; claimed: number; served: number; serving: number; rerun: number };
+
+describe.skipIf(!redis.available)('trading jobs on two processes through the queue', () => {
+  it('a grid completes with the single-process answer when the helper process is killed halfway', async () => {
+    const alone = await start({});
+    const reference = await call(alone.url, 'POST', '/api/program/optimize', grid('ref'));
+    expect(reference.status).toBe(200);
+    await alone.stop();
+
+    const prefix = uniquePrefix('trading-queue');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
+    const [a, b] = await Promise.all([start(env), start(env)]);
+    const ws = await connectTopics(a.url);
+    try {
+      await ws.subscribe('job:spread-1');
+      const answer = call(a.url, 'POST', '/api/program/optimize', grid('spread-1'));
+      // the helper works on a chunk of a's job, and a has counted some of its progress
+      await until('b runs a chunk after finishing one', async () => {
+        const s = await queueStats(b.url);
+        return s.served >= 1 && s.serving >= 1;
+      }, 60_000);
+      expect(await b.stop('SIGKILL')).toBe(null);
+      const r = await answer;
+      expect(r.status).toBe(200);
+      expect(r.text).toBe(reference.text);
+      const sa = await queueStats(a.url);
+      expect(sa.chunks).toBe(32);
+      // a ran chunks on its own pool first (claimed) and, through its queue worker, chunks nobody
+      // else ran; the chunk b held when it died is among them (the answer is whole)
+      expect(sa.claimed).toBeGreaterThanOrEqual(1);
+      expect(sa.served).toBeGreaterThanOrEqual(1);
+      // the chunk b held when it died stalled (its lock ran out) and went back to the queue
+      const events = await eventsOf(prefix);
+      expect(events.filter((e) => e.event === 'stalled').length).toBeGreaterThanOrEqual(1);
+      // progress on a's topic counted the units of both processes, and ended at the total
+      const frames: any[] = [];
+      for (;;) {
+        const f = (await ws.next(10_000)).data;
+        frames.push(f);
+        if (f.state !== 'running') break;
+      }
+      expect(frames.at(-1)).toEqual({ job: 'spread-1', done: 240, total: 240, state: 'done' });
+    } finally {
+      ws.close();
+    }
+  }, 180_000);
+
+  it('a cancel reaches the chunks running on the other process', async () => {
+    const prefix = uniquePrefix('trading-queue');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
+    const [a, b] = await Promise.all([start(env), start(env)]);
+    const owner = bearer(await signIn(a.url, ['trader']));
+    const answer = call(a.url, 'POST', '/api/program/optimize', { ...grid('spread-2'), count: 100_000 }, owner);
+    await until('b runs a chunk', async () => (await queueStats(b.url)).serving >= 1, 60_000);
+    const served = (await queueStats(b.url)).served;
+    expect((await call(b.url, 'POST', '/api/program/jobs/spread-2/cancel', undefined, owner)).status).toBe(404);
+    expect((await call(a.url, 'POST', '/api/program/jobs/spread-2/cancel', undefined, owner)).status).toBe(202);
+    const r = await answer;
+    expect(r.status).toBe(409);
+    expect(r.body.error).toMatchObject({ code: 'cancelled', details: { job: 'spread-2', reason: 'cancelled' } });
+    // b stops its chunk at the next unit and takes no other chunk of the job
+    await until('b stopped', async () => (await queueStats(b.url)).serving === 0, 30_000);
+    expect((await queueStats(b.url)).served).toBe(served);
+    // both processes go on serving new jobs
+    const next = await call(b.url, 'POST', '/api/program/optimize', { ...grid('after'), count: 5000 });
+    expect(next.status).toBe(200);
+  }, 180_000);
+});
