@@ -2,7 +2,7 @@
  * bench/work: the reward credit (GET /work) in two figures. Prints one JSON object.
  *
  *   npm run build && node dist/bench/work.js [--seconds 8] [--connections 64] [--members 20000]
- *                                            [--credits 6000] [--concurrency 32]
+ *                                            [--credits 6000] [--concurrency 32] [--only http|redis]
  *
  * 1. HTTP: GET /work on the maru hub (uWS) and on Fastify serving the same handler (the same
  *    RewardService on a fresh LMDB store, the same zod schema, bench/http-server.ts), each server in
@@ -34,6 +34,7 @@ const { values, positionals } = parseArgs({
     members: { type: 'string', default: '20000' },
     credits: { type: 'string', default: '6000' },
     concurrency: { type: 'string', default: '32' },
+    only: { type: 'string' },
   },
 });
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -233,12 +234,14 @@ const out: Record<string, unknown> = {
   cpu: cpus()[0]?.model,
   cores: cpus().length,
   loadavg_at_start: loadavg().map((l) => +l.toFixed(2)),
-  http: await httpFigures(),
 };
-try {
-  out.redis = { one_process: await redisCase(1), two_processes: await redisCase(2) };
-} catch (err) {
-  out.redis = { skipped: (err as Error).message };
+if (values.only !== 'redis') out.http = await httpFigures();
+if (values.only !== 'http') {
+  try {
+    out.redis = { one_process: await redisCase(1), two_processes: await redisCase(2) };
+  } catch (err) {
+    out.redis = { skipped: (err as Error).message };
+  }
 }
 out.loadavg_at_end = loadavg().map((l) => +l.toFixed(2));
 console.log(JSON.stringify(out, null, 2));
