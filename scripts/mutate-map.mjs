@@ -1,0 +1,22 @@
+/**
+ * Which tests exercise which module, for mutation testing (scripts/mutate.mjs, stryker.config.mjs).
+ * A run of one module runs only these test files: in-process unit, rule and property tests. Tests
+ * that start a hub process run the built dist/ code, which Stryker does not mutate, so listing them
+ * would only cost time.
+ */
+export const MUTATION_MAP = {
+  'src/ticket/code.ts': ['test/ticket/code-bingo.test.ts', 'test/rules/ticket-code.rules.test.ts'],
+  'src/store/checks.ts': ['test/rules/store-checks.rules.test.ts'],
+  'src/rental/status.ts': ['test/rules/rental-status.rules.test.ts'],
+  'src/hub/router.ts': ['test/hub/router.test.ts', 'test/rules/hub-router.rules.test.ts'],
+  'src/ticket/bingo.ts': ['test/ticket/code-bingo.test.ts', 'test/rules/ticket-bingo.rules.test.ts'],
+  'src/collab/search.ts': ['test/collab/search.test.ts', 'test/rules/collab-search.rules.test.ts'],
+  'src/trading/metrics.ts': ['test/trading/analyses.test.ts', 'test/rules/trading-metrics.rules.test.ts'],
+  'src/reward/plan.ts': ['test/reward/plan.test.ts', 'test/rules/reward-plan.rules.test.ts'],
+  'src/chat/machine.ts': ['test/chat/service.test.ts', 'test/rules/chat-machine.rules.test.ts'],
+  'src/payment/ledger.ts': ['test/payment/ledger.property.test.ts', 'test/rules/payment-ledger.rules.test.ts'],
+  'src/trading/indicators.ts': ['test/trading/indicators.test.ts', 'test/rules/trading-indicators.rules.test.ts'],
+};
+
+/** Smallest first: the order `npm run mutate` (no argument) runs them in. */
+export const MUTATION_ORDER = Object.keys(MUTATION_MAP);
