@@ -11,7 +11,9 @@ import {
   PROGRAM_EVENTS_TOPIC,
   PROGRAM_STATES,
   PROGRAM_TICK_TOPIC,
+  programEvents,
   programTopic,
+  tickEvents,
   TICK_MS,
   type Caller,
   type ProgramEvent,
@@ -255,11 +257,11 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
   const tickSubscribers = new Set<TickSubscriber>();
   const off = opts.bus.onMessage(({ topic, message }) => {
     if (topic === PROGRAM_EVENTS_TOPIC) {
-      const ev = message as unknown as ProgramEvent;
+      const ev = programEvents.decode(message)!;
       const t = programTopic(ev.program);
       if (hub.topics.count(t) > 0) hub.publish(t, ev);
     } else if (topic === PROGRAM_TICK_TOPIC) {
-      const tick = message as unknown as TickEvent;
+      const tick = tickEvents.decode(message)!;
       for (const p of tick.programs) {
         const t = programTopic(p.program);
         if (hub.topics.count(t) > 0) hub.publish(t, { type: 'tick', t: tick.t, programs: [p] });
@@ -298,7 +300,7 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     query: z.object({ program: idField.optional(), last_event_id: z.string().max(256).optional() }),
     // the caller's own programs (every program for an operator), one of them with ?program=
     filter: (msg, ctx) => {
-      const ev = msg.message as unknown as ProgramEvent;
+      const ev = programEvents.decode(msg.message)!;
       return (ctx.query.program === undefined || ev.program === ctx.query.program) && mayManage(ev, caller(ctx));
     },
     opened: (ctx, stream) => {

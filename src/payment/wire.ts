@@ -6,7 +6,7 @@ import type { Deliver } from '../outbox.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../peers/payment-standins.js';
 import type { Store } from '../store/port.js';
 import { settingsSchema } from '../trading/engine.js';
-import { PROGRAM_EVENTS_TOPIC, type ProgramEvent } from '../trading/programs.js';
+import { PROGRAM_EVENTS_TOPIC, programEvents } from '../trading/programs.js';
 import { Idempotency } from './idempotency.js';
 import { ChallengeLifecycle } from './lifecycle.js';
 import { PegService } from './peg.js';
@@ -104,7 +104,7 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     };
     unbind = deps.bus.onMessage(({ topic, message }) => {
       if (topic !== PROGRAM_EVENTS_TOPIC) return;
-      const ev = message as unknown as ProgramEvent;
+      const ev = programEvents.decode(message)!;
       const fill = ev.type === 'trade' && ev.kind === 'exit' && typeof ev.pnl === 'number';
       const violation = ev.type === 'status' && ev.state === 'stopped' && ev.reason === 'daily_loss_limit';
       if (!fill && !violation) return;

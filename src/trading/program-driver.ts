@@ -17,8 +17,9 @@ import {
   type ProgramStats,
   type TickEntry,
   type TickEvent,
+  programRecords, programStats, tickEvents,
 } from './program-model.js';
-import { logWrite, pumpMarket, Runner, type StoredBook } from './program-runner.js';
+import { logWrite, pumpMarket, Runner, storedBooks } from './program-runner.js';
 
 export interface DriverOptions {
   store: Store;
@@ -161,7 +162,7 @@ export class Driver {
     }
     if (programs.length === 0) return;
     const ev: TickEvent = { type: 'tick', t, programs };
-    await this.opts.bus.publish(PROGRAM_TICK_TOPIC, ev as unknown as Json);
+    await this.opts.bus.publish(PROGRAM_TICK_TOPIC, tickEvents.encode(ev));
   }
 
   // ---- ownership ----------------------------------------------------------------------------
@@ -201,21 +202,21 @@ export class Driver {
     await this.journal.flushed();
     if (!(await this.leases.hold(id))) return;
     const [rec, stored, book] = await this.opts.store.getMany([K.rec(id), K.stats(id), K.book(id)]);
-    const r = rec as unknown as ProgramRecord | undefined;
+    const r = programRecords.decode(rec);
     if (this.closed || !r || r.state !== 'running' || this.runners.has(id)) {
       if (!this.runners.has(id)) await this.leases.drop(id);
       return;
     }
     const market = this.opts.markets.get(r.symbol);
     const kNow = market.closedAt(this.opts.clock.now());
-    const stats = (stored as unknown as ProgramStats | undefined) ?? emptyStats(r.settings.capital);
+    const stats = programStats.decode(stored) ?? emptyStats(r.settings.capital);
     let start = Math.max(stats.last_bar, r.from_bar ?? kNow);
     const writes: Write[] = [];
     if (start < kNow - MAX_CATCHUP) {
       writes.push(this.logWrite(id, 'warn', 'gap', `bars ${start + 1}-${kNow - MAX_CATCHUP} closed while no process drove the program: skipped`));
       start = kNow - MAX_CATCHUP;
     }
-    const runner = new Runner(r, stats, market, book as unknown as StoredBook | undefined, start);
+    const runner = new Runner(r, stats, market, storedBooks.decode(book), start);
     this.runners.set(id, runner);
     const restored = runner.stats.open_positions > 0 ? `; ${runner.stats.open_positions} open position(s) restored` : '';
     writes.push(this.logWrite(id, 'info', 'claimed', `driven by ${this.opts.owner} from bar ${start}${restored}`));

@@ -1,6 +1,6 @@
 import type { Bus } from '../bus.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { K, PROGRAM_EVENTS_TOPIC, runOf, type ProgramEvent, type ProgramRecord } from './program-model.js';
+import { K, PROGRAM_EVENTS_TOPIC, runOf, type ProgramEvent, type ProgramRecord, programRecords, programEvents } from './program-model.js';
 
 /**
  * The one path by which program output reaches the store and the Bus, in the order it was made.
@@ -62,7 +62,7 @@ export class Journal {
         const ids = [...new Set(batch.map((b) => b.e.program))];
         const keys = [...ids.map(K.rec), ...ids.map(K.lease)];
         ({ committed, events } = await store.update(keys, (vals) => {
-          const rec = new Map(ids.map((id, i) => [id, vals[i] as unknown as ProgramRecord | undefined]));
+          const rec = new Map(ids.map((id, i) => [id, programRecords.decode(vals[i])]));
           const lease = new Map(ids.map((id, i) => [id, vals[ids.length + i]]));
           const writes: Write[] = [];
           const ok: boolean[] = [];
@@ -77,7 +77,7 @@ export class Journal {
           });
           return { writes, result: { committed: ok, events: out } };
         }));
-        if (events.length > 0) await bus.publishMany(PROGRAM_EVENTS_TOPIC, events as unknown as Json[]);
+        if (events.length > 0) await bus.publishMany(PROGRAM_EVENTS_TOPIC, events.map(programEvents.encode));
       } catch (err) {
         this.opts.onError?.(err);
       } finally {

@@ -1,5 +1,5 @@
 import type { Store } from '../store/port.js';
-import { K, runOf, type ProgramRecord } from './program-model.js';
+import { K, runOf, type ProgramRecord, programRecords } from './program-model.js';
 
 /**
  * Ownership of running programs: each is driven by exactly one process, the holder of its store
@@ -25,7 +25,7 @@ export class Leases {
     return this.store.update([K.lease(id), K.rec(id)], ([cur, rec]) => {
       if (cur !== this.owner) return { writes: [], result: 'lost' as Renewal };
       if (!rec) return { writes: [], result: 'deleted' as Renewal };
-      const r = rec as unknown as ProgramRecord;
+      const r = programRecords.decode(rec)!;
       if (runOf(r) !== run) return { writes: [], result: 'other_run' as Renewal };
       if (r.state !== 'running') return { writes: [], result: { left: r } as Renewal };
       return { writes: [{ op: 'set', key: K.lease(id), value: this.owner, ttlMs: this.ttlMs }], result: 'mine' as Renewal };

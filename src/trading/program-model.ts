@@ -1,4 +1,5 @@
 import { forbidden } from '../errors.js';
+import { codec } from '../store/codec.js';
 import type { Settings } from './engine.js';
 import type { StrategyId } from './strategies.js';
 import type { SymbolId } from './symbols.js';
@@ -140,6 +141,13 @@ export interface CreateInput {
   params: Record<string, number>;
   settings: Settings;
 }
+
+/** Stored program records, statistics and log entries; the events and ticks the Bus carries. */
+export const programRecords = codec<ProgramRecord>('program', (r) => typeof r.id === 'string' && typeof r.state === 'string');
+export const programStats = codec<ProgramStats>('program statistics');
+export const logEntries = codec<LogEntry>('program log entry');
+export const programEvents = codec<ProgramEvent>('program event', (r) => typeof r.type === 'string' && typeof r.program === 'string');
+export const tickEvents = codec<TickEvent>('program tick', (r) => Array.isArray(r.programs));
 
 export const K = {
   rec: (id: string) => `program:${id}`,

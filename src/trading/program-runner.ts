@@ -1,3 +1,4 @@
+import { codec } from '../store/codec.js';
 import type { Json, Write } from '../store/port.js';
 import { Engine, type EngineBook, type FillEvent } from './engine.js';
 import type { JournalEntry } from './program-journal.js';
@@ -13,6 +14,7 @@ import {
   type ProgramRecord,
   type ProgramStats,
   type TickEntry,
+  logEntries, programStats,
 } from './program-model.js';
 import { EXIT, LONG, NONE, SHORT, STRATEGY_DEFS, type StrategyRun } from './strategies.js';
 
@@ -23,7 +25,9 @@ export interface StoredBook extends EngineBook {
   signal: number;
 }
 
-export const logWrite = (id: string, entry: LogEntry): Write => ({ op: 'push', key: K.log(id), value: entry as unknown as Json, cap: LOG_CAP });
+export const storedBooks = codec<StoredBook>('program book');
+
+export const logWrite = (id: string, entry: LogEntry): Write => ({ op: 'push', key: K.log(id), value: logEntries.encode(entry), cap: LOG_CAP });
 
 /**
  * One program this process drives: its strategy and its own Engine on the symbol's market ring.
@@ -121,7 +125,7 @@ export class Runner {
       s.signals++;
       if (action === LONG || action === SHORT) this.pendingEntry = action;
       const sig = { t: cs.t[slot]!, bar: k, action: ACTION_NAME[action]!, price: c };
-      writes.push({ op: 'push', key: K.signals(id), value: sig as unknown as Json, cap: SIGNAL_CAP });
+      writes.push({ op: 'push', key: K.signals(id), value: sig, cap: SIGNAL_CAP });
       events.push({ id: `${id}-s${s.signals}`, type: 'signal', program: id, created_by: this.rec.created_by, ...sig });
     }
     writes.push(...this.state());
@@ -153,10 +157,10 @@ export class Runner {
 
   /** The statistics, written with every bar, and the book when it changed since it was last written. */
   state(): Write[] {
-    const writes: Write[] = [{ op: 'set', key: K.stats(this.rec.id), value: { ...this.stats } as unknown as Json }];
+    const writes: Write[] = [{ op: 'set', key: K.stats(this.rec.id), value: programStats.encode({ ...this.stats }) }];
     const book: StoredBook = { ...this.engine.snapshot(), signal: this.pendingEntry };
     const json = JSON.stringify(book);
-    if (json !== this.bookJson) writes.push({ op: 'set', key: K.book(this.rec.id), value: book as unknown as Json });
+    if (json !== this.bookJson) writes.push({ op: 'set', key: K.book(this.rec.id), value: storedBooks.encode(book) });
     this.bookJson = json;
     return writes;
   }

@@ -21,6 +21,7 @@ import {
   type ProgramEvent,
   type ProgramRecord,
   type ProgramStats,
+  programRecords, programStats, programEvents,
 } from './program-model.js';
 
 export * from './program-model.js';
@@ -80,7 +81,7 @@ export class ProgramService {
   async start(): Promise<void> {
     this.unsubscribe = this.opts.bus.onMessage(({ topic, message }) => {
       if (topic !== PROGRAM_EVENTS_TOPIC) return;
-      const ev = message as unknown as ProgramEvent;
+      const ev = programEvents.decode(message)!;
       if (ev.type === 'status' && ev.state !== 'running') this.driver.left(ev.program, ev.state, ev.t);
     });
     await this.driver.start();
@@ -123,8 +124,8 @@ export class ProgramService {
     const stats = emptyStats(input.settings.capital);
     await this.opts.store.update([], () => ({
       writes: [
-        { op: 'set', key: K.rec(id), value: rec as unknown as Json },
-        { op: 'set', key: K.stats(id), value: stats as unknown as Json },
+        { op: 'set', key: K.rec(id), value: programRecords.encode(rec) },
+        { op: 'set', key: K.stats(id), value: programStats.encode(stats) },
         { op: 'index', key: K.all, member: id, score: now },
       ],
       result: null,
@@ -140,9 +141,9 @@ export class ProgramService {
     const vals = await this.opts.store.getMany([...ids.map(K.rec), ...ids.map(K.stats)]);
     const out: WithStats[] = [];
     ids.forEach((id, i) => {
-      const rec = vals[i] as unknown as ProgramRecord | undefined;
+      const rec = programRecords.decode(vals[i]);
       if (!rec || !mayManage(rec, caller)) return;
-      out.push({ ...rec, stats: this.liveStats(id, (vals[ids.length + i] as unknown as ProgramStats) ?? emptyStats(rec.settings.capital)) });
+      out.push({ ...rec, stats: this.liveStats(id, programStats.decode(vals[ids.length + i]) ?? emptyStats(rec.settings.capital)) });
     });
     return out;
   }
@@ -150,14 +151,14 @@ export class ProgramService {
   async get(id: string, caller?: Caller): Promise<WithStats & { owner: string | null }> {
     const [rec, stats, owner] = await this.opts.store.getMany([K.rec(id), K.stats(id), K.lease(id)]);
     if (!rec) throw notFound('program_not_found', `no program ${id}`, { id });
-    const r = rec as unknown as ProgramRecord;
+    const r = programRecords.decode(rec)!;
     checkAccess(r, caller);
-    return { ...r, stats: this.liveStats(id, (stats as unknown as ProgramStats) ?? emptyStats(r.settings.capital)), owner: (owner as string) ?? null };
+    return { ...r, stats: this.liveStats(id, programStats.decode(stats) ?? emptyStats(r.settings.capital)), owner: (owner as string) ?? null };
   }
 
   /** Who created the program (null: an internal caller); undefined when there is no such program. */
   async creatorOf(id: string): Promise<string | null | undefined> {
-    const rec = (await this.opts.store.get(K.rec(id))) as unknown as ProgramRecord | undefined;
+    const rec = programRecords.decode(await this.opts.store.get(K.rec(id)));
     return rec ? rec.created_by : undefined;
   }
 
@@ -181,7 +182,7 @@ export class ProgramService {
     const now = this.opts.clock.now();
     const { rec, previous, leased } = await this.opts.store.update([K.rec(id), K.lease(id)], ([cur, lease]) => {
       if (!cur) throw notFound('program_not_found', `no program ${id}`, { id });
-      const r = cur as unknown as ProgramRecord;
+      const r = programRecords.decode(cur)!;
       checkAccess(r, caller);
       const rule = MOVES[move];
       if (!rule.from.includes(r.state)) {
@@ -195,7 +196,7 @@ export class ProgramService {
         reason: running ? null : reason,
         from_bar: running ? this.markets.get(r.symbol).closedAt(now) : (r.from_bar ?? null),
       };
-      const writes: Write[] = [{ op: 'set', key: K.rec(id), value: next as unknown as Json }];
+      const writes: Write[] = [{ op: 'set', key: K.rec(id), value: programRecords.encode(next) }];
       writes.push(running ? { op: 'index', key: K.running, member: id, score: now } : { op: 'unindex', key: K.running, member: id });
       const leased = running && (lease === undefined || lease === this.owner);
       if (leased) writes.push({ op: 'set', key: K.lease(id), value: this.owner, ttlMs: this.opts.leaseMs });
@@ -230,7 +231,7 @@ export class ProgramService {
           { op: 'unindex', key: K.all, member: id },
           { op: 'unindex', key: K.running, member: id },
         ],
-        result: (r as unknown as ProgramRecord).state,
+        result: programRecords.decode(r)!.state,
       };
     });
     await this.journal.add({ program: id, writes: [], events: [{ id: statusId(id), type: 'status', program: id, created_by: cur.created_by, t: this.opts.clock.now(), state: 'deleted', previous, reason: 'deleted' }] });
