@@ -180,9 +180,10 @@ export class TradingService {
     };
   }
 
-  /** Splits a grid into tasks: about four per thread so the threads finish together (spread: the runner's count). */
-  private chunk<T>(items: T[]): T[][] {
-    const parts = Math.max(1, Math.min(items.length, this.opts.spread?.chunks ?? this.opts.pool.threads * 4));
+  /** Splits a grid into tasks: about four per thread so the threads finish together (spread: the runner's count for this work). */
+  private chunk<T>(items: T[], barsEach: number): T[][] {
+    const spread = this.opts.spread;
+    const parts = Math.max(1, Math.min(items.length, spread ? spread.chunksFor(items.length, items.length * barsEach) : this.opts.pool.threads * 4));
     const size = Math.ceil(items.length / parts);
     const out: T[][] = [];
     for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
@@ -194,7 +195,7 @@ export class TradingService {
     const job = this.jobs.open(input.job_id, 'optimize', combos.length, from.client);
     const parts = (await this.runTasks(
       job,
-      this.chunk(combos).map((c) => ({
+      this.chunk(combos, input.candles.count).map((c) => ({
         kind: 'grid' as const,
         candles: input.candles,
         strategy: input.strategy,

@@ -85,10 +85,14 @@ export interface ChunkJob {
  * assembled result is the one a single process computes.
  */
 export interface ChunkRunner {
-  /** How many chunks a grid is cut into (more than the local threads, so other processes get a share). */
-  readonly chunks: number;
+  /**
+   * How many chunks a grid of `items` combinations, `work` bar evaluations in all, is cut into: more
+   * than the local threads (so other processes get a share), fewer when the work is small (a chunk
+   * costs a few Redis round trips).
+   */
+  chunksFor(items: number, work: number): number;
   run(job: ChunkJob, tasks: TradingTask[]): Promise<PromiseSettledResult<TaskOutcome>[]>;
-  /** Counts of this process: chunks of its own jobs it ran, chunks it ran for the queue (and now), chunks run again. */
+  /** Counts of this process: chunks of its last job, chunks of its own jobs it ran, chunks it ran for the queue (and now), chunks run again. */
   stats(): { chunks: number; claimed: number; served: number; serving: number; rerun: number };
   close(): Promise<void>;
 }
