@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import { Queue, QueueEvents, Worker, type Job as BullJob } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { ChunkJob, ChunkRunner, TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
+import type { ChunkJob, ChunkRunner, JobRecord, TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
 
 /**
  * The BullMQ adapter of the trading domain's ChunkRunner: a job's chunks go to one BullMQ queue
@@ -81,6 +81,8 @@ export class BullChunkRunner implements ChunkRunner {
   private readonly keyPrefix: string;
   private readonly channel: string;
   private closing = false;
+  private readonly requestChannel: string;
+  private onRequest: ((jobId: string) => void) | undefined;
   /** `chunks`: of the last job started here. */
   private readonly counts = { chunks: 0, claimed: 0, served: 0, serving: 0, rerun: 0 };
 
@@ -88,6 +90,7 @@ export class BullChunkRunner implements ChunkRunner {
     const bull = `${opts.prefix}bull`;
     this.keyPrefix = `${opts.prefix}trading:cancelled:`;
     this.channel = `${opts.prefix}trading:cancel`;
+    this.requestChannel = `${opts.prefix}trading:cancel-request`;
     // blocking connections (worker, events, subscriber) wait for Redis; the queue's commands fail
     // fast, so a job falls back to this process's pool when Redis is out of reach
     const redis = () => new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
@@ -111,12 +114,12 @@ export class BullChunkRunner implements ChunkRunner {
     });
     this.events.on('completed', ({ jobId, returnvalue }) => this.completed(jobId, returnvalue as unknown));
     this.events.on('failed', ({ jobId }) => this.failed(jobId));
-    this.sub.on('message', (_ch, jobId: string) => this.stopLocal(jobId));
+    this.sub.on('message', (ch: string, jobId: string) => (ch === this.channel ? this.stopLocal(jobId) : this.onRequest?.(jobId)));
   }
 
   /** Waits until the queue's connections are up. */
   async start(): Promise<void> {
-    await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady(), this.worker.waitUntilReady(), this.sub.subscribe(this.channel)]);
+    await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady(), this.worker.waitUntilReady(), this.sub.subscribe(this.channel, this.requestChannel)]);
   }
 
   async run(job: ChunkJob, tasks: TradingTask[]): Promise<PromiseSettledResult<TaskOutcome>[]> {
@@ -182,6 +185,31 @@ export class BullChunkRunner implements ChunkRunner {
     run.results[i] = r;
     if (--run.left === 0) run.finish();
     wakeAll(run);
+  }
+
+  private recordKey(jobId: string): string {
+    return `${this.opts.prefix}trading:job:${jobId}`;
+  }
+
+  async announce(jobId: string, record: JobRecord, ttlMs: number): Promise<void> {
+    await this.conn.set(this.recordKey(jobId), JSON.stringify(record), 'PX', ttlMs).catch((err) => this.opts.onError?.(err));
+  }
+
+  async forget(jobId: string): Promise<void> {
+    await this.conn.del(this.recordKey(jobId)).catch((err) => this.opts.onError?.(err));
+  }
+
+  async lookup(jobId: string): Promise<JobRecord | undefined> {
+    const raw = await this.conn.get(this.recordKey(jobId));
+    return raw ? (JSON.parse(raw) as JobRecord) : undefined;
+  }
+
+  async requestCancel(jobId: string): Promise<void> {
+    await this.conn.publish(this.requestChannel, jobId);
+  }
+
+  onCancelRequest(fn: (jobId: string) => void): void {
+    this.onRequest = fn;
   }
 
   private jobKey(chunkId: string): string {
