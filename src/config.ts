@@ -59,7 +59,7 @@ const schema = z.object({
   TRADING_JOB_TIMEOUT_MS: intFrom(120_000, 50, 3_600_000),
   /** With REDIS_URL: lock of a trading job chunk run for the queue, ms; a dead process's chunk runs elsewhere after about this. */
   TRADING_CHUNK_LOCK_MS: intFrom(30_000, 500, 600_000),
-  /** With REDIS_URL: chunks a grid is cut into (0: 32, at least 4 per worker thread). */
+  /** With REDIS_URL: chunks a grid is cut into (0: one per 2M bar evaluations, at least one per worker thread, at most 32 or 4 per thread). */
   TRADING_CHUNKS: intFrom(0, 0, 500),
   /** Live programs: simulated length of one market candle, ms (the market's bars are one-minute bars). */
   PROGRAM_CANDLE_MS: intFrom(60_000, 1000, 86_400_000),

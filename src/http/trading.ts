@@ -195,8 +195,8 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
     // operator cancels any); a job started without one is cancelled by closing its connection
     auth: {},
     params: z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
-    handler: (ctx) =>
-      Reply.json(service.cancel(ctx.params.id, { client: clientOf(ctx.identity!.id), operator: ctx.identity!.roles.includes('operator') }), 202, { 'cache-control': 'no-store' }),
+    handler: async (ctx) =>
+      Reply.json(await service.cancel(ctx.params.id, { client: clientOf(ctx.identity!.id), operator: ctx.identity!.roles.includes('operator') }), 202, { 'cache-control': 'no-store' }),
   });
   hub.route({ method: 'GET', path: '/api/program/jobs', cacheControl: 'no-store', handler: () => ({ jobs: service.jobs.list(), ...service.jobs.stats(), ...service.queueStats() }) });
 }

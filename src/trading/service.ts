@@ -89,6 +89,7 @@ export class TradingService {
       (topic, p: JobProgress) => opts.bus.emit(topic, p as never),
       { running: opts.pool.threads, queue: 32, perClient: 2, timeoutMs: 120_000, ...opts.limits },
     );
+    opts.spread?.onCancelRequest((id) => void this.jobs.cancel(id, 'cancelled', false));
   }
 
   /** With a queue: this process's chunk counts (`queue`), for GET /api/program/jobs. */
@@ -100,11 +101,18 @@ export class TradingService {
    * Cancels a job for `by`: a job belongs to whoever started it (its client, `id:<identity>`), and an
    * operator may cancel any. No such job: 404 `job_not_found`; someone else's: 403 `forbidden`.
    */
-  cancel(id: string, by: JobCanceller) {
+  async cancel(id: string, by: JobCanceller) {
     const job = this.jobs.get(id);
-    if (!job) throw notFound('job_not_found', `no running job ${id}`, { job: id });
-    if (!by.operator && job.client !== by.client) throw forbidden(`job ${id} belongs to another client`, { job: id });
-    return this.jobs.cancel(id);
+    if (job) {
+      if (!by.operator && job.client !== by.client) throw forbidden(`job ${id} belongs to another client`, { job: id });
+      return this.jobs.cancel(id)!;
+    }
+    // with a queue, the job may run on another process: its record names the owner
+    const record = await this.opts.spread?.lookup(id);
+    if (!record) throw notFound('job_not_found', `no running job ${id}`, { job: id });
+    if (!by.operator && record.client !== by.client) throw forbidden(`job ${id} belongs to another client`, { job: id });
+    await this.opts.spread!.requestCancel(id);
+    return { job: id, kind: record.kind, done: 0, total: record.total, state: 'cancelling' as const };
   }
 
   /**
@@ -113,8 +121,9 @@ export class TradingService {
    */
   private async runTasks(job: Job, tasks: TradingTask[], signal: AbortSignal | undefined): Promise<unknown[]> {
     let outcomes: PromiseSettledResult<TaskOutcome>[];
+    const spread = this.opts.spread;
+    await spread?.announce(job.id, { client: job.client, kind: job.kind, total: job.total }, this.jobs.limits.timeoutMs * 2 + 60_000);
     try {
-      const spread = this.opts.spread;
       outcomes = await this.jobs.run(
         job,
         () => (spread && job.kind !== 'backtest' && job.kind !== 'compare' ? spread.run(chunkJob(job), tasks) : Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl })))),
@@ -123,6 +132,8 @@ export class TradingService {
     } catch (err) {
       this.jobs.close(job, job.cancelled ? 'cancelled' : 'failed');
       throw err;
+    } finally {
+      await spread?.forget(job.id);
     }
     if (job.cancelled || outcomes.some((o) => o.status === 'fulfilled' && !o.value.ok)) {
       this.jobs.close(job, 'cancelled');
@@ -180,9 +191,10 @@ export class TradingService {
     };
   }
 
-  /** Splits a grid into tasks: about four per thread so the threads finish together (spread: the runner's count). */
-  private chunk<T>(items: T[]): T[][] {
-    const parts = Math.max(1, Math.min(items.length, this.opts.spread?.chunks ?? this.opts.pool.threads * 4));
+  /** Splits a grid into tasks: about four per thread so the threads finish together (spread: the runner's count for this work). */
+  private chunk<T>(items: T[], barsEach: number): T[][] {
+    const spread = this.opts.spread;
+    const parts = Math.max(1, Math.min(items.length, spread ? spread.chunksFor(items.length, items.length * barsEach) : this.opts.pool.threads * 4));
     const size = Math.ceil(items.length / parts);
     const out: T[][] = [];
     for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
@@ -194,7 +206,7 @@ export class TradingService {
     const job = this.jobs.open(input.job_id, 'optimize', combos.length, from.client);
     const parts = (await this.runTasks(
       job,
-      this.chunk(combos).map((c) => ({
+      this.chunk(combos, input.candles.count).map((c) => ({
         kind: 'grid' as const,
         candles: input.candles,
         strategy: input.strategy,

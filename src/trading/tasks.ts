@@ -78,6 +78,13 @@ export interface ChunkJob {
   onCancel(fn: () => void): void;
 }
 
+/** What another process knows of a job: who started it, what it is. */
+export interface JobRecord {
+  client: string;
+  kind: string;
+  total: number;
+}
+
 /**
  * What the trading service needs to spread a job's chunks over every process sharing a queue
  * (adapter: src/workers/queue.ts, BullMQ on Redis). The chunks run on the local pool first; the
@@ -85,10 +92,22 @@ export interface ChunkJob {
  * assembled result is the one a single process computes.
  */
 export interface ChunkRunner {
-  /** How many chunks a grid is cut into (more than the local threads, so other processes get a share). */
-  readonly chunks: number;
+  /**
+   * How many chunks a grid of `items` combinations, `work` bar evaluations in all, is cut into: more
+   * than the local threads (so other processes get a share), fewer when the work is small (a chunk
+   * costs a few Redis round trips).
+   */
+  chunksFor(items: number, work: number): number;
   run(job: ChunkJob, tasks: TradingTask[]): Promise<PromiseSettledResult<TaskOutcome>[]>;
-  /** Counts of this process: chunks of its own jobs it ran, chunks it ran for the queue (and now), chunks run again. */
+  /** Records a job admitted here (its owner), so a cancel asked of another process can reach it. */
+  announce(jobId: string, record: JobRecord, ttlMs: number): Promise<void>;
+  forget(jobId: string): Promise<void>;
+  /** The record of a job admitted on some process (undefined: none runs under that id). */
+  lookup(jobId: string): Promise<JobRecord | undefined>;
+  /** Asks the process that admitted the job to cancel it; `onCancelRequest` receives such asks. */
+  requestCancel(jobId: string): Promise<void>;
+  onCancelRequest(fn: (jobId: string) => void): void;
+  /** Counts of this process: chunks of its last job, chunks of its own jobs it ran, chunks it ran for the queue (and now), chunks run again. */
   stats(): { chunks: number; claimed: number; served: number; serving: number; rerun: number };
   close(): Promise<void>;
 }

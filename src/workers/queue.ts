@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import { Queue, QueueEvents, Worker, type Job as BullJob } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { ChunkJob, ChunkRunner, TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
+import type { ChunkJob, ChunkRunner, JobRecord, TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
 
 /**
  * The BullMQ adapter of the trading domain's ChunkRunner: a job's chunks go to one BullMQ queue
@@ -27,12 +27,14 @@ export interface QueueOptions {
   pool: TaskRunner;
   /** Lock of a running chunk, ms: a dead process's chunk runs elsewhere after about this long. */
   lockMs: number;
-  /** Chunks of a grid (default: 32, at least 4 per local thread). */
+  /** Chunks of a grid, exactly (default: one per MIN_CHUNK_WORK bar evaluations, at least one per local thread, at most 32 or 4 per thread). */
   chunks?: number;
   onError?: (err: unknown) => void;
 }
 
 const QUEUE = 'trading-chunks';
+/** Least work (bar evaluations) worth a chunk of its own: about 0.1 s of one thread, against ~2 ms per chunk. */
+export const MIN_CHUNK_WORK = 2_000_000;
 const PROGRESS_MS = 100;
 const wakeAll = (run: { waiting: (() => void)[] }) => {
   for (const wake of run.waiting.splice(0)) wake();
@@ -68,7 +70,6 @@ interface Run {
 }
 
 export class BullChunkRunner implements ChunkRunner {
-  readonly chunks: number;
   private readonly conn: Redis;
   private readonly sub: Redis;
   private readonly queue: Queue;
@@ -80,15 +81,20 @@ export class BullChunkRunner implements ChunkRunner {
   private readonly keyPrefix: string;
   private readonly channel: string;
   private closing = false;
-  private readonly counts = { claimed: 0, served: 0, serving: 0, rerun: 0 };
+  private readonly requestChannel: string;
+  private onRequest: ((jobId: string) => void) | undefined;
+  /** `chunks`: of the last job started here. */
+  private readonly counts = { chunks: 0, claimed: 0, served: 0, serving: 0, rerun: 0 };
 
   constructor(private readonly opts: QueueOptions) {
-    this.chunks = opts.chunks ?? Math.max(32, opts.pool.threads * 4);
     const bull = `${opts.prefix}bull`;
     this.keyPrefix = `${opts.prefix}trading:cancelled:`;
     this.channel = `${opts.prefix}trading:cancel`;
-    const redis = () => new Redis(opts.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true });
-    this.conn = redis();
+    this.requestChannel = `${opts.prefix}trading:cancel-request`;
+    // blocking connections (worker, events, subscriber) wait for Redis; the queue's commands fail
+    // fast, so a job falls back to this process's pool when Redis is out of reach
+    const redis = () => new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+    this.conn = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1 });
     this.sub = redis();
     const onError = (err: unknown) => opts.onError?.(err);
     this.queue = new Queue(QUEUE, { connection: this.conn, prefix: bull });
@@ -108,17 +114,18 @@ export class BullChunkRunner implements ChunkRunner {
     });
     this.events.on('completed', ({ jobId, returnvalue }) => this.completed(jobId, returnvalue as unknown));
     this.events.on('failed', ({ jobId }) => this.failed(jobId));
-    this.sub.on('message', (_ch, jobId: string) => this.stopLocal(jobId));
+    this.sub.on('message', (ch: string, jobId: string) => (ch === this.channel ? this.stopLocal(jobId) : this.onRequest?.(jobId)));
   }
 
   /** Waits until the queue's connections are up. */
   async start(): Promise<void> {
-    await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady(), this.worker.waitUntilReady(), this.sub.subscribe(this.channel)]);
+    await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady(), this.worker.waitUntilReady(), this.sub.subscribe(this.channel, this.requestChannel)]);
   }
 
   async run(job: ChunkJob, tasks: TradingTask[]): Promise<PromiseSettledResult<TaskOutcome>[]> {
     const runId = randomBytes(6).toString('hex');
     const ids = tasks.map((_, i) => `c-${runId}-${i}`);
+    this.counts.chunks = tasks.length;
     const done = new Promise<void>((finish) => {
       const run: Run = { job, ids, tasks, results: tasks.map(() => undefined), left: tasks.length, next: 0, finish, retry: [], waiting: [] };
       this.runs.set(runId, run);
@@ -126,13 +133,19 @@ export class BullChunkRunner implements ChunkRunner {
     const run = this.runs.get(runId)!;
     job.onCancel(() => void this.cancelRun(run));
     try {
-      await this.queue.addBulk(
-        tasks.map((t, index) => ({
-          name: job.id,
-          data: { job: job.id, run: runId, index, task: encode(t) } satisfies ChunkData,
-          opts: { jobId: ids[index], removeOnComplete: true, removeOnFail: true, attempts: 1 },
-        })),
-      );
+      try {
+        await this.queue.addBulk(
+          tasks.map((t, index) => ({
+            name: job.id,
+            data: { job: job.id, run: runId, index, task: encode(t) } satisfies ChunkData,
+            opts: { jobId: ids[index], removeOnComplete: true, removeOnFail: true, attempts: 1 },
+          })),
+        );
+      } catch (err) {
+        // the queue is out of reach: the job runs on this process alone
+        this.opts.onError?.(err);
+        return await Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl })));
+      }
       if (job.cancelled) await this.cancelRun(run);
       await Promise.all(Array.from({ length: this.opts.pool.threads }, () => this.lane(run)));
       await done;
@@ -153,7 +166,10 @@ export class BullChunkRunner implements ChunkRunner {
         continue;
       }
       if (run.results[i] || run.job.cancelled) continue;
-      const claimed = await this.queue.remove(run.ids[i]!).catch(() => 0);
+      // a chunk already done elsewhere is gone (removeOnComplete), and remove() would report it removed
+      // (Redis out of reach: the chunk runs here; a second run elsewhere gives the same result)
+      if (!(await this.conn.exists(this.jobKey(run.ids[i]!)).catch(() => 1))) continue;
+      const claimed = await this.queue.remove(run.ids[i]!).catch(() => 1);
       if (claimed !== 1 || run.results[i]) continue;
       this.counts.claimed++;
       try {
@@ -169,6 +185,35 @@ export class BullChunkRunner implements ChunkRunner {
     run.results[i] = r;
     if (--run.left === 0) run.finish();
     wakeAll(run);
+  }
+
+  private recordKey(jobId: string): string {
+    return `${this.opts.prefix}trading:job:${jobId}`;
+  }
+
+  async announce(jobId: string, record: JobRecord, ttlMs: number): Promise<void> {
+    await this.conn.set(this.recordKey(jobId), JSON.stringify(record), 'PX', ttlMs).catch((err) => this.opts.onError?.(err));
+  }
+
+  async forget(jobId: string): Promise<void> {
+    await this.conn.del(this.recordKey(jobId)).catch((err) => this.opts.onError?.(err));
+  }
+
+  async lookup(jobId: string): Promise<JobRecord | undefined> {
+    const raw = await this.conn.get(this.recordKey(jobId));
+    return raw ? (JSON.parse(raw) as JobRecord) : undefined;
+  }
+
+  async requestCancel(jobId: string): Promise<void> {
+    await this.conn.publish(this.requestChannel, jobId);
+  }
+
+  onCancelRequest(fn: (jobId: string) => void): void {
+    this.onRequest = fn;
+  }
+
+  private jobKey(chunkId: string): string {
+    return `${this.opts.prefix}bull:${QUEUE}:${chunkId}`;
   }
 
   private remote(chunkId: string): { run: Run; index: number } | undefined {
@@ -249,8 +294,14 @@ export class BullChunkRunner implements ChunkRunner {
     }
   }
 
+  chunksFor(items: number, work: number): number {
+    const threads = this.opts.pool.threads;
+    const want = this.opts.chunks ?? Math.min(Math.max(32, threads * 4), Math.max(threads, Math.ceil(work / MIN_CHUNK_WORK)));
+    return Math.max(1, Math.min(items, want));
+  }
+
   stats() {
-    return { chunks: this.chunks, ...this.counts };
+    return { ...this.counts };
   }
 
   async close(): Promise<void> {
