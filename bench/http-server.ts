@@ -1,9 +1,10 @@
 /**
  * One side of bench/http: serves GET /member and GET /work from the same RewardService on a fresh
  * LMDB store, either on the maru hub (uWS) or on Fastify, with the same zod schemas and the same
- * error shape. Seeds `members` members first, then prints `READY <port>` on stdout.
+ * error shape; or (`uws`) GET /healthz from a bare uWS handler, the floor the hub's own /healthz is
+ * measured against. Seeds `members` members first, then prints `READY <port>` on stdout.
  *
- *   node dist/bench/http-server.js maru|fastify <members>
+ *   node dist/bench/http-server.js maru|fastify|uws <members>
  */
 import Fastify from 'fastify';
 import pino from 'pino';
@@ -13,6 +14,7 @@ import { AppError, errorBody } from '../src/errors.js';
 import { memberQuery, workQuery } from '../src/http/reward.js';
 import { validate } from '../src/hub/http.js';
 import { Hub } from '../src/hub/index.js';
+import { loadNativeUws } from '../src/hub/uws.js';
 import { RewardService } from '../src/reward/service.js';
 import { openLmdbStore } from '../src/store/lmdb.js';
 import { mkdtempSync } from 'node:fs';
@@ -46,7 +48,20 @@ const work = (q: unknown) => {
 };
 
 let port: number;
-if (target === 'maru') {
+if (target === 'uws') {
+  // the same answer as the hub's /healthz, with nothing around it: no routing, no headers of ours
+  const uws = loadNativeUws();
+  const app = uws.App();
+  app.get('/healthz', (res) => {
+    res.cork(() => {
+      res.writeHeader('content-type', 'application/json; charset=utf-8');
+      res.end(JSON.stringify({ status: 'ok', uptime_s: Math.round(process.uptime()) }));
+    });
+  });
+  port = await new Promise<number>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (socket) => (socket ? resolve(uws.us_socket_local_port(socket)) : reject(new Error('cannot listen')))),
+  );
+} else if (target === 'maru') {
   const hub = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1 << 20, webDir: '/nonexistent', shutdownGraceMs: 0 });
   hub.route({ method: 'GET', path: '/member', handler: (ctx) => member(ctx.query) });
   hub.route({ method: 'GET', path: '/work', cacheControl: 'no-store', handler: (ctx) => work(ctx.query) });

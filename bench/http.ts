@@ -1,9 +1,10 @@
 /**
- * bench/http: throughput and p99 latency of GET /member and GET /work on the maru hub (uWS) and on
- * Fastify serving the same handlers (bench/http-server.ts), in one run, one after the other, each
- * server in its own process and the load generator in another. Prints one JSON object.
+ * bench/http: the hub's per-request overhead. Throughput and p99 latency of GET /healthz on the hub
+ * against a bare uWS handler, and of GET /member (and GET /work) on the hub against Fastify serving
+ * the same handlers (bench/http-server.ts); every server in its own process, the load generator in
+ * another, the runs alternating over `rounds` rounds (medians reported). Prints one JSON object.
  *
- *   npm run build && node dist/bench/http.js [--seconds 8] [--connections 64] [--members 40000]
+ *   npm run build && nice node dist/bench/http.js [--seconds 5] [--connections 64] [--members 40000] [--rounds 5]
  *
  * The load comes from wrk (Debian package `wrk`, one thread): it costs far less CPU than a Node load
  * generator, which matters on two cores. Every /work request credits a different member (1 unit,
@@ -12,21 +13,23 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '8' },
+    seconds: { type: 'string', default: '5' },
     connections: { type: 'string', default: '64' },
     members: { type: 'string', default: '40000' },
+    rounds: { type: 'string', default: '5' },
   },
 });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 const members = Number(values.members);
+const rounds = Number(values.rounds);
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
 
 interface Run {
@@ -38,7 +41,7 @@ interface Run {
   errors: number;
 }
 
-function startServer(target: string): Promise<{ child: ChildProcess; port: number; ids: string[] }> {
+function startServer(target: string, members: number): Promise<{ child: ChildProcess; port: number; ids: string[] }> {
   const script = join(dirname(fileURLToPath(import.meta.url)), 'http-server.js');
   const child = spawn(process.execPath, [script, target, String(members)], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
@@ -94,23 +97,49 @@ if (!hasWrk) {
   process.exit(1);
 }
 
-const results: Record<string, Record<string, Run>> = {};
-for (const target of ['maru', 'fastify']) {
-  const { child, port, ids } = await startServer(target);
-  // warm-up on reads only, so every member keeps its 3 units for the measured /work run
-  runWrk(port, ids.slice(0, 100).map((id) => `/member?id=${id}`));
-  results[target] = {
-    member: runWrk(port, ids.map((id) => `/member?id=${id}`)),
-    work: runWrk(port, [0, 1, 2].flatMap((pass) => ids.map((id) => `/work?id=${id}&kc=1&v=${150 + pass}`))),
-  };
-  child.kill('SIGKILL');
-}
-
-const ratio = (route: 'member' | 'work') => ({
-  throughput_x: +(results.maru![route]!.requests_per_s / results.fastify![route]!.requests_per_s).toFixed(2),
-  p99_maru_ms: results.maru![route]!.p99_ms,
-  p99_fastify_ms: results.fastify![route]!.p99_ms,
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const summary = (runs: Run[]) => ({
+  requests_per_s: median(runs.map((r) => r.requests_per_s)),
+  p50_ms: median(runs.map((r) => r.p50_ms)),
+  p99_ms: median(runs.map((r) => r.p99_ms)),
+  non_2xx: runs.reduce((n, r) => n + r.non_2xx, 0),
+  errors: runs.reduce((n, r) => n + r.errors, 0),
+  rounds: runs.map((r) => r.requests_per_s),
 });
+
+// /healthz on the hub against a bare uWS handler, /member on the hub against Fastify: every server
+// runs at once (own process), and the runs alternate round by round, so a load spike from other
+// users of the machine hits both sides of a comparison alike; each figure is the median of the rounds
+const servers = {
+  uws: await startServer('uws', 0),
+  maru: await startServer('maru', members),
+  fastify: await startServer('fastify', members),
+};
+const memberPaths = (ids: string[]) => ids.map((id) => `/member?id=${id}`);
+for (const t of ['maru', 'fastify'] as const) runWrk(servers[t].port, memberPaths(servers[t].ids.slice(0, 100)));
+runWrk(servers.uws.port, ['/healthz']);
+const runs: Record<string, Run[]> = { healthz_uws: [], healthz_maru: [], member_maru: [], member_fastify: [] };
+for (let round = 0; round < rounds; round++) {
+  // the order flips every round
+  const flip = round % 2 === 1;
+  for (const t of flip ? (['maru', 'uws'] as const) : (['uws', 'maru'] as const)) runs[`healthz_${t}`]!.push(runWrk(servers[t].port, ['/healthz']));
+  for (const t of flip ? (['fastify', 'maru'] as const) : (['maru', 'fastify'] as const)) runs[`member_${t}`]!.push(runWrk(servers[t].port, memberPaths(servers[t].ids)));
+}
+servers.uws.child.kill('SIGKILL');
+
+const results: Record<string, Record<string, unknown>> = {
+  healthz: { uws: summary(runs.healthz_uws!), maru: summary(runs.healthz_maru!) },
+  member: { maru: summary(runs.member_maru!), fastify: summary(runs.member_fastify!) },
+};
+const perRound = (a: Run[], b: Run[]) => a.map((r, i) => +(r.requests_per_s / b[i]!.requests_per_s).toFixed(2));
+
+// GET /work as before: one run per server, each member credited once per pass
+const work: Record<string, Run> = {};
+for (const t of ['maru', 'fastify'] as const) {
+  work[t] = runWrk(servers[t].port, [0, 1, 2].flatMap((pass) => servers[t].ids.map((id) => `/work?id=${id}&kc=1&v=${150 + pass}`)));
+  servers[t].child.kill('SIGKILL');
+}
+results.work = work;
 
 console.log(
   JSON.stringify(
@@ -120,11 +149,25 @@ console.log(
       seconds,
       connections,
       members,
+      rounds,
       node: process.version,
       cpu: cpus()[0]?.model,
       cores: cpus().length,
+      loadavg_1m_at_end: +loadavg()[0]!.toFixed(1),
       results,
-      comparison: { member: ratio('member'), work: ratio('work') },
+      comparison: {
+        healthz: {
+          maru_of_uws: +(median(runs.healthz_maru!.map((r) => r.requests_per_s)) / median(runs.healthz_uws!.map((r) => r.requests_per_s))).toFixed(2),
+          per_round: perRound(runs.healthz_maru!, runs.healthz_uws!),
+        },
+        member: {
+          throughput_x: +(median(runs.member_maru!.map((r) => r.requests_per_s)) / median(runs.member_fastify!.map((r) => r.requests_per_s))).toFixed(2),
+          per_round: perRound(runs.member_maru!, runs.member_fastify!),
+          p99_maru_ms: median(runs.member_maru!.map((r) => r.p99_ms)),
+          p99_fastify_ms: median(runs.member_fastify!.map((r) => r.p99_ms)),
+        },
+        work: { throughput_x: +(work.maru!.requests_per_s / work.fastify!.requests_per_s).toFixed(2), p99_maru_ms: work.maru!.p99_ms, p99_fastify_ms: work.fastify!.p99_ms },
+      },
     },
     null,
     2,

@@ -220,6 +220,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     path: '/api/mticket/:qrCode/qr.png',
     params: z.object({ qrCode: ticketCode }),
     guards: [lookupLimit],
+    summary: 'The QR code of a ticket as a PNG image',
     handler: async (ctx) =>
       new Reply(200, await service.qrPng(ctx.params.qrCode), 'image/png', { 'cache-control': 'private, max-age=86400' }),
   });

@@ -92,9 +92,18 @@ class InjectedResponse {
     return this;
   }
   writeHeader(k: string, v: string): this {
+    // uWS writes `k: v\r\n` as given; the hub may pass several constant lines in one value
+    const [first, ...more] = v.split('\r\n');
+    this.add(k, first!);
+    for (const line of more) {
+      const colon = line.indexOf(':');
+      this.add(line.slice(0, colon), line.slice(colon + 1).trim());
+    }
+    return this;
+  }
+  private add(k: string, v: string): void {
     const key = k.toLowerCase();
     this.headers[key] = this.headers[key] === undefined ? v : `${this.headers[key]}, ${v}`;
-    return this;
   }
   write(chunk: string | ArrayBuffer | Uint8Array): boolean {
     this.chunks.push(toBuffer(chunk));

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import type { AuthGate } from './auth.js';
 import { Reply, jsonBody, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics, RouteSeries } from './metrics.js';
 import { MultipartReader, type UploadedFile, type UploadSettings } from './multipart.js';
 import { errorReply, fileReply, writeReply, writeSecurity } from './respond.js';
 import { Router } from './router.js';
@@ -45,6 +45,12 @@ export interface PipelineDeps {
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
 
+/** req.forEach's callback, made once: it fills the object `handle` points it at. */
+let headerTarget: Record<string, string> = {};
+const putHeader = (k: string, v: string) => {
+  headerTarget[k] = v;
+};
+
 const isPromise = (v: unknown): v is Promise<unknown> => v instanceof Promise;
 /** `f(v)` now when `v` is a value, after it when `v` is a promise. */
 function then<T, R>(v: T | Promise<T>, f: (v: T) => R | Promise<R>): R | Promise<R> {
@@ -63,6 +69,8 @@ export class Context implements RequestContext<any, any, any> {
   params: any = undefined;
   route = '';
   aborted = false;
+  /** True while uWS's own call runs (its writes are corked by uWS); false once the answer is late. */
+  sync = true;
   onAbort: (() => void) | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private stateBag: Record<string, unknown> | undefined = undefined;
@@ -117,13 +125,13 @@ export class Pipeline {
     const path = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
     const headers: Record<string, string> = {};
-    req.forEach((k, v) => {
-      headers[k] = v;
-    });
+    headerTarget = headers;
+    req.forEach(putHeader);
     const incomingId = headers['x-request-id'];
     const requestId = incomingId && REQUEST_ID.test(incomingId) ? incomingId : `${this.idPrefix}-${this.nextRequestId++}`;
     const ctx = new Context(method, path, headers, requestId, res, started);
     this.dispatch(ctx, rawQuery);
+    ctx.sync = false;
   }
 
   private dispatch(ctx: Context, rawQuery: string): void {
@@ -249,27 +257,36 @@ export class Pipeline {
   }
 
   private answer(ctx: Context, def: RouteDef<any, any, any>, out: unknown): void {
-    let reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
-    if (def.cacheControl && reply.status < 400 && !reply.headers['cache-control']) {
-      reply = reply.withHeaders({ 'cache-control': def.cacheControl });
-    }
-    this.finish(ctx, ctx.route, reply);
+    const reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
+    this.finish(ctx, ctx.route, reply, def.cacheControl || undefined);
   }
 
   private fail(ctx: Context, routeLabel: string, err: unknown): void {
     this.finish(ctx, routeLabel, errorReply(this.deps.log, err, ctx.requestId, ctx.method, ctx.path));
   }
 
-  private finish(ctx: Context, routeLabel: string, reply: Reply): void {
+  private finish(ctx: Context, routeLabel: string, reply: Reply, cacheControl?: string): void {
     if (ctx.aborted) return;
     const res = ctx.res;
-    res.cork(() => writeReply(res, ctx.method, reply, ctx.requestId));
+    // inside uWS's own call the answer is corked already; later (after a promise) it is corked here
+    if (ctx.sync) writeReply(res, ctx.method, reply, ctx.requestId, cacheControl);
+    else res.cork(() => writeReply(res, ctx.method, reply, ctx.requestId, cacheControl));
     const status = reply.status;
     const ms = performance.now() - ctx.started;
-    this.deps.metrics.observe(ctx.method, routeLabel, status, ms / 1000);
+    this.seriesOf(ctx.method, routeLabel).observe(status, ms / 1000);
     if (this.deps.log.isLevelEnabled('debug')) {
       this.deps.log.debug({ requestId: ctx.requestId, method: ctx.method, path: ctx.path, status, ms: +ms.toFixed(2) }, 'request');
     }
+  }
+
+  /** The metric series of a method and route, kept here so a request costs no string building. */
+  private readonly series = new Map<string, Map<string, RouteSeries>>();
+  private seriesOf(method: string, route: string): RouteSeries {
+    let byRoute = this.series.get(method);
+    if (!byRoute) this.series.set(method, (byRoute = new Map()));
+    let s = byRoute.get(route);
+    if (!s) byRoute.set(route, (s = this.deps.metrics.series(method, route)));
+    return s;
   }
 
   private openSse(ctx: Context, def: SseRouteDef<any>): void {
@@ -285,7 +302,7 @@ export class Pipeline {
     const stream = new SseStream(res, ctx.headers['last-event-id'], this.deps.sse);
     this.streams.add(stream);
     this.deps.metrics.sseStreams.inc();
-    this.deps.metrics.observe('GET', ctx.route, 200, (performance.now() - ctx.started) / 1000);
+    this.seriesOf('GET', ctx.route).observe(200, (performance.now() - ctx.started) / 1000);
     ctx.onAbort = () => stream.aborted();
     stream.onClose(() => {
       this.streams.delete(stream);

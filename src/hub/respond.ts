@@ -19,8 +19,15 @@ const STATUS_TEXT: Record<number, string> = {
 };
 export const statusLine = (s: number) => STATUS_TEXT[s] ?? String(s);
 
-/** The security headers as pairs, walked once per answer without a key lookup. */
+/** The security headers as pairs (for answers written by hand). */
 const SECURITY_PAIRS: readonly (readonly [string, string])[] = Object.entries(SECURITY_HEADERS);
+/**
+ * The same headers in one uWS call: uWS writes `name: value\r\n` as given, so the value carries the
+ * other constant lines (one crossing into native code per answer instead of six).
+ */
+const [SECURITY_FIRST, ...SECURITY_REST] = SECURITY_PAIRS;
+const SECURITY_NAME = SECURITY_FIRST![0];
+const SECURITY_VALUE = [SECURITY_FIRST![1], ...SECURITY_REST.map(([k, v]) => `${k}: ${v}`)].join('\r\n');
 
 const NO_STORE: Readonly<Record<string, string>> = Object.freeze({ 'cache-control': 'no-store' });
 
@@ -42,14 +49,18 @@ export function errorReply(log: Logger, err: unknown, requestId: string, method:
   return Reply.json(body, 500, NO_STORE);
 }
 
-/** Writes a reply in one corked batch (the caller corks when it is outside uWS's own handler). */
-export function writeReply(res: HttpResponse, method: string, reply: Reply, requestId: string): void {
+/**
+ * Writes a reply (the caller corks when it is outside uWS's own handler). `cacheControl` is the
+ * route's Cache-Control for a successful answer that names none itself.
+ */
+export function writeReply(res: HttpResponse, method: string, reply: Reply, requestId: string, cacheControl?: string): void {
   res.writeStatus(statusLine(reply.status));
   if (reply.contentType) res.writeHeader('content-type', reply.contentType);
   res.writeHeader('x-request-id', requestId);
-  for (let i = 0; i < SECURITY_PAIRS.length; i++) res.writeHeader(SECURITY_PAIRS[i]![0], SECURITY_PAIRS[i]![1]);
+  res.writeHeader(SECURITY_NAME, SECURITY_VALUE);
   const extra = reply.headers;
   for (const k in extra) res.writeHeader(k, extra[k]!);
+  if (cacheControl !== undefined && reply.status < 400 && extra['cache-control'] === undefined) res.writeHeader('cache-control', cacheControl);
   if (method === 'HEAD') {
     // the length a GET would send, written by hand: endWithoutBody(n) would make uWS wait for
     // n more bytes on the connection and drop the next request of a keep-alive client

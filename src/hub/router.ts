@@ -19,9 +19,16 @@ const newNode = <T>(): Node<T> => ({ statics: new Map(), handlers: new Map() });
 
 export class Router<T> {
   private root: Node<T> = newNode();
+  /** Patterns without parameters, by their exact path: one map look-up, no splitting. */
+  private readonly exact = new Map<string, Map<string, { value: T; pattern: string }>>();
 
   add(method: string, pattern: string, value: T): void {
     if (!pattern.startsWith('/')) throw new Error(`route pattern must start with /: ${pattern}`);
+    if (!/[:*]/.test(pattern)) {
+      let m = this.exact.get(pattern);
+      if (!m) this.exact.set(pattern, (m = new Map()));
+      if (!m.has(method)) m.set(method, { value, pattern });
+    }
     const segs = split(pattern);
     let node = this.root;
     for (let i = 0; i < segs.length; i++) {
@@ -50,6 +57,8 @@ export class Router<T> {
 
   /** `path` is the raw URL path (still percent-encoded); parameters are decoded. Throws URIError. */
   match(method: string, path: string): Match<T> {
+    const exact = this.exact.get(path)?.get(method);
+    if (exact) return { kind: 'found', value: exact.value, params: {}, pattern: exact.pattern };
     const segs = split(path);
     const params: Record<string, string> = {};
     const found = walk(this.root, segs, 0, params);
