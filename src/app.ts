@@ -16,7 +16,7 @@ import { registerAuthRoutes } from './http/auth.js';
 import { registerChatRoutes } from './http/chat.js';
 import { registerCoachRoutes } from './http/coach.js';
 import { registerIntakeMailRoutes } from './http/intake-mail.js';
-import { registerCollabRoutes } from './http/collab.js';
+import { EDITOR, registerCollabRoutes } from './http/collab.js';
 import { registerRentalRoutes } from './http/rental.js';
 import { IntakeService } from './intake/service.js';
 import { Mailer, MAIL_DEST } from './mail/mailer.js';
@@ -248,8 +248,9 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
   const yjsPeers = hub.peers('/yjs/:slug', {
     maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
-    upgrade: ([slug]) => rooms.check(slug),
-    open: (peer, slug) => rooms.open(peer, slug),
+    auth: EDITOR,
+    upgrade: ([slug], _query, who) => ({ slug: rooms.check(slug), who: who!.id }),
+    open: (peer, to) => rooms.open(peer, to.slug, to.who),
     message: (peer, bytes) => rooms.message(peer, bytes),
     close: (peer) => rooms.leave(peer),
   });

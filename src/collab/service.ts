@@ -12,6 +12,8 @@ import { SearchIndex, type SearchHit } from './search.js';
  */
 
 export const LOCK_TTL_MS = 10 * 60_000;
+/** A lock is held at most this long from its acquisition: renewals stop there (then anyone may take it). */
+export const LOCK_MAX_MS = 60 * 60_000;
 export const MAX_VERSIONS = 50;
 export const RECENT_EDITS = 8;
 export const PRESENCE_TIMEOUT_MS = 30_000;
@@ -50,16 +52,27 @@ export interface Version {
   restored_from?: number;
 }
 
+/** The signed-in identity asking (the hub's principal as this service needs it). */
+export interface Editor {
+  id: string;
+  name: string;
+  /** The operator may break another holder's lock. */
+  operator?: boolean;
+}
+
 export interface Lock {
   slug: string;
+  /** The holder's identity id (the account); only that identity renews, releases and saves. */
   holder: string;
-  token: string;
+  holder_name: string;
   acquired: number;
   expires: number;
 }
 
 export interface Peer {
   id: string;
+  /** The identity id of the person behind the presence entry. */
+  user: string;
   name: string;
   color: string;
   joined: number;
@@ -72,8 +85,10 @@ export interface SaveInput {
   category?: string;
   title?: string;
   baseVersion?: number;
+  /** Who saves (a form save or restore); the lock is judged against this identity. */
+  editor?: Editor;
+  /** Author of a live save (the identities who edited); ignored when `editor` is given. */
   author?: string;
-  lockToken?: string;
   /** 'http' (a form save), 'live' (Yjs co-editing), 'restore'. */
   origin?: 'http' | 'live' | 'restore';
   restoredFrom?: number;
@@ -93,6 +108,23 @@ const K = {
   locks: 'md:locks',
   rooms: 'md:presence-rooms',
 };
+
+function lockedError(slug: string, lock: Lock): AppError {
+  const holder = lock.holder_name ?? lock.holder;
+  return new AppError('locked', 'document_locked', `${slug} is locked by ${holder} until ${new Date(lock.expires).toISOString()}`, {
+    holder: lock.holder,
+    holder_name: holder,
+    expires_at: new Date(lock.expires).toISOString(),
+    expires: lock.expires,
+  });
+}
+
+const notYours = (slug: string) => new AppError('forbidden', 'not_your_presence', `that presence entry of ${slug} belongs to someone else`);
+
+/** A live lock held by someone other than `editor` refuses the write (operators too: they break it first). */
+function assertHolder(slug: string, lock: Lock | undefined, editor: Editor | undefined, now: number): void {
+  if (lock && lock.expires > now && lock.holder !== editor?.id) throw lockedError(slug, lock);
+}
 
 export function titleOf(content: string, slug: string): string {
   const m = /^#{1,2}\s+(.+)$/m.exec(content);
@@ -186,17 +218,13 @@ export class CollabService {
       throw new AppError('too_large', 'document_too_large', `a document holds at most ${this.maxBytes} bytes`, { limit: this.maxBytes, size });
     }
     const now = this.now();
-    const author = input.author ?? 'anonymous';
+    const author = input.editor?.id ?? input.author ?? 'live';
+    const origin = input.origin ?? 'http';
     const result = await this.store.update<SaveResult>([K.doc(slug), K.lock(slug)], ([cur, lockRaw]) => {
       const doc = cur as Doc | undefined;
       const lock = lockRaw as Lock | undefined;
-      if (lock && lock.expires > now && lock.token !== input.lockToken) {
-        throw new AppError('locked', 'document_locked', `${slug} is locked by ${lock.holder} until ${new Date(lock.expires).toISOString()}`, {
-          holder: lock.holder,
-          expires_at: new Date(lock.expires).toISOString(),
-          expires: lock.expires,
-        });
-      }
+      // live co-editing is not refused by a lock (docs/collab.md "Locks"); form saves and restores are
+      if (origin !== 'live') assertHolder(slug, lock, input.editor, now);
       if (doc && input.baseVersion !== undefined && input.baseVersion !== doc.version) {
         throw new AppError('conflict', 'version_conflict', `the document is at version ${doc.version}, not ${input.baseVersion}`, {
           current_version: doc.version,
@@ -242,7 +270,6 @@ export class CollabService {
     });
     if (result.changed) {
       this.indexDoc(result.doc);
-      const origin = input.origin ?? 'http';
       for (const h of this.savedHooks) h(result.doc, origin);
       const event = { type: 'saved', slug, version: result.doc.version, author, origin, title: result.doc.title, modified: result.doc.modified };
       this.publish(DOC_TOPIC(slug), event);
@@ -251,15 +278,12 @@ export class CollabService {
     return result;
   }
 
-  async remove(slug: string, lockToken?: string): Promise<{ deleted: true; slug: string }> {
+  async remove(slug: string, editor: Editor): Promise<{ deleted: true; slug: string }> {
     this.checkSlug(slug);
     const now = this.now();
     await this.store.update([K.doc(slug), K.lock(slug)], ([cur, lockRaw]) => {
       if (!cur) throw notFound('unknown_document', `no document ${slug}`, { slug });
-      const lock = lockRaw as Lock | undefined;
-      if (lock && lock.expires > now && lock.token !== lockToken) {
-        throw new AppError('locked', 'document_locked', `${slug} is locked by ${lock.holder}`, { holder: lock.holder, expires_at: new Date(lock.expires).toISOString() });
-      }
+      assertHolder(slug, lockRaw as Lock | undefined, editor, now);
       return {
         writes: [
           { op: 'del', key: K.doc(slug) },
@@ -313,9 +337,9 @@ export class CollabService {
     return v;
   }
 
-  async restore(slug: string, n: number, opts: { author?: string; lockToken?: string } = {}): Promise<SaveResult> {
+  async restore(slug: string, n: number, editor: Editor): Promise<SaveResult> {
     const v = await this.version(slug, n);
-    return this.save({ slug, content: v.content, title: v.title, category: v.category, author: opts.author, lockToken: opts.lockToken, origin: 'restore', restoredFrom: n });
+    return this.save({ slug, content: v.content, title: v.title, category: v.category, editor, origin: 'restore', restoredFrom: n });
   }
 
   // ---- search -------------------------------------------------------------------------------
@@ -347,33 +371,39 @@ export class CollabService {
     return {
       locked: true as const,
       holder: lock.holder,
+      holder_name: lock.holder_name ?? lock.holder,
       acquired_at: new Date(lock.acquired).toISOString(),
       expires_at: new Date(lock.expires).toISOString(),
       expires: lock.expires,
       remaining_ms: lock.expires - now,
+      max_until: new Date(lock.acquired + LOCK_MAX_MS).toISOString(),
     };
   }
 
   /**
-   * Acquire (no token, or a token that is not the holder's) or renew (the holder's token).
-   * A lock request on a document locked by someone else is a 423 document_locked naming the
-   * holder and the expiry; it does not queue.
+   * Acquire (unlocked or expired) or renew (the caller holds it): another 10 minutes from now, but
+   * never past LOCK_MAX_MS after the acquisition; a renewal when the lock already runs to that
+   * maximum is a 409 `lock_max_reached`. A lock request on a document someone else holds is a 423
+   * `document_locked` naming the holder and the expiry; it does not queue.
    */
-  async lock(slug: string, holder: string, token?: string) {
+  async lock(slug: string, editor: Editor) {
     await this.get(slug);
     const now = this.now();
     const out = await this.store.update([K.lock(slug)], ([cur]) => {
       const lock = cur as Lock | undefined;
       const live = lock && lock.expires > now ? lock : undefined;
-      if (live && live.token !== token) {
-        throw new AppError('locked', 'document_locked', `${slug} is locked by ${live.holder} until ${new Date(live.expires).toISOString()}`, {
-          holder: live.holder,
-          expires_at: new Date(live.expires).toISOString(),
-          expires: live.expires,
+      if (live && live.holder !== editor.id) throw lockedError(slug, live);
+      const renewed = !!live;
+      const acquired = live ? live.acquired : now;
+      const maxUntil = acquired + LOCK_MAX_MS;
+      if (live && live.expires >= maxUntil) {
+        throw new AppError('conflict', 'lock_max_reached', `a lock is held at most ${LOCK_MAX_MS / 60_000} minutes; this one ends at ${new Date(maxUntil).toISOString()}`, {
+          acquired_at: new Date(acquired).toISOString(),
+          max_until: new Date(maxUntil).toISOString(),
+          max_ms: LOCK_MAX_MS,
         });
       }
-      const renewed = !!live;
-      const next: Lock = { slug, holder: renewed ? live.holder : holder, token: renewed ? live.token : randomBytes(16).toString('hex'), acquired: renewed ? live.acquired : now, expires: now + LOCK_TTL_MS };
+      const next: Lock = { slug, holder: editor.id, holder_name: editor.name, acquired, expires: Math.min(now + LOCK_TTL_MS, maxUntil) };
       return {
         writes: [
           // the stored TTL only cleans up; validity is judged against the (injectable) clock
@@ -386,29 +416,34 @@ export class CollabService {
     const view = this.lockView(out.lock, now);
     this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked', ...view } as unknown as Json);
     this.publish(LIST_TOPIC, { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked' });
-    return { ok: true, slug, token: out.lock.token, renewed: out.renewed, ...view };
+    return { ok: true, slug, renewed: out.renewed, ...view };
   }
 
-  /** Release by the holder only (compare-and-delete on the token). */
-  async unlock(slug: string, token: string) {
+  /**
+   * Release by the holder; an operator may break anyone's lock (state `broken`). Another editor is
+   * a 403 `not_lock_holder`; an unlocked (or expired) document is `released: false`.
+   */
+  async unlock(slug: string, editor: Editor) {
     this.checkSlug(slug);
     const now = this.now();
-    const released = await this.store.update([K.lock(slug)], ([cur]) => {
+    const gone = await this.store.update([K.lock(slug)], ([cur]) => {
       const lock = cur as Lock | undefined;
-      if (!lock || lock.expires <= now) return { writes: [], result: false };
-      if (lock.token !== token) {
-        throw new AppError('forbidden', 'not_lock_holder', `the lock on ${slug} is held by ${lock.holder}; only the holder's token releases it`, {
+      if (!lock || lock.expires <= now) return { writes: [], result: undefined };
+      if (lock.holder !== editor.id && !editor.operator) {
+        throw new AppError('forbidden', 'not_lock_holder', `the lock on ${slug} is held by ${lock.holder_name ?? lock.holder}; only the holder (or an operator) releases it`, {
           holder: lock.holder,
           expires_at: new Date(lock.expires).toISOString(),
         });
       }
-      return { writes: [{ op: 'del', key: K.lock(slug) }, { op: 'unindex', key: K.locks, member: slug }], result: true };
+      return { writes: [{ op: 'del', key: K.lock(slug) }, { op: 'unindex', key: K.locks, member: slug }], result: lock };
     });
-    if (released) {
-      this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: 'released', locked: false });
-      this.publish(LIST_TOPIC, { type: 'lock', slug, state: 'released' });
+    const broken = !!gone && gone.holder !== editor.id;
+    if (gone) {
+      const state = broken ? 'broken' : 'released';
+      this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state, locked: false, holder: gone.holder, ...(broken ? { broken_by: editor.id } : {}) });
+      this.publish(LIST_TOPIC, { type: 'lock', slug, state });
     }
-    return { ok: true, slug, released, locked: false };
+    return { ok: true, slug, released: !!gone, ...(broken ? { broken: true, holder: gone.holder } : {}), locked: false };
   }
 
   async lockState(slug: string) {
@@ -461,21 +496,23 @@ export class CollabService {
   // ---- presence -----------------------------------------------------------------------------
 
   /** Join or heartbeat (every 15 s). The colour is the first palette colour no one else in the document has. */
-  async presence(slug: string, name: string, id?: string): Promise<{ id: string; color: string; peers: Peer[] }> {
+  async presence(slug: string, editor: Editor, id?: string): Promise<{ id: string; color: string; peers: Peer[] }> {
     this.checkSlug(slug);
     const now = this.now();
     const pid = id ?? randomBytes(8).toString('hex');
+    const name = editor.name;
     const out = await this.store.update([K.presence(slug)], ([cur]) => {
       const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
       for (const [k, p] of Object.entries(map)) if (p.seen <= now - PRESENCE_TIMEOUT_MS) delete map[k];
       const existing = map[pid];
+      if (existing && existing.user !== editor.id) throw notYours(slug);
       let joined = false;
       if (existing) {
         map[pid] = { ...existing, name, seen: now };
       } else {
         const used = new Set(Object.values(map).map((p) => p.color));
         const color = PALETTE.find((c) => !used.has(c)) ?? PALETTE[Object.keys(map).length % PALETTE.length]!;
-        map[pid] = { id: pid, name, color, joined: now, seen: now };
+        map[pid] = { id: pid, user: editor.id, name, color, joined: now, seen: now };
         joined = true;
       }
       const oldest = Math.min(...Object.values(map).map((p) => p.seen));
@@ -491,12 +528,14 @@ export class CollabService {
     return { id: pid, color: out.peer.color, peers: out.peers };
   }
 
-  async leave(slug: string, id: string): Promise<{ left: boolean }> {
+  /** Leaves a presence entry: the person's own, or any for an operator. */
+  async leave(slug: string, editor: Editor, id: string): Promise<{ left: boolean }> {
     this.checkSlug(slug);
     const out = await this.store.update([K.presence(slug)], ([cur]) => {
       const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
       const peer = map[id];
       if (!peer) return { writes: [], result: undefined };
+      if (peer.user !== editor.id && !editor.operator) throw notYours(slug);
       delete map[id];
       const writes: Write[] = Object.keys(map).length
         ? [{ op: 'set', key: K.presence(slug), value: map as unknown as Json, ttlMs: PRESENCE_TIMEOUT_MS * 4 }]
