@@ -105,7 +105,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     auth: EDITOR,
     response: R.lock,
     body: { schema: z.strictObject({ slug }) },
-    handler: (ctx) => service.lock(ctx.body.slug, editorOf(ctx)),
+    handler: (ctx) => service.locks.lock(ctx.body.slug, editorOf(ctx)),
   });
   hub.route({
     method: 'POST',
@@ -113,9 +113,9 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     auth: EDITOR,
     response: R.lock,
     body: { schema: z.strictObject({ slug }) },
-    handler: (ctx) => service.unlock(ctx.body.slug, editorOf(ctx)),
+    handler: (ctx) => service.locks.unlock(ctx.body.slug, editorOf(ctx)),
   });
-  hub.route({ method: 'GET', path: '/api/md/lock/:slug', response: R.lock, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.lockState(ctx.params.slug) });
+  hub.route({ method: 'GET', path: '/api/md/lock/:slug', response: R.lock, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.locks.state(ctx.params.slug) });
   hub.route({ method: 'GET', path: '/api/md/stats', response: R.stats, cacheControl: 'no-store', handler: () => service.stats() });
 
   // presence: join / heartbeat every 15 s, leave; dead peers expire after 30 s
@@ -125,7 +125,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     auth: EDITOR,
     response: R.presence,
     body: { schema: z.strictObject({ slug, id: presenceId.optional() }) },
-    handler: (ctx) => service.presence(ctx.body.slug, editorOf(ctx), ctx.body.id),
+    handler: (ctx) => service.presence.join(ctx.body.slug, editorOf(ctx), ctx.body.id),
   });
   hub.route({
     method: 'POST',
@@ -133,9 +133,9 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     auth: EDITOR,
     response: R.left,
     body: { schema: z.strictObject({ slug, id: presenceId }) },
-    handler: (ctx) => service.leave(ctx.body.slug, editorOf(ctx), ctx.body.id),
+    handler: (ctx) => service.presence.leave(ctx.body.slug, editorOf(ctx), ctx.body.id),
   });
-  hub.route({ method: 'GET', path: '/api/md/presence/:slug', response: R.peers, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.peers(ctx.params.slug) }) });
+  hub.route({ method: 'GET', path: '/api/md/presence/:slug', response: R.peers, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.presence.peers(ctx.params.slug) }) });
 
   // the document list's events as Server-Sent Events, resumable with Last-Event-ID from the Bus history
   hub.sse({ path: '/api/md/stream', topics: [LIST_TOPIC], history: 200 });
