@@ -4,9 +4,11 @@
  * (@y/websocket-server on `ws`, its stock bin). Each server runs in its own child process; the
  * clients (raw WebSockets speaking the y-websocket framing) run here.
  *
- *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--paced 100] [--burst 300]
+ *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--paced 300] [--rate 100] [--burst 300]
  *
- * - latency: the writer sends `paced` Yjs updates at 50/s; a subscriber's k-th update frame
+ * maru's clients connect as a signed-in editor (the token as `access_token`, as browsers do).
+ *
+ * - latency: the writer sends `paced` Yjs updates at `rate` per second; a subscriber's k-th update frame
  *   (type 0/2) is the writer's k-th; latency = receive time - send time (same clock), p50/p99.
  * - deliveries/s: `burst` updates sent back to back; deliveries (subscribers x updates) divided by
  *   the time from the first send to the last delivery.
@@ -30,7 +32,8 @@ const arg = (name: string, def: number) => {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
 const SUBSCRIBERS = arg('subscribers', 1000);
-const PACED = arg('paced', 100);
+const PACED = arg('paced', 300);
+const RATE = arg('rate', 100);
 const BURST = arg('burst', 300);
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -52,13 +55,27 @@ function rss(pid: number): number {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
-async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildProcess; url: string }> {
+const ADMIN_PASSWORD = 'bench-admin-password';
+
+/** An editor's token on the bench hub: the operator makes the account, the editor logs in. */
+async function editorToken(http: string): Promise<string> {
+  const post = async (path: string, body: unknown, token?: string) => {
+    const res = await fetch(http + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as { token: string };
+  };
+  const admin = (await post('/api/auth/login', { user: 'admin', password: ADMIN_PASSWORD })).token;
+  await post('/api/auth/accounts', { user: 'bench', password: 'bench-editor-password', roles: ['editor'] }, admin);
+  return (await post('/api/auth/login', { user: 'bench', password: 'bench-editor-password' })).token;
+}
+
+async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildProcess; url: string; query: string }> {
   const port = await freePort();
   const child =
     kind === 'maru'
       ? spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
           cwd: ROOT,
-          env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1' },
+          env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1', ADMIN_PASSWORD },
           stdio: 'ignore',
         })
       : spawn(process.execPath, [join(ROOT, 'node_modules/@y/websocket-server/src/server.js')], {
@@ -69,11 +86,12 @@ async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildPr
   const url = kind === 'maru' ? `ws://127.0.0.1:${port}/yjs` : `ws://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {
     const ok = await new Promise<boolean>((r) => {
+      if (kind === 'maru') return void fetch(`http://127.0.0.1:${port}/healthz`).then((res) => r(res.ok), () => r(false));
       const w = new WebSocket(`${url}/probe`);
       w.on('open', () => (w.close(), r(true)));
       w.on('error', () => r(false));
     });
-    if (ok) return { child, url };
+    if (ok) return { child, url, query: kind === 'maru' ? `?access_token=${await editorToken(`http://127.0.0.1:${port}`)}` : '' };
     await sleep(100);
   }
   child.kill('SIGKILL');
@@ -89,7 +107,7 @@ function frame(update: Uint8Array): Uint8Array {
 }
 
 async function run(kind: 'maru' | 'reference') {
-  const { child, url } = await startServer(kind);
+  const { child, url, query } = await startServer(kind);
   const room = `bench-${kind}`;
   try {
     await sleep(500);
@@ -104,7 +122,7 @@ async function run(kind: 'maru' | 'reference') {
       await Promise.all(
         Array.from({ length: Math.min(100, SUBSCRIBERS - i) }, () =>
           new Promise<void>((res, rej) => {
-            const ws = new WebSocket(`${url}/${room}`, { perMessageDeflate: false });
+            const ws = new WebSocket(`${url}/${room}${query}`, { perMessageDeflate: false });
             let k = 0;
             ws.on('message', (d: Buffer) => {
               if (d[0] !== 0 || d[1] !== 2) return;
@@ -124,7 +142,7 @@ async function run(kind: 'maru' | 'reference') {
     await sleep(1500);
     const after = rss(child.pid!);
 
-    const writer = new WebSocket(`${url}/${room}`, { perMessageDeflate: false });
+    const writer = new WebSocket(`${url}/${room}${query}`, { perMessageDeflate: false });
     await new Promise((r) => writer.on('open', r));
     await sleep(200);
     const doc = new Y.Doc();
@@ -136,9 +154,12 @@ async function run(kind: 'maru' | 'reference') {
       sent.push(performance.now());
       writer.send(frame(pending!));
     };
+    // paced on a schedule (not sleep after send), so the rate holds when timers run late
+    const start = performance.now();
     for (let i = 0; i < PACED; i++) {
       send();
-      await sleep(20);
+      const due = start + ((i + 1) * 1000) / RATE;
+      await sleep(Math.max(0, due - performance.now()));
     }
     const pacedTarget = PACED * SUBSCRIBERS;
     for (let i = 0; i < 200 && deliveries < pacedTarget; i++) await sleep(25);
@@ -156,6 +177,7 @@ async function run(kind: 'maru' | 'reference') {
       server: kind === 'maru' ? 'maru (uWS, y-protocols)' : '@y/websocket-server 0.1.1 (ws)',
       subscribers: SUBSCRIBERS,
       paced_updates: PACED,
+      paced_rate_per_s: RATE,
       paced_delivered: pacedDelivered,
       latency_ms: { p50: r2(pct(latencies, 50)), p99: r2(pct(latencies, 99)), max: r2(latencies.at(-1) ?? 0) },
       burst_updates: BURST,

@@ -40,10 +40,12 @@ export type Origin = 'load' | 'remote' | 'http';
 export class Room {
   readonly doc = new Y.Doc({ gc: true });
   readonly awareness = new awarenessProtocol.Awareness(this.doc);
-  /** Users who edited since the last save (the version's author). */
+  /** Users who edited since the last save (the version's author): the peers' signed-in identities. */
   readonly authors = new Set<string>();
   /** Each peer's awareness client ids (removed when it leaves). */
   private readonly peers = new Map<Peer, Set<number>>();
+  /** Each peer's signed-in identity (given at join). */
+  private readonly who = new Map<Peer, string>();
   private updates: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -72,8 +74,9 @@ export class Room {
   }
 
   /** A new peer: it gets the room's state vector and who is here. */
-  join(peer: Peer): void {
+  join(peer: Peer, who?: string): void {
     this.peers.set(peer, new Set());
+    if (who !== undefined) this.who.set(peer, who);
     this.hooks.fanout?.join(peer, this.group);
     peer.send(syncStep1(this.doc));
     const states = this.awareness.getStates();
@@ -83,6 +86,7 @@ export class Room {
   leave(peer: Peer): void {
     const clients = this.peers.get(peer);
     this.peers.delete(peer);
+    this.who.delete(peer);
     if (clients && clients.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...clients], 'close');
   }
 
@@ -150,7 +154,10 @@ export class Room {
     this.broadcast(updateMessage(update), origin as Peer);
     if (origin !== 'remote') this.hooks.relayUpdate(update);
     const mine = this.peers.get(origin as Peer);
-    if (mine) {
+    const who = this.who.get(origin as Peer);
+    if (who !== undefined) this.authors.add(who);
+    else if (mine) {
+      // a peer without an identity (tests of the room alone): the names it shows in awareness
       for (const id of mine) {
         const name = (this.awareness.getStates().get(id) as { user?: { name?: unknown } } | undefined)?.user?.name;
         if (typeof name === 'string') this.authors.add(name.slice(0, 40));

@@ -92,13 +92,14 @@ export class Rooms {
     return slug;
   }
 
-  open(peer: Peer, slug: string): void {
+  /** A peer joins a room; `who` is its signed-in identity (the author of its edits). */
+  open(peer: Peer, slug: string, who?: string): void {
     const e = this.entry(slug);
     this.peers.set(peer, e);
     e.peers++;
     e.ready.then(
       () => {
-        if (this.peers.get(peer) === e) e.room.join(peer);
+        if (this.peers.get(peer) === e) e.room.join(peer, who);
       },
       () => peer.close(1011, 'room failed to load'),
     );

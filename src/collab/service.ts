@@ -1,113 +1,24 @@
-import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import type { Json, Store, Write } from '../store/port.js';
+import { Locks } from './locks.js';
+import {
+  DOC_TOPIC, K, LIST_TOPIC, MAX_VERSIONS, RECENT_EDITS, WEEK_MS, assertHolder, checkSlug, summary, titleOf,
+  type Doc, type Editor, type Lock, type SaveInput, type SaveResult, type Version,
+} from './model.js';
+import { Presence } from './presence.js';
 import { SearchIndex, type SearchHit } from './search.js';
 
+export * from './model.js';
+
 /**
- * The document collaboration service (docs/collab.md): documents, versions, locks, presence,
- * statistics and search. Every write is one atomic Store.update; events go out on the Bus
- * (topic `md:<slug>` for one document, `md:all` for the list).
+ * The document collaboration service (docs/collab.md): documents, versions, search and
+ * statistics here; locks (`locks`, locks.ts) and presence (`presence`, presence.ts) are its parts.
+ * Every write is one atomic Store.update; events go out on the Bus (topic `md:<slug>` for one
+ * document, `md:all` for the list).
  */
 
-export const LOCK_TTL_MS = 10 * 60_000;
-export const MAX_VERSIONS = 50;
-export const RECENT_EDITS = 8;
-export const PRESENCE_TIMEOUT_MS = 30_000;
-export const SLUG_RE = /^[a-z0-9가-힣][a-z0-9가-힣_-]{0,79}$/;
-export const CATEGORY_RE = /^[\p{L}\p{N} _-]{1,40}$/u;
-export const DOC_TOPIC = (slug: string) => `md:${slug}`;
-export const LIST_TOPIC = 'md:all';
-const WEEK_MS = 7 * 86_400_000;
-
-/** Presence colours: a document never gives one colour to two people while the palette lasts. */
-export const PALETTE = [
-  '#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#9a6324',
-  '#469990', '#800000', '#808000', '#000075', '#bfef45', '#fabed4', '#dcbeff', '#aaffc3',
-];
-
-export interface Doc {
-  slug: string;
-  category: string;
-  title: string;
-  content: string;
-  version: number;
-  created: number;
-  modified: number;
-  author: string;
-  size: number;
-}
-
-export interface Version {
-  version: number;
-  title: string;
-  category: string;
-  content: string;
-  modified: number;
-  author: string;
-  size: number;
-  restored_from?: number;
-}
-
-export interface Lock {
-  slug: string;
-  holder: string;
-  token: string;
-  acquired: number;
-  expires: number;
-}
-
-export interface Peer {
-  id: string;
-  name: string;
-  color: string;
-  joined: number;
-  seen: number;
-}
-
-export interface SaveInput {
-  slug: string;
-  content: string;
-  category?: string;
-  title?: string;
-  baseVersion?: number;
-  author?: string;
-  lockToken?: string;
-  /** 'http' (a form save), 'live' (Yjs co-editing), 'restore'. */
-  origin?: 'http' | 'live' | 'restore';
-  restoredFrom?: number;
-}
-
-export interface SaveResult {
-  doc: Doc;
-  changed: boolean;
-}
-
-const K = {
-  doc: (s: string) => `md:doc:${s}`,
-  versions: (s: string) => `md:versions:${s}`,
-  lock: (s: string) => `md:lock:${s}`,
-  presence: (s: string) => `md:presence:${s}`,
-  docs: 'md:docs',
-  locks: 'md:locks',
-  rooms: 'md:presence-rooms',
-};
-
-export function titleOf(content: string, slug: string): string {
-  const m = /^#{1,2}\s+(.+)$/m.exec(content);
-  return (m?.[1] ?? slug).trim().slice(0, 200);
-}
-
-const summary = (d: Doc) => ({
-  slug: d.slug,
-  title: d.title,
-  category: d.category,
-  version: d.version,
-  modified: d.modified,
-  author: d.author,
-  size: d.size,
-});
 
 export interface CollabServiceOptions {
   store: Store;
@@ -125,11 +36,16 @@ export class CollabService {
   private readonly clock: Clock;
   private readonly index = new SearchIndex();
   private readonly savedHooks = new Set<(doc: Doc, origin: string) => void>();
+  readonly locks: Locks;
+  readonly presence: Presence;
 
   constructor(private readonly opts: CollabServiceOptions) {
     this.store = opts.store;
     this.clock = opts.clock;
     this.maxBytes = opts.maxBytes;
+    const parts = { store: opts.store, clock: opts.clock, publish: (topic: string, msg: Json) => this.publish(topic, msg) };
+    this.locks = new Locks(parts);
+    this.presence = new Presence(parts);
   }
 
   private sweeper?: NodeJS.Timeout;
@@ -162,7 +78,15 @@ export class CollabService {
   }
 
   checkSlug(slug: string): void {
-    if (!SLUG_RE.test(slug)) throw new AppError('invalid', 'invalid_slug', 'a slug is 1-80 of a-z 0-9 한글 _ - (no path characters)');
+    checkSlug(slug);
+  }
+
+  /**
+   * Expires locks past their time and presence past 30 s, telling the room. Every process runs
+   * it; the atomic updates make exactly one of them announce each expiry.
+   */
+  async sweep(): Promise<{ locks: number; peers: number }> {
+    return { locks: await this.locks.sweep(), peers: await this.presence.sweep() };
   }
 
   // ---- documents ----------------------------------------------------------------------------
@@ -186,17 +110,13 @@ export class CollabService {
       throw new AppError('too_large', 'document_too_large', `a document holds at most ${this.maxBytes} bytes`, { limit: this.maxBytes, size });
     }
     const now = this.now();
-    const author = input.author ?? 'anonymous';
+    const author = input.editor?.id ?? input.author ?? 'live';
+    const origin = input.origin ?? 'http';
     const result = await this.store.update<SaveResult>([K.doc(slug), K.lock(slug)], ([cur, lockRaw]) => {
       const doc = cur as Doc | undefined;
       const lock = lockRaw as Lock | undefined;
-      if (lock && lock.expires > now && lock.token !== input.lockToken) {
-        throw new AppError('locked', 'document_locked', `${slug} is locked by ${lock.holder} until ${new Date(lock.expires).toISOString()}`, {
-          holder: lock.holder,
-          expires_at: new Date(lock.expires).toISOString(),
-          expires: lock.expires,
-        });
-      }
+      // live co-editing is not refused by a lock (docs/collab.md "Locks"); form saves and restores are
+      if (origin !== 'live') assertHolder(slug, lock, input.editor, now);
       if (doc && input.baseVersion !== undefined && input.baseVersion !== doc.version) {
         throw new AppError('conflict', 'version_conflict', `the document is at version ${doc.version}, not ${input.baseVersion}`, {
           current_version: doc.version,
@@ -242,7 +162,6 @@ export class CollabService {
     });
     if (result.changed) {
       this.indexDoc(result.doc);
-      const origin = input.origin ?? 'http';
       for (const h of this.savedHooks) h(result.doc, origin);
       const event = { type: 'saved', slug, version: result.doc.version, author, origin, title: result.doc.title, modified: result.doc.modified };
       this.publish(DOC_TOPIC(slug), event);
@@ -251,15 +170,12 @@ export class CollabService {
     return result;
   }
 
-  async remove(slug: string, lockToken?: string): Promise<{ deleted: true; slug: string }> {
+  async remove(slug: string, editor: Editor): Promise<{ deleted: true; slug: string }> {
     this.checkSlug(slug);
     const now = this.now();
     await this.store.update([K.doc(slug), K.lock(slug)], ([cur, lockRaw]) => {
       if (!cur) throw notFound('unknown_document', `no document ${slug}`, { slug });
-      const lock = lockRaw as Lock | undefined;
-      if (lock && lock.expires > now && lock.token !== lockToken) {
-        throw new AppError('locked', 'document_locked', `${slug} is locked by ${lock.holder}`, { holder: lock.holder, expires_at: new Date(lock.expires).toISOString() });
-      }
+      assertHolder(slug, lockRaw as Lock | undefined, editor, now);
       return {
         writes: [
           { op: 'del', key: K.doc(slug) },
@@ -313,9 +229,9 @@ export class CollabService {
     return v;
   }
 
-  async restore(slug: string, n: number, opts: { author?: string; lockToken?: string } = {}): Promise<SaveResult> {
+  async restore(slug: string, n: number, editor: Editor): Promise<SaveResult> {
     const v = await this.version(slug, n);
-    return this.save({ slug, content: v.content, title: v.title, category: v.category, author: opts.author, lockToken: opts.lockToken, origin: 'restore', restoredFrom: n });
+    return this.save({ slug, content: v.content, title: v.title, category: v.category, editor, origin: 'restore', restoredFrom: n });
   }
 
   // ---- search -------------------------------------------------------------------------------
@@ -340,179 +256,6 @@ export class CollabService {
     this.index.upsert({ ...d, version: -1 });
   }
 
-  // ---- locks --------------------------------------------------------------------------------
-
-  private lockView(lock: Lock | undefined, now: number) {
-    if (!lock || lock.expires <= now) return { locked: false as const };
-    return {
-      locked: true as const,
-      holder: lock.holder,
-      acquired_at: new Date(lock.acquired).toISOString(),
-      expires_at: new Date(lock.expires).toISOString(),
-      expires: lock.expires,
-      remaining_ms: lock.expires - now,
-    };
-  }
-
-  /**
-   * Acquire (no token, or a token that is not the holder's) or renew (the holder's token).
-   * A lock request on a document locked by someone else is a 423 document_locked naming the
-   * holder and the expiry; it does not queue.
-   */
-  async lock(slug: string, holder: string, token?: string) {
-    await this.get(slug);
-    const now = this.now();
-    const out = await this.store.update([K.lock(slug)], ([cur]) => {
-      const lock = cur as Lock | undefined;
-      const live = lock && lock.expires > now ? lock : undefined;
-      if (live && live.token !== token) {
-        throw new AppError('locked', 'document_locked', `${slug} is locked by ${live.holder} until ${new Date(live.expires).toISOString()}`, {
-          holder: live.holder,
-          expires_at: new Date(live.expires).toISOString(),
-          expires: live.expires,
-        });
-      }
-      const renewed = !!live;
-      const next: Lock = { slug, holder: renewed ? live.holder : holder, token: renewed ? live.token : randomBytes(16).toString('hex'), acquired: renewed ? live.acquired : now, expires: now + LOCK_TTL_MS };
-      return {
-        writes: [
-          // the stored TTL only cleans up; validity is judged against the (injectable) clock
-          { op: 'set', key: K.lock(slug), value: next as unknown as Json, ttlMs: LOCK_TTL_MS + 60_000 },
-          { op: 'index', key: K.locks, member: slug, score: next.expires },
-        ],
-        result: { lock: next, renewed },
-      };
-    });
-    const view = this.lockView(out.lock, now);
-    this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked', ...view } as unknown as Json);
-    this.publish(LIST_TOPIC, { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked' });
-    return { ok: true, slug, token: out.lock.token, renewed: out.renewed, ...view };
-  }
-
-  /** Release by the holder only (compare-and-delete on the token). */
-  async unlock(slug: string, token: string) {
-    this.checkSlug(slug);
-    const now = this.now();
-    const released = await this.store.update([K.lock(slug)], ([cur]) => {
-      const lock = cur as Lock | undefined;
-      if (!lock || lock.expires <= now) return { writes: [], result: false };
-      if (lock.token !== token) {
-        throw new AppError('forbidden', 'not_lock_holder', `the lock on ${slug} is held by ${lock.holder}; only the holder's token releases it`, {
-          holder: lock.holder,
-          expires_at: new Date(lock.expires).toISOString(),
-        });
-      }
-      return { writes: [{ op: 'del', key: K.lock(slug) }, { op: 'unindex', key: K.locks, member: slug }], result: true };
-    });
-    if (released) {
-      this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: 'released', locked: false });
-      this.publish(LIST_TOPIC, { type: 'lock', slug, state: 'released' });
-    }
-    return { ok: true, slug, released, locked: false };
-  }
-
-  async lockState(slug: string) {
-    this.checkSlug(slug);
-    const lock = await this.store.get<Lock & Json>(K.lock(slug));
-    return { slug, ...this.lockView(lock, this.now()) };
-  }
-
-  /**
-   * Expires locks past their time and presence past 30 s, telling the room. Every process runs
-   * it; the atomic update makes exactly one of them announce each expiry.
-   */
-  async sweep(): Promise<{ locks: number; peers: number }> {
-    const now = this.now();
-    let locks = 0;
-    for (const e of await this.store.indexRange(K.locks, { max: now })) {
-      const slug = e.member;
-      const gone = await this.store.update([K.lock(slug)], ([cur]) => {
-        const lock = cur as Lock | undefined;
-        if (lock && lock.expires > now) return { writes: [{ op: 'index', key: K.locks, member: slug, score: lock.expires }], result: undefined };
-        return { writes: [{ op: 'del', key: K.lock(slug) }, { op: 'unindex', key: K.locks, member: slug }], result: lock };
-      });
-      if (gone) {
-        locks++;
-        this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: 'expired', locked: false, holder: gone.holder });
-        this.publish(LIST_TOPIC, { type: 'lock', slug, state: 'expired' });
-      }
-    }
-    let peers = 0;
-    for (const e of await this.store.indexRange(K.rooms, { max: now - PRESENCE_TIMEOUT_MS })) {
-      const slug = e.member;
-      const { removed, left } = await this.store.update([K.presence(slug)], ([cur]) => {
-        const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
-        const removed: Peer[] = [];
-        for (const [id, p] of Object.entries(map)) if (p.seen <= now - PRESENCE_TIMEOUT_MS) (removed.push(p), delete map[id]);
-        const oldest = Math.min(...Object.values(map).map((p) => p.seen));
-        const writes: Write[] = Object.keys(map).length
-          ? [{ op: 'set', key: K.presence(slug), value: map as unknown as Json }, { op: 'index', key: K.rooms, member: slug, score: oldest }]
-          : [{ op: 'del', key: K.presence(slug) }, { op: 'unindex', key: K.rooms, member: slug }];
-        return { writes, result: { removed, left: Object.values(map) } };
-      });
-      for (const p of removed) {
-        peers++;
-        this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'leave', slug, reason: 'timeout', peer: p, peers: left } as unknown as Json);
-      }
-    }
-    return { locks, peers };
-  }
-
-  // ---- presence -----------------------------------------------------------------------------
-
-  /** Join or heartbeat (every 15 s). The colour is the first palette colour no one else in the document has. */
-  async presence(slug: string, name: string, id?: string): Promise<{ id: string; color: string; peers: Peer[] }> {
-    this.checkSlug(slug);
-    const now = this.now();
-    const pid = id ?? randomBytes(8).toString('hex');
-    const out = await this.store.update([K.presence(slug)], ([cur]) => {
-      const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
-      for (const [k, p] of Object.entries(map)) if (p.seen <= now - PRESENCE_TIMEOUT_MS) delete map[k];
-      const existing = map[pid];
-      let joined = false;
-      if (existing) {
-        map[pid] = { ...existing, name, seen: now };
-      } else {
-        const used = new Set(Object.values(map).map((p) => p.color));
-        const color = PALETTE.find((c) => !used.has(c)) ?? PALETTE[Object.keys(map).length % PALETTE.length]!;
-        map[pid] = { id: pid, name, color, joined: now, seen: now };
-        joined = true;
-      }
-      const oldest = Math.min(...Object.values(map).map((p) => p.seen));
-      return {
-        writes: [
-          { op: 'set', key: K.presence(slug), value: map as unknown as Json, ttlMs: PRESENCE_TIMEOUT_MS * 4 },
-          { op: 'index', key: K.rooms, member: slug, score: oldest },
-        ],
-        result: { peer: map[pid]!, peers: Object.values(map), joined },
-      };
-    });
-    if (out.joined) this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'join', slug, peer: out.peer, peers: out.peers } as unknown as Json);
-    return { id: pid, color: out.peer.color, peers: out.peers };
-  }
-
-  async leave(slug: string, id: string): Promise<{ left: boolean }> {
-    this.checkSlug(slug);
-    const out = await this.store.update([K.presence(slug)], ([cur]) => {
-      const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
-      const peer = map[id];
-      if (!peer) return { writes: [], result: undefined };
-      delete map[id];
-      const writes: Write[] = Object.keys(map).length
-        ? [{ op: 'set', key: K.presence(slug), value: map as unknown as Json, ttlMs: PRESENCE_TIMEOUT_MS * 4 }]
-        : [{ op: 'del', key: K.presence(slug) }, { op: 'unindex', key: K.rooms, member: slug }];
-      return { writes, result: { peer, peers: Object.values(map) } };
-    });
-    if (out) this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'leave', slug, reason: 'left', peer: out.peer, peers: out.peers } as unknown as Json);
-    return { left: !!out };
-  }
-
-  async peers(slug: string): Promise<Peer[]> {
-    this.checkSlug(slug);
-    const now = this.now();
-    const map = ((await this.store.get(K.presence(slug))) ?? {}) as unknown as Record<string, Peer>;
-    return Object.values(map).filter((p) => p.seen > now - PRESENCE_TIMEOUT_MS);
-  }
 
   // ---- statistics ---------------------------------------------------------------------------
 

@@ -24,9 +24,24 @@ const versionMeta = z.object({
   size: z.number().int(),
   restored_from: z.number().int().optional(),
 });
-const peer = z.object({ id: z.string(), name: z.string(), color: z.string(), joined: ms, seen: ms });
-/** Lock views carry the lock's state; their exact fields are in docs/collab.md. */
-const lockView = z.looseObject({ slug: z.string(), locked: z.boolean() });
+const peer = z.object({ id: z.string(), user: z.string().optional().describe('the identity id behind the entry'), name: z.string(), color: z.string(), joined: ms, seen: ms });
+const iso = z.string().describe('ISO 8601 time');
+/** Lock state (GET), lock and renewal (POST /lock), release or break (POST /unlock): docs/collab.md "Locks". */
+const lockView = z.object({
+  ok: z.literal(true).optional(),
+  slug: z.string(),
+  locked: z.boolean(),
+  renewed: z.boolean().optional(),
+  released: z.boolean().optional(),
+  broken: z.boolean().optional().describe('an operator released someone else\'s lock'),
+  holder: z.string().optional().describe('the holder\'s identity id'),
+  holder_name: z.string().optional(),
+  acquired_at: iso.optional(),
+  expires_at: iso.optional(),
+  expires: ms.optional(),
+  remaining_ms: z.number().int().optional(),
+  max_until: iso.optional().describe('renewals stop here (LOCK_MAX_MS after the acquisition)'),
+});
 
 export const collabResponses = {
   save: z.object({ ok: z.literal(true), changed: z.boolean(), doc: docSchema }),

@@ -1,3 +1,4 @@
+import type { AuthSpec, Principal } from './http.js';
 import type { SocketData } from './topics.js';
 import type { WebSocket } from './uws.js';
 
@@ -23,8 +24,10 @@ export interface PeerGroups {
 export interface PeerEndpoint<D> {
   description?: string;
   maxPayloadLength?: number;
-  /** Validates the path parameters (throw an AppError to refuse with its status). */
-  upgrade(params: string[], query: string): D;
+  /** The credential an upgrade needs (`access_token` query parameter or Authorization header). */
+  auth?: AuthSpec;
+  /** Validates the path parameters (throw an AppError to refuse with its status); `identity` when `auth` is declared. */
+  upgrade(params: string[], query: string, identity?: Principal): D;
   open(peer: SocketPeer, data: D): void;
   message(peer: SocketPeer, bytes: Uint8Array): void;
   close(peer: SocketPeer): void;
@@ -74,7 +77,8 @@ export function peerBehaviour<D>(ep: PeerEndpoint<D>) {
   return {
     description: ep.description,
     maxPayloadLength: ep.maxPayloadLength,
-    upgrade: (params: string[], query: string): PeerData<D> => ({ data: ep.upgrade(params, query) }),
+    auth: ep.auth,
+    upgrade: (params: string[], query: string, identity?: Principal): PeerData<D> => ({ data: ep.upgrade(params, query, identity) }),
     open: (ws: W) => ep.open(peerOf(ws), ws.getUserData().data),
     // uWS reuses the message's memory after this call returns: copy it
     message: (ws: W, message: ArrayBuffer) => ep.message(peerOf(ws), new Uint8Array(message.slice(0))),

@@ -1,6 +1,6 @@
 import { Rooms, busTransport } from '../collab/rooms.js';
 import { CollabService } from '../collab/service.js';
-import { registerCollabRoutes } from '../http/collab.js';
+import { EDITOR, registerCollabRoutes } from '../http/collab.js';
 import type { Platform, ServiceModule } from './module.js';
 
 /** Markdown documents, presence and live co-editing over the y-websocket protocol (docs/collab.md). */
@@ -24,8 +24,9 @@ export function collabModule(p: Platform): ServiceModule {
       registerCollabRoutes(hub, { service });
       const peers = hub.peers('/yjs/:slug', {
         maxPayloadLength: config.MD_MAX_BYTES * 4 + 4096,
-        upgrade: ([slug]) => rooms.check(slug),
-        open: (peer, slug) => rooms.open(peer, slug),
+        auth: EDITOR,
+        upgrade: ([slug], _query, who) => ({ slug: rooms.check(slug), who: who!.id }),
+        open: (peer, to) => rooms.open(peer, to.slug, to.who),
         message: (peer, bytes) => rooms.message(peer, bytes),
         close: (peer) => rooms.leave(peer),
       });

@@ -6,6 +6,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
+import { AUTH_TEST_ENV, TEST_ADMIN_PASSWORD, bearer, login, signIn } from '../support/auth.js';
 
 const T0 = Date.parse('2026-11-21T12:00:00+09:00');
 const silent = pino({ level: 'silent' });
@@ -15,20 +16,28 @@ describe('document collaboration over HTTP', () => {
   const clock = new ManualClock(T0);
   let maru: Maru;
   let base: string;
-  const post = (p: string, b: unknown) => call(base, 'POST', p, b);
+  /** Editors kim and lee, a staff member (no editor role), the operator. */
+  const tok: Record<'kim' | 'lee' | 'staff' | 'admin', string> = { kim: '', lee: '', staff: '', admin: '' };
+  const as = (who: keyof typeof tok) => (p: string, b: unknown) => call(base, 'POST', p, b, bearer(tok[who]));
+  const post = as('kim');
+  const lee = as('lee');
   const get = (p: string) => call(base, 'GET', p);
 
   beforeAll(async () => {
     maru = await startMaru(
-      loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('collab-http'), LOG_LEVEL: 'silent', MD_SWEEP_MS: '50', MD_MAX_BYTES: '2048' }),
+      loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('collab-http'), LOG_LEVEL: 'silent', MD_SWEEP_MS: '50', MD_MAX_BYTES: '2048', ...AUTH_TEST_ENV }),
       { clock, logger: silent },
     );
     base = maru.url;
+    tok.kim = await signIn(base, ['editor'], 'kim');
+    tok.lee = await signIn(base, ['editor'], 'lee');
+    tok.staff = await signIn(base, ['staff'], 'stf');
+    tok.admin = await login(base, 'admin', TEST_ADMIN_PASSWORD);
   });
   afterAll(() => maru.stop());
 
   it('saves, gets, lists by category; identical content makes no new version', async () => {
-    const a = await post('/api/md/save', { slug: 'guide', category: 'manual', content: '# 안내서\n\n실시간협업문서 입니다.', author: 'kim' });
+    const a = await post('/api/md/save', { slug: 'guide', category: 'manual', content: '# 안내서\n\n실시간협업문서 입니다.' });
     expect(a.status).toBe(200);
     expect(a.body).toMatchObject({ changed: true, doc: { slug: 'guide', title: '안내서', version: 1, category: 'manual', author: 'kim' } });
     const same = await post('/api/md/save', { slug: 'guide', content: '# 안내서\n\n실시간협업문서 입니다.', baseVersion: 1 });
@@ -60,28 +69,67 @@ describe('document collaboration over HTTP', () => {
     expect((await get('/api/md/history/cap')).body.versions[0]).toMatchObject({ version: 56, restored_from: 10 });
   });
 
-  it('locks: holder token, 423 for others, renew and release by the holder only, expiry by the clock notifies the room', async () => {
+  it('every write needs an editor: none 401, a wrong token 401, another role 403; reading stays open', async () => {
+    const writes: [string, unknown][] = [
+      ['/api/md/save', { slug: 'guide', content: 'x' }],
+      ['/api/md/delete', { slug: 'guide' }],
+      ['/api/md/restore', { slug: 'guide', version: 1 }],
+      ['/api/md/lock', { slug: 'guide' }],
+      ['/api/md/unlock', { slug: 'guide' }],
+      ['/api/md/presence', { slug: 'guide' }],
+      ['/api/md/presence/leave', { slug: 'guide', id: 'a'.repeat(16) }],
+    ];
+    for (const [path, body] of writes) {
+      const none = await call(base, 'POST', path, body);
+      expect(none.status, path).toBe(401);
+      expect(none.body.error.code).toBe('unauthorized');
+      expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      const wrong = await call(base, 'POST', path, body, bearer('mt_' + 'x'.repeat(43)));
+      expect([wrong.status, wrong.body.error.code], path).toEqual([401, 'invalid_token']);
+      const staff = await as('staff')(path, body);
+      expect([staff.status, staff.body.error.code], path).toEqual([403, 'forbidden']);
+    }
+    // nothing was written by the refused requests
+    expect((await get('/api/md/doc/guide')).body.doc).toMatchObject({ version: 2, content: '# 안내서\n\nv2 실시간협업문서' });
+    for (const path of ['/api/md/docs', '/api/md/doc/guide', '/api/md/search?q=guide', '/api/md/history/guide', '/api/md/history/guide/1', '/api/md/lock/guide', '/api/md/stats', '/api/md/presence/guide']) {
+      expect((await get(path)).status, path).toBe(200);
+    }
+    // the editor's writes go through; the author is the signed-in identity (the body names nobody)
+    const saved = await lee('/api/md/save', { slug: 'auth-doc', content: 'by lee' });
+    expect(saved.status).toBe(200);
+    expect(saved.body.doc.author).toBe('lee');
+    expect((await lee('/api/md/save', { slug: 'auth-doc', content: 'x', author: 'kim' })).body.error.code).toBe('invalid_body');
+    expect((await lee('/api/md/restore', { slug: 'auth-doc', version: 1 })).status).toBe(200);
+    expect((await lee('/api/md/delete', { slug: 'auth-doc' })).body).toEqual({ deleted: true, slug: 'auth-doc' });
+  });
+
+  it('locks: held by the signed-in identity, 423 for others, renewed and released by the holder only, expiry by the clock notifies the room', async () => {
     const live = await connectTopics(base);
     await live.subscribe('md:guide');
-    const lock = await post('/api/md/lock', { slug: 'guide', holder: 'kim' });
+    const lock = await post('/api/md/lock', { slug: 'guide' });
     expect(lock.status).toBe(200);
-    expect(lock.body).toMatchObject({ locked: true, holder: 'kim', renewed: false, remaining_ms: 600_000 });
-    const token = lock.body.token;
+    expect(lock.body).toMatchObject({ locked: true, holder: 'kim', holder_name: 'kim', renewed: false, remaining_ms: 600_000 });
+    expect(lock.body.token).toBeUndefined();
     expect((await live.next()).data).toMatchObject({ type: 'lock', state: 'locked', holder: 'kim' });
+    // a holder named in the body is refused: the holder is whoever signed in
+    expect((await lee('/api/md/lock', { slug: 'guide', holder: 'kim' })).body.error.code).toBe('invalid_body');
 
-    // a lock request on a locked document: 423 naming the holder and the expiry
-    const other = await post('/api/md/lock', { slug: 'guide', holder: 'lee' });
+    // another editor: the lock request (a renewal by a non-holder) is 423 naming the holder and the expiry
+    const other = await lee('/api/md/lock', { slug: 'guide' });
     expect(other.status).toBe(423);
-    expect(other.body.error).toMatchObject({ code: 'document_locked', details: { holder: 'kim', expires_at: new Date(T0 + 600_000).toISOString() } });
-    const save = await post('/api/md/save', { slug: 'guide', content: 'lee writes' });
+    expect(other.body.error).toMatchObject({ code: 'document_locked', details: { holder: 'kim', expires_at: new Date(clock.now() + 600_000).toISOString() } });
+    const save = await lee('/api/md/save', { slug: 'guide', content: 'lee writes' });
     expect(save.status).toBe(423);
     expect(save.body.error.message).toContain('kim');
-    expect((await post('/api/md/unlock', { slug: 'guide', token: 'f'.repeat(32) })).status).toBe(403);
-    expect((await post('/api/md/save', { slug: 'guide', content: '# 안내서\n\nkim 실시간협업문서', lockToken: token })).status).toBe(200);
+    expect((await lee('/api/md/restore', { slug: 'guide', version: 1 })).status).toBe(423);
+    expect((await lee('/api/md/delete', { slug: 'guide' })).status).toBe(423);
+    const notHolder = await lee('/api/md/unlock', { slug: 'guide' });
+    expect([notHolder.status, notHolder.body.error.code]).toEqual([403, 'not_lock_holder']);
+    expect((await post('/api/md/save', { slug: 'guide', content: '# 안내서\n\nkim 실시간협업문서' })).status).toBe(200);
 
     clock.advance(5 * 60_000);
-    const renew = await post('/api/md/lock', { slug: 'guide', holder: 'kim', token });
-    expect(renew.body).toMatchObject({ renewed: true, token, remaining_ms: 600_000 });
+    const renew = await post('/api/md/lock', { slug: 'guide' });
+    expect(renew.body).toMatchObject({ renewed: true, holder: 'kim', remaining_ms: 600_000 });
     expect((await get('/api/md/stats')).body.locks).toBe(1);
     expect((await get('/api/md/lock/guide')).body).toMatchObject({ locked: true, holder: 'kim' });
 
@@ -91,10 +139,53 @@ describe('document collaboration over HTTP', () => {
     while (ev.type !== 'lock' || ev.state !== 'expired');
     expect(ev).toMatchObject({ slug: 'guide', holder: 'kim' });
     expect((await get('/api/md/lock/guide')).body).toEqual({ slug: 'guide', locked: false });
-    expect((await post('/api/md/save', { slug: 'guide', content: '# 안내서\n\nlee 실시간협업문서' })).status).toBe(200);
+    expect((await lee('/api/md/save', { slug: 'guide', content: '# 안내서\n\nlee 실시간협업문서' })).status).toBe(200);
 
-    const l2 = await post('/api/md/lock', { slug: 'guide', holder: 'lee' });
-    expect((await post('/api/md/unlock', { slug: 'guide', token: l2.body.token })).body).toMatchObject({ released: true });
+    await lee('/api/md/lock', { slug: 'guide' });
+    expect((await lee('/api/md/unlock', { slug: 'guide' })).body).toMatchObject({ released: true, locked: false });
+    expect((await lee('/api/md/unlock', { slug: 'guide' })).body).toMatchObject({ released: false });
+    live.close();
+  });
+
+  it('renewals stop at the maximum hold (60 minutes from the acquisition); then the lock runs out and anyone may take it', async () => {
+    await post('/api/md/save', { slug: 'long', content: 'long edit' });
+    const first = await post('/api/md/lock', { slug: 'long' });
+    const acquired = Date.parse(first.body.acquired_at);
+    expect(first.body.max_until).toBe(new Date(acquired + 3_600_000).toISOString());
+    for (let i = 0; i < 5; i++) {
+      clock.advance(9 * 60_000);
+      expect((await post('/api/md/lock', { slug: 'long' })).body).toMatchObject({ renewed: true, remaining_ms: 600_000 });
+    }
+    // 45 minutes in: the renewal is cut at the maximum
+    clock.advance(9 * 60_000);
+    const cut = await post('/api/md/lock', { slug: 'long' });
+    expect(cut.body).toMatchObject({ renewed: true, expires_at: new Date(acquired + 3_600_000).toISOString(), remaining_ms: 6 * 60_000 });
+    // past the maximum: refused, the lock keeps its end
+    clock.advance(60_000);
+    const refused = await post('/api/md/lock', { slug: 'long' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'lock_max_reached', details: { max_until: new Date(acquired + 3_600_000).toISOString() } });
+    expect((await get('/api/md/lock/long')).body).toMatchObject({ locked: true, holder: 'kim', expires_at: new Date(acquired + 3_600_000).toISOString() });
+    clock.advance(5 * 60_000 + 1);
+    expect((await lee('/api/md/lock', { slug: 'long' })).body).toMatchObject({ locked: true, holder: 'lee', renewed: false });
+    await lee('/api/md/unlock', { slug: 'long' });
+  });
+
+  it('an operator breaks another editor\'s lock; the room hears who broke it', async () => {
+    const live = await connectTopics(base);
+    await live.subscribe('md:guide');
+    expect((await lee('/api/md/lock', { slug: 'guide' })).status).toBe(200);
+    // the operator, too, is held by the lock until it breaks it
+    expect((await as('admin')('/api/md/save', { slug: 'guide', content: 'operator text' })).status).toBe(423);
+    const broke = await as('admin')('/api/md/unlock', { slug: 'guide' });
+    expect(broke.status).toBe(200);
+    expect(broke.body).toMatchObject({ released: true, broken: true, holder: 'lee', locked: false });
+    let ev;
+    do ev = (await live.next()).data;
+    while (ev.type !== 'lock' || ev.state === 'locked');
+    expect(ev).toMatchObject({ state: 'broken', holder: 'lee', broken_by: 'admin' });
+    expect((await get('/api/md/lock/guide')).body.locked).toBe(false);
+    expect((await post('/api/md/save', { slug: 'guide', content: '# 안내서\n\nafter the break 실시간협업문서' })).status).toBe(200);
     live.close();
   });
 
@@ -119,22 +210,25 @@ describe('document collaboration over HTTP', () => {
     expect(s.recent[0].slug).toBe('s8');
     expect(s.categories.bulk).toBe(9);
     expect(s.locks).toBe(0);
-    expect(s.totals).toMatchObject({ documents: 13, documents_this_week: 13, categories: 4 });
+    expect(s.totals).toMatchObject({ documents: 14, documents_this_week: 14, categories: 4 });
     expect(s.totals.average_size).toBeGreaterThan(0);
   });
 
   it('presence: unique colours, join and leave on the live channel, dead peers expire after 30 s', async () => {
     const live = await connectTopics(base);
     await live.subscribe('md:room');
-    const a = await post('/api/md/presence', { slug: 'room', name: 'a' });
-    const b = await post('/api/md/presence', { slug: 'room', name: 'b' });
+    const a = await post('/api/md/presence', { slug: 'room' });
+    const b = await lee('/api/md/presence', { slug: 'room' });
     expect(a.body.color).not.toBe(b.body.color);
-    expect((await live.next()).data).toMatchObject({ type: 'presence', event: 'join', peer: { name: 'a' } });
-    expect((await live.next()).data).toMatchObject({ type: 'presence', event: 'join', peer: { name: 'b' } });
+    expect((await live.next()).data).toMatchObject({ type: 'presence', event: 'join', peer: { name: 'kim', user: 'kim' } });
+    expect((await live.next()).data).toMatchObject({ type: 'presence', event: 'join', peer: { name: 'lee', user: 'lee' } });
+    // someone else's presence entry is not yours to renew or end
+    expect((await lee('/api/md/presence', { slug: 'room', id: a.body.id })).body.error.code).toBe('not_your_presence');
+    expect((await lee('/api/md/presence/leave', { slug: 'room', id: a.body.id })).status).toBe(403);
     await post('/api/md/presence/leave', { slug: 'room', id: a.body.id });
-    expect((await live.next()).data).toMatchObject({ event: 'leave', reason: 'left', peer: { name: 'a' } });
+    expect((await live.next()).data).toMatchObject({ event: 'leave', reason: 'left', peer: { name: 'kim' } });
     clock.advance(31_000);
-    expect((await live.next()).data).toMatchObject({ event: 'leave', reason: 'timeout', peer: { name: 'b' }, peers: [] });
+    expect((await live.next()).data).toMatchObject({ event: 'leave', reason: 'timeout', peer: { name: 'lee' }, peers: [] });
     live.close();
   });
 
@@ -145,6 +239,7 @@ describe('document collaboration over HTTP', () => {
     const big = await post('/api/md/save', { slug: 'big', content: 'x'.repeat(2049) });
     expect(big.status).toBe(413);
     expect(big.body.error).toMatchObject({ code: 'document_too_large', details: { limit: 2048 } });
-    expect((await post('/api/md/unlock', { slug: 'guide' })).status).toBe(400);
+    expect((await post('/api/md/unlock', { slug: 'guide', token: 'f'.repeat(32) })).body.error.code).toBe('invalid_body');
+    expect((await post('/api/md/lock', {})).status).toBe(400);
   });
 });

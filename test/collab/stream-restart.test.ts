@@ -2,6 +2,7 @@ import { EventSource } from 'eventsource';
 import { afterAll, describe, expect, it } from 'vitest';
 import { post, until } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { tcpProxy } from '../support/proxy.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 
@@ -16,9 +17,10 @@ describe.skipIf(!redis.available)('a Bus stream across a hub restart on Redis', 
   });
 
   it('a stock EventSource resumes with Last-Event-ID after its hub restarts, and gets the event published meanwhile', async () => {
-    const env = () => ({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('md-stream') });
+    const env = () => ({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('md-stream'), ...AUTH_TEST_ENV });
     const a = await startHubProcess(env());
     const other = await startHubProcess(env());
+    const token = await signIn(a.url, ['editor']);
     hubs.push(a, other);
     // the clients' address of the service: a relay in front of whichever hub process serves it
     const front = await tcpProxy(a.url);
@@ -34,14 +36,14 @@ describe.skipIf(!redis.available)('a Bus stream across a hub restart on Redis', 
     es.addEventListener('saved', (e) => got.push({ id: e.lastEventId, slug: JSON.parse(e.data).slug }));
     try {
       await new Promise<void>((r) => es.addEventListener('open', () => r(), { once: true }));
-      expect((await post(a.url, '/api/md/save', { slug: 'before', content: '# 전' })).status).toBe(200);
+      expect((await post(a.url, '/api/md/save', { slug: 'before', content: '# 전' }, bearer(token))).status).toBe(200);
       await until('the first event', () => got.length === 1);
       const lastBefore = got[0]!.id;
       expect(lastBefore).toMatch(/^\w+-\d+$/);
 
       // the hub goes away; a document is saved through another process meanwhile
       await a.stop();
-      expect((await post(other.url, '/api/md/save', { slug: 'during', content: '# 중' })).status).toBe(200);
+      expect((await post(other.url, '/api/md/save', { slug: 'during', content: '# 중' }, bearer(token))).status).toBe(200);
       // a new hub process on the same Redis takes the address over
       const b = await startHubProcess(env());
       hubs.push(b);
@@ -51,7 +53,7 @@ describe.skipIf(!redis.available)('a Bus stream across a hub restart on Redis', 
       expect(sent[0]).toBeNull();
       expect(sent.at(-1)).toBe(lastBefore);
       // and live again
-      expect((await post(b.url, '/api/md/save', { slug: 'after', content: '# 후' })).status).toBe(200);
+      expect((await post(b.url, '/api/md/save', { slug: 'after', content: '# 후' }, bearer(token))).status).toBe(200);
       await until('a live event', () => got.length === 3);
       expect(got[2]!.slug).toBe('after');
     } finally {

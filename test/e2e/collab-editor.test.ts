@@ -2,7 +2,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
-import { waitText } from './editor-text.js';
+import { signInOnPage, waitText } from './editor-text.js';
+import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
 
 const hasBrowser = browserAvailable();
 
@@ -12,11 +13,14 @@ const DECK = '# 발표\n\n<script>window.__xss = 1</script><img src=x onerror="w
 describe.skipIf(!hasBrowser)('document editor in Chromium', () => {
   let hub: HubProcess;
   let browser: Browser;
+  let token = '';
+  const save = (body: unknown) => fetch(`${hub.url}/api/md/save`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('collab-editor'), MD_PERSIST_DEBOUNCE_MS: '300' });
+    hub = await startHubProcess({ DATA_DIR: tempDir('collab-editor'), MD_PERSIST_DEBOUNCE_MS: '300', ...AUTH_TEST_ENV });
     browser = await launchChromium();
-    await fetch(`${hub.url}/api/md/save`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'deck', category: 'talks', content: DECK }) });
+    for (const user of ['ann', 'bob', 'cat']) token = await signIn(hub.url, ['editor'], user);
+    await save({ slug: 'deck', category: 'talks', content: DECK });
   });
   afterAll(async () => {
     await browser?.close();
@@ -25,13 +29,13 @@ describe.skipIf(!hasBrowser)('document editor in Chromium', () => {
 
   async function openAs(name: string, slug = 'deck'): Promise<Page> {
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await ctx.addInitScript((n) => localStorage.setItem('maru.name', n), name);
     const page = await ctx.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     (page as any).errors = errors;
     await page.goto(`${hub.url}/docs#${slug}`);
     await page.waitForSelector('body[data-ready="true"]');
+    await signInOnPage(page, name);
     return page;
   }
 
@@ -61,7 +65,7 @@ describe.skipIf(!hasBrowser)('document editor in Chromium', () => {
   });
 
   it('presentation mode: slides at --- lines (not inside code), Right, Space, Left, Esc', async () => {
-    await fetch(`${hub.url}/api/md/save`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'deck2', content: DECK }) });
+    await save({ slug: 'deck2', content: DECK });
     const p = await openAs('cat', 'deck2');
     await waitText(p, { includes: '셋째' });
     await p.click('#present-btn');

@@ -4,6 +4,7 @@ import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
 
 const redis = await redisOrSkip();
 
@@ -25,8 +26,10 @@ function mulberry32(seed: number) {
   };
 }
 
-const json = async (url: string, body?: unknown) => {
-  const res = await fetch(url, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+/** A GET, or a POST as `token`'s identity (the editor of the test unless another is given). */
+let editorToken = '';
+const json = async (url: string, body?: unknown, token = editorToken) => {
+  const res = await fetch(url, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
   return { status: res.status, body: (await res.json()) as any };
 };
 
@@ -42,10 +45,15 @@ describe.skipIf(!redis.available)('two hub processes on one Redis', () => {
     MD_PERSIST_MAX_MS: '1000',
     MD_RESYNC_MS: '300',
     MD_SWEEP_MS: '200',
+    ...AUTH_TEST_ENV,
   });
+  let lee = '';
 
   beforeAll(async () => {
     [a, b] = await Promise.all([startHubProcess(env()), startHubProcess(env())]);
+    // accounts and tokens live in the shared store: signed in on one process, valid on the other
+    editorToken = await signIn(a.url, ['editor'], 'kim');
+    lee = await signIn(b.url, ['editor'], 'lee');
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -65,14 +73,17 @@ describe.skipIf(!redis.available)('two hub processes on one Redis', () => {
     }
     expect((await json(`${a.url}/api/md/delete`, { slug: 'long' })).status).toBe(200);
     expect((await json(`${b.url}/api/md/search?q=finalword`)).body.results).toEqual([]);
-    const lock = await json(`${a.url}/api/md/lock`, { slug: 'shared', holder: 'kim' });
+    const lock = await json(`${a.url}/api/md/lock`, { slug: 'shared' });
     expect(lock.status).toBe(200);
     expect((await json(`${b.url}/api/md/lock/shared`)).body).toMatchObject({ locked: true, holder: 'kim' });
-    const refused = await json(`${b.url}/api/md/save`, { slug: 'shared', content: 'lee' });
+    const refused = await json(`${b.url}/api/md/save`, { slug: 'shared', content: 'lee' }, lee);
     expect(refused.status).toBe(423);
-    expect((await json(`${b.url}/api/md/unlock`, { slug: 'shared', token: lock.body.token })).body.released).toBe(true);
-    const pa = await json(`${a.url}/api/md/presence`, { slug: 'shared', name: 'a' });
-    const pb = await json(`${b.url}/api/md/presence`, { slug: 'shared', name: 'b' });
+    expect((await json(`${b.url}/api/md/lock`, { slug: 'shared' }, lee)).status).toBe(423);
+    // the holder renews and releases on the other process: the lock is the identity's, not the process's
+    expect((await json(`${b.url}/api/md/lock`, { slug: 'shared' })).body.renewed).toBe(true);
+    expect((await json(`${b.url}/api/md/unlock`, { slug: 'shared' })).body.released).toBe(true);
+    const pa = await json(`${a.url}/api/md/presence`, { slug: 'shared' });
+    const pb = await json(`${b.url}/api/md/presence`, { slug: 'shared' }, lee);
     expect(pb.body.peers).toHaveLength(2);
     expect(pa.body.color).not.toBe(pb.body.color);
   });
@@ -84,7 +95,7 @@ describe.skipIf(!redis.available)('two hub processes on one Redis', () => {
     const urls = [a.url, b.url];
     const clients = [0, 1, 2, 3].map((i) => {
       const doc = new Y.Doc();
-      const mk = (u: string) => new WebsocketProvider(u.replace(/^http/, 'ws') + '/yjs', slug, doc, { WebSocketPolyfill: WebSocket as never, disableBc: true, maxBackoffTime: 300 });
+      const mk = (u: string) => new WebsocketProvider(u.replace(/^http/, 'ws') + '/yjs', slug, doc, { WebSocketPolyfill: WebSocket as never, disableBc: true, maxBackoffTime: 300, params: { access_token: editorToken } });
       return { doc, text: doc.getText('content'), provider: mk(urls[i % 2]!) as WebsocketProvider | undefined, mk };
     });
     await until(() => clients.every((c) => c.provider!.synced), 10_000, 'initial sync');
@@ -116,13 +127,14 @@ describe.skipIf(!redis.available)('two hub processes on one Redis', () => {
 describe('crash safety', () => {
   it('kill -9 right after an acknowledged save: the document is intact after a restart', async () => {
     const dir = tempDir('collab-crash');
-    const hub = await startHubProcess({ DATA_DIR: dir });
+    const hub = await startHubProcess({ DATA_DIR: dir, ...AUTH_TEST_ENV });
+    editorToken = await signIn(hub.url, ['editor'], 'crash');
     const content = '# 충돌\n\n' + '내용 '.repeat(2000);
     let saved;
     for (let i = 1; i <= 5; i++) saved = await json(`${hub.url}/api/md/save`, { slug: 'crash', content: content + i });
     expect(saved!.status).toBe(200);
     await hub.stop('SIGKILL');
-    const again = await startHubProcess({ DATA_DIR: dir });
+    const again = await startHubProcess({ DATA_DIR: dir, ...AUTH_TEST_ENV });
     try {
       const doc = await json(`${again.url}/api/md/doc/crash`);
       expect(doc.body.doc).toMatchObject({ version: 5, content: content + 5 });

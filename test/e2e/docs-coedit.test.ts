@@ -1,9 +1,10 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
-import { post } from '../support/http.js';
+import { post as postAs } from '../support/http.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
-import { textOf, waitText } from './editor-text.js';
+import { signInOnPage, textOf, waitText } from './editor-text.js';
 
 const hasBrowser = browserAvailable();
 
@@ -14,10 +15,14 @@ const tokens = (who: string, n: number) => Array.from({ length: n }, (_, i) => `
 describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
   let hub: HubProcess;
   let browser: Browser;
+  const creds: Record<string, string> = {};
+  /** Writes over HTTP as ann (or as `who`). */
+  const post = (base: string, path: string, body: unknown, who = 'ann') => postAs(base, path, body, bearer(creds[who]!));
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('docs-coedit'), MD_PERSIST_DEBOUNCE_MS: '300' });
+    hub = await startHubProcess({ DATA_DIR: tempDir('docs-coedit'), MD_PERSIST_DEBOUNCE_MS: '300', ...AUTH_TEST_ENV });
     browser = await launchChromium();
+    for (const user of ['ann', 'bob', 'carol']) creds[user] = await signIn(hub.url, ['editor'], user);
   });
   afterAll(async () => {
     await browser?.close();
@@ -26,13 +31,13 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
 
   async function openAs(name: string, slug: string, width = 1280): Promise<Page> {
     const ctx = await browser.newContext({ viewport: { width, height: 900 } });
-    await ctx.addInitScript((n) => localStorage.setItem('maru.name', n), name);
     const page = await ctx.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     (page as any).errors = errors;
     await page.goto(`${hub.url}/docs#${slug}`);
     await page.waitForSelector('body[data-ready="true"]');
+    await signInOnPage(page, name);
     return page;
   }
 
@@ -109,16 +114,43 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     const a = await openAs('ann', 'locked');
     await a.waitForSelector('#lock-state:has-text("잠금 없음")');
     expect(await a.isEnabled('#save-btn')).toBe(true);
-    const lock = await post(hub.url, '/api/md/lock', { slug: 'locked', holder: 'carol' });
+    const lock = await post(hub.url, '/api/md/lock', { slug: 'locked' }, 'carol');
     expect(lock.status).toBe(200);
     await a.waitForSelector('#save-btn:disabled');
     expect(await a.isDisabled('#lock-btn')).toBe(true);
     expect(await a.textContent('#lock-state')).toContain('carol');
     expect(await a.getAttribute('#editor .cm-content', 'contenteditable')).toBe('false');
-    await post(hub.url, '/api/md/unlock', { slug: 'locked', token: lock.body.token });
+    // the holder's own page: her lock, her controls
+    const c = await openAs('carol', 'locked');
+    await c.waitForSelector('#lock-state:has-text("내 잠금")');
+    expect(await c.isEnabled('#save-btn')).toBe(true);
+    expect(await c.textContent('#lock-btn')).toBe('잠금 해제');
+    await c.click('#lock-btn');
     await a.waitForSelector('#save-btn:enabled');
     expect(await a.getAttribute('#editor .cm-content', 'contenteditable')).toBe('true');
+    expect(await a.isEnabled('#lock-btn')).toBe(true);
     await a.context().close();
+    await c.context().close();
+  }, 60_000);
+
+  it('signed out: the document reads, but nothing can be written and no live socket opens', async () => {
+    expect((await post(hub.url, '/api/md/save', { slug: 'readonly', content: '# 읽기 전용\n' })).status).toBe(200);
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const p = await ctx.newPage();
+    const sockets: string[] = [];
+    p.on('websocket', (w) => sockets.push(w.url()));
+    await p.goto(`${hub.url}/docs#readonly`);
+    await p.waitForSelector('body[data-ready="true"]');
+    await waitText(p, { equals: '# 읽기 전용\n' });
+    expect(await p.getAttribute('#editor .cm-content', 'contenteditable')).toBe('false');
+    for (const id of ['#save-btn', '#lock-btn', '#new-doc']) expect(await p.isDisabled(id), id).toBe(true);
+    expect(sockets.filter((u) => u.includes('/yjs/'))).toEqual([]);
+    // signing in through the shared form opens the live document with the token
+    await signInOnPage(p, 'bob');
+    await p.waitForSelector('#save-btn:enabled');
+    expect(sockets.find((u) => u.includes('/yjs/readonly'))).toMatch(/access_token=mt_/);
+    expect(await p.getAttribute('#editor .cm-content', 'contenteditable')).toBe('true');
+    await ctx.close();
   }, 60_000);
 
   it('new documents and errors are shown in the page (no dialogs); history diffs side by side', async () => {

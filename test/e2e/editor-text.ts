@@ -38,3 +38,12 @@ export const waitText = (p: Page, want: Want, timeout = 10_000) =>
     want,
     { timeout },
   );
+
+/** Signs in on the page through the shared sign-in form (web/common/auth.ts) as an account made by test/support/auth.ts signIn. */
+export async function signInOnPage(p: Page, user: string): Promise<void> {
+  await p.waitForSelector('#signin-form');
+  await p.fill('#signin-user', user);
+  await p.fill('#signin-password', `pw-${user}-secret`);
+  await p.click('#signin-form button[type="submit"]');
+  await p.waitForSelector('#signed-in-as');
+}

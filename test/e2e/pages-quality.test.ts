@@ -29,7 +29,7 @@ describe.skipIf(!hasBrowser)('every page at 360 px and 1280 px', () => {
     // something to show on every page
     const show = (await post(hub.url, '/api/shows', { name: '겨울 음악회', venue: '예술의전당', date: '2026-12-24T19:00:00+09:00' }, staff)).body;
     const ticket = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'B-12', amount_paid: 88000, holder: '김민지' }, staff)).body;
-    await post(hub.url, '/api/md/save', { slug: 'welcome', category: 'guide', content: '# 환영합니다\n\n**maru** 문서 편집기입니다. 여러 사람이 함께 씁니다.\n' });
+    await post(hub.url, '/api/md/save', { slug: 'welcome', category: 'guide', content: '# 환영합니다\n\n**maru** 문서 편집기입니다. 여러 사람이 함께 씁니다.\n' }, bearer(await signIn(hub.url, ['editor'])));
     const listed = (await get(hub.url, '/pages', { accept: 'application/json' })).body.pages as { path: string }[];
     const examples: Record<string, string> = { ':code': ticket.code };
     // the editor with a document open, besides the bare list

@@ -1,7 +1,9 @@
 import DOMPurify from 'dompurify';
 import { marked } from 'marked';
 import { WebsocketProvider } from 'y-websocket';
+import { Awareness } from 'y-protocols/awareness';
 import * as Y from 'yjs';
+import { Session, mountSignIn } from '../common/auth.js';
 import { LiveTopics, el } from '../common/live.js';
 import { renderDiff } from './diffview.js';
 import { bindEditor, type BoundEditor } from './editor.js';
@@ -13,16 +15,17 @@ interface Peer { id: string; name: string; color: string }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const live = new LiveTopics();
-const meInput = $<HTMLInputElement>('me');
-meInput.value = localStorage.getItem('maru.name') ?? `user${Math.floor(Math.random() * 1000)}`;
-meInput.onchange = () => localStorage.setItem('maru.name', meInput.value);
+/** Reading is open; writing, locks, presence and live co-editing need a signed-in editor. */
+const session = new Session('docs:token');
+const canEdit = () => !!session.me?.roles.some((r) => r === 'editor' || r === 'operator');
+const isOperator = () => !!session.me?.roles.includes('operator');
 
 /** Sanitized markdown: no script in a document ever runs. */
 const render = (md: string) => DOMPurify.sanitize(marked.parse(md, { async: false }) as string);
 
 async function api<T = any>(path: string, body?: unknown): Promise<{ status: number; body: T }> {
   try {
-    const res = await fetch(path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await session.fetch(path, body === undefined ? {} : { method: 'POST', body });
     return { status: res.status, body: (await res.json()) as T };
   } catch {
     return { status: 0, body: { error: { code: 'network', message: '서버에 연결할 수 없습니다 · cannot reach the server' } } as T };
@@ -87,7 +90,7 @@ newForm.onsubmit = async (ev) => {
   const slug = $<HTMLInputElement>('new-slug').value.trim();
   const category = $<HTMLInputElement>('new-category').value.trim() || 'general';
   if (!slug) return void ($('new-error').textContent = '주소를 입력하세요 · enter a slug');
-  const r = await api('/api/md/save', { slug, category, content: `# ${slug}\n`, baseVersion: 0, author: meInput.value });
+  const r = await api('/api/md/save', { slug, category, content: `# ${slug}\n`, baseVersion: 0 });
   if (r.status !== 200) return void ($('new-error').textContent = errorText(r));
   toggleNew(false);
   $<HTMLInputElement>('new-slug').value = '';
@@ -95,9 +98,8 @@ newForm.onsubmit = async (ev) => {
 };
 
 // ---- the open document ----------------------------------------------------------------------
-interface Open { slug: string; doc: Y.Doc; provider: WebsocketProvider; editor: BoundEditor; presenceId?: string; heartbeat?: number; off: () => void; base: Doc }
+interface Open { slug: string; doc: Y.Doc; provider?: WebsocketProvider; awareness: Awareness; editor: BoundEditor; presenceId?: string; heartbeat?: number; off: () => void; base: Doc }
 let cur: Open | undefined;
-let lockToken: string | undefined;
 let peers: Peer[] = [];
 
 let previewQueued = false;
@@ -119,38 +121,39 @@ function drawPresence() {
   }));
 }
 
-/** Lock state: someone else's lock makes the editor read-only and disables lock and save. */
+/**
+ * Lock state. The lock belongs to the signed-in identity: someone else's lock makes the editor
+ * read-only and disables lock and save (an operator keeps the button, to break it); signed out,
+ * everything is read-only.
+ */
+let lockMine = false;
+let lockOther = false;
 async function showLock() {
   if (!cur) return;
   const r = await api(`/api/md/lock/${encodeURIComponent(cur.slug)}`);
   if (r.status !== 200 || !cur) return;
   const body = r.body;
-  const mine = !!(body.locked && lockToken);
-  const others = !!body.locked && !mine;
+  const me = session.me;
+  lockMine = !!(body.locked && me && body.holder === me.id);
+  lockOther = !!body.locked && !lockMine;
+  const who = body.holder_name ?? body.holder;
   $('lock-state').className = 'lock' + (body.locked ? ' on' : '');
   $('lock-state').textContent = body.locked
-    ? `잠김: ${mine ? '내 잠금' : body.holder} · ${new Date(body.expires_at).toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit' })}까지`
+    ? `잠김: ${lockMine ? '내 잠금' : who} · ${new Date(body.expires_at).toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit' })}까지`
     : '잠금 없음';
-  $('lock-btn').textContent = mine ? '잠금 해제' : '잠금';
-  for (const id of ['lock-btn', 'save-btn']) {
-    const b = $<HTMLButtonElement>(id);
-    b.disabled = others;
-    b.title = others ? `${body.holder} 님이 잠갔습니다 · locked by ${body.holder}` : '';
-  }
-  cur.editor.setEditable(!others);
-  $('editor-card').dataset.locked = others ? 'other' : mine ? 'mine' : 'none';
+  const breakable = lockOther && isOperator();
+  $('lock-btn').textContent = lockMine ? '잠금 해제' : breakable ? '잠금 풀기 · break' : '잠금';
+  const why = !canEdit() ? '편집자로 로그인하세요 · sign in as an editor' : lockOther ? `${who} 님이 잠갔습니다 · locked by ${who}` : '';
+  $<HTMLButtonElement>('lock-btn').disabled = !canEdit() || (lockOther && !breakable);
+  $<HTMLButtonElement>('save-btn').disabled = !canEdit() || lockOther;
+  for (const id of ['lock-btn', 'save-btn']) $(id).title = $<HTMLButtonElement>(id).disabled ? why : '';
+  cur.editor.setEditable(canEdit() && !lockOther && !!cur.provider);
+  $('editor-card').dataset.locked = lockOther ? 'other' : lockMine ? 'mine' : 'none';
 }
 $('lock-btn').onclick = async () => {
   if (!cur) return;
-  if (lockToken) {
-    const r = await api('/api/md/unlock', { slug: cur.slug, token: lockToken });
-    if (r.status !== 200) notice(errorText(r));
-    lockToken = undefined;
-  } else {
-    const r = await api('/api/md/lock', { slug: cur.slug, holder: meInput.value });
-    if (r.status === 200) lockToken = r.body.token;
-    else notice(errorText(r));
-  }
+  const r = await api(lockMine || lockOther ? '/api/md/unlock' : '/api/md/lock', { slug: cur.slug });
+  if (r.status !== 200) notice(errorText(r));
   void showLock();
 };
 
@@ -160,54 +163,68 @@ async function open(slug: string) {
   const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(slug)}`);
   if (r.status !== 200) return notice(errorText(r));
   const doc = new Y.Doc();
-  const provider = new WebsocketProvider(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/yjs`, slug, doc, { disableBc: true });
   const text = doc.getText('content');
+  // live co-editing needs an editor's token; the browser cannot set headers on a WebSocket, so it
+  // travels as the access_token query parameter (docs/collab.md). Signed out: the saved text, read-only.
+  const token = session.token;
+  const provider = canEdit() && token
+    ? new WebsocketProvider(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/yjs`, slug, doc, { disableBc: true, params: { access_token: token } })
+    : undefined;
+  if (!provider) text.insert(0, r.body.doc.content);
+  const awareness = provider?.awareness ?? new Awareness(doc);
   const editorHost = $('editor');
   editorHost.replaceChildren();
-  const editor = bindEditor(editorHost, text, provider.awareness, queuePreview);
+  const editor = bindEditor(editorHost, text, awareness, queuePreview);
+  editor.setEditable(!!provider);
   const offTopic = live.on(`md:${slug}`, (m: any) => {
     if (m.type === 'presence') (peers = m.peers, drawPresence());
-    if (m.type === 'lock') {
-      if (m.state === 'expired' || m.state === 'released') lockToken = undefined;
-      void showLock();
-    }
+    if (m.type === 'lock') void showLock();
     if (m.type === 'saved' && cur) {
-      $('doc-meta').textContent = `v${m.version} · ${m.author}${m.author !== meInput.value ? ' 님이 저장함' : ''}`;
+      $('doc-meta').textContent = `v${m.version} · ${m.author}${m.author !== session.me?.id ? ' 님이 저장함' : ''}`;
       cur.base.version = m.version;
       void loadList();
     }
     if (m.type === 'deleted') notice('이 문서는 삭제되었습니다 · this document was deleted', 'info');
   }, () => (void showLock(), void loadList()));
-  cur = { slug, doc, provider, editor, off: offTopic, base: r.body.doc };
-  provider.on('sync', (ok: boolean) => ok && queuePreview());
+  cur = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc };
+  provider?.on('sync', (ok: boolean) => ok && queuePreview());
+  queuePreview();
   $('editor-card').hidden = false;
   $('doc-title').textContent = r.body.doc.title;
   $('doc-meta').textContent = `v${r.body.doc.version} · ${r.body.doc.category}`;
   for (const li of $('doc-list').children) (li as HTMLElement).toggleAttribute('aria-current', (li as HTMLElement).dataset.slug === slug);
   const join = async () => {
-    if (!cur) return;
-    const p = await api('/api/md/presence', { slug, name: meInput.value, id: cur.presenceId });
+    if (!cur || !provider) return;
+    const p = await api('/api/md/presence', { slug, id: cur.presenceId });
     if (p.status !== 200 || !cur) return;
     cur.presenceId = p.body.id;
     peers = p.body.peers;
-    provider.awareness.setLocalStateField('user', { name: meInput.value, color: p.body.color, colorLight: `${p.body.color}33` });
+    provider.awareness.setLocalStateField('user', { name: session.me?.name ?? '', color: p.body.color, colorLight: `${p.body.color}33` });
     drawPresence();
   };
-  await join();
-  cur.heartbeat = window.setInterval(join, 15_000);
+  if (provider) {
+    await join();
+    cur.heartbeat = window.setInterval(join, 15_000);
+  } else {
+    const p = await api<{ peers: Peer[] }>(`/api/md/presence/${encodeURIComponent(slug)}`);
+    peers = p.status === 200 ? p.body.peers : [];
+    drawPresence();
+  }
   void showLock();
 }
 
 function close() {
   if (!cur) return;
-  if (cur.presenceId) navigator.sendBeacon?.('/api/md/presence/leave', new Blob([JSON.stringify({ slug: cur.slug, id: cur.presenceId })], { type: 'application/json' }));
+  // a beacon cannot carry the bearer token: a keepalive fetch outlives the page just the same
+  if (cur.presenceId) void fetch('/api/md/presence/leave', { method: 'POST', keepalive: true, headers: session.headers(true), body: JSON.stringify({ slug: cur.slug, id: cur.presenceId }) }).catch(() => undefined);
   clearInterval(cur.heartbeat);
   cur.off();
   cur.editor.destroy();
-  cur.provider.destroy();
+  cur.provider?.destroy();
+  if (!cur.provider) cur.awareness.destroy();
   cur.doc.destroy();
   cur = undefined;
-  lockToken = undefined;
+  lockMine = lockOther = false;
 }
 window.addEventListener('beforeunload', close);
 
@@ -223,7 +240,7 @@ $('view-toggle').onclick = () => {
 // ---- explicit save with baseVersion, conflict -> merge screen -----------------------------------
 async function saveVersion(content: string, baseVersion: number) {
   if (!cur) return;
-  const r = await api('/api/md/save', { slug: cur.slug, content, baseVersion, author: meInput.value, lockToken });
+  const r = await api('/api/md/save', { slug: cur.slug, content, baseVersion });
   if (r.status === 409) {
     const d = r.body.error.details;
     $('merge').hidden = false;
@@ -262,7 +279,7 @@ $('history-btn').onclick = async () => {
     };
     const restore = el('button', { type: 'button', class: 'secondary' }, '복원');
     restore.onclick = async () => {
-      const r = await api('/api/md/restore', { slug, version: v.version, author: meInput.value, lockToken });
+      const r = await api('/api/md/restore', { slug, version: v.version });
       if (r.status !== 200) notice(errorText(r));
       else notice(`v${v.version}을 새 버전으로 복원함 · restored`, 'info');
     };
@@ -314,6 +331,19 @@ document.addEventListener('keydown', (e) => {
 });
 
 // ---- boot --------------------------------------------------------------------------------------
+mountSignIn($('signin'), session, 'editor');
+/** Signing in or out reopens the document: live co-editing with the new identity, or read-only. */
+const showRights = () => {
+  $<HTMLButtonElement>('new-doc').disabled = !canEdit();
+  if (!canEdit()) toggleNew(false);
+};
+let known = false;
+session.onChange(() => {
+  showRights();
+  if (known && location.hash.length > 1) void open(decodeURIComponent(location.hash.slice(1)));
+});
+await session.restore();
+known = true;
 live.onConnection((on) => $('conn').classList.toggle('on', on));
 live.on('md:all', () => void loadList(), () => void loadList());
 window.addEventListener('hashchange', () => void open(decodeURIComponent(location.hash.slice(1))));

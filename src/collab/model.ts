@@ -1,0 +1,150 @@
+import { AppError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { Json, Store } from '../store/port.js';
+
+/**
+ * The document service's records, numbers and rules shared by its parts (docs/collab.md):
+ * documents and versions (service.ts), locks (locks.ts), presence (presence.ts).
+ */
+
+export const LOCK_TTL_MS = 10 * 60_000;
+/** A lock is held at most this long from its acquisition: renewals stop there (then anyone may take it). */
+export const LOCK_MAX_MS = 60 * 60_000;
+export const MAX_VERSIONS = 50;
+export const RECENT_EDITS = 8;
+export const PRESENCE_TIMEOUT_MS = 30_000;
+export const SLUG_RE = /^[a-z0-9가-힣][a-z0-9가-힣_-]{0,79}$/;
+export const CATEGORY_RE = /^[\p{L}\p{N} _-]{1,40}$/u;
+export const DOC_TOPIC = (slug: string) => `md:${slug}`;
+export const LIST_TOPIC = 'md:all';
+export const WEEK_MS = 7 * 86_400_000;
+
+/** Presence colours: a document never gives one colour to two people while the palette lasts. */
+export const PALETTE = [
+  '#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#9a6324',
+  '#469990', '#800000', '#808000', '#000075', '#bfef45', '#fabed4', '#dcbeff', '#aaffc3',
+];
+
+export interface Doc {
+  slug: string;
+  category: string;
+  title: string;
+  content: string;
+  version: number;
+  created: number;
+  modified: number;
+  author: string;
+  size: number;
+}
+
+export interface Version {
+  version: number;
+  title: string;
+  category: string;
+  content: string;
+  modified: number;
+  author: string;
+  size: number;
+  restored_from?: number;
+}
+
+/** The signed-in identity asking (the hub's principal as this service needs it). */
+export interface Editor {
+  id: string;
+  name: string;
+  /** The operator may break another holder's lock. */
+  operator?: boolean;
+}
+
+export interface Lock {
+  slug: string;
+  /** The holder's identity id (the account); only that identity renews, releases and saves. */
+  holder: string;
+  holder_name: string;
+  acquired: number;
+  expires: number;
+}
+
+export interface Peer {
+  id: string;
+  /** The identity id of the person behind the presence entry. */
+  user: string;
+  name: string;
+  color: string;
+  joined: number;
+  seen: number;
+}
+
+export interface SaveInput {
+  slug: string;
+  content: string;
+  category?: string;
+  title?: string;
+  baseVersion?: number;
+  /** Who saves (a form save or restore); the lock is judged against this identity. */
+  editor?: Editor;
+  /** Author of a live save (the identities who edited); ignored when `editor` is given. */
+  author?: string;
+  /** 'http' (a form save), 'live' (Yjs co-editing), 'restore'. */
+  origin?: 'http' | 'live' | 'restore';
+  restoredFrom?: number;
+}
+
+export interface SaveResult {
+  doc: Doc;
+  changed: boolean;
+}
+
+/** Store keys. */
+export const K = {
+  doc: (s: string) => `md:doc:${s}`,
+  versions: (s: string) => `md:versions:${s}`,
+  lock: (s: string) => `md:lock:${s}`,
+  presence: (s: string) => `md:presence:${s}`,
+  docs: 'md:docs',
+  locks: 'md:locks',
+  rooms: 'md:presence-rooms',
+};
+
+export function lockedError(slug: string, lock: Lock): AppError {
+  const holder = lock.holder_name ?? lock.holder;
+  return new AppError('locked', 'document_locked', `${slug} is locked by ${holder} until ${new Date(lock.expires).toISOString()}`, {
+    holder: lock.holder,
+    holder_name: holder,
+    expires_at: new Date(lock.expires).toISOString(),
+    expires: lock.expires,
+  });
+}
+
+export const notYours = (slug: string) => new AppError('forbidden', 'not_your_presence', `that presence entry of ${slug} belongs to someone else`);
+
+/** A live lock held by someone other than `editor` refuses the write (operators too: they break it first). */
+export function assertHolder(slug: string, lock: Lock | undefined, editor: Editor | undefined, now: number): void {
+  if (lock && lock.expires > now && lock.holder !== editor?.id) throw lockedError(slug, lock);
+}
+
+export function titleOf(content: string, slug: string): string {
+  const m = /^#{1,2}\s+(.+)$/m.exec(content);
+  return (m?.[1] ?? slug).trim().slice(0, 200);
+}
+
+export const summary = (d: Doc) => ({
+  slug: d.slug,
+  title: d.title,
+  category: d.category,
+  version: d.version,
+  modified: d.modified,
+  author: d.author,
+  size: d.size,
+});
+
+export function checkSlug(slug: string): void {
+  if (!SLUG_RE.test(slug)) throw new AppError('invalid', 'invalid_slug', 'a slug is 1-80 of a-z 0-9 한글 _ - (no path characters)');
+}
+
+/** What the parts of the service share: the store, the clock and the Bus's emit. */
+export interface Parts {
+  store: Store;
+  clock: Clock;
+  publish(topic: string, msg: Json): void;
+}
