@@ -7,6 +7,7 @@ import { V_MAX, V_MIN, UNITS_PER_WORK_MONTH } from '../reward/plan.js';
 import { REWARD_TOPIC, type RewardService, type WorkVerifier } from '../reward/service.js';
 import type { WorkSignatureGuard } from '../reward/signing.js';
 import { qDecimal, qInt, qText } from './query.js';
+import { rewardResponses as R } from './reward-schemas.js';
 
 export interface RewardRoutesOptions {
   service: RewardService;
@@ -51,6 +52,7 @@ function readWrite<S extends z.ZodType>(
   hub: Hub,
   path: string,
   schema: S,
+  response: z.ZodType,
   run: (input: z.output<S>) => Promise<unknown>,
   auth?: AuthSpec,
 ): void {
@@ -59,6 +61,7 @@ function readWrite<S extends z.ZodType>(
     path,
     auth,
     query: schema,
+    response,
     cacheControl: 'no-store',
     handler: (ctx) => run(ctx.query as z.output<S>),
   } as RouteDef<any, any, any>);
@@ -67,6 +70,7 @@ function readWrite<S extends z.ZodType>(
     path,
     auth,
     body: paramsBody,
+    response,
     cacheControl: 'no-store',
     handler: (ctx) => run(validate(schema, { ...(ctx.query as object), ...(ctx.body ?? {}) }, 'query') as z.output<S>),
   } as RouteDef<any, any, any>);
@@ -82,17 +86,18 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
   });
 
   // ---- the document's ten routes ------------------------------------------------------------
-  hub.route({ method: 'GET', path: '/stats', cacheControl: 'no-cache', handler: () => service.stats() });
-  hub.route({ method: 'GET', path: '/maturity', cacheControl: 'no-cache', handler: () => service.maturity() });
+  hub.route({ method: 'GET', path: '/stats', response: R.stats, cacheControl: 'no-cache', handler: () => service.stats() });
+  hub.route({ method: 'GET', path: '/maturity', response: R.maturity, cacheControl: 'no-cache', handler: () => service.maturity() });
   hub.route({
     method: 'GET',
     path: '/member',
     query: memberQuery,
+    response: R.member,
     cacheControl: 'no-cache',
     handler: (ctx) => service.member(ctx.query.id),
   });
 
-  readWrite(hub, '/work', workQuery, (q) => {
+  readWrite(hub, '/work', workQuery, R.work, (q) => {
     let verify: WorkVerifier | undefined;
     if (signatures) {
       verify = async (publicKey, member) => {
@@ -104,7 +109,7 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
       return r;
     });
   });
-  readWrite(hub, '/exchange', exchangeQuery, (q) => {
+  readWrite(hub, '/exchange', exchangeQuery, R.exchange, (q) => {
     // with REWARD_SIGNING=required an exchange is signed by the member, as work is
     const verify: WorkVerifier | undefined = signatures
       ? async (publicKey, member) => {
@@ -114,10 +119,10 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     return service.exchange({ id: q.id, amt: q.amt, verify });
   });
   // creating a cultural zone is an operator's act (GET as the document says, with the operator's token)
-  readWrite(hub, '/culture', cultureQuery, (q) => service.culture(q), OPERATOR);
+  readWrite(hub, '/culture', cultureQuery, R.culture, (q) => service.culture(q), OPERATOR);
 
-  hub.route({ method: 'GET', path: '/declare', handler: () => service.declare() });
-  hub.route({ method: 'GET', path: '/spec', handler: () => service.spec() });
+  hub.route({ method: 'GET', path: '/declare', response: R.declare, handler: () => service.declare() });
+  hub.route({ method: 'GET', path: '/spec', response: R.spec, handler: () => service.spec() });
   hub.route({
     method: 'GET',
     path: '/readme',
@@ -132,18 +137,21 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     body: {
       schema: z.object({ name: z.string(), zone: z.string(), public_key: z.string().optional() }),
     },
+    response: { 201: R.createdMember },
     handler: async (ctx) => Reply.json(await service.createMember(ctx.body), 201),
   });
   hub.route({
     method: 'GET',
     path: '/api/reward/zones',
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional(), offset: qInt({ min: 0 }).optional() }),
+    response: R.zones,
     handler: (ctx) => service.listZones(ctx.query),
   });
   hub.route({
     method: 'GET',
     path: '/api/reward/zones/:id',
     params: z.object({ id: z.string().min(1).max(200) }),
+    response: R.zone,
     handler: (ctx) => service.zone(ctx.params.id),
   });
   hub.route({
@@ -152,6 +160,7 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     // one member's ledger and totals are open (as /member is); the whole ledger is the operator's
     auth: { optional: true },
     query: listQuery.extend({ member: memberId.optional() }),
+    response: R.ledger,
     handler: (ctx) => {
       if (ctx.query.member === undefined && !ctx.identity?.roles.includes('operator')) {
         if (!ctx.identity) throw new AppError('unauthorized', 'unauthorized', 'the whole ledger needs the operator: sign in, or name a member');
@@ -164,19 +173,22 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     method: 'GET',
     path: '/api/reward/ecosystem',
     query: listQuery,
+    response: R.ecosystem,
     handler: (ctx) => service.ecosystemLedger(ctx.query),
   });
   hub.route({
     method: 'GET',
     path: '/api/reward/ecosystem/sync',
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }),
+    response: R.sync,
     handler: (ctx) => service.syncPayload(ctx.query),
   });
-  hub.route({ method: 'GET', path: '/api/reward/reserve', cacheControl: 'no-cache', handler: () => service.reservePool() });
+  hub.route({ method: 'GET', path: '/api/reward/reserve', response: R.reserve, cacheControl: 'no-cache', handler: () => service.reservePool() });
   hub.route({
     method: 'GET',
     path: '/api/reward/sessions',
     query: z.object({ id: memberId, months: qInt({ min: 1, max: 150 }).optional() }),
+    response: R.sessions,
     handler: (ctx) => service.workSessions(ctx.query.id, { months: ctx.query.months }),
   });
   hub.route({
@@ -194,12 +206,14 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
         promote: z.enum(['true', 'false']).transform((s) => s === 'true').optional(),
       })
       .strict(),
+    response: R.simulation,
     handler: (ctx) => service.coverageSimulation(ctx.query),
   });
   hub.route({
     method: 'GET',
     path: '/api/reward/outbox',
     auth: OPERATOR,
+    response: R.outbox,
     cacheControl: 'no-store',
     handler: async () => ({ stats: await outbox.stats(), pending: await outbox.pending() }),
   });

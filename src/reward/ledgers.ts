@@ -1,21 +1,12 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../errors.js';
-import type { Store } from '../store/port.js';
+import type { Json, Store } from '../store/port.js';
 import { memberIdSchema, parseInput } from './inputs.js';
 import { K } from './keys.js';
 import { ECOSYSTEM_CATEGORIES, coveragePct, toWire, type Split } from './plan.js';
 import { counterValue, readAggregates, type Aggregates } from './aggregates.js';
-import {
-  ecoEntryWire,
-  entryWire,
-  iso,
-  json,
-  splitWire,
-  type EcoCursor,
-  type EcoEntry,
-  type LedgerEntry,
-  type MemberRecord,
-} from './records.js';
+import { decodeAll, ecoCursorCodec, ecoEntryCodec, ledgerEntryCodec, memberCodec } from './codecs.js';
+import { ecoEntryWire, entryWire, iso, splitWire, type EcoCursor, type MemberRecord } from './records.js';
 
 /**
  * Reading the ledgers and pools (reward ledger, ecosystem ledger and its sync payload, reserve
@@ -49,7 +40,7 @@ export const checkId = (id: string): string => parseInput(idInput, { id }).id;
 export async function readRewardLedger(store: Store, opts: ListOptions & { member?: string } = {}) {
   const limit = clampLimit(opts.limit);
   if (opts.member !== undefined) {
-    const member = await store.get<MemberRecord>(K.member(checkId(opts.member)));
+    const member = memberCodec.decode(await store.get(K.member(checkId(opts.member))));
     if (!member) throw notFound('member_not_found', `no member ${opts.member}`);
     const idx = await store.indexRange(K.memberLedger(member.id), {
       reverse: true,
@@ -57,7 +48,7 @@ export async function readRewardLedger(store: Store, opts: ListOptions & { membe
       ...(opts.before !== undefined ? { max: opts.before - 1 } : {}),
     });
     const [entries, totals] = await Promise.all([
-      store.getMany<LedgerEntry>(idx.map((e) => K.entry(e.score))),
+      store.getMany(idx.map((e) => K.entry(e.score))),
       memberTotals(store, member),
     ]);
     return ledgerPage(entries, totals, limit);
@@ -65,12 +56,12 @@ export async function readRewardLedger(store: Store, opts: ListOptions & { membe
   const agg = await readAggregates(store);
   const last = agg.credits + agg.exchanges;
   const top = opts.before === undefined ? last : Math.min(last, opts.before - 1);
-  const entries = await store.getMany<LedgerEntry>(downFrom(top, limit).map(K.entry));
+  const entries = await store.getMany(downFrom(top, limit).map(K.entry));
   return ledgerPage(entries, globalTotals(agg), limit);
 }
 
-function ledgerPage<T>(entries: (LedgerEntry | undefined)[], totals: T, limit: number) {
-  const list = entries.filter((e): e is LedgerEntry => e !== undefined).map(entryWire);
+function ledgerPage<T>(values: (Json | undefined)[], totals: T, limit: number) {
+  const list = decodeAll(ledgerEntryCodec, values).map(entryWire);
   return {
     totals,
     entries: list,
@@ -110,12 +101,10 @@ async function memberTotals(store: Store, m: MemberRecord) {
 /** The ecosystem ledger: split, totals per category, realizable value, recent entries. */
 export async function readEcosystemLedger(store: Store, split: Split, opts: ListOptions = {}) {
   const limit = clampLimit(opts.limit);
-  const [agg, cursor] = await Promise.all([readAggregates(store), store.get<EcoCursor>(K.ecoCursor)]);
+  const [agg, cursor] = await Promise.all([readAggregates(store), store.get(K.ecoCursor).then(ecoCursorCodec.decode)]);
   const e = agg.eco;
   const top = opts.before === undefined ? agg.credits : Math.min(agg.credits, opts.before - 1);
-  const entries = (await store.getMany<EcoEntry>(downFrom(top, limit).map(K.ecoEntry)))
-    .filter((x): x is EcoEntry => x !== undefined)
-    .map(ecoEntryWire);
+  const entries = decodeAll(ecoEntryCodec, await store.getMany(downFrom(top, limit).map(K.ecoEntry))).map(ecoEntryWire);
   return {
     split_pct: { ...split },
     totals: splitWire(e),
@@ -135,11 +124,11 @@ export async function readEcosystemLedger(store: Store, split: Split, opts: List
  */
 export async function buildSyncPayload(store: Store, split: Split, now: number, opts: { limit?: number } = {}) {
   const limit = clampLimit(opts.limit, 1000, 10000);
-  const [agg, cursor] = await Promise.all([readAggregates(store), store.get<EcoCursor>(K.ecoCursor)]);
+  const [agg, cursor] = await Promise.all([readAggregates(store), store.get(K.ecoCursor).then(ecoCursorCodec.decode)]);
   const e = agg.eco;
   const from = cursor?.seq ?? 0;
   const seqs = Array.from({ length: Math.max(0, Math.min(limit, agg.credits - from)) }, (_, i) => from + 1 + i);
-  const entries = (await store.getMany<EcoEntry>(seqs.map(K.ecoEntry))).filter((x): x is EcoEntry => x !== undefined);
+  const entries = decodeAll(ecoEntryCodec, await store.getMany(seqs.map(K.ecoEntry)));
   const carried = { service: 0, module: 0, content: 0, infrastructure: 0 };
   for (const x of entries) for (const k of ECOSYSTEM_CATEGORIES) carried[k] += x.categories[k];
   const to = entries.length ? entries[entries.length - 1]!.seq : from;
@@ -162,14 +151,14 @@ export async function buildSyncPayload(store: Store, split: Split, now: number, 
 /** Moves the sync cursor forward to `seq` (never backwards, never past the last entry). */
 export async function markSynced(store: Store, seq: number, now: number) {
   return store.update([K.ecoCursor, K.n.credits], ([c, credits]) => {
-    const cur = (c as EcoCursor | undefined) ?? { seq: 0, at: null };
+    const cur = ecoCursorCodec.decode(c) ?? { seq: 0, at: null };
     const last = counterValue(credits);
     if (!Number.isInteger(seq) || seq < 0 || seq > last) {
       throw new AppError('invalid', 'invalid_cursor', `cursor must be an integer from 0 to ${last}`, { last });
     }
     if (seq <= cur.seq) return { writes: [], result: { seq: cur.seq, advanced: false } };
     const next: EcoCursor = { seq, at: now };
-    return { writes: [{ op: 'set', key: K.ecoCursor, value: json(next) }], result: { seq, advanced: true } };
+    return { writes: [{ op: 'set', key: K.ecoCursor, value: ecoCursorCodec.encode(next) }], result: { seq, advanced: true } };
   });
 }
 

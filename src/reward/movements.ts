@@ -17,9 +17,9 @@ import {
   type Stage,
 } from './plan.js';
 import { counterValue } from './aggregates.js';
+import { ecoEntryCodec, ledgerEntryCodec, memberCodec, sessionCodec } from './codecs.js';
 import {
   iso,
-  json,
   splitWire,
   type CreditEntry,
   type EcoEntry,
@@ -73,9 +73,9 @@ export interface CreditResult {
 export function planCredit(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditResult> {
   const [m, s, credits, exchanges] = current;
   const { id, kc, v, now, today, month, stage, creditId } = c;
-  if (m === undefined) throw notFound('member_not_found', `no member ${id}`);
-  const member = m as MemberRecord;
-  const session = (s as SessionRecord | undefined) ?? { month, units: 0, days: {} };
+  const member = memberCodec.decode(m);
+  if (!member) throw notFound('member_not_found', `no member ${id}`);
+  const session = sessionCodec.decode(s) ?? { month, units: 0, days: {} };
   const unitsToday = session.days[today] ?? 0;
   if (unitsToday + kc > UNITS_PER_DAY) {
     throw conflict('daily_units_exceeded', `a day holds ${UNITS_PER_DAY} units`, {
@@ -139,15 +139,15 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
   const ecoEntry: EcoEntry = { seq: ecoSeq, id: creditId, ledger_seq: seq, member: id, at: now, amount, categories: parts };
   const at = iso(now);
   const writes: Write[] = [
-    { op: 'set', key: K.member(id), value: json(nextMember) },
-    { op: 'set', key: K.session(id, month), value: json(nextSession) },
+    { op: 'set', key: K.member(id), value: memberCodec.encode(nextMember) },
+    { op: 'set', key: K.session(id, month), value: sessionCodec.encode(nextSession) },
     // the month joins the member's index with its first work
     ...(s === undefined
       ? [{ op: 'index', key: K.sessionMonths(id), member: month, score: Number(month.replace('-', '')) } as const]
       : []),
-    { op: 'set', key: K.entry(seq), value: json(entry) },
+    { op: 'set', key: K.entry(seq), value: ledgerEntryCodec.encode(entry) },
     { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
-    { op: 'set', key: K.ecoEntry(ecoSeq), value: json(ecoEntry) },
+    { op: 'set', key: K.ecoEntry(ecoSeq), value: ecoEntryCodec.encode(ecoEntry) },
     // the aggregates: RU earned is also the ecosystem total and the reserve balance (keys.ts)
     { op: 'incr', key: K.n.credits, by: 1 },
     { op: 'incr', key: K.n.units, by: kc },
@@ -184,6 +184,45 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
   };
 }
 
+/** The /work answer (the document's fields first) and the `work` event of a credit. */
+export function creditWire(id: string, creditId: string, stage: Stage, r: CreditResult) {
+  const ru = toWire(r.amount);
+  const result = {
+    id,
+    earned_ru: ru,
+    new_grade: r.after.grade,
+    new_total_kc: r.kc,
+    create_3x: toWire(3 * r.amount),
+    member_share: ru,
+    ecosystem_share: ru,
+    reserve_share: ru,
+    grade: r.before.grade,
+    new_grade_name: r.after.name,
+    promoted: r.after.grade > r.before.grade,
+    stage: stage.stage,
+    coin_pct: stage.pct,
+    ru: toWire(r.ru),
+    units_today: r.unitsToday,
+    units_month: r.unitsMonth,
+    credit_id: creditId,
+    seq: r.seq,
+  };
+  const event = {
+    type: 'work',
+    id,
+    earned_ru: ru,
+    new_grade: result.new_grade,
+    new_total_kc: result.new_total_kc,
+    create_3x: result.create_3x,
+    member_share: ru,
+    ecosystem_share: ru,
+    reserve_share: ru,
+    stage: stage.stage,
+    credit_id: creditId,
+  };
+  return { result, event };
+}
+
 export interface ExchangeInput {
   id: string;
   /** Hundredths of RU, > 0. */
@@ -204,8 +243,8 @@ export interface ExchangeResult {
 export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): UpdatePlan<ExchangeResult> {
   const [m, credits, exchanges] = current;
   const { id, amt, now, stage } = x;
-  if (m === undefined) throw notFound('member_not_found', `no member ${id}`);
-  const member = m as MemberRecord;
+  const member = memberCodec.decode(m);
+  if (!member) throw notFound('member_not_found', `no member ${id}`);
   if (amt > member.ru) {
     throw conflict('insufficient_ru', 'the amount is above the RU balance', {
       balance: toWire(member.ru),
@@ -228,8 +267,8 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
     maturity_value: mv,
   };
   const writes: Write[] = [
-    { op: 'set', key: K.member(id), value: json(nextMember) },
-    { op: 'set', key: K.entry(seq), value: json(entry) },
+    { op: 'set', key: K.member(id), value: memberCodec.encode(nextMember) },
+    { op: 'set', key: K.entry(seq), value: ledgerEntryCodec.encode(entry) },
     { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
     // the exchange is a lot of the reserve pool, remembered with its stage
     { op: 'index', key: K.lots, member: seqMember(seq), score: seq },

@@ -1,4 +1,3 @@
-import type { Json } from '../store/port.js';
 import { ECOSYSTEM_CATEGORIES, toWire, type Split, type StageCode } from './plan.js';
 
 /**
@@ -84,9 +83,6 @@ export type EcoEntry = {
 };
 
 export type EcoCursor = { seq: number; at: number | null };
-
-/** Stored records are plain JSON data. */
-export const json = (x: unknown): Json => x as Json;
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
 

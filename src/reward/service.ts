@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { conflict, notFound } from '../errors.js';
-import type { Json, Store, Write } from '../store/port.js';
+import type { Json, Store } from '../store/port.js';
+import { readRuEarned, upgradeLayout } from './aggregates.js';
 import { principles, type Principle } from './charter.js';
+import { decodeAll, memberCodec, memberMetaCodec, zoneCodec } from './codecs.js';
 import { buildReadme, buildSpec } from './guide.js';
 import { createMemberSchema, cultureSchema, exchangeSchema, parseInput, workSchema } from './inputs.js';
 import { K } from './keys.js';
@@ -17,19 +19,16 @@ import {
   readRewardLedger,
   type ListOptions,
 } from './ledgers.js';
-import { creditKeys, exchangeKeys, planCredit, planExchange } from './movements.js';
+import { creditKeys, creditWire, exchangeKeys, planCredit, planExchange } from './movements.js';
 import {
   DEFAULT_SPLIT,
   PLAN_DAYS,
   PLAN_END,
   PLAN_END_YEAR,
   PLAN_START,
-  UNITS_PER_DAY,
-  UNITS_PER_WORK_MONTH,
   ZONE_CAPACITY,
   checkSplit,
   daysLeft,
-  gradeFor,
   kstDate,
   kstMonth,
   maturityValue,
@@ -39,19 +38,11 @@ import {
   toWire,
   type Split,
 } from './plan.js';
-import { readRuEarned, upgradeLayout } from './aggregates.js';
-import {
-  iso,
-  json,
-  memberWire,
-  zoneWire,
-  type MemberMeta,
-  type MemberRecord,
-  type SessionRecord,
-  type ZoneRecord,
-} from './records.js';
+import { iso, memberWire, zoneWire } from './records.js';
+import { IdTaken, memberKeys, planMember, planZone, zoneKeys } from './registry.js';
+import { readWorkSessions } from './sessions.js';
 import { coverageSimulation, type SimulationParams } from './simulation.js';
-import { normaliseZoneName, zoneId } from './zone-id.js';
+import { zoneId } from './zone-id.js';
 
 export type { ListOptions } from './ledgers.js';
 
@@ -89,7 +80,6 @@ function randomId(prefix: string, chars = RANDOM_ID_CHARS): string {
   return prefix + randomBytes(Math.ceil((chars * 3) / 4) + 1).toString('base64url').slice(0, chars);
 }
 
-class IdTaken extends Error {}
 
 export class RewardService {
   private readonly store: Store;
@@ -151,17 +141,18 @@ export class RewardService {
   async member(id: string) {
     id = checkId(id);
     const [m, meta] = await this.store.getMany([K.member(id), K.memberMeta(id)]);
-    if (!m) throw notFound('member_not_found', `no member ${id}`);
-    const mm = meta as MemberMeta | undefined;
+    const rec = memberCodec.decode(m);
+    if (!rec) throw notFound('member_not_found', `no member ${id}`);
+    const mm = memberMetaCodec.decode(meta);
     return {
-      ...memberWire(m as MemberRecord),
+      ...memberWire(rec),
       zone: mm?.zone ?? null,
       created_at: mm ? iso(mm.created_at) : null,
     };
   }
 
   async zone(id: string) {
-    const z = await this.store.get<ZoneRecord>(K.zone(id));
+    const z = zoneCodec.decode(await this.store.get(K.zone(id)));
     if (!z) throw notFound('zone_not_found', `no cultural zone ${id}`);
     return zoneWire(z, ZONE_CAPACITY);
   }
@@ -174,47 +165,16 @@ export class RewardService {
       this.store.indexCount(K.zones),
       this.store.indexRange(K.zones, { limit, offset }),
     ]);
-    const zones = await this.store.getMany<ZoneRecord>(ids.map((e) => K.zone(e.member)));
+    const zones = decodeAll(zoneCodec, await this.store.getMany(ids.map((e) => K.zone(e.member))));
     return {
       total,
-      zones: zones.filter((z): z is ZoneRecord => z !== undefined).map((z) => zoneWire(z, ZONE_CAPACITY)),
+      zones: zones.map((z) => zoneWire(z, ZONE_CAPACITY)),
     };
   }
 
   /** Units performed per KST day and calendar month by one member (newest month first). */
-  async workSessions(memberId: string, opts: { months?: number } = {}) {
-    memberId = checkId(memberId);
-    if (!(await this.store.get(K.member(memberId)))) throw notFound('member_not_found', `no member ${memberId}`);
-    const now = this.clock.now();
-    const today = kstDate(now);
-    const month = kstMonth(now);
-    const idx = await this.store.indexRange(K.sessionMonths(memberId), {
-      reverse: true,
-      limit: clampLimit(opts.months, 24, 200),
-    });
-    const recs = await this.store.getMany<SessionRecord>(idx.map((e) => K.session(memberId, e.member)));
-    const current = (await this.store.get<SessionRecord>(K.session(memberId, month))) ?? null;
-    const unitsToday = current?.days[today] ?? 0;
-    const unitsMonth = current?.units ?? 0;
-    return {
-      member: memberId,
-      limits: { units_per_day: UNITS_PER_DAY, units_per_month: UNITS_PER_WORK_MONTH },
-      today: {
-        date: today,
-        units: unitsToday,
-        remaining: Math.max(0, Math.min(UNITS_PER_DAY - unitsToday, UNITS_PER_WORK_MONTH - unitsMonth)),
-      },
-      month: { month, units: unitsMonth, remaining: Math.max(0, UNITS_PER_WORK_MONTH - unitsMonth) },
-      months: recs
-        .filter((r): r is SessionRecord => r !== undefined)
-        .map((r) => ({
-          month: r.month,
-          units: r.units,
-          days: Object.keys(r.days)
-            .sort()
-            .map((date) => ({ date, units: r.days[date]! })),
-        })),
-    };
+  workSessions(memberId: string, opts: { months?: number } = {}) {
+    return readWorkSessions(this.store, this.clock.now(), memberId, opts);
   }
 
   /** The reward ledger, newest first; with `member`, that member's entries only. */
@@ -285,15 +245,7 @@ export class RewardService {
     const { country, lang, name } = parseInput(cultureSchema, input);
     const id = zoneId(country, lang, name);
     const now = this.clock.now();
-    const { zone, created } = await this.store.update([K.zone(id)], ([cur]) => {
-      if (cur !== undefined) return { writes: [], result: { zone: cur as ZoneRecord, created: false } };
-      const z: ZoneRecord = { id, country, lang, name, key: normaliseZoneName(name), members: 0, created_at: now };
-      const writes: Write[] = [
-        { op: 'set', key: K.zone(id), value: json(z) },
-        { op: 'index', key: K.zones, member: id, score: now },
-      ];
-      return { writes, result: { zone: z, created: true } };
-    });
+    const { zone, created } = await this.store.update(zoneKeys(id), (cur) => planZone({ country, lang, name, now }, cur));
     const total_cultures = await this.store.indexCount(K.zones);
     const result = {
       ok: true as const,
@@ -318,29 +270,9 @@ export class RewardService {
     for (let attempt = 0; ; attempt++) {
       const id = randomId('m_');
       try {
-        const m = await this.store.update([K.zone(zone), K.member(id)], ([z, existing]) => {
-          if (z === undefined) throw notFound('zone_not_found', `no cultural zone ${zone}`);
-          if (existing !== undefined) throw new IdTaken();
-          const zr = z as ZoneRecord;
-          if (zr.members >= ZONE_CAPACITY) {
-            throw conflict('zone_full', `cultural zone ${zone} holds ${ZONE_CAPACITY} members`, {
-              zone,
-              capacity: ZONE_CAPACITY,
-              members: zr.members,
-            });
-          }
-          const g = gradeFor(0);
-          const rec: MemberRecord = { id, name, grade: g.grade, grade_name: g.name, kc: 0, ru: 0, cu: 0, excess: 0 };
-          const meta: MemberMeta = { zone, public_key: public_key ?? null, created_at: now };
-          const writes: Write[] = [
-            { op: 'set', key: K.member(id), value: json(rec) },
-            { op: 'set', key: K.memberMeta(id), value: json(meta) },
-            { op: 'set', key: K.zone(zone), value: json({ ...zr, members: zr.members + 1 }) },
-            { op: 'index', key: K.members, member: id, score: now },
-            { op: 'index', key: K.zoneMembers(zone), member: id, score: now },
-          ];
-          return { writes, result: { rec, zoneMembers: zr.members + 1 } };
-        });
+        const m = await this.store.update(memberKeys(zone, id), (cur) =>
+          planMember({ id, name, zone, publicKey: public_key ?? null, now }, cur),
+        );
         const out = {
           ...memberWire(m.rec),
           zone,
@@ -373,7 +305,7 @@ export class RewardService {
     if (phase === 'ended') {
       throw conflict('plan_ended', `the reward plan ended on ${PLAN_END} (KST)`, { ended: PLAN_END });
     }
-    const meta = await this.store.get<MemberMeta>(K.memberMeta(id));
+    const meta = memberMetaCodec.decode(await this.store.get(K.memberMeta(id)));
     if (!meta) throw notFound('member_not_found', `no member ${id}`);
     if (input.verify) await input.verify(meta.public_key ?? undefined, { id });
     await this.upgrade();
@@ -387,40 +319,8 @@ export class RewardService {
       planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur),
     );
 
-    const ru = toWire(r.amount);
-    const result = {
-      id,
-      earned_ru: ru,
-      new_grade: r.after.grade,
-      new_total_kc: r.kc,
-      create_3x: toWire(3 * r.amount),
-      member_share: ru,
-      ecosystem_share: ru,
-      reserve_share: ru,
-      grade: r.before.grade,
-      new_grade_name: r.after.name,
-      promoted: r.after.grade > r.before.grade,
-      stage: stage.stage,
-      coin_pct: stage.pct,
-      ru: toWire(r.ru),
-      units_today: r.unitsToday,
-      units_month: r.unitsMonth,
-      credit_id: creditId,
-      seq: r.seq,
-    };
-    await this.emit({
-      type: 'work',
-      id,
-      earned_ru: ru,
-      new_grade: result.new_grade,
-      new_total_kc: result.new_total_kc,
-      create_3x: result.create_3x,
-      member_share: ru,
-      ecosystem_share: ru,
-      reserve_share: ru,
-      stage: stage.stage,
-      credit_id: creditId,
-    });
+    const { result, event } = creditWire(id, creditId, stage, r);
+    await this.emit(event);
     return result;
   }
 
@@ -432,7 +332,7 @@ export class RewardService {
   async exchange(input: { id: string; amt: number | string; verify?: WorkVerifier }) {
     const { id, amt } = parseInput(exchangeSchema, { id: input.id, amt: input.amt });
     if (input.verify) {
-      const meta = await this.store.get<MemberMeta>(K.memberMeta(id));
+      const meta = memberMetaCodec.decode(await this.store.get(K.memberMeta(id)));
       if (!meta) throw notFound('member_not_found', `no member ${id}`);
       await input.verify(meta.public_key ?? undefined, { id });
     }

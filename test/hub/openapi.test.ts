@@ -16,6 +16,8 @@ const DECLARED = [
   '/api/auth/', '/api/partner/', '/api/shows', '/api/reservations', '/api/mticket/', '/api/checkin', '/api/tickets/',
   '/api/rental/', '/api/subscriptions', '/api/uploads/', '/api/mail', '/api/chat', '/api/referral', '/api/shareholder',
   '/api/coach/', '/api/token/',
+  // reward plan
+  '/api/reward/', '/stats', '/maturity', '/member', '/work', '/exchange', '/culture', '/declare', '/spec',
 ];
 /** Routes whose answer is not JSON (an image, a stored document): nothing to declare as a JSON schema. */
 const NOT_JSON = ['GET /api/mticket/:qrCode/qr.png', 'GET /api/uploads/:subId/:filename'];

@@ -1,0 +1,36 @@
+import { notFound } from '../errors.js';
+import type { Store } from '../store/port.js';
+import { decodeAll, sessionCodec } from './codecs.js';
+import { K } from './keys.js';
+import { checkId, clampLimit } from './ledgers.js';
+import { UNITS_PER_DAY, UNITS_PER_WORK_MONTH, kstDate, kstMonth } from './plan.js';
+
+/** Units performed per KST day and calendar month by one member (newest month first). */
+export async function readWorkSessions(store: Store, now: number, memberId: string, opts: { months?: number } = {}) {
+  memberId = checkId(memberId);
+  if (!(await store.get(K.member(memberId)))) throw notFound('member_not_found', `no member ${memberId}`);
+  const today = kstDate(now);
+  const month = kstMonth(now);
+  const idx = await store.indexRange(K.sessionMonths(memberId), { reverse: true, limit: clampLimit(opts.months, 24, 200) });
+  const recs = decodeAll(sessionCodec, await store.getMany(idx.map((e) => K.session(memberId, e.member))));
+  const current = sessionCodec.decode(await store.get(K.session(memberId, month)));
+  const unitsToday = current?.days[today] ?? 0;
+  const unitsMonth = current?.units ?? 0;
+  return {
+    member: memberId,
+    limits: { units_per_day: UNITS_PER_DAY, units_per_month: UNITS_PER_WORK_MONTH },
+    today: {
+      date: today,
+      units: unitsToday,
+      remaining: Math.max(0, Math.min(UNITS_PER_DAY - unitsToday, UNITS_PER_WORK_MONTH - unitsMonth)),
+    },
+    month: { month, units: unitsMonth, remaining: Math.max(0, UNITS_PER_WORK_MONTH - unitsMonth) },
+    months: recs.map((r) => ({
+      month: r.month,
+      units: r.units,
+      days: Object.keys(r.days)
+        .sort()
+        .map((date) => ({ date, units: r.days[date]! })),
+    })),
+  };
+}
