@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { AuthService, SUPER_ROLE } from './auth/service.js';
 import { openBlobStore, sweepOrphanBlobs, uploadTempDir } from './blobs/index.js';
 import { createBus } from './bus.js';
+import { demoBanner, registerDemo, seedDemo } from './demo.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Rooms, busTransport } from './collab/rooms.js';
@@ -254,6 +255,9 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     close: (peer) => rooms.leave(peer),
   });
   rooms.useFanout(yjsPeers);
+  // DEMO=1 only: demo data through the services, the /demo page, and the URLs printed at start
+  const demo = config.DEMO ? await seedDemo({ store, auth, tickets, reward, collab, programs }) : undefined;
+  if (demo) registerDemo(hub, demo);
 
   const port = await hub.listen(config.HOST, config.PORT);
   outbox.start();
@@ -261,6 +265,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   logger.info({ url, store: store.kind, port }, 'maru listening');
+  if (demo) process.stdout.write(demoBanner(url, demo));
 
   let stopped: Promise<void> | undefined;
   return {
