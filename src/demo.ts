@@ -119,7 +119,7 @@ export async function seedDemo(parts: DemoParts): Promise<DemoSummary> {
   const wanted = [
     { name: '한결', kc: 3, v: 100 },
     { name: '누리', kc: 2, v: 150 },
-    { name: '다온', kc: 1, v: 80 },
+    { name: '다온', kc: 1, v: 120 },
   ];
   for (const m of wanted.slice(members.length)) {
     const rec = await reward.createMember({ name: m.name, zone: zone.id });

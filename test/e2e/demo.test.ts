@@ -17,6 +17,8 @@ describe('DEMO=1 start', () => {
   });
 
   const seeded = async (h: HubProcess) => {
+    // the banner follows the "listening" line
+    await until('the demo banner', () => h.output().includes('sign-in '), 5000);
     const password = /password for this run: (\S+)/.exec(h.output())?.[1];
     expect(password, h.output()).toBeTruthy();
     const demo = (await get(h.url, '/api/demo')).body;
@@ -25,11 +27,11 @@ describe('DEMO=1 start', () => {
 
   it('serves the seeded show, members, documents and a running program, and prints the URLs and sign-in', async () => {
     hub = await startHubProcess(env, 30_000);
+    const { password, demo } = await seeded(hub);
     const out = hub.output();
     expect(out).toContain(`${hub.url}/pages`);
     expect(out).toMatch(new RegExp(`${hub.url}/mticket/TK-`));
     expect(out).toContain('demo-staff, demo-editor, demo-trader');
-    const { password, demo } = await seeded(hub);
 
     // the show with its bookings: the tickets open, one already checked in, with holders
     expect(demo.tickets.length).toBe(5);
