@@ -6,6 +6,7 @@ import { Reply, type Hub, type RequestContext } from '../hub/index.js';
 import type { Store } from '../store/port.js';
 import { THEME_IDS } from '../ticket/bingo.js';
 import { CODE_ALPHABET, parseCode } from '../ticket/code.js';
+import { showCountsCache } from '../ticket/counts.js';
 import {
   CHECKIN_TOPIC,
   RESERVATION_ID_RE,
@@ -242,6 +243,19 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     body: { schema: z.object({ reason: label(200).optional() }).strict().optional(), optional: true },
     cacheControl: 'no-store',
     handler: (ctx) => service.cancel(ctx.params.id, ctx.body?.reason),
+  });
+  // the scanner page's door counter: checked in over tickets of one show
+  const counts = showCountsCache(store, Date.now);
+  hub.route({
+    method: 'GET',
+    path: '/api/shows/:id/counts',
+    auth: SCANNER,
+    params: z.object({ id: showId }),
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      await service.show(ctx.params.id);
+      return counts(ctx.params.id);
+    },
   });
   hub.route({
     method: 'GET',

@@ -87,6 +87,7 @@ export interface CheckInEvent {
   type: 'checkin';
   reservation_id: string;
   code: string;
+  show_id: string;
   show_name: string;
   venue: string;
   date: string;
@@ -500,6 +501,7 @@ function brief(r: ReservationRecord) {
   return {
     reservation_id: r.id,
     code: r.code,
+    show_id: r.show_id,
     show_name: r.show_name,
     venue: r.venue,
     date: r.date,
