@@ -9,6 +9,8 @@ import { createLogger } from './log.js';
 import { authModule } from './modules/auth.js';
 import { chatModule, coachModule } from './modules/chat.js';
 import { collabModule } from './modules/collab.js';
+import { demoModule } from './modules/demo.js';
+import { demoBanner } from './demo.js';
 import { runPhase, type Platform, type ServiceModule } from './modules/module.js';
 import { outboxModule } from './modules/outbox.js';
 import { paymentModule } from './modules/payment.js';
@@ -60,18 +62,26 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const rental = await rentalModule(platform, { mailer: outbox.mailer });
   const auth = await authModule(platform, { partnerAudit: rental.partnerAudit });
   const trading = await tradingModule(platform);
+  const reward = rewardModule(platform, { outbox: outbox.outbox });
+  const ticket = ticketModule(platform);
+  const collab = collabModule(platform);
   const modules: ServiceModule[] = [
     auth,
     outbox,
-    rewardModule(platform, { outbox: outbox.outbox }),
-    ticketModule(platform),
+    reward,
+    ticket,
     rental,
     chatModule(platform, { intake: rental.intake }),
     coachModule(platform),
     trading,
     await paymentModule(platform, { programs: trading.programs, deliver: outbox.deliver, kick: () => outbox.outbox.kick() }),
-    collabModule(platform),
+    collab,
   ];
+  // DEMO=1 only: demo data through the services, the /demo page, and the URLs printed at start
+  const demo = config.DEMO
+    ? demoModule(platform, { auth: auth.service, tickets: ticket.service, reward: reward.service, collab: collab.service, programs: trading.programs })
+    : undefined;
+  if (demo) modules.push(demo);
   for (const m of modules) m.routes(hub);
   hub.page('/reference', '/reference.html', {
     title: 'API reference',
@@ -83,6 +93,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   logger.info({ url, store: store.kind, port }, 'maru listening');
+  if (demo) process.stdout.write(demoBanner(url, demo.summary));
 
   let stopped: Promise<void> | undefined;
   return {

@@ -280,6 +280,15 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: (ctx) => service.cancel(ctx.params.id, ctx.body?.reason),
   });
+  // the scanner page's door counter: checked in over tickets of one show
+  hub.route({
+    method: 'GET',
+    path: '/api/shows/:id/counts',
+    auth: SCANNER,
+    params: z.object({ id: showId }),
+    cacheControl: 'no-store',
+    handler: (ctx) => service.counts(ctx.params.id),
+  });
   hub.route({
     method: 'GET',
     path: '/api/checkins',

@@ -4,7 +4,7 @@ import { EDITOR, registerCollabRoutes } from '../http/collab.js';
 import type { Platform, ServiceModule } from './module.js';
 
 /** Markdown documents, presence and live co-editing over the y-websocket protocol (docs/collab.md). */
-export function collabModule(p: Platform): ServiceModule {
+export function collabModule(p: Platform): ServiceModule & { service: CollabService } {
   const { config, store, clock, bus, logger, processId } = p;
   const service = new CollabService({ store, clock, bus, maxBytes: config.MD_MAX_BYTES, logger: logger.child({ part: 'collab' }) });
   const rooms = new Rooms({
@@ -20,6 +20,7 @@ export function collabModule(p: Platform): ServiceModule {
   });
   return {
     name: 'collab',
+    service,
     routes(hub) {
       registerCollabRoutes(hub, { service });
       const peers = hub.peers('/yjs/:slug', {

@@ -7,7 +7,7 @@ import { WorkSignatureGuard } from '../reward/signing.js';
 import type { Platform, ServiceModule } from './module.js';
 
 /** The reward plan (docs/reward.md). */
-export function rewardModule(p: Platform, deps: { outbox: Outbox }): ServiceModule {
+export function rewardModule(p: Platform, deps: { outbox: Outbox }): ServiceModule & { service: RewardService } {
   const { config, store, clock, bus } = p;
   const service = new RewardService({
     store,
@@ -17,6 +17,7 @@ export function rewardModule(p: Platform, deps: { outbox: Outbox }): ServiceModu
   });
   return {
     name: 'reward',
+    service,
     routes(hub) {
       registerRewardRoutes(hub, {
         service,

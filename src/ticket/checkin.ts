@@ -100,6 +100,7 @@ export class CheckIns {
             { op: 'set', key: K.reservation(r.id), value: reservations.encode(next) },
             ...audit(entry('ok', next)),
             { op: 'push', key: K.checkins, value: checkInEvents.encode(event), cap: CHECKINS_CAP },
+            { op: 'incr', key: K.count(r.show_id, 'checked_in'), by: 1 },
           ],
           result: { kind: 'ok', r: next, mark, replayed: false },
         };

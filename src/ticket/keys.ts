@@ -20,6 +20,8 @@ export const K = {
   reservationAudit: (id: string) => `${P}audit:${id}`,
   /** Capped list of successful check-ins, oldest first (CheckInEvent). */
   checkins: `${P}checkins`,
+  /** Door counters of one show (integers, added to in the update that changes a ticket). */
+  count: (showId: string, what: 'tickets' | 'checked_in' | 'cancelled') => `${P}count:${showId}:${what}`,
 } as const;
 
 export const AUDIT_CAP = 100_000;

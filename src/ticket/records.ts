@@ -77,6 +77,7 @@ export interface CheckInEvent {
   type: 'checkin';
   reservation_id: string;
   code: string;
+  show_id: string;
   show_name: string;
   venue: string;
   date: string;
@@ -119,6 +120,7 @@ export function brief(r: ReservationRecord) {
   return {
     reservation_id: r.id,
     code: r.code,
+    show_id: r.show_id,
     show_name: r.show_name,
     venue: r.venue,
     date: r.date,

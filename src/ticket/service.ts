@@ -4,6 +4,7 @@ import { AppError, conflict, notFound } from '../errors.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { CARDS_AT_BOOKING, MAX_CARDS, cryptoRng, generateCards, hasCards, theme as findTheme, type Rng } from './bingo.js';
 import { CheckIns } from './checkin.js';
+import { showCounts, type ShowCounts } from './counts.js';
 import { generateCode } from './code.js';
 import { K } from './keys.js';
 import { qrImage } from './qr.js';
@@ -60,6 +61,7 @@ export class TicketService {
       writes: [
         { op: 'set', key: K.show(show.id), value: shows.encode(show) },
         { op: 'index', key: K.shows, member: show.id, score: now },
+        { op: 'set', key: K.count(show.id, 'tickets'), value: 0 },
       ],
       result: undefined,
     }));
@@ -120,6 +122,7 @@ export class TicketService {
           { op: 'set', key: K.code(code), value: id },
           { op: 'set', key: K.seat(s.id, input.seat), value: id },
           { op: 'index', key: K.reservations, member: id, score: now },
+          { op: 'incr', key: K.count(s.id, 'tickets'), by: 1 },
         ];
         return { writes, result: rec };
       });
@@ -256,12 +259,20 @@ export class TicketService {
         writes: [
           { op: 'set', key: K.reservation(id), value: reservations.encode(next) },
           { op: 'del', key: K.seat(rec.show_id, rec.seat) },
+          { op: 'incr', key: K.count(rec.show_id, 'tickets'), by: -1 },
+          { op: 'incr', key: K.count(rec.show_id, 'cancelled'), by: 1 },
         ],
         result: { r: next, changed: true },
       };
     });
     if (changed) this.publish(ticketTopic(r.code), { type: 'cancelled', code: r.code, at });
     return { ...brief(r), cancelled_at: r.cancelled_at, cancel_reason: r.cancel_reason };
+  }
+
+  /** The door counter of a show: tickets (not cancelled), checked in, cancelled. 404 for an unknown show. */
+  async counts(showId: string): Promise<ShowCounts> {
+    await this.show(showId);
+    return showCounts(this.store, showId);
   }
 
   // ---- lists ---------------------------------------------------------------------------------

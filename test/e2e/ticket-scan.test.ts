@@ -110,6 +110,15 @@ describe.skipIf(!hasBrowser)('mobile ticket and scanner in Chromium', () => {
     await scan2.waitForSelector(`#live li[data-code="${code}"]`, { timeout: 5000 });
     expect(await scan2.textContent(`#live li[data-code="${code}"]`)).toContain('gate-east @ E1');
     await scan1.waitForSelector(`#live li[data-code="${code}"]`);
+    // the door counter, on both gates: checked in over the show's tickets
+    for (const p of [scan1, scan2]) {
+      await p.waitForFunction(
+        () => !document.querySelector('#door-count')?.hasAttribute('hidden') && document.querySelector('#door-in')?.textContent === '1' && document.querySelector('#door-total')?.textContent === '1',
+        null,
+        { timeout: 15_000 },
+      );
+    }
+    expect(await scan2.textContent('#door-show')).toBe('크리스마스 갈라');
     await ticketPage.waitForSelector('#status[data-status="checked_in"]', { timeout: 5000 });
 
     // the second scan of the same ticket is refused with the first check-in's scanner

@@ -74,6 +74,11 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForFunction(() => Number(document.querySelector('#equity-chart')?.getAttribute('data-points')) >= 2, null, { timeout: 15_000 });
     await page.waitForSelector('#signals li', { timeout: 15_000 });
     await page.waitForSelector('#log li[data-code="running"]');
+    // the log in a trader's words: what happened, not which process or bar number
+    await page.waitForSelector('#log li[data-code="claimed"]');
+    const log = await page.$$eval('#log li', (li) => li.map((x) => x.textContent ?? ''));
+    expect(log.join('\n')).toContain('following the market');
+    expect(log.join('\n')).not.toMatch(/\d+-[0-9a-f]{8}|driven by|from bar|->/);
     expect(await page.$$eval('#equity-chart polyline', (p) => p.length)).toBe(1);
     // the live market as candles (lightweight-charts) with the signals and fills marked on them
     await page.waitForFunction(() => Number(document.querySelector('#live-candles')?.getAttribute('data-bars')) >= 1, null, { timeout: 15_000 });

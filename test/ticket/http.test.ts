@@ -177,6 +177,31 @@ describe('ticket routes', () => {
   });
 });
 
+describe('the door counter', () => {
+  let maru: Maru;
+  afterAll(() => maru.stop());
+  it('GET /api/shows/:id/counts: checked in over the tickets of one show (cancelled apart), for staff and scanner devices', async () => {
+    maru = await start();
+    const base = maru.url;
+    const { show, ticket } = await book(base, 'A-1');
+    const seat = (s: string) => call(base, 'POST', '/api/reservations', { show_id: show.id, seat: s, amount_paid: 45000 });
+    const b = (await seat('A-2')).body;
+    const c = (await seat('A-3')).body;
+    await book(base, 'A-1'); // another show's ticket is not counted
+    expect((await call(base, 'POST', '/api/checkin', { code: ticket.code })).status).toBe(201);
+    expect((await call(base, 'POST', `/api/tickets/${c.reservation_id}/cancel`)).status).toBe(200);
+    expect(b.status).toBe('entry_allowed');
+    const device = bearer(await deviceToken(base));
+    const counts = await rawCall(base, 'GET', `/api/shows/${show.id}/counts`, undefined, device);
+    expect(counts.status).toBe(200);
+    expect(counts.body).toEqual({ show_id: show.id, tickets: 2, checked_in: 1, cancelled: 1 });
+    // the check-in answer names the show the counter follows
+    expect((await call(base, 'POST', '/api/checkin', { code: b.code })).body.ticket.show_id).toBe(show.id);
+    expect((await rawCall(base, 'GET', `/api/shows/${show.id}/counts`)).status).toBe(401);
+    expect((await call(base, 'GET', '/api/shows/s_0000000000/counts')).status).toBe(404);
+  });
+});
+
 describe('ticket credentials', () => {
   let maru: Maru;
   let base: string;

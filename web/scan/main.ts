@@ -6,13 +6,14 @@ interface CheckInEvent {
   type: 'checkin';
   reservation_id: string;
   code: string;
+  show_id: string;
   show_name: string;
   seat: string;
   at: string;
   scanner: string;
   gate: string | null;
 }
-interface Brief { code: string; show_name: string; seat: string; status: string }
+interface Brief { code: string; show_id: string; show_name: string; seat: string; status: string }
 type Answer =
   | { status: 'ok'; replayed: boolean; ticket: Brief; checkin: { at: string; scanner: string; gate: string | null } }
   | { error: { code: string; message: string; details?: any } };
@@ -45,6 +46,7 @@ session.onChange((me) => {
   if (device) $('device-label').textContent = `${me!.name} @ ${me!.gate ?? ''}`;
   live.reauthenticate();
   if (me) void loadRecent().catch(() => undefined);
+  if (me) void loadCount().catch(() => undefined);
 });
 $('register').addEventListener('submit', (ev) => {
   ev.preventDefault();
@@ -153,6 +155,7 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
     if (!res) return show('error', '서버에 연결할 수 없습니다 · network error');
     const a = (await res.json()) as Answer;
     if ('status' in a && a.status === 'ok') {
+      followShow(a.ticket.show_id, a.ticket.show_name);
       return show('ok', `${a.ticket.code} · ${a.ticket.show_name} · ${a.ticket.seat}${a.replayed ? ' · 같은 스캔 (same scan)' : ''}`);
     }
     if ('error' in a) {
@@ -303,9 +306,36 @@ function addCheckIn(ev: CheckInEvent, fresh: boolean): void {
     el('span', {}, el('span', { class: 'code' }, ev.code), ` · ${ev.show_name} · ${ev.seat}`),
     el('span', { class: 'who' }, `${ev.scanner}${ev.gate ? ` @ ${ev.gate}` : ''}`),
   );
+  if (fresh) followShow(ev.show_id, ev.show_name);
   if (fresh) list.prepend(li);
   else list.append(li);
   $('count').textContent = `${seen.size}`;
+}
+
+// ---- the door counter: checked in over tickets of the show this door scans --------------------
+// The show is the one of the last check-in (kept on the device); the hub counts it, so every gate
+// sees the same figure.
+let counted: number | undefined;
+function followShow(id: string | undefined, name: string): void {
+  if (!id) return;
+  if (localStorage.getItem('scan:show') !== id) {
+    localStorage.setItem('scan:show', id);
+    localStorage.setItem('scan:show-name', name);
+  }
+  window.clearTimeout(counted);
+  counted = window.setTimeout(() => void loadCount(), 300);
+}
+window.setInterval(() => document.visibilityState === 'visible' && void loadCount(), 10_000);
+async function loadCount(): Promise<void> {
+  const id = localStorage.getItem('scan:show');
+  if (!id || !session.token) return;
+  const res = await session.fetch(`/api/shows/${encodeURIComponent(id)}/counts`).catch(() => undefined);
+  if (!res?.ok) return;
+  const c = (await res.json()) as { tickets: number; checked_in: number };
+  $('door-show').textContent = localStorage.getItem('scan:show-name') ?? '';
+  $('door-in').textContent = String(c.checked_in);
+  $('door-total').textContent = String(c.tickets);
+  $('door-count').hidden = false;
 }
 
 async function loadRecent(): Promise<void> {
@@ -328,6 +358,7 @@ void session
   .restore()
   .catch(() => undefined)
   .finally(() => {
+    void loadCount();
     document.body.dataset.ready = 'true';
   });
 if (!navigator.mediaDevices?.getUserMedia) setCamera('unavailable', NO_CAMERA);

@@ -5,6 +5,7 @@ import { fanChart } from './fan.js';
 import { COLORS, lineChart, plot } from './svgchart.js';
 import { heatmap, type OptimizeRow } from './heatmap.js';
 import { renderBacktest, type BacktestAnswer } from './report-view.js';
+import { logWords } from './words.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
 
@@ -146,7 +147,7 @@ async function select(id: string | null): Promise<void> {
 }
 
 function addLog(l: LogEntry): void {
-  $('log').prepend(el('li', { 'data-level': l.level, 'data-code': l.code }, `${time(l.t)} ${l.message}`));
+  $('log').prepend(el('li', { 'data-level': l.level, 'data-code': l.code }, `${time(l.t)} ${logWords(l)}`));
 }
 function addSignal(s: Signal): void {
   $('signals').prepend(el('li', { 'data-action': s.action }, `${time(s.t)} ${s.action} @ ${nf.format(s.price)}`));
@@ -230,7 +231,7 @@ function connectStream(): void {
   es.addEventListener('reset', () => later());
   es.addEventListener('status', (e) => {
     const ev = JSON.parse(e.data);
-    if (ev.program === selected) addLog({ t: ev.t, level: ev.reason === 'daily_loss_limit' ? 'warn' : 'info', code: ev.state, message: `${ev.previous} -> ${ev.state}${ev.reason ? ` (${ev.reason})` : ''}` });
+    if (ev.program === selected) addLog({ t: ev.t, level: ev.reason === 'daily_loss_limit' ? 'warn' : 'info', code: ev.state, message: `${ev.previous} -> ${ev.state}${ev.reason && ev.reason !== ev.state ? ` (${ev.reason})` : ''}` });
     later();
   });
   es.addEventListener('signal', (e) => {
