@@ -70,7 +70,7 @@ const nullable = z.string().nullable();
 const status = z.enum(['entry_allowed', 'checked_in', 'cancelled']);
 const source = z.enum(['camera', 'manual', 'api']);
 const show = z.object({ id: z.string(), name: z.string(), venue: z.string(), date: z.string(), created_at: z.string() }).loose();
-const brief = z.object({ reservation_id: z.string(), code: z.string(), show_name: z.string(), venue: z.string(), date: z.string(), seat: z.string(), status });
+const brief = z.object({ reservation_id: z.string(), code: z.string(), show_id: z.string(), show_name: z.string(), venue: z.string(), date: z.string(), seat: z.string(), status });
 const ticketView = z.object({
   reservation_id: z.string(),
   code: z.string(),
@@ -286,6 +286,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     path: '/api/shows/:id/counts',
     auth: SCANNER,
     params: z.object({ id: showId }),
+    response: z.strictObject({ show_id: z.string(), tickets: z.number().int(), checked_in: z.number().int(), cancelled: z.number().int() }),
     cacheControl: 'no-store',
     handler: (ctx) => service.counts(ctx.params.id),
   });
