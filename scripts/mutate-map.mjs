@@ -11,7 +11,8 @@ export const MUTATION_MAP = {
   'src/hub/router.ts': ['test/hub/router.test.ts', 'test/rules/hub-router.rules.test.ts'],
   'src/ticket/bingo.ts': ['test/ticket/code-bingo.test.ts', 'test/rules/ticket-bingo.rules.test.ts'],
   'src/collab/search.ts': ['test/collab/search.test.ts', 'test/rules/collab-search.rules.test.ts'],
-  'src/trading/metrics.ts': ['test/trading/analyses.test.ts', 'test/rules/trading-metrics.rules.test.ts'],
+  // test/trading/analyses.test.ts exercises metrics too, but runs full backtests: minutes per mutant.
+  'src/trading/metrics.ts': ['test/rules/trading-metrics.rules.test.ts'],
   'src/reward/plan.ts': ['test/reward/plan.test.ts', 'test/rules/reward-plan.rules.test.ts'],
   'src/chat/machine.ts': ['test/chat/service.test.ts', 'test/rules/chat-machine.rules.test.ts'],
   'src/payment/ledger.ts': ['test/payment/ledger.property.test.ts', 'test/rules/payment-ledger.rules.test.ts'],

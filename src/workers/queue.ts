@@ -81,6 +81,8 @@ export class BullChunkRunner implements ChunkRunner {
   private readonly keyPrefix: string;
   private readonly channel: string;
   private closing = false;
+  /** Every connection opened here (BullMQ leaves connections it was given open on close). */
+  private readonly clients: Redis[] = [];
   private readonly requestChannel: string;
   private onRequest: ((jobId: string) => void) | undefined;
   /** `chunks`: of the last job started here. */
@@ -93,7 +95,11 @@ export class BullChunkRunner implements ChunkRunner {
     this.requestChannel = `${opts.prefix}trading:cancel-request`;
     // blocking connections (worker, events, subscriber) wait for Redis; the queue's commands fail
     // fast, so a job falls back to this process's pool when Redis is out of reach
-    const redis = () => new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+    const redis = () => {
+      const c = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+      this.clients.push(c);
+      return c;
+    };
     this.conn = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1 });
     this.sub = redis();
     const onError = (err: unknown) => opts.onError?.(err);
@@ -310,7 +316,7 @@ export class BullChunkRunner implements ChunkRunner {
     for (const set of this.active.values()) for (const ctl of set) Atomics.store(ctl, 0, 1);
     await this.worker.close().catch(() => undefined);
     await Promise.all([this.events.close(), this.queue.close()].map((p) => p.catch(() => undefined)));
-    this.sub.disconnect();
     this.conn.disconnect();
+    for (const c of this.clients) c.disconnect();
   }
 }
