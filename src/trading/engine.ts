@@ -95,7 +95,7 @@ const DAY_MS = 86_400_000;
  * P&L = (exit - entry) x direction x contracts x point value - commission x contracts per side.
  */
 export class Engine {
-  readonly equity: Float64Array;
+  private eqArr: Float64Array | null = null;
   readonly trades: TradeLog = { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] };
   private readonly pv: number;
   private readonly slip: number;
@@ -160,7 +160,11 @@ export class Engine {
     this.schedEnd = sched ? mins(sched.end) : -1;
     this.schedDays = sched ? sched.days.reduce((m, d) => m | (1 << d), 0) : 0x7f;
     this.cash = settings.capital;
-    this.equity = new Float64Array(Math.max(0, range.to - range.tradeFrom));
+  }
+
+  /** Equity at each bar's close for bars [tradeFrom, to) (allocated on first use: batch runs keep their own). */
+  get equity(): Float64Array {
+    return (this.eqArr ??= new Float64Array(Math.max(0, this.range.to - this.range.tradeFrom)));
   }
 
   /** Runs a strategy over the range: actions in one batch loop, then the engine loop. */
