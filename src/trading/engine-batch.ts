@@ -95,7 +95,14 @@ function record(tr: TradeLog, dir: number, entryBar: number, exitBar: number, en
  * engine, so the result is the same to the bit (the golden tests hold it). `atrS` (element j = bar
  * range.from + j) replaces the engine's own ATR when given.
  */
-export function runBatch(cs: Candles, settings: Settings, range: RunRange, actions: Int8Array, atrS: Float64Array | null): RawRun {
+export function runBatch(
+  cs: Candles,
+  settings: Settings,
+  range: RunRange,
+  actions: Int8Array,
+  atrS: Float64Array | null,
+  equityBuf?: Float64Array,
+): RawRun {
   const spec = SYMBOL_SPECS[cs.symbol];
   const pvRaw = spec.pointValue;
   const slip = settings.slippage_ticks * spec.tick;
@@ -115,7 +122,9 @@ export function runBatch(cs: Candles, settings: Settings, range: RunRange, actio
   const scheduled = settings.schedule !== undefined;
   const scheduleOk = scheduleTest(settings);
   const { from, tradeFrom, to } = range;
-  const equity = new Float64Array(Math.max(0, to - tradeFrom));
+  // every element is written below, so a reused buffer needs no clearing
+  const eqLen = Math.max(0, to - tradeFrom);
+  const equity = equityBuf !== undefined && equityBuf.length >= eqLen ? equityBuf.subarray(0, eqLen) : new Float64Array(eqLen);
   const trades: TradeLog = { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] };
   const pEntry = new Float64Array(maxPos);
   const pSL = new Float64Array(maxPos);
@@ -241,7 +250,7 @@ export function runBatch(cs: Candles, settings: Settings, range: RunRange, actio
         }
       }
     }
-    const atr = atrArr !== null ? atrArr[i - from]! : atrObj !== null ? atrObj.update(h, l, c) : 0;
+    const atr = atrObj !== null ? atrObj.update(h, l, c) : 0;
     if (i >= tradeFrom) {
       // mark to market (the two paths of the streaming engine multiply in their own order)
       let e = cash;
@@ -253,11 +262,12 @@ export function runBatch(cs: Candles, settings: Settings, range: RunRange, actio
       equity[i - tradeFrom] = e;
       // this bar's decision, filled at the next open
       if (action !== NONE && i + 1 < to) {
+        const a = atrArr !== null ? atrArr[i - from]! : atr;
         if (action === EXIT) pend = EXIT;
-        else if (atr === atr) {
+        else if (a === a) {
           pend = action;
-          pendSL = slPts > 0 ? slPts : slAtr * atr;
-          pendTP = tpPts > 0 ? tpPts : tpAtr * atr;
+          pendSL = slPts > 0 ? slPts : slAtr * a;
+          pendTP = tpPts > 0 ? tpPts : tpAtr * a;
         }
       }
     }

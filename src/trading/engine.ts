@@ -191,10 +191,11 @@ export class Engine {
   /**
    * Runs given actions (actions[i] is decided at bar i's close): a fresh engine without a fill
    * listener runs the whole range in runBatch (state in locals); otherwise bar by bar through `step`.
+   * `equityBuf`: storage the run's equity may use (a grid reuses one; the run is read before the next).
    */
-  runActions(actions: Int8Array): RawRun {
+  runActions(actions: Int8Array, equityBuf?: Float64Array): RawRun {
     if (this.fresh && this.onFill === null) {
-      return runBatch(this.cs, this.settings, this.range, actions, this.atrS);
+      return runBatch(this.cs, this.settings, this.range, actions, this.atrS, equityBuf);
     }
     for (let i = this.range.from; i < this.range.to; i++) this.step(i, actions[i]!);
     return this.finish();
