@@ -1,3 +1,4 @@
+import { atrOf, batchActions } from './batch.js';
 import { candleChecksum, candlesFor, type Candles, type CandleSpec } from './candles.js';
 import { Engine, type RawRun, type RunRange, type Settings } from './engine.js';
 import { computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows, type Metrics } from './metrics.js';
@@ -47,15 +48,34 @@ export function bestIndex(rows: { metrics: Metrics }[], objective: Objective): n
   return best;
 }
 
+/** Buffers reused by the runs of a grid (each run's equity is read before the next run starts). */
+let actionsBuf = new Int8Array(0);
+let equityBuf = new Float64Array(0);
+const scratchActions = (n: number) => (actionsBuf.length >= n ? actionsBuf : (actionsBuf = new Int8Array(n)));
+const scratchEquity = (n: number) => (equityBuf.length >= n ? equityBuf : (equityBuf = new Float64Array(n)));
+
+/**
+ * One run of a strategy. `shared`: a run among many of one job (grid, walk-forward) takes its
+ * indicator series from the candles' SeriesCache (batch.ts); a lone run streams them (no series kept).
+ * `scratch` (grid rows): the actions and equity live in buffers the next run reuses.
+ */
 export function runStrategy(
   cs: Candles,
   strategy: StrategyId,
   params: Record<string, number>,
   settings: Settings,
   range?: RunRange,
+  shared = false,
+  scratch = false,
 ): RawRun {
   const engine = new Engine(cs, settings, range);
-  return engine.run(STRATEGY_DEFS[strategy].create(params, cs.barsPerSession));
+  if (!shared) return engine.run(STRATEGY_DEFS[strategy].create(params, cs.barsPerSession));
+  // runs of one job: indicator series computed once (per candle set, range and parameters) and shared
+  const { from, to } = engine.range;
+  if (engine.needsAtr) engine.useAtrSeries(atrOf(cs, settings.atr_period, from, to));
+  const actions = scratch ? scratchActions(cs.n) : new Int8Array(cs.n);
+  batchActions(strategy, params, cs, from, to, actions);
+  return engine.runActions(actions, scratch ? scratchEquity(to) : undefined);
 }
 
 export interface BacktestTask {
@@ -108,7 +128,7 @@ export function gridRows(
   const rows = [];
   for (const params of combos) {
     checkCancel(ctl);
-    const raw = runStrategy(cs, strategy, params, settings, range);
+    const raw = runStrategy(cs, strategy, params, settings, range, true, true);
     rows.push({ params, metrics: computeMetrics(raw, cs) });
     tick(ctl);
   }
@@ -160,7 +180,7 @@ export function walkForwardWindow(
   const rows = gridRows(cs, strategy, combos, settings, { from: w.start, tradeFrom: w.start, to: isTo }, ctl);
   const best = rows[Math.max(0, bestIndex(rows, objective))]!;
   checkCancel(ctl);
-  const oosRaw = runStrategy(cs, strategy, best.params, settings, { from: w.start, tradeFrom: isTo, to: oosTo });
+  const oosRaw = runStrategy(cs, strategy, best.params, settings, { from: w.start, tradeFrom: isTo, to: oosTo }, true);
   const oos = computeMetrics(oosRaw, cs);
   tick(ctl);
   const iso = (i: number) => new Date(cs.t[i]!).toISOString();

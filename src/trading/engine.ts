@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Candles } from './candles.js';
+import { runBatch, type RawRun, type RunRange, type TradeLog } from './engine-batch.js';
 import { ATR } from './indicators.js';
 import { EXIT, LONG, NONE, SHORT, type StrategyRun } from './strategies.js';
 import { SYMBOL_SPECS } from './symbols.js';
@@ -63,38 +64,7 @@ export interface FillEvent {
   pnl?: number;
 }
 
-/** Closed trades, column-oriented. */
-export interface TradeLog {
-  n: number;
-  dir: number[];
-  entryBar: number[];
-  exitBar: number[];
-  entryPrice: number[];
-  exitPrice: number[];
-  pnl: number[];
-  reason: number[];
-}
-
-export interface RunRange {
-  /** First bar fed to the strategy and indicators (warm-up starts here). */
-  from: number;
-  /** First bar whose actions count and whose equity is measured. */
-  tradeFrom: number;
-  /** End (exclusive). */
-  to: number;
-}
-
-export interface RawRun {
-  trades: TradeLog;
-  /** Marked-to-market equity at each bar's close for bars [tradeFrom, to). */
-  equity: Float64Array;
-  /** Bars with a position open during the bar. */
-  exposedBars: number;
-  commission: number;
-  riskStops: number;
-  capital: number;
-  range: RunRange;
-}
+export type { RawRun, RunRange, TradeLog } from './engine-batch.js';
 
 /** See Engine.snapshot. Levels are null when not set (JSON has no NaN). */
 export interface EngineBook {
@@ -125,7 +95,7 @@ const DAY_MS = 86_400_000;
  * P&L = (exit - entry) x direction x contracts x point value - commission x contracts per side.
  */
 export class Engine {
-  readonly equity: Float64Array;
+  private eqArr: Float64Array | null = null;
   readonly trades: TradeLog = { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] };
   private readonly pv: number;
   private readonly slip: number;
@@ -137,6 +107,8 @@ export class Engine {
   private readonly slAtr: number;
   private readonly tpAtr: number;
   private readonly atr: ATR | null;
+  /** The ATR of the range precomputed (batch runs): element j is bar range.from + j. */
+  private atrS: Float64Array | null = null;
   private readonly dayLossLimit: number;
   private readonly dayTradeLimit: number;
   private readonly schedStart: number;
@@ -188,7 +160,11 @@ export class Engine {
     this.schedEnd = sched ? mins(sched.end) : -1;
     this.schedDays = sched ? sched.days.reduce((m, d) => m | (1 << d), 0) : 0x7f;
     this.cash = settings.capital;
-    this.equity = new Float64Array(Math.max(0, range.to - range.tradeFrom));
+  }
+
+  /** Equity at each bar's close for bars [tradeFrom, to) (allocated on first use: batch runs keep their own). */
+  get equity(): Float64Array {
+    return (this.eqArr ??= new Float64Array(Math.max(0, this.range.to - this.range.tradeFrom)));
   }
 
   /** Runs a strategy over the range: actions in one batch loop, then the engine loop. */
@@ -199,86 +175,34 @@ export class Engine {
     return this.runActions(actions);
   }
 
-  /** Runs given actions (actions[i] is decided at bar i's close). */
-  runActions(actions: Int8Array): RawRun {
-    this.advance(actions, this.range.to);
+  /** True when the run needs the ATR (stop or target in ATR multiples). */
+  get needsAtr(): boolean {
+    return this.atr !== null;
+  }
+
+  /**
+   * Batch runs: the ATR of bars [range.from, range.to) computed beforehand (shared by the runs of a
+   * job); the same values the engine's own ATR would give. Call before the first bar.
+   */
+  useAtrSeries(s: Float64Array): void {
+    if (this.atr !== null) this.atrS = s;
+  }
+
+  /**
+   * Runs given actions (actions[i] is decided at bar i's close): a fresh engine without a fill
+   * listener runs the whole range in runBatch (state in locals); otherwise bar by bar through `step`.
+   * `equityBuf`: storage the run's equity may use (a grid reuses one; the run is read before the next).
+   */
+  runActions(actions: Int8Array, equityBuf?: Float64Array): RawRun {
+    if (this.fresh && this.onFill === null) {
+      return runBatch(this.cs, this.settings, this.range, actions, this.atrS, equityBuf);
+    }
+    for (let i = this.range.from; i < this.range.to; i++) this.step(i, actions[i]!);
     return this.finish();
   }
 
-  /** Next bar `advance` will process. */
-  private cursor = -1;
-
-  /**
-   * Processes bars up to `to` (exclusive) from where the last call stopped. The quiet bars (no order
-   * to fill, no new action: most of them) take an inlined path that does exactly what `step` does
-   * for them; every other bar goes through `step`.
-   */
-  advance(actions: ArrayLike<number>, to: number): void {
-    const cs = this.cs;
-    const H = cs.h;
-    const L = cs.l;
-    const C = cs.c;
-    const S = cs.session;
-    const eq = this.equity;
-    const tradeFrom = this.range.tradeFrom;
-    const atr = this.atr;
-    const pv = this.pv * this.contracts;
-    const pEntry = this.pEntry;
-    const pSL = this.pSL;
-    const pTP = this.pTP;
-    let i = this.cursor < 0 ? this.range.from : this.cursor;
-    // mutable state mirrored in locals; re-read after every slow-path step
-    let npos = this.npos;
-    let dir = this.dir;
-    let cash = this.cash;
-    let day = this.day;
-    let busy = this.pend !== NONE || this.flatten;
-    let exposed = 0;
-    for (; i < to; i++) {
-      const action = actions[i]!;
-      if (action !== NONE || busy || i < tradeFrom || S[i] !== day) {
-        this.exposedBars += exposed;
-        exposed = 0;
-        this.step(i, action);
-        npos = this.npos;
-        dir = this.dir;
-        cash = this.cash;
-        day = this.day;
-        busy = this.pend !== NONE || this.flatten;
-        continue;
-      }
-      const h = H[i]!;
-      const l = L[i]!;
-      const c = C[i]!;
-      if (atr !== null) atr.update(h, l, c);
-      if (npos === 0) {
-        eq[i - tradeFrom] = cash;
-        continue;
-      }
-      exposed++;
-      // an exit is due when a level lies inside [low, high] (an open gapped past it is inside too)
-      let hit = false;
-      for (let k = 0; k < npos; k++) {
-        if (dir === LONG ? l <= pSL[k]! || h >= pTP[k]! : h >= pSL[k]! || l <= pTP[k]!) hit = true;
-      }
-      if (hit) {
-        this.checkExits(i, cs.o[i]!, h, l);
-        npos = this.npos;
-        dir = this.dir;
-        cash = this.cash;
-        busy = this.pend !== NONE || this.flatten;
-      }
-      let e = cash;
-      if (npos > 0) {
-        let sum = 0;
-        for (let k = 0; k < npos; k++) sum += c - pEntry[k]!;
-        e += dir * sum * pv;
-      }
-      eq[i - tradeFrom] = e;
-    }
-    this.exposedBars += exposed;
-    this.cursor = i;
-  }
+  /** No bar processed yet. */
+  private fresh = true;
 
   private scheduleOk(t: number): boolean {
     if (this.schedStart < 0) return true;
@@ -293,6 +217,7 @@ export class Engine {
 
   /** One bar. Live programs call this as each candle closes. */
   step(i: number, action: number): void {
+    this.fresh = false;
     const cs = this.cs;
     const o = cs.o[i]!;
     const h = cs.h[i]!;
@@ -333,7 +258,7 @@ export class Engine {
       this.checkExits(i, o, h, l);
     }
     // 4. mark to market
-    const atr = this.atr !== null ? this.atr.update(h, l, c) : 0;
+    const atr = this.atrS !== null ? this.atrS[i - this.range.from]! : this.atr !== null ? this.atr.update(h, l, c) : 0;
     if (i >= this.range.tradeFrom) {
       let eq = this.cash;
       if (this.npos > 0) {
@@ -471,6 +396,7 @@ export class Engine {
    * (what this engine would hold had it opened them), so later fills settle exactly.
    */
   restore(b: EngineBook): void {
+    this.fresh = false;
     const n = Math.min(b.positions.length, MAX_POSITIONS);
     for (let k = 0; k < n; k++) {
       const p = b.positions[k]!;

@@ -121,9 +121,40 @@ class Breakout implements StrategyRun {
     if (side === -1 && was !== -1) return SHORT;
     return NONE;
   }
+  /** Batch (a fresh instance): the same channel from two monotonic deques of bar indices, state in locals. */
   fill(cs: Candles, from: number, to: number, out: Int8Array): void {
-    const { o, h, l, c, v, session, pos } = cs;
-    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+    const { h: H, l: L, c: C } = cs;
+    const n = this.hi.n;
+    let cap = 1;
+    while (cap < n + 1) cap <<= 1;
+    const mask = cap - 1;
+    const dh = new Int32Array(cap);
+    const dl = new Int32Array(cap);
+    let h0 = 0;
+    let h1 = 0;
+    let l0 = 0;
+    let l1 = 0;
+    let hh = NaN;
+    let ll = NaN;
+    let was = 0;
+    for (let i = from; i < to; i++) {
+      const x = C[i]!;
+      const side = x > hh ? 1 : x < ll ? -1 : 0;
+      out[i] = side === 1 && was !== 1 ? LONG : side === -1 && was !== -1 ? SHORT : NONE;
+      was = side;
+      const hv = H[i]!;
+      while (h1 > h0 && H[dh[(h1 - 1) & mask]!]! <= hv) h1--;
+      dh[h1++ & mask] = i;
+      if (dh[h0 & mask]! <= i - n) h0++;
+      const lv = L[i]!;
+      while (l1 > l0 && L[dl[(l1 - 1) & mask]!]! >= lv) l1--;
+      dl[l1++ & mask] = i;
+      if (dl[l0 & mask]! <= i - n) l0++;
+      if (i - from + 1 >= n) {
+        hh = H[dh[h0 & mask]!]!;
+        ll = L[dl[l0 & mask]!]!;
+      }
+    }
   }
 }
 

@@ -1,0 +1,221 @@
+import type { Candles } from './candles.js';
+import { ATR, Bollinger, EMA, RSI } from './indicators.js';
+import { seriesCache } from './series.js';
+import { EXIT, LONG, NONE, SHORT, type StrategyId } from './strategies.js';
+
+/**
+ * Batch actions of the five strategies over bars [from, to): the indicator series come from the
+ * candles' SeriesCache (computed once per job by the same streaming classes, so every value is the
+ * one `next` would compute), and each strategy's rule is a plain loop over them with its state in
+ * locals. Series are indexed from `from` (element j is bar from + j). The streaming `next` path of
+ * live programs gives the same actions bar for bar (test/trading/batch.test.ts).
+ */
+
+const f64 = (a: Float64Array) => a.byteLength;
+
+function closeSeries(cs: Candles, from: number, to: number, key: string, ind: { update(x: number): number }): Float64Array {
+  return seriesCache(cs).get(
+    `${key}:${from}:${to}`,
+    () => {
+      const c = cs.c;
+      const out = new Float64Array(to - from);
+      for (let i = from; i < to; i++) out[i - from] = ind.update(c[i]!);
+      return out;
+    },
+    f64,
+  );
+}
+
+export const emaOf = (cs: Candles, n: number, from: number, to: number) => closeSeries(cs, from, to, `ema:${n}`, new EMA(n));
+export const rsiOf = (cs: Candles, n: number, from: number, to: number) => closeSeries(cs, from, to, `rsi:${n}`, new RSI(n));
+
+/** ATR(n) of bars [from, to), started at `from` (the engine's stop/target distances). */
+export function atrOf(cs: Candles, n: number, from: number, to: number): Float64Array {
+  return seriesCache(cs).get(
+    `atr:${n}:${from}:${to}`,
+    () => {
+      const a = new ATR(n);
+      const { h, l, c } = cs;
+      const out = new Float64Array(to - from);
+      for (let i = from; i < to; i++) out[i - from] = a.update(h[i]!, l[i]!, c[i]!);
+      return out;
+    },
+    f64,
+  );
+}
+
+/**
+ * Highest (max) or lowest value of the last n inputs, NaN until n values were seen: a monotonic deque
+ * of indices in a ring whose size is a power of two, all state in locals.
+ */
+export function rollingExtreme(xs: Float64Array, from: number, to: number, n: number, max: boolean): Float64Array {
+  const len = to - from;
+  const out = new Float64Array(len);
+  let cap = 1;
+  while (cap < n + 1) cap <<= 1;
+  const mask = cap - 1;
+  const dq = new Int32Array(cap);
+  let head = 0;
+  let tail = 0; // exclusive; size = tail - head
+  for (let j = 0; j < len; j++) {
+    const x = xs[from + j]!;
+    if (max) {
+      while (tail > head && xs[from + dq[(tail - 1) & mask]!]! <= x) tail--;
+    } else {
+      while (tail > head && xs[from + dq[(tail - 1) & mask]!]! >= x) tail--;
+    }
+    dq[tail & mask] = j;
+    tail++;
+    if (dq[head & mask]! <= j - n) head++;
+    out[j] = j + 1 >= n ? xs[from + dq[head & mask]!]! : NaN;
+  }
+  return out;
+}
+
+const rollingOf = (cs: Candles, n: number, from: number, to: number, max: boolean) =>
+  seriesCache(cs).get(`${max ? 'hh' : 'll'}:${n}:${from}:${to}`, () => rollingExtreme(max ? cs.h : cs.l, from, to, n, max), f64);
+
+function bollingerOf(cs: Candles, n: number, k: number, from: number, to: number) {
+  return seriesCache(cs).get(
+    `bb:${n}:${k}:${from}:${to}`,
+    () => {
+      const b = new Bollinger(n, k);
+      const c = cs.c;
+      const len = to - from;
+      const mid = new Float64Array(len);
+      const up = new Float64Array(len);
+      const lo = new Float64Array(len);
+      for (let j = 0; j < len; j++) {
+        mid[j] = b.update(c[from + j]!);
+        up[j] = b.upper;
+        lo[j] = b.lower;
+      }
+      return { mid, up, lo };
+    },
+    (v) => 3 * v.mid.byteLength,
+  );
+}
+
+/**
+ * Trend of one timeframe of `mult` base bars (a higher bar completes at a multiple of `mult` or at the
+ * session end): EMA(fast) vs EMA(slow) of the completing closes; `ready` is the first index whose
+ * slow EMA exists (len when never).
+ */
+function trendOf(cs: Candles, fast: number, slow: number, mult: number, from: number, to: number) {
+  return seriesCache(cs).get(
+    `tf:${fast}:${slow}:${mult}:${from}:${to}`,
+    () => {
+      const len = to - from;
+      const trend = new Int8Array(len);
+      const fe = new EMA(fast);
+      const se = new EMA(slow);
+      const last = cs.barsPerSession - 1;
+      const { c, pos } = cs;
+      let t = 0;
+      let ready = len;
+      for (let j = 0; j < len; j++) {
+        const p = pos[from + j]!;
+        if ((p + 1) % mult === 0 || p === last) {
+          const x = c[from + j]!;
+          const f = fe.update(x);
+          const s = se.update(x);
+          if (s === s) {
+            if (ready === len) ready = j;
+            t = f > s ? 1 : f < s ? -1 : 0;
+          }
+        }
+        trend[j] = t;
+      }
+      return { trend, ready };
+    },
+    (v) => v.trend.byteLength,
+  );
+}
+
+/** Actions of `strategy` for bars [from, to) into out[from..to). */
+export function batchActions(id: StrategyId, p: Record<string, number>, cs: Candles, from: number, to: number, out: Int8Array): void {
+  const len = to - from;
+  switch (id) {
+    case 'ema_cross': {
+      const f = emaOf(cs, p.fast!, from, to);
+      const s = emaOf(cs, p.slow!, from, to);
+      let prev = NaN;
+      for (let j = 0; j < len; j++) {
+        const d = f[j]! - s[j]!;
+        out[from + j] = d > 0 && prev <= 0 ? LONG : d < 0 && prev >= 0 ? SHORT : NONE;
+        prev = d;
+      }
+      return;
+    }
+    case 'rsi_rebound': {
+      const r = rsiOf(cs, p.period!, from, to);
+      const lo = p.oversold!;
+      const hi = p.overbought!;
+      let prev = NaN;
+      for (let j = 0; j < len; j++) {
+        const x = r[j]!;
+        out[from + j] = prev < lo && x >= lo ? LONG : prev > hi && x <= hi ? SHORT : NONE;
+        prev = x;
+      }
+      return;
+    }
+    case 'breakout': {
+      const hhS = rollingOf(cs, p.lookback!, from, to, true);
+      const llS = rollingOf(cs, p.lookback!, from, to, false);
+      const c = cs.c;
+      let hh = NaN;
+      let ll = NaN;
+      let was = 0;
+      for (let j = 0; j < len; j++) {
+        // channel of the previous `lookback` bars (the current bar excluded)
+        const x = c[from + j]!;
+        const side = x > hh ? 1 : x < ll ? -1 : 0;
+        out[from + j] = side === 1 && was !== 1 ? LONG : side === -1 && was !== -1 ? SHORT : NONE;
+        was = side;
+        hh = hhS[j]!;
+        ll = llS[j]!;
+      }
+      return;
+    }
+    case 'mean_reversion': {
+      const { mid, up, lo } = bollingerOf(cs, p.period!, p.k!, from, to);
+      const c = cs.c;
+      let pc = NaN;
+      let pm = NaN;
+      let pu = NaN;
+      let pl = NaN;
+      for (let j = 0; j < len; j++) {
+        const x = c[from + j]!;
+        const m = mid[j]!;
+        const u = up[j]!;
+        const l = lo[j]!;
+        let a = NONE;
+        if (x < l && pc >= pl) a = LONG;
+        else if (x > u && pc <= pu) a = SHORT;
+        else if ((pc < pm && x >= m) || (pc > pm && x <= m)) a = EXIT;
+        out[from + j] = a;
+        pc = x;
+        pm = m;
+        pu = u;
+        pl = l;
+      }
+      return;
+    }
+    case 'triple_sync': {
+      const a = trendOf(cs, p.fast!, p.slow!, 1, from, to).trend;
+      const b = trendOf(cs, p.fast!, p.slow!, p.mid!, from, to).trend;
+      const d = trendOf(cs, p.fast!, p.slow!, p.high!, from, to);
+      const dt = d.trend;
+      const ready = d.ready;
+      let aligned = 0;
+      for (let j = 0; j < len; j++) {
+        const ta = a[j]!;
+        // acts only once every timeframe has `slow` completed bars (its slow EMA exists)
+        const now = j >= ready && ta === b[j]! && ta === dt[j]! ? ta : 0;
+        out[from + j] = now === aligned ? NONE : now === 1 ? LONG : now === -1 ? SHORT : EXIT;
+        aligned = now;
+      }
+      return;
+    }
+  }
+}

@@ -1,0 +1,299 @@
+import type { Candles } from './candles.js';
+import { ATR } from './indicators.js';
+import { EXIT, LONG, NONE } from './strategies.js';
+import { SYMBOL_SPECS } from './symbols.js';
+
+/** Closed trades, column-oriented. */
+export interface TradeLog {
+  n: number;
+  dir: number[];
+  entryBar: number[];
+  exitBar: number[];
+  entryPrice: number[];
+  exitPrice: number[];
+  pnl: number[];
+  reason: number[];
+}
+
+export interface RunRange {
+  /** First bar fed to the strategy and indicators (warm-up starts here). */
+  from: number;
+  /** First bar whose actions count and whose equity is measured. */
+  tradeFrom: number;
+  /** End (exclusive). */
+  to: number;
+}
+
+export interface RawRun {
+  trades: TradeLog;
+  /** Marked-to-market equity at each bar's close for bars [tradeFrom, to). */
+  equity: Float64Array;
+  /** Bars with a position open during the bar. */
+  exposedBars: number;
+  commission: number;
+  riskStops: number;
+  capital: number;
+  range: RunRange;
+}
+
+/** The settings a run reads (Settings of engine.ts, every default applied). */
+export interface RunSettings {
+  capital: number;
+  contracts: number;
+  slippage_ticks: number;
+  commission: number;
+  stop_loss_atr: number;
+  take_profit_atr: number;
+  stop_loss_points?: number | undefined;
+  take_profit_points?: number | undefined;
+  atr_period: number;
+  daily_loss_limit?: number | undefined;
+  max_positions: number;
+  daily_trade_limit?: number | undefined;
+  schedule?: { start: string; end: string; days: number[] } | undefined;
+}
+type Settings = RunSettings;
+
+const R_SIGNAL = 0;
+const R_STOP = 1;
+const R_TAKE = 2;
+const R_RISK = 3;
+const R_END = 4;
+const DAY_MS = 86_400_000;
+
+/** Entry or exit allowed by the schedule at bar open time t (see Engine). */
+export function scheduleTest(settings: Settings): (t: number) => boolean {
+  const sched = settings.schedule;
+  if (!sched) return () => true;
+  const mins = (s: string) => Number(s.slice(0, 2)) * 60 + Number(s.slice(3, 5));
+  const a = mins(sched.start);
+  const b = mins(sched.end);
+  const days = sched.days.reduce((m, d) => m | (1 << d), 0);
+  return (t: number) => {
+    // weekday of the trading day this bar belongs to (a session opens the evening before)
+    const tradingDay = Math.floor((t + 3_600_000) / DAY_MS);
+    if (((days >> ((tradingDay + 4) % 7)) & 1) === 0) return false;
+    const m = Math.floor((t % DAY_MS) / 60_000);
+    return a <= b ? m >= a && m < b : m >= a || m < b;
+  };
+}
+
+function record(tr: TradeLog, dir: number, entryBar: number, exitBar: number, entry: number, price: number, pnl: number, reason: number): void {
+  tr.n++;
+  tr.dir.push(dir);
+  tr.entryBar.push(entryBar);
+  tr.exitBar.push(exitBar);
+  tr.entryPrice.push(entry);
+  tr.exitPrice.push(price);
+  tr.pnl.push(pnl);
+  tr.reason.push(reason);
+}
+
+/**
+ * A whole batch run of the engine (no fill listener) with every piece of state in locals: the same
+ * rules, the same arithmetic in the same order as Engine.step and the quiet-bar path of the streaming
+ * engine, so the result is the same to the bit (the golden tests hold it). `atrS` (element j = bar
+ * range.from + j) replaces the engine's own ATR when given.
+ */
+export function runBatch(
+  cs: Candles,
+  settings: Settings,
+  range: RunRange,
+  actions: Int8Array,
+  atrS: Float64Array | null,
+  equityBuf?: Float64Array,
+): RawRun {
+  const spec = SYMBOL_SPECS[cs.symbol];
+  const pvRaw = spec.pointValue;
+  const slip = settings.slippage_ticks * spec.tick;
+  const contracts = settings.contracts;
+  const fee = settings.commission * contracts;
+  const pvq = pvRaw * contracts;
+  const maxPos = settings.max_positions;
+  const slPts = settings.stop_loss_points ?? 0;
+  const tpPts = settings.take_profit_points ?? 0;
+  const slAtr = settings.stop_loss_points ? 0 : settings.stop_loss_atr;
+  const tpAtr = settings.take_profit_points ? 0 : settings.take_profit_atr;
+  const needAtr = slAtr > 0 || tpAtr > 0;
+  const atrObj = needAtr && atrS === null ? new ATR(settings.atr_period) : null;
+  const atrArr = needAtr ? atrS : null;
+  const dayLossLimit = settings.daily_loss_limit ?? Infinity;
+  const dayTradeLimit = settings.daily_trade_limit ?? Infinity;
+  const scheduled = settings.schedule !== undefined;
+  const scheduleOk = scheduleTest(settings);
+  const { from, tradeFrom, to } = range;
+  // every element is written below, so a reused buffer needs no clearing
+  const eqLen = Math.max(0, to - tradeFrom);
+  const equity = equityBuf !== undefined && equityBuf.length >= eqLen ? equityBuf.subarray(0, eqLen) : new Float64Array(eqLen);
+  const trades: TradeLog = { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] };
+  const pEntry = new Float64Array(maxPos);
+  const pSL = new Float64Array(maxPos);
+  const pTP = new Float64Array(maxPos);
+  const pBar = new Int32Array(maxPos);
+  const { o: O, h: H, l: L, c: C, t: T, session: S } = cs;
+  let npos = 0;
+  let dir = 0;
+  let cash = settings.capital;
+  let pend = NONE;
+  let pendSL = 0;
+  let pendTP = 0;
+  let flatten = false;
+  let halted = false;
+  let day = -1;
+  let dayPnl = 0;
+  let dayTrades = 0;
+  let exposed = 0;
+  let commissionPaid = 0;
+  let riskStops = 0;
+  for (let i = from; i < to; i++) {
+    const action = actions[i]!;
+    const o = O[i]!;
+    const h = H[i]!;
+    const l = L[i]!;
+    const c = C[i]!;
+    // the streaming engine's quiet bar: nothing to fill, no decision, same session
+    const quiet = action === NONE && pend === NONE && !flatten && i >= tradeFrom && S[i] === day;
+    if (!quiet) {
+      const sess = S[i]!;
+      if (sess !== day) {
+        day = sess;
+        dayPnl = 0;
+        dayTrades = 0;
+        halted = false;
+      }
+      // orders waiting for this open: at most one close-all (a risk flatten leaves nothing for a signal)
+      let allR = -1;
+      if (flatten) {
+        flatten = false;
+        if (npos > 0) allR = R_RISK;
+      }
+      const p = pend;
+      pend = NONE;
+      if (allR < 0 && p !== NONE && npos > 0 && (p === EXIT || dir !== p)) allR = R_SIGNAL;
+      if (allR >= 0) {
+        const exit = o - dir * slip;
+        for (let k = npos - 1; k >= 0; k--) {
+          const entry = pEntry[k]!;
+          const gross = dir * (exit - entry) * contracts * pvRaw;
+          cash += gross - fee;
+          commissionPaid += fee;
+          const pnl = gross - 2 * fee;
+          if (i >= tradeFrom) record(trades, dir, pBar[k]!, i, entry, exit, pnl, allR);
+          const last = --npos;
+          if (k !== last) {
+            pEntry[k] = pEntry[last]!;
+            pSL[k] = pSL[last]!;
+            pTP[k] = pTP[last]!;
+            pBar[k] = pBar[last]!;
+          }
+          if (npos === 0) dir = 0;
+          dayPnl += pnl;
+          if (!halted && dayPnl <= -dayLossLimit) {
+            halted = true;
+            riskStops++;
+            if (npos > 0) flatten = true;
+          }
+        }
+      }
+      if (p !== NONE && p !== EXIT && !halted && npos < maxPos && dayTrades < dayTradeLimit && (!scheduled || scheduleOk(T[i]!))) {
+        const price = o + p * slip;
+        const k = npos++;
+        dir = p;
+        pEntry[k] = price;
+        pSL[k] = pendSL > 0 ? price - p * pendSL : NaN;
+        pTP[k] = pendTP > 0 ? price + p * pendTP : NaN;
+        pBar[k] = i;
+        cash -= fee;
+        commissionPaid += fee;
+        dayTrades++;
+      }
+    }
+    // stop-loss / take-profit
+    if (npos > 0) {
+      if (i >= tradeFrom) exposed++;
+      for (let k = npos - 1; k >= 0; k--) {
+        const sl = pSL[k]!;
+        const tp = pTP[k]!;
+        let px = 0;
+        let r = -1;
+        if (dir === LONG) {
+          if (o <= sl) (px = o - slip), (r = R_STOP);
+          else if (o >= tp) (px = o), (r = R_TAKE);
+          else if (l <= sl) (px = sl - slip), (r = R_STOP);
+          else if (h >= tp) (px = tp), (r = R_TAKE);
+        } else {
+          if (o >= sl) (px = o + slip), (r = R_STOP);
+          else if (o <= tp) (px = o), (r = R_TAKE);
+          else if (h >= sl) (px = sl + slip), (r = R_STOP);
+          else if (l <= tp) (px = tp), (r = R_TAKE);
+        }
+        if (r < 0) continue;
+        const entry = pEntry[k]!;
+        const gross = dir * (px - entry) * contracts * pvRaw;
+        cash += gross - fee;
+        commissionPaid += fee;
+        const pnl = gross - 2 * fee;
+        if (i >= tradeFrom) record(trades, dir, pBar[k]!, i, entry, px, pnl, r);
+        const last = --npos;
+        if (k !== last) {
+          pEntry[k] = pEntry[last]!;
+          pSL[k] = pSL[last]!;
+          pTP[k] = pTP[last]!;
+          pBar[k] = pBar[last]!;
+        }
+        if (npos === 0) dir = 0;
+        dayPnl += pnl;
+        if (!halted && dayPnl <= -dayLossLimit) {
+          halted = true;
+          riskStops++;
+          if (npos > 0) flatten = true;
+        }
+      }
+    }
+    const atr = atrObj !== null ? atrObj.update(h, l, c) : 0;
+    if (i >= tradeFrom) {
+      // mark to market (the two paths of the streaming engine multiply in their own order)
+      let e = cash;
+      if (npos > 0) {
+        let sum = 0;
+        for (let k = 0; k < npos; k++) sum += c - pEntry[k]!;
+        e += quiet ? dir * sum * pvq : dir * sum * contracts * pvRaw;
+      }
+      equity[i - tradeFrom] = e;
+      // this bar's decision, filled at the next open
+      if (action !== NONE && i + 1 < to) {
+        const a = atrArr !== null ? atrArr[i - from]! : atr;
+        if (action === EXIT) pend = EXIT;
+        else if (a === a) {
+          pend = action;
+          pendSL = slPts > 0 ? slPts : slAtr * a;
+          pendTP = tpPts > 0 ? tpPts : tpAtr * a;
+        }
+      }
+    }
+  }
+  // what is still open closes at the last close (no slippage)
+  const last = to - 1;
+  if (npos > 0 && last >= tradeFrom) {
+    const exit = C[last]!;
+    for (let k = npos - 1; k >= 0; k--) {
+      const entry = pEntry[k]!;
+      const gross = dir * (exit - entry) * contracts * pvRaw;
+      cash += gross - fee;
+      commissionPaid += fee;
+      record(trades, dir, pBar[k]!, last, entry, exit, gross - 2 * fee, R_END);
+      const l = --npos;
+      if (k !== l) {
+        pEntry[k] = pEntry[l]!;
+        pBar[k] = pBar[l]!;
+      }
+      dayPnl += gross - 2 * fee;
+      if (!halted && dayPnl <= -dayLossLimit) {
+        halted = true;
+        riskStops++;
+      }
+    }
+    equity[last - tradeFrom] = cash;
+  }
+  return { trades, equity, exposedBars: exposed, commission: commissionPaid, riskStops, capital: settings.capital, range };
+}
