@@ -2,7 +2,9 @@
  * bench/collab: one writer and SUBSCRIBERS idle readers on one document, against maru's /yjs
  * endpoint (uWS, y-protocols) and, in the same run, the reference y-websocket server
  * (@y/websocket-server on `ws`, its stock bin). Each server runs in its own child process; the
- * clients (raw WebSockets speaking the y-websocket framing) run here.
+ * writer runs here and the readers (raw WebSockets speaking the y-websocket framing) in `--clients`
+ * worker threads (default 2), so one client event loop receiving 100,000 frames a second is not
+ * what the latency measures. Times are absolute (timeOrigin + now) across threads.
  *
  *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--paced 300] [--rate 100] [--burst 300]
  *
@@ -14,7 +16,8 @@
  *   the time from the first send to the last delivery.
  * - memory per idle connection: server RSS (from /proc) after all subscribers connected and the
  *   sync handshake settled, minus RSS before, divided by subscribers.
- * Prints one JSON object.
+ * Prints one JSON object. `--only maru` skips the reference; `--cpu-prof <dir>` runs maru's process
+ * under `node --cpu-prof` and stops it with SIGTERM so the profile is written to <dir>.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,6 +26,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import * as encoding from 'lib0/encoding';
 import WebSocket from 'ws';
 import * as Y from 'yjs';
@@ -32,14 +36,86 @@ const arg = (name: string, def: number) => {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
 const SUBSCRIBERS = arg('subscribers', 1000);
+const CLIENTS = arg('clients', 2);
 const PACED = arg('paced', 300);
 const RATE = arg('rate', 100);
 const BURST = arg('burst', 300);
 const ROOT = resolve(import.meta.dirname, '../..');
+const flag = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const CPU_PROF = flag('cpu-prof');
+const ONLY = flag('only');
 
 const pct = (s: number[], p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : 0);
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const clock = () => performance.timeOrigin + performance.now();
+
+/** A reader thread: opens `count` sockets, records when each receives its k-th update frame. */
+function readerThread(): void {
+  const { url, count, total } = workerData as { url: string; count: number; total: number };
+  const times: Float64Array[] = [];
+  let delivered = 0;
+  const socks: WebSocket[] = [];
+  const open = async () => {
+    for (let i = 0; i < count; i += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, count - i) }, () => new Promise<void>((res, rej) => {
+          const ws = new WebSocket(url, { perMessageDeflate: false });
+          const t = new Float64Array(total).fill(NaN);
+          times.push(t);
+          let k = 0;
+          ws.on('message', (d: Buffer) => {
+            if (d[0] !== 0 || d[1] !== 2) return;
+            if (k < total) t[k] = clock();
+            k++;
+            delivered++;
+          });
+          ws.on('open', () => res());
+          ws.on('error', rej);
+          socks.push(ws);
+        })),
+      );
+    }
+    parentPort!.postMessage({ type: 'open' });
+  };
+  parentPort!.on('message', (m: { type: string }) => {
+    if (m.type === 'count') parentPort!.postMessage({ type: 'count', delivered });
+    if (m.type === 'report') {
+      for (const s of socks) s.terminate();
+      parentPort!.postMessage({ type: 'report', times });
+    }
+  });
+  void open();
+}
+
+/** The reader threads as one group: open, count deliveries, collect the receive times. */
+async function readers(url: string, total: number) {
+  const workers = Array.from({ length: CLIENTS }, (_, i) => {
+    const count = Math.floor(SUBSCRIBERS / CLIENTS) + (i < SUBSCRIBERS % CLIENTS ? 1 : 0);
+    return new Worker(new URL(import.meta.url), { workerData: { url, count, total } });
+  });
+  const ask = <T>(w: Worker, type: string) => new Promise<T>((res) => {
+    const on = (m: { type: string }) => {
+      if (m.type !== type) return;
+      w.off('message', on);
+      res(m as T);
+    };
+    w.on('message', on);
+    if (type !== 'open') w.postMessage({ type });
+  });
+  await Promise.all(workers.map((w) => ask(w, 'open')));
+  return {
+    delivered: async () => (await Promise.all(workers.map((w) => ask<{ delivered: number }>(w, 'count')))).reduce((a, c) => a + c.delivered, 0),
+    report: async () => {
+      const parts = await Promise.all(workers.map((w) => ask<{ times: Float64Array[] }>(w, 'report')));
+      await Promise.all(workers.map((w) => w.terminate()));
+      return parts.flatMap((p) => p.times);
+    },
+  };
+}
 
 function freePort(): Promise<number> {
   return new Promise((res) => {
@@ -73,7 +149,7 @@ async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildPr
   const port = await freePort();
   const child =
     kind === 'maru'
-      ? spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+      ? spawn(process.execPath, [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), join(ROOT, 'dist/src/main.js')], {
           cwd: ROOT,
           env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1', ADMIN_PASSWORD },
           stdio: 'ignore',
@@ -113,32 +189,7 @@ async function run(kind: 'maru' | 'reference') {
     await sleep(500);
     const before = rss(child.pid!);
     const sent: number[] = [];
-    const latencies: number[] = [];
-    let deliveries = 0;
-    let lastDelivery = 0;
-    let recordLatency = true;
-    const subs: WebSocket[] = [];
-    for (let i = 0; i < SUBSCRIBERS; i += 100) {
-      await Promise.all(
-        Array.from({ length: Math.min(100, SUBSCRIBERS - i) }, () =>
-          new Promise<void>((res, rej) => {
-            const ws = new WebSocket(`${url}/${room}${query}`, { perMessageDeflate: false });
-            let k = 0;
-            ws.on('message', (d: Buffer) => {
-              if (d[0] !== 0 || d[1] !== 2) return;
-              const now = performance.now();
-              if (recordLatency) latencies.push(now - sent[k]!);
-              k++;
-              deliveries++;
-              lastDelivery = now;
-            });
-            ws.on('open', () => res());
-            ws.on('error', rej);
-            subs.push(ws);
-          }),
-        ),
-      );
-    }
+    const group = await readers(`${url}/${room}${query}`, PACED + BURST);
     await sleep(1500);
     const after = rss(child.pid!);
 
@@ -151,7 +202,7 @@ async function run(kind: 'maru' | 'reference') {
     doc.on('update', (u: Uint8Array) => (pending = u));
     const send = () => {
       text.insert(text.length, 'x');
-      sent.push(performance.now());
+      sent.push(clock());
       writer.send(frame(pending!));
     };
     // paced on a schedule (not sleep after send), so the rate holds when timers run late
@@ -162,15 +213,21 @@ async function run(kind: 'maru' | 'reference') {
       await sleep(Math.max(0, due - performance.now()));
     }
     const pacedTarget = PACED * SUBSCRIBERS;
-    for (let i = 0; i < 200 && deliveries < pacedTarget; i++) await sleep(25);
-    const pacedDelivered = deliveries;
-    recordLatency = false;
+    for (let i = 0; i < 400 && (await group.delivered()) < pacedTarget; i++) await sleep(25);
 
-    deliveries = 0;
-    const t0 = performance.now();
+    const t0 = clock();
     for (let i = 0; i < BURST; i++) send();
-    const target = BURST * SUBSCRIBERS;
-    for (let i = 0; i < 1200 && deliveries < target; i++) await sleep(25);
+    const target = (PACED + BURST) * SUBSCRIBERS;
+    for (let i = 0; i < 1200 && (await group.delivered()) < target; i++) await sleep(25);
+    const times = await group.report();
+    const latencies: number[] = [];
+    let pacedDelivered = 0;
+    let deliveries = 0;
+    let lastDelivery = t0;
+    for (const t of times) {
+      for (let k = 0; k < PACED; k++) if (!Number.isNaN(t[k]!)) (pacedDelivered++, latencies.push(t[k]! - sent[k]!));
+      for (let k = PACED; k < PACED + BURST; k++) if (!Number.isNaN(t[k]!)) (deliveries++, (lastDelivery = Math.max(lastDelivery, t[k]!)));
+    }
     const seconds = (lastDelivery - t0) / 1000;
     latencies.sort((a, b) => a - b);
     const out = {
@@ -187,14 +244,23 @@ async function run(kind: 'maru' | 'reference') {
       server_rss_mb: r2(after / 1048576),
     };
     writer.close();
-    for (const s of subs) s.terminate();
     return out;
   } finally {
-    child.kill('SIGKILL');
+    if (kind === 'maru' && CPU_PROF) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    } else child.kill('SIGKILL');
   }
 }
 
+if (!isMainThread) {
+  readerThread();
+} else {
 const maru = await run('maru');
+if (ONLY === 'maru') {
+  console.log(JSON.stringify({ bench: 'collab', node: process.version, maru }, null, 2));
+  process.exit(0);
+}
 await sleep(500);
 const reference = await run('reference');
 console.log(
@@ -215,3 +281,4 @@ console.log(
   ),
 );
 process.exit(0);
+}
