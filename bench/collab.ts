@@ -2,9 +2,9 @@
  * bench/collab: one writer and SUBSCRIBERS idle readers on one document, against maru's /yjs
  * endpoint (uWS, y-protocols) and, in the same run, the reference y-websocket server
  * (@y/websocket-server on `ws`, its stock bin). Each server runs in its own child process; the
- * writer runs here and the readers (raw WebSockets speaking the y-websocket framing) in `--clients`
- * worker threads (default 2), so one client event loop receiving 100,000 frames a second is not
- * what the latency measures. Times are absolute (timeOrigin + now) across threads.
+ * writer runs here and the readers in `--clients` worker threads (default 2): each reader is a
+ * minimal WebSocket client on a raw TCP socket that only counts update frames, so the clients'
+ * own cost (100,000 frames a second) weighs as little as possible on what is measured. Times are absolute (timeOrigin + now) across threads.
  *
  *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--paced 300] [--rate 100] [--burst 300]
  *
@@ -20,9 +20,10 @@
  * under `node --cpu-prof` and stops it with SIGTERM so the profile is written to <dir>.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -53,38 +54,85 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const clock = () => performance.timeOrigin + performance.now();
 
+/**
+ * A minimal WebSocket reader on a raw TCP socket: the upgrade request, then server frames parsed in
+ * place (unmasked, as servers send them) without one event or Buffer per frame, so a reader thread
+ * costs little next to the server under test. Calls `onUpdate` for every y-websocket update frame
+ * (payload 0, 2, ...); close and ping frames are ignored (the bench ends by destroying the socket).
+ */
+function rawReader(url: string, onUpdate: () => void): Promise<Socket> {
+  const u = new URL(url);
+  return new Promise((res, rej) => {
+    const sock = connect(Number(u.port), u.hostname);
+    sock.setNoDelay(true);
+    let upgraded = false;
+    let buf: Buffer = Buffer.alloc(0);
+    sock.on('connect', () => {
+      const key = randomBytes(16).toString('base64');
+      sock.write(`GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    });
+    sock.on('data', (chunk: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      if (!upgraded) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        if (!buf.subarray(0, 12).toString().includes('101')) return rej(new Error(buf.subarray(0, end).toString()));
+        upgraded = true;
+        buf = buf.subarray(end + 4);
+        res(sock);
+      }
+      let at = 0;
+      while (buf.length - at >= 2) {
+        let len = buf[at + 1]! & 0x7f;
+        let head = 2;
+        if (len === 126) {
+          if (buf.length - at < 4) break;
+          len = buf.readUInt16BE(at + 2);
+          head = 4;
+        } else if (len === 127) {
+          if (buf.length - at < 10) break;
+          len = Number(buf.readBigUInt64BE(at + 2));
+          head = 10;
+        }
+        if (buf.length - at < head + len) break;
+        const opcode = buf[at]! & 0x0f;
+        if (opcode === 2 && len >= 2 && buf[at + head] === 0 && buf[at + head + 1] === 2) onUpdate();
+        at += head + len;
+      }
+      buf = at === buf.length ? Buffer.alloc(0) : buf.subarray(at);
+    });
+    sock.on('error', rej);
+  });
+}
+
 /** A reader thread: opens `count` sockets, records when each receives its k-th update frame. */
 function readerThread(): void {
   const { url, count, total } = workerData as { url: string; count: number; total: number };
   const times: Float64Array[] = [];
   let delivered = 0;
-  const socks: WebSocket[] = [];
+  const socks: Socket[] = [];
   const open = async () => {
     for (let i = 0; i < count; i += 50) {
-      await Promise.all(
-        Array.from({ length: Math.min(50, count - i) }, () => new Promise<void>((res, rej) => {
-          const ws = new WebSocket(url, { perMessageDeflate: false });
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(50, count - i) }, () => {
           const t = new Float64Array(total).fill(NaN);
           times.push(t);
           let k = 0;
-          ws.on('message', (d: Buffer) => {
-            if (d[0] !== 0 || d[1] !== 2) return;
+          return rawReader(url, () => {
             if (k < total) t[k] = clock();
             k++;
             delivered++;
           });
-          ws.on('open', () => res());
-          ws.on('error', rej);
-          socks.push(ws);
-        })),
+        }),
       );
+      socks.push(...batch);
     }
     parentPort!.postMessage({ type: 'open' });
   };
   parentPort!.on('message', (m: { type: string }) => {
     if (m.type === 'count') parentPort!.postMessage({ type: 'count', delivered });
     if (m.type === 'report') {
-      for (const s of socks) s.terminate();
+      for (const s of socks) s.destroy();
       parentPort!.postMessage({ type: 'report', times });
     }
   });
@@ -124,6 +172,12 @@ function freePort(): Promise<number> {
       s.close(() => res(p));
     });
   });
+}
+
+/** CPU time (user + system) of a process in ms, from /proc (10 ms ticks). */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
 }
 
 function rss(pid: number): number {
@@ -206,6 +260,7 @@ async function run(kind: 'maru' | 'reference') {
       writer.send(frame(pending!));
     };
     // paced on a schedule (not sleep after send), so the rate holds when timers run late
+    const cpu0 = cpuMs(child.pid!);
     const start = performance.now();
     for (let i = 0; i < PACED; i++) {
       send();
@@ -215,6 +270,7 @@ async function run(kind: 'maru' | 'reference') {
     const pacedTarget = PACED * SUBSCRIBERS;
     for (let i = 0; i < 400 && (await group.delivered()) < pacedTarget; i++) await sleep(25);
 
+    const pacedCpu = cpuMs(child.pid!) - cpu0;
     const t0 = clock();
     for (let i = 0; i < BURST; i++) send();
     const target = (PACED + BURST) * SUBSCRIBERS;
@@ -236,6 +292,7 @@ async function run(kind: 'maru' | 'reference') {
       paced_updates: PACED,
       paced_rate_per_s: RATE,
       paced_delivered: pacedDelivered,
+      server_cpu_ms_per_paced_update: r2(pacedCpu / PACED),
       latency_ms: { p50: r2(pct(latencies, 50)), p99: r2(pct(latencies, 99)), max: r2(latencies.at(-1) ?? 0) },
       burst_updates: BURST,
       burst_delivered: deliveries,
