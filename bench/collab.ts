@@ -2,7 +2,9 @@
  * bench/collab: one writer and SUBSCRIBERS idle readers on one document, against maru's /yjs
  * endpoint (uWS, y-protocols) and, in the same run, the reference y-websocket server
  * (@y/websocket-server on `ws`, its stock bin). Each server runs in its own child process; the
- * clients (raw WebSockets speaking the y-websocket framing) run here.
+ * writer runs here and the readers in `--clients` worker threads (default 2): each reader is a
+ * minimal WebSocket client on a raw TCP socket that only counts update frames, so the clients'
+ * own cost (100,000 frames a second) weighs as little as possible on what is measured. Times are absolute (timeOrigin + now) across threads.
  *
  *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--paced 300] [--rate 100] [--burst 300]
  *
@@ -14,15 +16,18 @@
  *   the time from the first send to the last delivery.
  * - memory per idle connection: server RSS (from /proc) after all subscribers connected and the
  *   sync handshake settled, minus RSS before, divided by subscribers.
- * Prints one JSON object.
+ * Prints one JSON object. `--only maru` skips the reference; `--cpu-prof <dir>` runs maru's process
+ * under `node --cpu-prof` and stops it with SIGTERM so the profile is written to <dir>.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import * as encoding from 'lib0/encoding';
 import WebSocket from 'ws';
 import * as Y from 'yjs';
@@ -32,14 +37,133 @@ const arg = (name: string, def: number) => {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
 const SUBSCRIBERS = arg('subscribers', 1000);
+const CLIENTS = arg('clients', 2);
 const PACED = arg('paced', 300);
 const RATE = arg('rate', 100);
 const BURST = arg('burst', 300);
 const ROOT = resolve(import.meta.dirname, '../..');
+const flag = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const CPU_PROF = flag('cpu-prof');
+const ONLY = flag('only');
 
 const pct = (s: number[], p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : 0);
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const clock = () => performance.timeOrigin + performance.now();
+
+/**
+ * A minimal WebSocket reader on a raw TCP socket: the upgrade request, then server frames parsed in
+ * place (unmasked, as servers send them) without one event or Buffer per frame, so a reader thread
+ * costs little next to the server under test. Calls `onUpdate` for every y-websocket update frame
+ * (payload 0, 2, ...); close and ping frames are ignored (the bench ends by destroying the socket).
+ */
+function rawReader(url: string, onUpdate: () => void): Promise<Socket> {
+  const u = new URL(url);
+  return new Promise((res, rej) => {
+    const sock = connect(Number(u.port), u.hostname);
+    sock.setNoDelay(true);
+    let upgraded = false;
+    let buf: Buffer = Buffer.alloc(0);
+    sock.on('connect', () => {
+      const key = randomBytes(16).toString('base64');
+      sock.write(`GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    });
+    sock.on('data', (chunk: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      if (!upgraded) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        if (!buf.subarray(0, 12).toString().includes('101')) return rej(new Error(buf.subarray(0, end).toString()));
+        upgraded = true;
+        buf = buf.subarray(end + 4);
+        res(sock);
+      }
+      let at = 0;
+      while (buf.length - at >= 2) {
+        let len = buf[at + 1]! & 0x7f;
+        let head = 2;
+        if (len === 126) {
+          if (buf.length - at < 4) break;
+          len = buf.readUInt16BE(at + 2);
+          head = 4;
+        } else if (len === 127) {
+          if (buf.length - at < 10) break;
+          len = Number(buf.readBigUInt64BE(at + 2));
+          head = 10;
+        }
+        if (buf.length - at < head + len) break;
+        const opcode = buf[at]! & 0x0f;
+        if (opcode === 2 && len >= 2 && buf[at + head] === 0 && buf[at + head + 1] === 2) onUpdate();
+        at += head + len;
+      }
+      buf = at === buf.length ? Buffer.alloc(0) : buf.subarray(at);
+    });
+    sock.on('error', rej);
+  });
+}
+
+/** A reader thread: opens `count` sockets, records when each receives its k-th update frame. */
+function readerThread(): void {
+  const { url, count, total } = workerData as { url: string; count: number; total: number };
+  const times: Float64Array[] = [];
+  let delivered = 0;
+  const socks: Socket[] = [];
+  const open = async () => {
+    for (let i = 0; i < count; i += 50) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(50, count - i) }, () => {
+          const t = new Float64Array(total).fill(NaN);
+          times.push(t);
+          let k = 0;
+          return rawReader(url, () => {
+            if (k < total) t[k] = clock();
+            k++;
+            delivered++;
+          });
+        }),
+      );
+      socks.push(...batch);
+    }
+    parentPort!.postMessage({ type: 'open' });
+  };
+  parentPort!.on('message', (m: { type: string }) => {
+    if (m.type === 'count') parentPort!.postMessage({ type: 'count', delivered });
+    if (m.type === 'report') {
+      for (const s of socks) s.destroy();
+      parentPort!.postMessage({ type: 'report', times });
+    }
+  });
+  void open();
+}
+
+/** The reader threads as one group: open, count deliveries, collect the receive times. */
+async function readers(url: string, total: number) {
+  const workers = Array.from({ length: CLIENTS }, (_, i) => {
+    const count = Math.floor(SUBSCRIBERS / CLIENTS) + (i < SUBSCRIBERS % CLIENTS ? 1 : 0);
+    return new Worker(new URL(import.meta.url), { workerData: { url, count, total } });
+  });
+  const ask = <T>(w: Worker, type: string) => new Promise<T>((res) => {
+    const on = (m: { type: string }) => {
+      if (m.type !== type) return;
+      w.off('message', on);
+      res(m as T);
+    };
+    w.on('message', on);
+    if (type !== 'open') w.postMessage({ type });
+  });
+  await Promise.all(workers.map((w) => ask(w, 'open')));
+  return {
+    delivered: async () => (await Promise.all(workers.map((w) => ask<{ delivered: number }>(w, 'count')))).reduce((a, c) => a + c.delivered, 0),
+    report: async () => {
+      const parts = await Promise.all(workers.map((w) => ask<{ times: Float64Array[] }>(w, 'report')));
+      await Promise.all(workers.map((w) => w.terminate()));
+      return parts.flatMap((p) => p.times);
+    },
+  };
+}
 
 function freePort(): Promise<number> {
   return new Promise((res) => {
@@ -48,6 +172,12 @@ function freePort(): Promise<number> {
       s.close(() => res(p));
     });
   });
+}
+
+/** CPU time (user + system) of a process in ms, from /proc (10 ms ticks). */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
 }
 
 function rss(pid: number): number {
@@ -73,7 +203,7 @@ async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildPr
   const port = await freePort();
   const child =
     kind === 'maru'
-      ? spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+      ? spawn(process.execPath, [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), join(ROOT, 'dist/src/main.js')], {
           cwd: ROOT,
           env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1', ADMIN_PASSWORD },
           stdio: 'ignore',
@@ -113,32 +243,7 @@ async function run(kind: 'maru' | 'reference') {
     await sleep(500);
     const before = rss(child.pid!);
     const sent: number[] = [];
-    const latencies: number[] = [];
-    let deliveries = 0;
-    let lastDelivery = 0;
-    let recordLatency = true;
-    const subs: WebSocket[] = [];
-    for (let i = 0; i < SUBSCRIBERS; i += 100) {
-      await Promise.all(
-        Array.from({ length: Math.min(100, SUBSCRIBERS - i) }, () =>
-          new Promise<void>((res, rej) => {
-            const ws = new WebSocket(`${url}/${room}${query}`, { perMessageDeflate: false });
-            let k = 0;
-            ws.on('message', (d: Buffer) => {
-              if (d[0] !== 0 || d[1] !== 2) return;
-              const now = performance.now();
-              if (recordLatency) latencies.push(now - sent[k]!);
-              k++;
-              deliveries++;
-              lastDelivery = now;
-            });
-            ws.on('open', () => res());
-            ws.on('error', rej);
-            subs.push(ws);
-          }),
-        ),
-      );
-    }
+    const group = await readers(`${url}/${room}${query}`, PACED + BURST);
     await sleep(1500);
     const after = rss(child.pid!);
 
@@ -151,10 +256,11 @@ async function run(kind: 'maru' | 'reference') {
     doc.on('update', (u: Uint8Array) => (pending = u));
     const send = () => {
       text.insert(text.length, 'x');
-      sent.push(performance.now());
+      sent.push(clock());
       writer.send(frame(pending!));
     };
     // paced on a schedule (not sleep after send), so the rate holds when timers run late
+    const cpu0 = cpuMs(child.pid!);
     const start = performance.now();
     for (let i = 0; i < PACED; i++) {
       send();
@@ -162,15 +268,22 @@ async function run(kind: 'maru' | 'reference') {
       await sleep(Math.max(0, due - performance.now()));
     }
     const pacedTarget = PACED * SUBSCRIBERS;
-    for (let i = 0; i < 200 && deliveries < pacedTarget; i++) await sleep(25);
-    const pacedDelivered = deliveries;
-    recordLatency = false;
+    for (let i = 0; i < 400 && (await group.delivered()) < pacedTarget; i++) await sleep(25);
 
-    deliveries = 0;
-    const t0 = performance.now();
+    const pacedCpu = cpuMs(child.pid!) - cpu0;
+    const t0 = clock();
     for (let i = 0; i < BURST; i++) send();
-    const target = BURST * SUBSCRIBERS;
-    for (let i = 0; i < 1200 && deliveries < target; i++) await sleep(25);
+    const target = (PACED + BURST) * SUBSCRIBERS;
+    for (let i = 0; i < 1200 && (await group.delivered()) < target; i++) await sleep(25);
+    const times = await group.report();
+    const latencies: number[] = [];
+    let pacedDelivered = 0;
+    let deliveries = 0;
+    let lastDelivery = t0;
+    for (const t of times) {
+      for (let k = 0; k < PACED; k++) if (!Number.isNaN(t[k]!)) (pacedDelivered++, latencies.push(t[k]! - sent[k]!));
+      for (let k = PACED; k < PACED + BURST; k++) if (!Number.isNaN(t[k]!)) (deliveries++, (lastDelivery = Math.max(lastDelivery, t[k]!)));
+    }
     const seconds = (lastDelivery - t0) / 1000;
     latencies.sort((a, b) => a - b);
     const out = {
@@ -179,6 +292,7 @@ async function run(kind: 'maru' | 'reference') {
       paced_updates: PACED,
       paced_rate_per_s: RATE,
       paced_delivered: pacedDelivered,
+      server_cpu_ms_per_paced_update: r2(pacedCpu / PACED),
       latency_ms: { p50: r2(pct(latencies, 50)), p99: r2(pct(latencies, 99)), max: r2(latencies.at(-1) ?? 0) },
       burst_updates: BURST,
       burst_delivered: deliveries,
@@ -187,14 +301,23 @@ async function run(kind: 'maru' | 'reference') {
       server_rss_mb: r2(after / 1048576),
     };
     writer.close();
-    for (const s of subs) s.terminate();
     return out;
   } finally {
-    child.kill('SIGKILL');
+    if (kind === 'maru' && CPU_PROF) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    } else child.kill('SIGKILL');
   }
 }
 
+if (!isMainThread) {
+  readerThread();
+} else {
 const maru = await run('maru');
+if (ONLY === 'maru') {
+  console.log(JSON.stringify({ bench: 'collab', node: process.version, maru }, null, 2));
+  process.exit(0);
+}
 await sleep(500);
 const reference = await run('reference');
 console.log(
@@ -215,3 +338,4 @@ console.log(
   ),
 );
 process.exit(0);
+}

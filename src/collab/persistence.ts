@@ -48,14 +48,18 @@ export class DocStore {
   }
 
   /** Appends one update to the log (durable when this resolves). */
-  async append(slug: string, update: Uint8Array): Promise<void> {
-    const u = b64(update);
+  append(slug: string, update: Uint8Array): Promise<void> {
+    return this.appendAll(slug, [update]);
+  }
+
+  /** Appends updates to the log in one atomic write, in order (durable when this resolves). */
+  async appendAll(slug: string, updates: readonly Uint8Array[]): Promise<void> {
+    if (updates.length === 0) return;
+    const us = updates.map(b64);
     await this.store.update([SEQ(slug)], ([cur]) => {
-      const s = (typeof cur === 'number' ? cur : 0) + 1;
-      const writes: Write[] = [
-        { op: 'set', key: SEQ(slug), value: s },
-        { op: 'push', key: LOG(slug), value: { s, u }, cap: LOG_CAP },
-      ];
+      const first = (typeof cur === 'number' ? cur : 0) + 1;
+      const writes: Write[] = [{ op: 'set', key: SEQ(slug), value: first + us.length - 1 }];
+      us.forEach((u, i) => writes.push({ op: 'push', key: LOG(slug), value: { s: first + i, u }, cap: LOG_CAP }));
       return { writes, result: null };
     });
   }

@@ -17,8 +17,11 @@ export interface Fanout {
 
 /** What a room asks of its surroundings (persistence, the relay to other processes, logs). */
 export interface RoomHooks {
-  /** Makes a peer's update durable; the room applies and fans it out only after this resolves. */
-  persistUpdate(update: Uint8Array): Promise<void>;
+  /**
+   * Makes peers' updates durable (in order, one write); the room applies and fans them out only
+   * after this resolves. Updates that arrive while a write is under way go together in the next.
+   */
+  persistUpdates(updates: Uint8Array[]): Promise<void>;
   /** A change made here (a peer, an HTTP save), for the other processes. */
   relayUpdate(update: Uint8Array): void;
   relayAwareness(update: Uint8Array): void;
@@ -47,6 +50,9 @@ export class Room {
   /** Each peer's signed-in identity (given at join). */
   private readonly who = new Map<Peer, string>();
   private updates: Promise<void> = Promise.resolve();
+  /** Peer updates waiting for the next durable write (group commit). */
+  private queue: { peer: Peer; update: Uint8Array }[] = [];
+  private draining = false;
   private closed = false;
 
   constructor(
@@ -106,19 +112,38 @@ export class Room {
       return;
     }
     if (msg.kind !== 'update') return;
-    const update = msg.update;
     // durable first, then applied and fanned out, in the order the peers sent them
-    this.updates = this.updates.then(async () => {
-      try {
-        await this.hooks.persistUpdate(update);
-      } catch (err) {
-        this.hooks.warn({ slug: this.slug, err }, 'update not stored: the peer reconnects and resends it');
-        this.peers.delete(peer);
-        peer.close(1011, 'update not stored');
-        return;
+    this.queue.push({ peer, update: msg.update });
+    if (!this.draining) this.updates = this.drain();
+  }
+
+  /**
+   * Writes every waiting update in one durable append, then applies them in order; repeats while
+   * more arrived meanwhile. Under load one commit carries many updates instead of each update
+   * waiting for the commits of all before it.
+   */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        try {
+          await this.hooks.persistUpdates(batch.map((b) => b.update));
+        } catch (err) {
+          this.hooks.warn({ slug: this.slug, err }, 'updates not stored: their peers reconnect and resend them');
+          for (const { peer } of batch) {
+            if (!this.peers.delete(peer)) continue;
+            peer.close(1011, 'update not stored');
+          }
+          continue;
+        }
+        if (this.closed) continue;
+        for (const { peer, update } of batch) Y.applyUpdate(this.doc, update, peer);
       }
-      if (!this.closed) Y.applyUpdate(this.doc, update, peer);
-    });
+    } finally {
+      this.draining = false;
+    }
   }
 
   /** Peer updates received but not yet applied (stored, then applied, in order). */

@@ -128,7 +128,7 @@ export class Rooms {
     if (found) return found;
     const e = { loaded: false, closed: false, unsaved: 0, peers: 0, persisting: Promise.resolve() } as Entry;
     e.room = new Room(slug, {
-      persistUpdate: (u) => this.docs.append(slug, u),
+      persistUpdates: (us) => this.docs.appendAll(slug, us),
       relayUpdate: (u) => {
         if (e.loaded && !e.closed) void this.relay.update(slug, u);
       },
