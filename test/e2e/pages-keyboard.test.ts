@@ -79,4 +79,26 @@ describe.skipIf(!hasBrowser)('main tasks with the keyboard alone', () => {
     expect(await page.textContent('#result-detail')).toContain(code);
     await page.close();
   }, 60_000);
+
+  it('/trading: the trader signs in, creates a program and starts it', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${hub.url}/trading`);
+    await tabTo(page, '#signin-user');
+    await page.keyboard.type('demo-trader');
+    await tabTo(page, '#signin-password');
+    await page.keyboard.type(password);
+    await page.keyboard.press('Enter');
+    // the demo's two running programs, then one made from the keyboard
+    await page.waitForFunction(() => document.querySelectorAll('#programs tr[data-id]').length === 2);
+    await tabTo(page, '#cf-name');
+    await page.keyboard.type('keyboard-one');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelectorAll('#programs tr[data-id]').length === 3);
+    const id = await page.evaluate(() => [...document.querySelectorAll<HTMLElement>('#programs tr[data-id]')].find((tr) => tr.textContent?.includes('keyboard-one'))!.dataset.id!);
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await tabTo(page, `tr[data-id="${id}"] button[data-move="start"]`, 120);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((i) => document.querySelector(`tr[data-id="${i}"] .state`)?.textContent === 'running', id);
+    await page.close();
+  }, 60_000);
 });
