@@ -28,7 +28,8 @@ export default {
   jsonReporter: { fileName: `reports/mutation/${slug}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
   ignorePatterns: ['dist', 'bench', 'data', 'web', 'docs', 'reports', '.tmp'],
-  tempDirName: '.stryker-tmp',
+  // one sandbox directory per run, so two runs (different modules) can share the worktree
+  tempDirName: `.stryker-tmp/${slug}`,
   cleanTempDir: 'always',
   thresholds: { high: 90, low: 85, break: null },
 };

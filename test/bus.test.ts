@@ -6,7 +6,7 @@ import { BUS_CHANNEL, createBus, type BusMessage } from '../src/bus.js';
 import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Store } from '../src/store/port.js';
 import { openRedisStore } from '../src/store/redis.js';
-import { sleep, waitFor } from './store/contract.js';
+import { waitFor } from './store/contract.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from './support/redis.js';
 
 const redis = await redisOrSkip();
@@ -49,17 +49,25 @@ describe('Bus over LMDB', () => {
       throw new Error('faulty subscriber');
     });
 
+    // b's other handler sees everything b receives: once it has a later marker, every earlier
+    // delivery has happened (no sleeping to let duplicates arrive)
+    const seenByB: BusMessage[] = [];
+    b.onMessage((m) => seenByB.push(m));
+
     await a.publish('room:1', { n: 1 });
     expect(gotA).toEqual([{ topic: 'room:1', message: { n: 1 } }]);
-    await waitFor(() => gotB.length === 1, 3000, 'delivery to b');
-    await sleep(50);
-    expect(gotA).toHaveLength(1);
-    expect(gotB).toEqual([{ topic: 'room:1', message: { n: 1 } }]);
+    await a.publish('room:1', 'marker-1');
+    await waitFor(() => count(seenByB, 'marker-1') === 1, 3000, 'marker at b');
+    expect(count(gotA, { n: 1 })).toBe(1);
+    expect(gotB).toEqual([
+      { topic: 'room:1', message: { n: 1 } },
+      { topic: 'room:1', message: 'marker-1' },
+    ]);
 
     offB();
     await a.publish('room:1', { n: 2 });
-    await sleep(50);
-    expect(gotB).toHaveLength(1);
+    await waitFor(() => count(seenByB, { n: 2 }) === 1, 3000, 'n=2 at b');
+    expect(gotB).toHaveLength(2);
     expect(count(gotA, { n: 2 })).toBe(1);
 
     await a.close();
@@ -101,8 +109,9 @@ describe.runIf(redis.available)('Bus over Redis', () => {
 
     await bus2.close();
     await bus1.publish('t', 'after close');
-    await seenOnChannel(s1, () => bus1.publish('t', 'marker-3'), 'marker-3');
-    await sleep(50);
+    // the marker reaching s2's connection means 'after close' reached it before: a bus2 still
+    // listening would have dispatched it by then
+    await seenOnChannel(s2, () => bus1.publish('t', 'marker-3'), 'marker-3');
     expect(count(got2, 'after close')).toBe(0);
 
     await bus1.close();
@@ -124,8 +133,14 @@ describe.runIf(redis.available)('Bus over Redis', () => {
     b.onMessage((m) => gotB.push(m));
     await a.publish('t', 'for a only');
     await seenOnChannel(sa, () => a.publish('t', 'marker'), 'marker');
-    await sleep(50);
-    expect(gotB).toEqual([]);
+    // a later message of a third bus on b's prefix reaches b through b's connection: a's earlier
+    // messages would have reached that connection first
+    const c = createBus(sb, 'c');
+    await c.start();
+    await c.publish('t', 'c-marker');
+    await waitFor(() => count(gotB, 'c-marker') === 1, 3000, 'c-marker at b');
+    expect(gotB.map((m) => m.message)).toEqual(['c-marker']);
+    await c.close();
     await a.close();
     await b.close();
     await sa.close();

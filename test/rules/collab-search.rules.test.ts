@@ -150,6 +150,38 @@ describe('search', () => {
     expect(s.indexOf('<mark>beta</mark>')).toBe(61);
   });
 
+  it('the earliest match starts the snippet whatever the order of the query words; a match at 0 has no ellipsis', () => {
+    const idx = new SearchIndex();
+    idx.upsert(doc('e', 'e', `${'q'.repeat(150)} beta ${'q'.repeat(10)} alpha ${'q'.repeat(150)}`));
+    expect(idx.search('beta alpha')[0]!.snippet.startsWith(`…${'q'.repeat(59)} <mark>beta`)).toBe(true);
+    idx.upsert(doc('z', 'z', `gamma ${'q'.repeat(300)}`));
+    expect(idx.search('gamma')[0]!.snippet.startsWith('<mark>gamma</mark> ')).toBe(true);
+  });
+
+  it('bigrams present but not adjacent do not match; Latin words match by prefix only', () => {
+    const idx = new SearchIndex();
+    idx.upsert(doc('k', 'k', '가나 나다'));
+    expect(idx.search('가나다')).toEqual([]);
+    expect(idx.search('가나').map((h) => h.slug)).toEqual(['k']);
+    idx.upsert(doc('l', 'l', 'xab'));
+    expect(idx.search('ab')).toEqual([]);
+    expect(idx.search('xa').map((h) => h.slug)).toEqual(['l']);
+  });
+
+  it('a title match needs only one query word in the title', () => {
+    const idx = new SearchIndex();
+    idx.upsert(doc('t', 'plum', 'cherry'));
+    const [hit] = idx.search('plum cherry');
+    expect(hit!.title_match).toBe(true);
+    expect(hit!.title_html).toBe('<mark>plum</mark>');
+  });
+
+  it('a one-character Korean query word finds the words it starts', () => {
+    const idx = new SearchIndex();
+    idx.upsert(doc('w', 'w', '협업 문서'));
+    expect(idx.search('협').map((h) => h.slug)).toEqual(['w']);
+  });
+
   it('a one-character Korean word finds its bigrams; numbers are whole words', () => {
     const idx = new SearchIndex();
     idx.upsert(doc('k', '협', '협업 2026 년'));

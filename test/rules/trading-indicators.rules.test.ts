@@ -120,6 +120,18 @@ describe('moving averages', () => {
     for (let i = 0; i < 5000; i++) sma.update(i % 2 === 0 ? 1e6 : 1);
     expect(sma.value).toBeCloseTo((1e6 + 1) / 2, 9);
   });
+  it('the resync recomputes the window sum: a rounding loss does not last past 4096 updates', () => {
+    // 1e16 + 1 is not a double: the running sum loses the 1 and keeps the loss until the resync
+    const sma = new SMA(2);
+    sma.update(1e16);
+    for (let i = 0; i < 5000; i++) sma.update(1);
+    expect(sma.value).toBe(1);
+    const b = new Bollinger(2, 2);
+    b.update(0);
+    b.update(1e16);
+    for (let i = 0; i < 5000; i++) b.update(1);
+    expect([b.value, b.sd, b.upper, b.lower]).toEqual([1, 0, 1, 1]);
+  });
 });
 
 describe('RSI (Wilder)', () => {

@@ -168,6 +168,18 @@ describe('computeMetrics', () => {
     expect(m.sharpe).toBeCloseTo(referenceSharpe([1000, 1010], 1000), 5);
   });
 
+  it('the run range, not the candles, ends the days: the last bar of the run always closes a day', () => {
+    // candles go on past the run; bar 1 shares its session with bar 2, which the run does not reach
+    const m = computeMetrics(run([1010, 1020]), candles([0, 1, 1, 2]));
+    expect(m.days).toBe(2);
+    expect(m.sharpe).toBeCloseTo(referenceSharpe([1010, 1020], 1000), 5);
+  });
+
+  it('a ratio that rounds to -0 is 0', () => {
+    const m = computeMetrics(run([1000 - 1e-7]), candles([0]));
+    expect(Object.is(m.total_return, 0)).toBe(true);
+  });
+
   it('money to cents, -0 printed as 0', () => {
     const m = computeMetrics(run([999.999], { trades: trades([{ pnl: -0.001 }]) }), candles([0]));
     expect(Object.is(m.net_profit, 0)).toBe(true);
@@ -204,6 +216,12 @@ describe('monthly performance', () => {
       { month: '2024-01', pnl: 100, return: 0.1, trades: 0 },
       { month: '2024-02', pnl: 200, return: 0.181818, trades: 0 },
     ]);
+  });
+
+  it('whatever session the run starts at; a trade closed during the warm-up in an earlier month is not counted', () => {
+    expect(monthlyPerformance(run([1100, 1200]), candles([1, 2]))).toEqual([{ month: '2024-01', pnl: 200, return: 0.2, trades: 0 }]);
+    const r = run([1100], { tradeFrom: 1, trades: trades([{ pnl: 1, exitBar: 0 }, { pnl: 2, exitBar: 1 }]) });
+    expect(monthlyPerformance(r, candles([-1, 0]))).toEqual([{ month: '2024-01', pnl: 100, return: 0.1, trades: 1 }]);
   });
 
   it('a month starting at zero or negative equity has return 0', () => {

@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { FIELDS, MACHINE_VERSION, MAX_RETRIES, STAGES, chatMachine, stageCode, type ChatEvent } from '../../src/chat/machine.js';
+
+// The guided conversation (doc1 "Conversation stages": the stages run in the order listed), driven
+// through XState's public actor API: each stage's move, the retry limit on both sides, hand-offs.
+
+function actor(referredBy?: string) {
+  const a = createActor(chatMachine, { input: { subject: 'web:1', ...(referredBy ? { referredBy } : {}) } });
+  a.start();
+  return a;
+}
+type Actor = ReturnType<typeof actor>;
+const send = (a: Actor, e: Partial<Extract<ChatEvent, { type: 'ANSWER' }>> | ChatEvent) => {
+  a.send(('type' in e ? e : { type: 'ANSWER', ...e }) as ChatEvent);
+  return a.getSnapshot();
+};
+const at = (a: Actor) => a.getSnapshot().value;
+const ctx = (a: Actor) => a.getSnapshot().context;
+
+/** Walks to `collect` with the name question asked. */
+function toCollect(): Actor {
+  const a = actor();
+  send(a, { source: 'search', text: '검색' });
+  send(a, { need: 'rental', text: '렌탈 상담' });
+  send(a, { yes: true });
+  return a;
+}
+
+describe('conversation stages', () => {
+  it('nine stages in the document order, codes from 1; hand-off states are code 0', () => {
+    expect(STAGES).toEqual(['greet', 'need', 'recommend', 'collect', 'received', 'track', 'upsell', 'referral', 'sharing']);
+    STAGES.forEach((s, i) => expect(stageCode(s)).toBe(i + 1));
+    expect(stageCode('handoff')).toBe(0);
+    expect(stageCode('handoffContact')).toBe(0);
+    expect(MACHINE_VERSION).toBe(1);
+    expect(FIELDS).toEqual(['name', 'contact', 'email', 'memo']);
+  });
+
+  it('the whole journey, in order, with the receipt owed at received', () => {
+    const a = actor('REF123');
+    expect(at(a)).toBe('greet');
+    expect(ctx(a)).toEqual({ subject: 'web:1', retries: 0, referredBy: 'REF123' });
+    send(a, { source: 'sns', text: '인스타' });
+    expect(at(a)).toBe('need');
+    expect(ctx(a)).toMatchObject({ source: 'sns', buffer: '인스타', retries: 0 });
+    send(a, { need: 'solution' });
+    expect(at(a)).toBe('recommend');
+    expect(ctx(a)).toMatchObject({ category: 'solution', need: 'solution', upsellCode: 40 });
+    send(a, { yes: false });
+    expect(at(a)).toBe('need');
+    expect(ctx(a).category).toBeUndefined();
+    expect(ctx(a).upsellCode).toBeUndefined();
+    send(a, { need: 'hardware', text: '노트북 필요' });
+    expect(ctx(a)).toMatchObject({ category: 'hardware', need: '노트북 필요', upsellCode: 20, buffer: '노트북 필요' });
+    send(a, { yes: true });
+    expect(at(a)).toBe('collect');
+    expect(ctx(a).field).toBe('name');
+    send(a, { text: ' 홍  길동 ' });
+    expect(ctx(a)).toMatchObject({ name: '홍 길동', field: 'contact' });
+    send(a, { text: '010-1234-5678' });
+    expect(ctx(a)).toMatchObject({ contact: '010-1234-5678', field: 'email' });
+    send(a, { skip: true });
+    expect(ctx(a)).toMatchObject({ email: null, field: 'memo' });
+    expect(at(a)).toBe('collect');
+    send(a, { text: '  오후에 연락 주세요 ' });
+    expect(at(a)).toBe('received');
+    expect(ctx(a)).toMatchObject({ memo: '오후에 연락 주세요', pending: 'receipt', field: undefined });
+    // no move before the receipt is registered
+    send(a, { yes: true });
+    expect(at(a)).toBe('received');
+    expect(ctx(a).error).toBe('yes_or_no');
+    send(a, { type: 'REGISTERED', receiptNo: 'R1', customerId: 7, accessKey: 'k' });
+    expect(ctx(a)).toMatchObject({ receiptNo: 'R1', customerId: 7, accessKey: 'k', pending: undefined });
+    send(a, { type: 'REGISTERED', receiptNo: 'R2', customerId: 8 });
+    expect(ctx(a).receiptNo).toBe('R1');
+    send(a, { yes: true, progress: { status: 'received', label: '접수' } });
+    expect(at(a)).toBe('track');
+    expect(ctx(a)).toMatchObject({ progress: { status: 'received', label: '접수' }, retries: 0, error: undefined });
+    send(a, { refresh: true, progress: { status: 'review', label: '검토' } });
+    expect(at(a)).toBe('track');
+    expect(ctx(a).progress).toEqual({ status: 'review', label: '검토' });
+    send(a, { yes: false });
+    expect(at(a)).toBe('upsell');
+    send(a, { yes: false });
+    expect(at(a)).toBe('referral');
+    expect(ctx(a).upsellAccepted).toBe(false);
+    send(a, { yes: true });
+    expect(at(a)).toBe('sharing');
+    expect(ctx(a).referral).toBe(true);
+    send(a, { text: 'hello' });
+    expect(at(a)).toBe('sharing');
+    expect(ctx(a).error).toBe('restart_only');
+    send(a, { restart: true });
+    expect(at(a)).toBe('greet');
+    expect(ctx(a)).toMatchObject({ subject: 'web:1', retries: 0, receiptNo: undefined, name: undefined, referredBy: undefined });
+  });
+
+  it('a memo is 1 to 500 characters; email and memo may be skipped, name and contact may not', () => {
+    const a = toCollect();
+    send(a, { skip: true });
+    expect(ctx(a)).toMatchObject({ field: 'name', error: 'invalid_field', retries: 1 });
+    send(a, { text: '김철수' });
+    send(a, { skip: true });
+    expect(ctx(a).field).toBe('contact');
+    send(a, { text: '02-123-4567' });
+    send(a, { text: 'not an email' });
+    expect(ctx(a)).toMatchObject({ field: 'email', retries: 1 });
+    send(a, { text: 'A@Example.COM' });
+    expect(ctx(a)).toMatchObject({ email: 'A@example.com', field: 'memo', retries: 0 });
+    send(a, { text: 'x'.repeat(501) });
+    expect(at(a)).toBe('collect');
+    send(a, { text: '   ' });
+    expect(at(a)).toBe('collect');
+    send(a, { text: 'x'.repeat(500) });
+    expect(at(a)).toBe('received');
+    expect(ctx(a).memo).toHaveLength(500);
+    const b = toCollect();
+    send(b, { text: '김철수' });
+    send(b, { text: '010-1234-5678' });
+    send(b, { text: 'a@b.kr' });
+    send(b, { skip: true });
+    expect(at(b)).toBe('received');
+    expect(ctx(b).memo).toBeNull();
+    const c = toCollect();
+    send(c, { text: '김철수' });
+    send(c, { text: '010-1234-5678' });
+    send(c, { text: 'a@b.kr' });
+    send(c, { text: 'x' });
+    expect(ctx(c).memo).toBe('x');
+  });
+
+  it('two failed answers are asked again; the third hands off to a person', () => {
+    expect(MAX_RETRIES).toBe(3);
+    const a = actor();
+    send(a, { text: '???' });
+    expect([at(a), ctx(a).retries, ctx(a).error]).toEqual(['greet', 1, 'unknown_source']);
+    send(a, { text: '???' });
+    expect([at(a), ctx(a).retries]).toEqual(['greet', 2]);
+    send(a, { text: '???' });
+    expect(at(a)).toBe('handoffContact');
+    expect(ctx(a)).toMatchObject({ retries: 0, error: 'too_many_tries', returnTo: 'greet' });
+    // a good answer in between starts the count again
+    const b = actor();
+    send(b, { text: '?' });
+    send(b, { text: '?' });
+    send(b, { source: 'other' });
+    send(b, { text: '?' });
+    send(b, { text: '?' });
+    expect([at(b), ctx(b).retries, ctx(b).error]).toEqual(['need', 2, 'unknown_need']);
+    send(b, { text: '?' });
+    expect(at(b)).toBe('handoffContact');
+  });
+
+  it('the contact question of the hand-off: a phone number owes the callback, a third failure goes back', () => {
+    const a = actor();
+    send(a, { source: 'search' });
+    send(a, { handoff: true, text: '사람 연결' });
+    expect(at(a)).toBe('handoffContact');
+    expect(ctx(a).returnTo).toBe('need');
+    send(a, { text: 'no phone' });
+    expect(ctx(a)).toMatchObject({ retries: 1, error: 'invalid_phone' });
+    send(a, { text: 'no phone' });
+    expect(at(a)).toBe('handoffContact');
+    send(a, { text: 'no phone' });
+    expect(at(a)).toBe('need');
+    expect(ctx(a)).toMatchObject({ returnTo: undefined, retries: 0 });
+
+    const b = actor();
+    send(b, { handoff: true });
+    send(b, { text: '010-9999-8888' });
+    expect(at(b)).toBe('handoff');
+    expect(ctx(b)).toMatchObject({ contact: '010-9999-8888', pending: 'callback' });
+    send(b, { type: 'CALLBACK_REGISTERED', receiptNo: 'C1' });
+    expect(ctx(b)).toMatchObject({ callbackNo: 'C1', pending: undefined });
+    send(b, { text: 'hm' });
+    expect(ctx(b).error).toBe('resume_or_restart');
+    send(b, { resume: true });
+    expect(at(b)).toBe('greet');
+    // a second request after a registered callback only shows it again
+    send(b, { handoff: true });
+    expect(at(b)).toBe('handoff');
+    expect(ctx(b).pending).toBeUndefined();
+    send(b, { restart: true });
+    expect(at(b)).toBe('greet');
+    expect(ctx(b).callbackNo).toBeUndefined();
+
+    const c = actor();
+    send(c, { handoff: true });
+    send(c, { resume: true });
+    expect(at(c)).toBe('greet');
+  });
+
+  it('with a known contact a request for a person owes the callback at once; while collecting only the choice hands off', () => {
+    const a = toCollect();
+    send(a, { text: '김철수' });
+    send(a, { text: '010-1234-5678' });
+    send(a, { handoff: true, text: '전화주세요' });
+    expect(at(a)).toBe('collect');
+    send(a, { handoff: true });
+    expect(at(a)).toBe('handoff');
+    expect(ctx(a)).toMatchObject({ pending: 'callback', returnTo: 'collect' });
+    send(a, { type: 'CALLBACK_REGISTERED', receiptNo: 'C9' });
+    send(a, { resume: true });
+    expect(at(a)).toBe('collect');
+    expect(ctx(a).field).toBe('email');
+    // a callback is only taken when one is owed
+    const b = actor();
+    send(b, { type: 'CALLBACK_REGISTERED', receiptNo: 'X' });
+    expect(ctx(b).callbackNo).toBeUndefined();
+    send(b, { handoff: true });
+    send(b, { type: 'CALLBACK_REGISTERED', receiptNo: 'X' });
+    expect(ctx(b).callbackNo).toBeUndefined();
+  });
+
+  it('recommend, track, upsell and referral take only yes or no', () => {
+    const a = actor();
+    send(a, { source: 'search' });
+    send(a, { need: 'butler' });
+    send(a, { text: 'maybe' });
+    expect([at(a), ctx(a).error]).toEqual(['recommend', 'yes_or_no']);
+    send(a, { yes: true });
+    expect(at(a)).toBe('collect');
+  });
+});

@@ -1,0 +1,239 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../src/errors.js';
+import {
+  BOUNDARY_ACCOUNT,
+  K,
+  LedgerTx,
+  MAX_AMOUNT,
+  SYSTEM_ACCOUNTS,
+  TOKEN_DECIMALS,
+  UNIT,
+  accountJson,
+  availableOf,
+  balanceOf,
+  checkAmount,
+  parseAccount,
+  parseTransfer,
+  transferJson,
+  transferKeys,
+  userAccount,
+  type Account,
+  type Transfer,
+  type TransferInput,
+} from '../../src/payment/ledger.js';
+import type { Json } from '../../src/store/port.js';
+
+// The payment ledger's rules as pure functions over the values one update read (LedgerTx):
+// amounts 1..10^30, ids and account names bounded, no overdraft except at the bank boundary,
+// holds reduce what can be spent, a hold resolves once, a replay with the same fields is the same
+// transfer and with other fields a conflict.
+
+const acct = (id: string, credits = 0n, debits = 0n, debitsPending = 0n): Json =>
+  accountJson({ id, credits_posted: credits, debits_posted: debits, debits_pending: debitsPending, credits_pending: 0n });
+
+function tx(values: Record<string, Json | undefined>, now = 1000): LedgerTx {
+  return new LedgerTx(new Map(Object.entries(values)), now);
+}
+/** A tx that has read the transfer ids and both accounts; `alice` holds `balance`. */
+function world(balance: bigint, ids: string[] = ['t1', 't2', 'r1', 'r2'], extra: Record<string, Json | undefined> = {}): LedgerTx {
+  const values: Record<string, Json | undefined> = { [K.account('alice')]: acct('alice', balance), [K.account('bob')]: undefined, [K.account(BOUNDARY_ACCOUNT)]: undefined, ...extra };
+  for (const id of ids) if (!(K.transfer(id) in values)) values[K.transfer(id)] = undefined;
+  return tx(values);
+}
+const code = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof AppError) return e.code;
+    throw e;
+  }
+  return undefined;
+};
+const pay = (over: Partial<TransferInput> = {}): TransferInput => ({ id: 't1', debit: 'alice', credit: 'bob', amount: 10n, code: 'test', ...over });
+
+describe('ledger figures', () => {
+  it('6 decimals, amounts up to 10^30, the bank is the boundary', () => {
+    expect(TOKEN_DECIMALS).toBe(6);
+    expect(UNIT).toBe(1_000_000n);
+    expect(MAX_AMOUNT).toBe(10n ** 30n);
+    expect(BOUNDARY_ACCOUNT).toBe('bank');
+    expect(SYSTEM_ACCOUNTS).toContain('bank');
+    expect(userAccount('u1', 'wallet')).toBe('u:u1:wallet');
+    expect([K.account('a'), K.transfer('t'), K.log, K.history('a'), K.accounts]).toEqual(['pay:acct:a', 'pay:xfer:t', 'pay:log', 'pay:hist:a', 'pay:accounts']);
+  });
+  it('checkAmount: 0 and 10^30 + 1 refused, 1 and 10^30 accepted', () => {
+    expect(() => checkAmount(0n)).toThrow(AppError);
+    expect(() => checkAmount(-1n)).toThrow(AppError);
+    expect(code(() => checkAmount(MAX_AMOUNT + 1n))).toBe('invalid_amount');
+    expect(() => checkAmount(1n)).not.toThrow();
+    expect(() => checkAmount(MAX_AMOUNT)).not.toThrow();
+  });
+});
+
+describe('records', () => {
+  it('accounts round-trip through JSON; anything unreadable reads as zero', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 31n), max: 10n ** 31n }), fc.bigInt({ min: 0n, max: 10n ** 31n }), fc.bigInt({ min: 0n, max: 10n ** 9n }), fc.bigInt({ min: 0n, max: 10n ** 9n }), (a, b, c, d) => {
+        const x: Account = { id: 'x', credits_posted: a, debits_posted: b, debits_pending: c, credits_pending: d };
+        expect(parseAccount('x', accountJson(x))).toEqual(x);
+        expect(balanceOf(x)).toBe(a - b);
+        expect(availableOf(x)).toBe(a - b - c);
+      }),
+    );
+    const zero = { id: 'z', debits_posted: 0n, credits_posted: 0n, debits_pending: 0n, credits_pending: 0n };
+    expect(parseAccount('z', undefined)).toEqual(zero);
+    expect(parseAccount('z', null)).toEqual(zero);
+    expect(parseAccount('z', ['1'])).toEqual(zero);
+    expect(parseAccount('z', { credits_posted: 5 as unknown as string, debits_posted: '1.5', debits_pending: 'x1', credits_pending: '2x' })).toEqual(zero);
+    expect(parseAccount('z', { credits_posted: '-7' }).credits_posted).toBe(-7n);
+  });
+  it('transfers round-trip through JSON, optional fields only when present', () => {
+    const t: Transfer = { id: 't', debit: 'a', credit: 'b', amount: 12n, code: 'fee', status: 'posted', ts: 5 };
+    expect(transferJson(t)).toEqual({ id: 't', debit: 'a', credit: 'b', amount: '12', code: 'fee', status: 'posted', ts: 5 });
+    expect(parseTransfer(transferJson(t))).toEqual(t);
+    const full: Transfer = { ...t, status: 'post', pending_id: 'p', meta: { k: 1 } };
+    expect(parseTransfer(transferJson(full))).toEqual(full);
+    expect(parseTransfer(undefined)).toBeUndefined();
+    expect(parseTransfer(null)).toBeUndefined();
+    expect(parseTransfer(['t'])).toBeUndefined();
+    expect(parseTransfer({ id: 1 })).toBeUndefined();
+    expect(parseTransfer({ id: 't', pending_id: 3 })).not.toHaveProperty('pending_id');
+  });
+  it('transferKeys: each transfer and both accounts, once', () => {
+    expect(transferKeys([pay(), pay({ id: 't2', debit: 'bob', credit: 'alice' })])).toEqual([K.transfer('t1'), K.account('alice'), K.account('bob'), K.transfer('t2')]);
+    expect(transferKeys([])).toEqual([]);
+  });
+});
+
+describe('transfers', () => {
+  it('ids of 1 to 200 characters, account names of 1 to 160, of A-Z a-z 0-9 _ : . -', () => {
+    const id200 = 'i'.repeat(200);
+    expect(code(() => world(100n, [id200]).transfer(pay({ id: id200 })))).toBeUndefined();
+    expect(code(() => world(100n, ['i'.repeat(201)]).transfer(pay({ id: 'i'.repeat(201) })))).toBe('invalid_transfer_id');
+    expect(code(() => world(100n, ['']).transfer(pay({ id: '' })))).toBe('invalid_transfer_id');
+    expect(code(() => world(100n, ['a b']).transfer(pay({ id: 'a b' })))).toBe('invalid_transfer_id');
+    const a160 = 'a'.repeat(160);
+    expect(code(() => world(100n, ['t1'], { [K.account(a160)]: undefined }).transfer(pay({ credit: a160 })))).toBeUndefined();
+    expect(code(() => world(100n).transfer(pay({ credit: 'a'.repeat(161) })))).toBe('invalid_account');
+    expect(code(() => world(100n).transfer(pay({ debit: 'al ice' })))).toBe('invalid_account');
+    expect(code(() => world(100n).transfer(pay({ credit: '' })))).toBe('invalid_account');
+    expect(code(() => world(100n).transfer(pay({ credit: 'alice' })))).toBe('same_account');
+    expect(code(() => world(100n).transfer(pay({ amount: 0n })))).toBe('invalid_amount');
+  });
+
+  it('no overdraft: the whole balance can be spent, one minor unit more cannot', () => {
+    expect(world(10n).transfer(pay({ amount: 10n })).status).toBe('posted');
+    const e = (() => {
+      try {
+        world(10n).transfer(pay({ amount: 11n }));
+      } catch (err) {
+        return err as AppError;
+      }
+    })();
+    expect(e).toBeInstanceOf(AppError);
+    expect(e!.code).toBe('insufficient_balance');
+    expect(e!.kind).toBe('conflict');
+    expect(e!.details).toEqual({ account: 'alice', shortfall: '1' });
+  });
+
+  it('the bank boundary may go below zero; no other account may', () => {
+    const t = world(0n);
+    t.transfer(pay({ debit: BOUNDARY_ACCOUNT, credit: 'bob', amount: 500n }));
+    expect(balanceOf(t.account(BOUNDARY_ACCOUNT))).toBe(-500n);
+    expect(balanceOf(t.account('bob'))).toBe(500n);
+    expect(code(() => world(0n).transfer(pay({ debit: 'bob', credit: 'alice', amount: 1n })))).toBe('insufficient_balance');
+  });
+
+  it('a hold reduces what can be spent, not the balance; posting moves it, voiding frees it', () => {
+    const t = world(100n);
+    const hold = t.transfer(pay({ id: 't1', amount: 60n, pending: true }));
+    expect(hold.status).toBe('pending');
+    const a = t.account('alice');
+    expect([balanceOf(a), availableOf(a)]).toEqual([100n, 40n]);
+    expect(t.account('bob').credits_pending).toBe(60n);
+    expect(balanceOf(t.account('bob'))).toBe(0n);
+    expect(code(() => t.transfer(pay({ id: 't2', amount: 41n })))).toBe('insufficient_balance');
+    const posted = t.resolve({ id: 'r1', pending_id: 't1', action: 'post' });
+    expect(posted).toMatchObject({ id: 'r1', status: 'post', pending_id: 't1', amount: 60n, debit: 'alice', credit: 'bob', ts: 1000 });
+    expect([balanceOf(t.account('alice')), availableOf(t.account('alice'))]).toEqual([40n, 40n]);
+    expect([balanceOf(t.account('bob')), t.account('bob').credits_pending]).toEqual([60n, 0n]);
+    expect(code(() => t.resolve({ id: 'r2', pending_id: 't1', action: 'void' }))).toBe('pending_resolved');
+
+    const v = world(100n);
+    v.transfer(pay({ id: 't1', amount: 60n, pending: true }));
+    expect(v.resolve({ id: 'r1', pending_id: 't1', action: 'void' }).status).toBe('void');
+    expect([balanceOf(v.account('alice')), availableOf(v.account('alice'))]).toEqual([100n, 100n]);
+    expect(balanceOf(v.account('bob'))).toBe(0n);
+    const again = (() => {
+      try {
+        v.resolve({ id: 'r2', pending_id: 't1', action: 'post' });
+      } catch (e) {
+        return (e as Error).message;
+      }
+    })();
+    expect(again).toBe('pending transfer t1 is already voided');
+  });
+
+  it('resolving something that is not a hold is not found; a bad resolution id is refused', () => {
+    const t = world(100n);
+    t.transfer(pay({ id: 't1' }));
+    expect(code(() => t.resolve({ id: 'r1', pending_id: 't1', action: 'post' }))).toBe('pending_not_found');
+    expect(code(() => t.resolve({ id: 'r1', pending_id: 't2', action: 'post' }))).toBe('pending_not_found');
+    expect(code(() => t.resolve({ id: 'bad id', pending_id: 't2', action: 'post' }))).toBe('invalid_transfer_id');
+  });
+
+  it('a replay with the same fields returns the first transfer and moves nothing; other fields conflict', () => {
+    const first = world(100n);
+    const t = first.transfer(pay({ amount: 30n }));
+    const stored = { [K.transfer('t1')]: transferJson(t) };
+    const again = world(70n, ['t1'], stored);
+    expect(again.transfer(pay({ amount: 30n }))).toEqual(t);
+    expect(again.replayed).toEqual(['t1']);
+    expect(again.changed).toBe(false);
+    expect(again.writes()).toEqual([]);
+    for (const other of [pay({ amount: 31n }), pay({ credit: 'bank' }), pay({ debit: 'bank' }), pay({ code: 'other' }), pay({ amount: 30n, pending: true })]) {
+      expect(code(() => world(70n, ['t1'], stored).transfer(other)), JSON.stringify(other, (_, x) => (typeof x === 'bigint' ? String(x) : x))).toBe('transfer_id_conflict');
+    }
+    // a hold replayed as a hold, also after it was resolved
+    const h = world(100n).transfer(pay({ amount: 5n, pending: true }));
+    for (const status of ['pending', 'pending_posted', 'pending_voided'] as const) {
+      const w = world(100n, ['t1'], { [K.transfer('t1')]: transferJson({ ...h, status }) });
+      expect(w.transfer(pay({ amount: 5n, pending: true })).status).toBe(status);
+      expect(code(() => world(100n, ['t1'], { [K.transfer('t1')]: transferJson({ ...h, status }) }).transfer(pay({ amount: 5n })))).toBe('transfer_id_conflict');
+    }
+    // a resolution replayed with the same pending id and action; another action conflicts
+    const r = { id: 'r1', debit: 'alice', credit: 'bob', amount: 5n, code: 'test', status: 'post' as const, pending_id: 't1', ts: 1 };
+    const rw = world(100n, ['r1'], { [K.transfer('r1')]: transferJson(r) });
+    expect(rw.resolve({ id: 'r1', pending_id: 't1', action: 'post' })).toEqual(r);
+    expect(code(() => world(100n, ['r1'], { [K.transfer('r1')]: transferJson(r) }).resolve({ id: 'r1', pending_id: 't1', action: 'void' }))).toBe('transfer_id_conflict');
+    expect(code(() => world(100n, ['r1', 't9'], { [K.transfer('r1')]: transferJson(r) }).resolve({ id: 'r1', pending_id: 't9', action: 'post' }))).toBe('transfer_id_conflict');
+  });
+
+  it('refuses to touch what the update did not read', () => {
+    expect(() => tx({}).account('alice')).toThrow('ledger: account alice was not read by this update');
+    expect(() => tx({}).existing('t1')).toThrow('ledger: transfer t1 was not read by this update');
+  });
+
+  it('writes: the accounts, the transfer, the log and both histories; a new account is indexed once', () => {
+    const t = world(100n);
+    const x = t.transfer(pay({ amount: 25n, meta: { why: 'test' } }));
+    expect(x).toEqual({ id: 't1', debit: 'alice', credit: 'bob', amount: 25n, code: 'test', status: 'posted', ts: 1000, meta: { why: 'test' } });
+    expect(t.changed).toBe(true);
+    expect(t.writes()).toEqual([
+      { op: 'set', key: K.account('alice'), value: acct('alice', 100n, 25n) },
+      { op: 'set', key: K.account('bob'), value: acct('bob', 25n) },
+      { op: 'index', key: K.accounts, member: 'bob', score: 0 },
+      { op: 'set', key: K.transfer('t1'), value: transferJson(x) },
+      { op: 'index', key: K.log, member: 't1', score: 1000 },
+      { op: 'index', key: K.history('alice'), member: 't1', score: 1000 },
+      { op: 'index', key: K.history('bob'), member: 't1', score: 1000 },
+    ]);
+    const r = world(100n);
+    const hold = r.transfer(pay({ amount: 5n, pending: true }));
+    r.resolve({ id: 'r1', pending_id: 't1', action: 'void' });
+    const w = r.writes();
+    expect(w).toContainEqual({ op: 'set', key: K.transfer('t1'), value: transferJson({ ...hold, status: 'pending_voided' }) });
+    expect(w.filter((x) => x.op === 'index' && x.key === K.log).map((x) => (x as { member: string }).member)).toEqual(['t1', 'r1']);
+  });
+});
