@@ -229,7 +229,11 @@ class TripleSync implements StrategyRun {
   readonly warmup: number;
   private readonly tfs: TimeframeTrend[];
   private aligned = 0;
-  constructor(p: Record<string, number>, barsPerSession: number) {
+  constructor(
+    private readonly p: Record<string, number>,
+    private readonly bps: number,
+  ) {
+    const barsPerSession = bps;
     this.tfs = [1, p.mid!, p.high!].map((m) => new TimeframeTrend(p.fast!, p.slow!, m, barsPerSession));
     this.warmup = tripleWarmup(p, barsPerSession);
   }
@@ -247,9 +251,54 @@ class TripleSync implements StrategyRun {
     if (now === -1) return SHORT;
     return EXIT;
   }
+  /**
+   * Batch (a fresh instance): the three timeframes' EMAs in locals (the EMA class's arithmetic: SMA
+   * seed, then value + alpha x (x - value)); the base timeframe completes on every bar.
+   */
   fill(cs: Candles, from: number, to: number, out: Int8Array): void {
-    const { o, h, l, c, v, session, pos } = cs;
-    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+    const { c: C, pos: P } = cs;
+    const nf = this.p.fast!;
+    const ns = this.p.slow!;
+    const mm = this.p.mid!;
+    const mh = this.p.high!;
+    const last = this.bps - 1;
+    const af = 2 / (nf + 1);
+    const as = 2 / (ns + 1);
+    // per timeframe (a base, b mid, d high): fast/slow count, sum while seeding, value; trend
+    let aFc = 0, aFs = 0, aF = NaN, aSc = 0, aSs = 0, aS = NaN, aT = 0;
+    let bFc = 0, bFs = 0, bF = NaN, bSc = 0, bSs = 0, bS = NaN, bT = 0;
+    let dFc = 0, dFs = 0, dF = NaN, dSc = 0, dSs = 0, dS = NaN, dT = 0, dReady = false;
+    let aligned = 0;
+    for (let i = from; i < to; i++) {
+      const x = C[i]!;
+      const p = P[i]!;
+      // base
+      if (aFc >= nf) aF = aF + af * (x - aF);
+      else if (((aFs += x), ++aFc === nf)) aF = aFs / nf;
+      if (aSc >= ns) aS = aS + as * (x - aS);
+      else if (((aSs += x), ++aSc === ns)) aS = aSs / ns;
+      if (aS === aS) aT = aF > aS ? 1 : aF < aS ? -1 : 0;
+      if ((p + 1) % mm === 0 || p === last) {
+        if (bFc >= nf) bF = bF + af * (x - bF);
+        else if (((bFs += x), ++bFc === nf)) bF = bFs / nf;
+        if (bSc >= ns) bS = bS + as * (x - bS);
+        else if (((bSs += x), ++bSc === ns)) bS = bSs / ns;
+        if (bS === bS) bT = bF > bS ? 1 : bF < bS ? -1 : 0;
+      }
+      if ((p + 1) % mh === 0 || p === last) {
+        if (dFc >= nf) dF = dF + af * (x - dF);
+        else if (((dFs += x), ++dFc === nf)) dF = dFs / nf;
+        if (dSc >= ns) dS = dS + as * (x - dS);
+        else if (((dSs += x), ++dSc === ns)) dS = dSs / ns;
+        if (dS === dS) {
+          dReady = true;
+          dT = dF > dS ? 1 : dF < dS ? -1 : 0;
+        }
+      }
+      const now = dReady && aT === bT && bT === dT ? aT : 0;
+      out[i] = now === aligned ? NONE : now === 1 ? LONG : now === -1 ? SHORT : EXIT;
+      aligned = now;
+    }
   }
 }
 
