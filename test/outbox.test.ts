@@ -19,6 +19,7 @@ import { AUTH_TEST_ENV, bearer, login, TEST_ADMIN_PASSWORD } from './support/aut
 import { call, until } from './support/http.js';
 import { tempDir } from './support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from './support/redis.js';
+import { sleep } from './support/wait.js';
 
 const redis = await redisOrSkip();
 
@@ -89,7 +90,6 @@ afterEach(async () => {
 });
 
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let seq = 0;
 function item(dest: string, amount: number, extra: Record<string, Json> = {}): OutboxItem {

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
+import { mailWrites, type MailMessage } from '../mail/mailer.js';
 import { parseIntakeInput, type IntakeInput } from './input.js';
 
 /**
@@ -173,6 +174,26 @@ export class IntakeService {
   }
 
   /** The record, or 404 subscription_not_found. */
+  /**
+   * The receipt mail again, for the holder of the access key (404 / 403 invalid_key as track()):
+   * the record's resend counter and the queued mail are one atomic write. 409 no_email when the
+   * receipt has no address.
+   */
+  async resendMail(receiptNo: string, key: string, compose: (rec: SubscriptionRecord) => MailMessage): Promise<{ record: SubscriptionRecord; resend: number }> {
+    const seen = await this.track(receiptNo, key);
+    const record = await this.require(String(seen.id));
+    if (!record.email) throw new AppError('conflict', 'no_email', 'this receipt has no e-mail address to send to');
+    const counter = `intake:resend:${record.id}`;
+    const resend = await this.opts.store.update<number>([counter], ([cur]) => {
+      const next = (typeof cur === 'number' ? cur : 0) + 1;
+      return {
+        writes: [{ op: 'set', key: counter, value: next }, ...mailWrites(`intake:${record.id}:resend:${next}`, compose(record), this.opts.clock.now())],
+        result: next,
+      };
+    });
+    return { record, resend };
+  }
+
   async require(id: string): Promise<SubscriptionRecord> {
     const record = await this.get(id);
     if (!record) throw notFound('subscription_not_found', `no subscription ${id}`);

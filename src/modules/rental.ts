@@ -43,7 +43,7 @@ export async function rentalModule(p: Platform, deps: { mailer: Mailer }): Promi
         scanner: config.CLAMD_URL ? new ClamdScanner(config.CLAMD_URL, { timeoutMs: config.CLAMD_TIMEOUT_MS }) : undefined,
         mailer: deps.mailer,
       });
-      registerIntakeMailRoutes(hub, { intake, store, now: () => clock.now() });
+      registerIntakeMailRoutes(hub, { intake });
     },
     start() {
       timer = setInterval(sweep, Math.min(config.BLOB_ORPHAN_GRACE_MS, 600_000));

@@ -121,7 +121,6 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
   }
 
   return {
-    clock: deps.clock,
     postsPerMinute: cfg.PAYMENT_POSTS_PER_MINUTE,
     service,
     lifecycle,

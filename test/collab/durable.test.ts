@@ -4,6 +4,7 @@ import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import { startHubProcess, tempDir } from '../support/process.js';
 import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { waitFor as until } from '../support/wait.js';
 
 function editor(base: string, slug: string, token: string) {
   const doc = new Y.Doc();
@@ -14,14 +15,6 @@ function editor(base: string, slug: string, token: string) {
     params: { access_token: token },
   });
   return { doc, provider, text: doc.getText('content'), close: () => (provider.destroy(), doc.destroy()) };
-}
-
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('live edits are durable before they are fanned out', () => {

@@ -7,6 +7,7 @@ import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { tempDir } from '../support/process.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
+import { waitFor as until } from '../support/wait.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -21,14 +22,6 @@ export function editorClient(base: string, slug: string, name: string, token: st
   });
   provider.awareness.setLocalStateField('user', { name });
   return { doc, provider, text: doc.getText('content'), close: () => (provider.destroy(), doc.destroy()) };
-}
-
-export async function until(cond: () => boolean | Promise<boolean>, ms = 8000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 const synced = (p: WebsocketProvider) => until(() => p.synced, 8000, 'sync');

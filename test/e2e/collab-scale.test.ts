@@ -5,16 +5,9 @@ import * as Y from 'yjs';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { waitFor as until } from '../support/wait.js';
 
 const redis = await redisOrSkip();
-
-async function until(cond: () => boolean | Promise<boolean>, ms = 15_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function mulberry32(seed: number) {
   return () => {

@@ -1,20 +1,13 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Json, Store, UpdatePlan } from '../../src/store/port.js';
+import { sleep, waitFor } from '../support/wait.js';
 
 /**
  * The one contract every Store adapter passes. `open` must return a fresh, empty store that no
  * other call of `open` shares; `cleanup` runs once after the suite.
  */
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-export async function waitFor(cond: () => boolean, timeoutMs = 3000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
+export { sleep, waitFor } from '../support/wait.js';
 
 /** Keys that stress the adapters' key encoding. */
 const ODD_KEYS = ['', 'a:b:c', 'ünïcödé ✓', 'with space', '*?[x]\\', 'nul\u0000byte', 'x'.repeat(300)];
