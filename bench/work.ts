@@ -14,10 +14,10 @@
  *    optimistic retries (a retry = a read key changed by the other process before the commit), and
  *    the check that the ledger is numbered 1..n without gaps or repeats and the totals are exact.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -25,6 +25,7 @@ import { createBus } from '../src/bus.js';
 import { offsetClock } from '../src/clock.js';
 import { RewardService } from '../src/reward/service.js';
 import { openRedisStore } from '../src/store/redis.js';
+import { runWrk, startServer, type Run } from './wrk.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -73,56 +74,6 @@ if (positionals[0] === 'child') {
 
 // ---- 1. HTTP: hub against Fastify -------------------------------------------------------------
 
-interface Run {
-  requests_per_s: number;
-  p50_ms: number;
-  p99_ms: number;
-  requests: number;
-  non_2xx: number;
-  errors: number;
-}
-
-const here = dirname(fileURLToPath(import.meta.url));
-
-function startServer(target: string, members: number): Promise<{ child: ChildProcess; port: number; ids: string[] }> {
-  const child = spawn(process.execPath, [join(here, 'http-server.js'), target, String(members)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    child.stdout!.on('data', (d) => {
-      buf += d;
-      const line = buf.split('\n').slice(0, -1).find((l) => l.startsWith('READY '));
-      if (!line) return;
-      const [, port, ids] = line.match(/^READY (\d+) (.*)$/)!;
-      resolve({ child, port: Number(port), ids: JSON.parse(ids!) });
-    });
-    child.once('exit', (code) => reject(new Error(`${target} server exited with ${code}`)));
-  });
-}
-
-function runWrk(port: number, paths: string[], seconds: number, connections: number): Run {
-  const file = join(mkdtempSync(join(tmpdir(), 'maru-wrk-')), 'paths.lua');
-  writeFileSync(
-    file,
-    `local paths = {${paths.map((p) => JSON.stringify(p)).join(',')}}\nlocal n = #paths\nlocal i = 0\n` +
-      `request = function()\n  i = i + 1\n  return wrk.format("GET", paths[((i - 1) % n) + 1])\nend\n` +
-      `done = function(summary, latency, requests)\n` +
-      `  io.write(string.format("JSON {\\"requests\\":%d,\\"non2xx\\":%d,\\"errors\\":%d,\\"p50\\":%f,\\"p99\\":%f,\\"duration_us\\":%d}\\n",` +
-      ` summary.requests, summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,` +
-      ` latency:percentile(50), latency:percentile(99), summary.duration))\nend\n`,
-  );
-  const out = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', file, `http://127.0.0.1:${port}`], { encoding: 'utf8', maxBuffer: 1 << 24 });
-  const line = out.stdout.split('\n').find((l) => l.startsWith('JSON '));
-  if (!line) throw new Error(`wrk failed: ${out.stderr}\n${out.stdout}`);
-  const r = JSON.parse(line.slice(5));
-  return {
-    requests_per_s: Math.round(r.requests / (r.duration_us / 1e6)),
-    p50_ms: +(r.p50 / 1000).toFixed(3),
-    p99_ms: +(r.p99 / 1000).toFixed(3),
-    requests: r.requests,
-    non_2xx: r.non2xx,
-    errors: r.errors,
-  };
-}
 
 async function httpFigures() {
   if (spawnSync('wrk', ['--version']).error !== undefined) return { skipped: 'wrk is not installed (apt-get install wrk)' };

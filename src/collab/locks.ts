@@ -1,27 +1,13 @@
 import { AppError, notFound } from '../errors.js';
 import type { Json } from '../store/port.js';
-import { DOC_TOPIC, K, LIST_TOPIC, LOCK_MAX_MS, LOCK_TTL_MS, checkSlug, lockedError, type Editor, type Lock, type Parts } from './model.js';
+import { DOC_TOPIC, K, LIST_TOPIC, LOCK_MAX_MS, LOCK_TTL_MS, checkSlug, lockedError, type Editor, type Lock, Part } from './model.js';
 
 /**
  * Edit locks (docs/collab.md "Locks"): held by a signed-in identity for LOCK_TTL_MS, renewed by the
  * holder up to LOCK_MAX_MS after the acquisition, released by the holder or broken by an operator,
  * swept when they expire. Every change is one atomic Store.update, announced on the Bus.
  */
-export class Locks {
-  constructor(private readonly parts: Parts) {}
-
-  private get store() {
-    return this.parts.store;
-  }
-
-  private now(): number {
-    return this.parts.clock.now();
-  }
-
-  private publish(topic: string, msg: Json): void {
-    this.parts.publish(topic, msg);
-  }
-
+export class Locks extends Part {
   view(lock: Lock | undefined, now: number) {
     if (!lock || lock.expires <= now) return { locked: false as const };
     return {

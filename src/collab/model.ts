@@ -148,3 +148,20 @@ export interface Parts {
   clock: Clock;
   publish(topic: string, msg: Json): void;
 }
+
+/** A part of the service (locks, presence) over the shared store, clock and Bus. */
+export abstract class Part {
+  constructor(protected readonly parts: Parts) {}
+
+  protected get store(): Store {
+    return this.parts.store;
+  }
+
+  protected now(): number {
+    return this.parts.clock.now();
+  }
+
+  protected publish(topic: string, msg: Json): void {
+    this.parts.publish(topic, msg);
+  }
+}

@@ -1,27 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Json, Write } from '../store/port.js';
-import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, notYours, type Editor, type Parts, type Peer } from './model.js';
+import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, notYours, type Editor, Part, type Peer } from './model.js';
 
 /**
  * Presence (docs/collab.md "Live channel"): who has a document open, with a colour no one else in
  * the document has while the palette lasts; joined and renewed by a heartbeat, removed on leave or
  * after PRESENCE_TIMEOUT_MS without one.
  */
-export class Presence {
-  constructor(private readonly parts: Parts) {}
-
-  private get store() {
-    return this.parts.store;
-  }
-
-  private now(): number {
-    return this.parts.clock.now();
-  }
-
-  private publish(topic: string, msg: Json): void {
-    this.parts.publish(topic, msg);
-  }
-
+export class Presence extends Part {
   /** Join or heartbeat (every 15 s). The colour is the first palette colour no one else in the document has. */
   async join(slug: string, editor: Editor, id?: string): Promise<{ id: string; color: string; peers: Peer[] }> {
     checkSlug(slug);

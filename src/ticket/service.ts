@@ -200,16 +200,9 @@ export class TicketService {
   private async view(r: ReservationRecord) {
     const qr = await qrImage(r.code);
     return {
-      reservation_id: r.id,
-      code: r.code,
-      show_id: r.show_id,
-      show_name: r.show_name,
-      venue: r.venue,
-      date: r.date,
-      seat: r.seat,
+      ...brief(r),
       amount_paid: r.amount_paid,
       holder: r.holder,
-      status: r.status,
       checked_in_at: r.checkin?.at ?? null,
       checked_in_by: r.checkin ? { scanner: r.checkin.scanner, gate: r.checkin.gate } : null,
       cancelled_at: r.cancelled_at,
