@@ -27,7 +27,7 @@ export default {
   htmlReporter: { fileName: `reports/mutation/${slug}.html` },
   jsonReporter: { fileName: `reports/mutation/${slug}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
-  ignorePatterns: ['dist', 'bench', 'data', 'web', 'docs', 'reports', '.tmp'],
+  ignorePatterns: ['dist', 'bench', 'data', 'web', 'docs', 'reports', '.tmp', '/.stryker-tmp'],
   // one sandbox directory per run, so two runs (different modules) can share the worktree
   tempDirName: `.stryker-tmp/${slug}`,
   cleanTempDir: 'always',

@@ -213,6 +213,68 @@ describe('conversation stages', () => {
     expect(ctx(b).callbackNo).toBeUndefined();
   });
 
+  it('every stage offers the hand-off and the way back to itself', () => {
+    const steps: Partial<Extract<ChatEvent, { type: 'ANSWER' }>>[] = [
+      { source: 'search' },
+      { need: 'rental' },
+      { yes: true },
+      { text: '김철수' },
+      { text: '010-1234-5678' },
+      { skip: true },
+      { skip: true },
+    ];
+    const a = actor();
+    const check = (stage: string) => {
+      expect(at(a)).toBe(stage);
+      send(a, { handoff: true });
+      expect(at(a)).not.toBe(stage);
+      expect(ctx(a).returnTo).toBe(stage);
+      send(a, { resume: true });
+      expect(at(a)).toBe(stage);
+    };
+    check('greet');
+    for (const e of steps.slice(0, 3)) send(a, e);
+    for (const e of steps.slice(3)) send(a, e);
+    // the service registers the owed receipt before the next answer
+    send(a, { type: 'REGISTERED', receiptNo: 'R1', customerId: 1 });
+    check('received');
+    send(a, { yes: true });
+    check('track');
+    send(a, { yes: true });
+    check('upsell');
+    send(a, { yes: true });
+    expect(ctx(a).upsellAccepted).toBe(true);
+    check('referral');
+    send(a, { yes: false });
+    check('sharing');
+    const b = actor();
+    send(b, { source: 'search' });
+    check2(b, 'need');
+    send(b, { need: 'rental' });
+    check2(b, 'recommend');
+    function check2(x: Actor, stage: string) {
+      send(x, { handoff: true });
+      expect(ctx(x).returnTo).toBe(stage);
+      send(x, { resume: true });
+      expect(at(x)).toBe(stage);
+    }
+  });
+
+  it('the third failure at later stages hands off too, with the stage kept', () => {
+    for (const [answers, stage] of [
+      [[{ source: 'search' }, { need: 'rental' }], 'recommend'],
+      [[{ source: 'search' }, { need: 'rental' }, { yes: true }], 'collect'],
+    ] as const) {
+      const a = actor();
+      for (const e of answers) send(a, e);
+      send(a, { text: '' });
+      send(a, { text: '' });
+      expect(at(a)).toBe(stage);
+      send(a, { text: '' });
+      expect(ctx(a)).toMatchObject({ returnTo: stage, error: 'too_many_tries' });
+    }
+  });
+
   it('recommend, track, upsell and referral take only yes or no', () => {
     const a = actor();
     send(a, { source: 'search' });
