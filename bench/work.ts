@@ -2,13 +2,16 @@
  * bench/work: the reward credit (GET /work) in two figures. Prints one JSON object.
  *
  *   npm run build && node dist/bench/work.js [--seconds 8] [--connections 64] [--members 20000]
- *                                            [--credits 6000] [--concurrency 32] [--only http|redis]
+ *                                            [--credits 6000] [--concurrency 32] [--only http|lmdb|redis]
  *
  * 1. HTTP: GET /work on the maru hub (uWS) and on Fastify serving the same handler (the same
  *    RewardService on a fresh LMDB store, the same zod schema, bench/http-server.ts), each server in
  *    its own process, wrk (Debian package, one thread) as the load generator in a third. Every
  *    request credits another member (1 unit), so all are real credits; non_2xx proves it.
- * 2. Redis: `--credits` credits of distinct members on one Redis, first by one process, then split
+ * 2. LMDB in-process: `--credits` credits through the RewardService, 64 in flight, with the CPU
+ *    time the process spent per credit (all its threads: lmdb-js's writer and the disk flush too),
+ *    a figure that a loaded machine disturbs less than throughput.
+ * 3. Redis: `--credits` credits of distinct members on one Redis, first by one process, then split
  *    between two processes crediting at once (each a RewardService on its own connection, as two hub
  *    processes hold them, `--concurrency` in flight each). Reported: credits per second, the store's
  *    optimistic retries (a retry = a read key changed by the other process before the commit), and
@@ -24,7 +27,9 @@ import { Redis } from 'ioredis';
 import { createBus } from '../src/bus.js';
 import { offsetClock } from '../src/clock.js';
 import { RewardService } from '../src/reward/service.js';
-import { openRedisStore } from '../src/store/redis.js';
+import { openLmdbStore } from '../src/store/lmdb.js';
+import type { Store } from '../src/store/port.js';
+import { openRedisStore, type RedisStore } from '../src/store/redis.js';
 import { runWrk, startServer, type Run } from './wrk.js';
 
 const { values, positionals } = parseArgs({
@@ -41,8 +46,8 @@ const { values, positionals } = parseArgs({
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CLOCK_START = Date.parse('2026-11-21T10:00:00+09:00');
 
-async function openService(prefix: string) {
-  const store = await openRedisStore({ url: REDIS_URL, prefix });
+async function openService(prefix: string, lmdbPath?: string) {
+  const store: Store = lmdbPath ? await openLmdbStore({ path: lmdbPath }) : await openRedisStore({ url: REDIS_URL, prefix });
   const bus = createBus(store, `bench-${process.pid}`);
   await bus.start();
   const service = new RewardService({ store, clock: offsetClock(CLOCK_START), bus });
@@ -65,7 +70,7 @@ if (positionals[0] === 'child') {
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
-  const { retries, updates } = store.stats();
+  const { retries, updates } = (store as RedisStore).stats();
   process.stdout.write(`RESULT ${JSON.stringify({ credits: ids.length, seconds, retries, updates })}\n`);
   await bus.close();
   await store.close();
@@ -98,7 +103,39 @@ async function httpFigures() {
   };
 }
 
-// ---- 2. Redis: one process, then two at once --------------------------------------------------
+// ---- 2. LMDB in-process: throughput and CPU per credit ------------------------------------------
+
+async function seed(service: RewardService, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  let zone = '';
+  for (let i = 0; i < n; i += 64) {
+    if (i % 6400 === 0) zone = (await service.culture({ country: 'KR', lang: 'ko', name: `bench ${i / 6400}` })).id;
+    const batch = await Promise.all(Array.from({ length: Math.min(64, n - i) }, (_, j) => service.createMember({ name: `b${i + j}`, zone })));
+    ids.push(...batch.map((m) => m.id));
+  }
+  return ids;
+}
+
+async function lmdbFigures() {
+  const credits = Number(values.credits);
+  const { store, bus, service } = await openService('', join(mkdtempSync(join(tmpdir(), 'maru-bench-work-')), 'store'));
+  const ids = await seed(service, credits);
+  let next = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      for (let i = next++; i < ids.length; i = next++) await service.work({ id: ids[i]!, kc: 1, v: 150 });
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  await bus.close();
+  await store.close();
+  return { credits, in_flight: 64, credits_per_s: Math.round(credits / seconds), cpu_us_per_credit: Math.round((cpu.user + cpu.system) / credits) };
+}
+
+// ---- 3. Redis: one process, then two at once --------------------------------------------------
 
 async function deletePrefix(prefix: string): Promise<void> {
   const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
@@ -127,13 +164,7 @@ async function redisCase(processes: number) {
   const prefix = `bench:work:${process.pid}:${processes}:`;
   try {
     const { store, bus, service } = await openService(prefix);
-    const ids: string[] = [];
-    let zone = '';
-    for (let i = 0; i < credits; i += 64) {
-      if (i % 6400 === 0) zone = (await service.culture({ country: 'KR', lang: 'ko', name: `bench ${i / 6400}` })).id;
-      const batch = await Promise.all(Array.from({ length: Math.min(64, credits - i) }, (_, j) => service.createMember({ name: `b${i + j}`, zone })));
-      ids.push(...batch.map((m) => m.id));
-    }
+    const ids = await seed(service, credits);
     const dir = mkdtempSync(join(tmpdir(), 'maru-bench-work-'));
     const children = Array.from({ length: processes }, (_, p) => {
       const file = join(dir, `ids-${p}.json`);
@@ -186,8 +217,9 @@ const out: Record<string, unknown> = {
   cores: cpus().length,
   loadavg_at_start: loadavg().map((l) => +l.toFixed(2)),
 };
-if (values.only !== 'redis') out.http = await httpFigures();
-if (values.only !== 'http') {
+if (values.only === undefined || values.only === 'http') out.http = await httpFigures();
+if (values.only === undefined || values.only === 'lmdb') out.lmdb = await lmdbFigures();
+if (values.only === undefined || values.only === 'redis') {
   try {
     out.redis = { one_process: await redisCase(1), two_processes: await redisCase(2) };
   } catch (err) {
