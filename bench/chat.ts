@@ -27,6 +27,7 @@ import { IntakeService } from '../src/intake/service.js';
 import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Store } from '../src/store/port.js';
 import { openRedisStore } from '../src/store/redis.js';
+import { dropRedisPrefix } from './redis-prefix.js';
 
 const { values } = parseArgs({
   options: {
@@ -135,18 +136,6 @@ async function run(store: Store) {
     stages_at_end: stage.reduce<Record<string, number>>((m, s) => ((m[s] = (m[s] ?? 0) + 1), m), {}),
     session_bytes: await sessionBytes(store, chat),
   };
-}
-
-async function dropRedisPrefix(url: string, prefix: string) {
-  const { Redis } = await import('ioredis');
-  const c = new Redis(url);
-  let cursor = '0';
-  do {
-    const [n, keys] = await c.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = n;
-    if (keys.length) await c.unlink(...keys);
-  } while (cursor !== '0');
-  c.disconnect();
 }
 
 const lmdb = await openLmdbStore({ path: mkdtempSync(join(tmpdir(), 'maru-bench-chat-')) });

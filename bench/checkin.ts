@@ -28,6 +28,7 @@ import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Store } from '../src/store/port.js';
 import { openRedisStore } from '../src/store/redis.js';
 import { TicketService } from '../src/ticket/service.js';
+import { dropRedisPrefix } from './redis-prefix.js';
 
 const { values } = parseArgs({
   options: {
@@ -197,18 +198,6 @@ async function redisStore(): Promise<Store | { error: string }> {
   } catch (err) {
     return { error: (err as Error).message };
   }
-}
-
-async function dropRedisPrefix(url: string, prefix: string) {
-  const { Redis } = await import('ioredis');
-  const c = new Redis(url);
-  let cursor = '0';
-  do {
-    const [n, keys] = await c.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = n;
-    if (keys.length) await c.unlink(...keys);
-  } while (cursor !== '0');
-  c.disconnect();
 }
 
 const lmdb = await openLmdbStore({ path: mkdtempSync(join(tmpdir(), 'maru-bench-checkin-')) });

@@ -19,8 +19,8 @@ import { mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import { MIN_CHUNK_WORK } from '../src/workers/queue.js';
+import { dropRedisPrefix } from './redis-prefix.js';
 
 const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -109,14 +109,7 @@ async function scenarios(runs: number) {
 }
 
 const { out: results, prefix } = await scenarios(RUNS);
-const client = new Redis(REDIS);
-let cursor = '0';
-do {
-  const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-  cursor = next;
-  if (keys.length) await client.unlink(...keys);
-} while (cursor !== '0');
-client.disconnect();
+await dropRedisPrefix(REDIS, prefix);
 
 const [local, q12, q21] = results as [(typeof results)[0], (typeof results)[0], (typeof results)[0]];
 console.log(

@@ -10,6 +10,7 @@ import { checkLedger } from '../src/payment/check.js';
 import { openLmdbStore } from '../src/store/lmdb.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/port.js';
+import { dropRedisPrefix } from './redis-prefix.js';
 
 const N = Number(process.argv[2] ?? 2000);
 const C = Number(process.argv[3] ?? 16);
@@ -55,15 +56,7 @@ for (const shape of ['hot', 'many'] as const) {
   try {
     const redis = await openRedisStore({ url, prefix });
     results.push({ store: 'redis', ...(await runCase(redis, shape)) });
-    const { Redis } = await import('ioredis');
-    const r = new Redis(url);
-    let cursor = '0';
-    do {
-      const [c, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = c;
-      if (keys.length) await r.del(...keys);
-    } while (cursor !== '0');
-    r.disconnect();
+    await dropRedisPrefix(url, prefix);
     await redis.close();
   } catch (err) {
     results.push({ store: 'redis', shape, skipped: (err as Error).message });

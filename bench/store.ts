@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Json, Store } from '../src/store/port.js';
 import { openRedisStore, type RedisStore } from '../src/store/redis.js';
+import { dropRedisPrefix } from './redis-prefix.js';
 
 const DURATION_MS = Number(process.env.BENCH_MS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -179,20 +180,7 @@ async function benchRedis(url: string, prefix: string): Promise<Record<string, C
   }
 }
 
-async function deletePrefix(url: string, prefix: string): Promise<void> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2000 });
-  client.on('error', () => undefined);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await client.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-}
+const deletePrefix = dropRedisPrefix;
 
 async function redisVersion(url: string): Promise<string | undefined> {
   const client = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2000 });

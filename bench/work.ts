@@ -23,7 +23,6 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { createBus } from '../src/bus.js';
 import { offsetClock } from '../src/clock.js';
 import { RewardService } from '../src/reward/service.js';
@@ -31,6 +30,7 @@ import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Store } from '../src/store/port.js';
 import { openRedisStore, type RedisStore } from '../src/store/redis.js';
 import { runWrk, startServer, type Run } from './wrk.js';
+import { dropRedisPrefix } from './redis-prefix.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -137,19 +137,7 @@ async function lmdbFigures() {
 
 // ---- 3. Redis: one process, then two at once --------------------------------------------------
 
-async function deletePrefix(prefix: string): Promise<void> {
-  const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await client.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-}
+const deletePrefix = (prefix: string) => dropRedisPrefix(REDIS_URL, prefix);
 
 interface ChildResult {
   credits: number;
