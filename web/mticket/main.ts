@@ -138,6 +138,17 @@ async function main(): Promise<void> {
     if (ev.type === 'checkin') renderStatus({ status: 'checked_in', checked_in_at: ev.at });
     if (ev.type === 'cancelled') renderStatus({ status: 'cancelled', checked_in_at: null });
   });
+  // a change made before the subscription was in place (between the load and the socket, or while
+  // the socket was down) is read again each time the socket (re)connects
+  live.onConnection((up) => {
+    document.body.dataset.live = up ? 'on' : 'off';
+    if (up)
+      void getJson<Ticket>(`/api/mticket/${encodeURIComponent(code)}`).then(
+        // a ticket's status only moves on from entry_allowed: an answer older than a live event is dropped
+        (fresh) => fresh.status !== 'entry_allowed' && $('status').dataset.status === 'entry_allowed' && renderStatus(fresh),
+        () => undefined,
+      );
+  });
 }
 
 /** Asks the service worker to keep this ticket (page, data, code image, scripts and styles) for offline use. */
