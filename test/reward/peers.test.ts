@@ -196,12 +196,12 @@ describe('task ledger client over TCP against the stand-in', () => {
   it('times out against a server that accepts but never answers, and fails fast on a dead port', async () => {
     const silentPort = await rawServer(() => undefined);
     const client = new TaskLedgerClient({ url: `tcp://127.0.0.1:${silentPort}`, timeoutMs: 200 });
+    // The server never answers: only the client's own time-out can end this call (a client that
+    // waited for the answer would hang and the test would fail on its own time-out).
     const t0 = Date.now();
     const err = await rejection(client.health());
-    const took = Date.now() - t0;
     expect(err.code).toBe('timeout');
-    expect(took).toBeGreaterThanOrEqual(190);
-    expect(took).toBeLessThan(1500);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
 
     const dead = new TaskLedgerClient({ url: `tcp://127.0.0.1:${await deadPort()}`, timeoutMs: 2000 });
     const err2 = await rejection(dead.health());
@@ -243,12 +243,12 @@ describe('value service client against the stand-in', () => {
     expect(e503.status).toBe(503);
     expect(flaky.state.calls).toBe(0);
 
-    const slow = await startValueStandin({ port: 0, delayMs: 1500 });
+    // The slow peer holds its answer until it closes (after the test): a client that waited for it
+    // instead of timing out would hang and fail.
+    const slow = await startValueStandin({ port: 0, delayMs: 600_000 });
     closers.push(() => slow.close());
-    const t0 = Date.now();
     const timeout = await rejection(new ValueServiceClient({ url: slow.url, timeoutMs: 200 }).inflow({ amount: 5 }, { idempotencyKey: 's-1' }));
     expect(timeout.code).toBe('timeout');
-    expect(Date.now() - t0).toBeLessThan(1200);
     // The slow peer did the work before answering: a retry with the same key must not add twice.
     slow.knobs.delayMs = 0;
     const retry = await new ValueServiceClient({ url: slow.url, timeoutMs: 1000 }).inflow({ amount: 5 }, { idempotencyKey: 's-1' });
