@@ -119,19 +119,19 @@ export function storeContract(
 
     describe('TTL', () => {
       it('a value reads as absent after its TTL', async () => {
-        await store.set('t', 'v', { ttlMs: 150 });
+        await store.set('t', 'v', { ttlMs: 400 });
         await store.set('keep', 'v');
         expect(await store.get('t')).toBe('v');
-        await sleep(300);
+        await waitFor(async () => (await store.get('t')) === undefined, 5000, 'the TTL of t to pass');
         expect(await store.get('t')).toBeUndefined();
         expect(await store.getMany(['t', 'keep'])).toEqual([undefined, 'v']);
         expect(await store.del('t')).toBe(false);
       });
 
       it('ifAbsent treats an expired key as absent', async () => {
-        await store.set('t', 1, { ttlMs: 60 });
+        await store.set('t', 1, { ttlMs: 400 });
         expect(await store.set('t', 2, { ifAbsent: true })).toBe(false);
-        await sleep(200);
+        await waitFor(async () => (await store.get('t')) === undefined, 5000, 'the TTL of t to pass');
         expect(await store.set('t', 3, { ifAbsent: true, ttlMs: 5000 })).toBe(true);
         expect(await store.get('t')).toBe(3);
       });
@@ -267,7 +267,7 @@ export function storeContract(
           writes: [
             { op: 'set', key: 'counter', value: ((c as number) ?? 0) + 1 },
             { op: 'set', key: 'other', value: { note: 'outside' } },
-            { op: 'set', key: 'temp', value: 't', ttlMs: 100 },
+            { op: 'set', key: 'temp', value: 't', ttlMs: 400 },
             { op: 'del', key: 'gone' },
             { op: 'push', key: 'feed', value: 'e1', cap: 3 },
             { op: 'push', key: 'feed', value: 'e2', cap: 3 },
@@ -285,8 +285,7 @@ export function storeContract(
         ]);
         expect(await store.range('feed')).toEqual(['e1', 'e2']);
         expect(await store.indexRange('idx')).toEqual([{ member: 'new', score: 2 }]);
-        await sleep(250);
-        expect(await store.get('temp')).toBeUndefined();
+        await waitFor(async () => (await store.get('temp')) === undefined, 5000, 'the TTL of temp to pass');
       });
 
       it('applies writes in order', async () => {
@@ -314,7 +313,7 @@ export function storeContract(
 
       it('sees an expired key as absent', async () => {
         await store.set('t', 5, { ttlMs: 60 });
-        await sleep(200);
+        await waitFor(async () => (await store.get('t')) === undefined, 5000, 'the TTL of t to pass');
         const seen = await store.update(['t'], (cur) => ({ writes: [], result: cur }));
         expect(seen).toEqual([undefined]);
       });
@@ -347,11 +346,10 @@ export function storeContract(
         expect(await store.update(['count'], ([c]) => ({ writes: [{ op: 'incr', key: 'count', by: -(c as number) }], result: c }))).toBe(60);
         expect(await store.get('count')).toBe(0);
         expect(await store.incr('count', 2)).toBe(2);
-        await store.set('rate', 1, { ttlMs: 150 });
+        await store.set('rate', 1, { ttlMs: 400 });
         await store.update([], () => ({ writes: [{ op: 'incr', key: 'rate', by: 4 }], result: null }));
         expect(await store.get('rate')).toBe(5);
-        await sleep(300);
-        expect(await store.get('rate')).toBeUndefined();
+        await waitFor(async () => (await store.get('rate')) === undefined, 5000, 'the TTL of rate to pass');
       });
 
       it('an incr write on a value that is not an integer fails the update and writes nothing', async () => {
@@ -415,10 +413,9 @@ export function storeContract(
       });
 
       it('keeps the TTL of the counter', async () => {
-        await store.set('rate', 1, { ttlMs: 120 });
+        await store.set('rate', 1, { ttlMs: 400 });
         expect(await store.incr('rate')).toBe(2);
-        await sleep(300);
-        expect(await store.get('rate')).toBeUndefined();
+        await waitFor(async () => (await store.get('rate')) === undefined, 5000, 'the TTL of rate to pass');
         expect(await store.incr('rate')).toBe(1);
       });
     });
