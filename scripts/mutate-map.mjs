@@ -17,6 +17,9 @@ export const MUTATION_MAP = {
   'src/chat/machine.ts': ['test/chat/service.test.ts', 'test/rules/chat-machine.rules.test.ts'],
   'src/payment/ledger.ts': ['test/payment/ledger.property.test.ts', 'test/rules/payment-ledger.rules.test.ts'],
   'src/trading/indicators.ts': ['test/trading/indicators.test.ts', 'test/rules/trading-indicators.rules.test.ts'],
+  // the fixed numbers: presence timeout, Monte Carlo runs, walk-forward windows
+  'src/collab/presence.ts': ['test/rules/limits.rules.test.ts'],
+  'src/trading/rules.ts': ['test/rules/limits.rules.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
