@@ -331,8 +331,10 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const value = await valueStandin();
       const it1 = item('value', 9);
       await enqueue(store, [it1]);
-      // Another process claimed it and died: the record carries its claim and a lease 1.5 s out.
-      const leaseEnd = Date.now() + 1500;
+      // Another process claimed it and died: the record carries its claim and a lease 1.5 s out, on
+      // the outbox's clock, which stands still until the test moves it past the lease.
+      const clock = new ManualClock(Date.parse('2026-11-22T09:00:00Z'));
+      const leaseEnd = clock.now() + 1500;
       await store.update([outboxKey(it1.id)], ([cur]) => ({
         writes: [
           { op: 'set', key: outboxKey(it1.id), value: { ...(cur as Record<string, Json>), attempts: 1, due: leaseEnd, claim: 'dead-process' } },
@@ -340,17 +342,24 @@ for (const kind of [lmdbKind(), redisKind()]) {
         ],
         result: undefined,
       }));
-      const outbox = makeOutbox(store, rewardPeerDeliverers({ VALUE_SERVICE_URL: value.url, TASK_LEDGER_URL: undefined, PEER_TIMEOUT_MS: 1000 }));
+      const outbox = makeOutbox(store, rewardPeerDeliverers({ VALUE_SERVICE_URL: value.url, TASK_LEDGER_URL: undefined, PEER_TIMEOUT_MS: 1000 }), { clock });
       outbox.start();
-      await sleep(300);
+      // 1 ms before the lease ends: a later item due now goes out (the outbox polled and delivered),
+      // the claimed one does not, however long that took
+      clock.advance(1499);
+      const marker = { ...item('value', 10), createdAt: clock.now() };
+      await enqueue(store, [marker]);
       outbox.kick();
-      await sleep(100);
-      expect(value.state.calls).toBe(0);
-      expect((await outbox.pending())[0]).toMatchObject({ id: it1.id, inFlight: true, attempts: 1 });
-      await until('delivery after the lease', () => value.state.byKey.has(it1.id), 5000);
-      expect(Date.now()).toBeGreaterThanOrEqual(leaseEnd);
-      await until('deleted', async () => (await outbox.stats()).pending === 0);
+      await until('the later item delivered', () => value.state.byKey.has(marker.id), 5000);
+      expect(value.state.byKey.has(it1.id)).toBe(false);
       expect(value.state.calls).toBe(1);
+      expect((await outbox.pending())[0]).toMatchObject({ id: it1.id, inFlight: true, attempts: 1 });
+      clock.advance(1);
+      outbox.kick();
+      await until('delivery after the lease', () => value.state.byKey.has(it1.id), 5000);
+      expect(clock.now()).toBeGreaterThanOrEqual(leaseEnd);
+      await until('deleted', async () => (await outbox.stats()).pending === 0);
+      expect(value.state.calls).toBe(2);
     });
 
     it('two Outbox instances sharing the store deliver each item exactly once, never concurrently', async () => {
