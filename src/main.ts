@@ -1,4 +1,4 @@
-import { startMaru } from './app.js';
+import { startMaru, type Maru } from './app.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './log.js';
 
@@ -12,23 +12,30 @@ try {
 }
 const logger = createLogger(config.LOG_LEVEL);
 
+// The handlers are in place before the hub starts: a signal that arrives while the services are
+// still starting (the port may already answer) stops the hub gracefully once it is up.
+let maru: Maru | undefined;
+let signalled = false;
+const stopNow = (m: Maru) =>
+  m.stop().then(
+    () => process.exit(0),
+    (err) => {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    },
+  );
+const shutdown = (signal: string) => {
+  if (signalled) return;
+  signalled = true;
+  logger.info({ signal }, 'shutting down');
+  if (maru) void stopNow(maru);
+};
+process.on('SIGTERM', () => shutdown('SIGTERM'));
+process.on('SIGINT', () => shutdown('SIGINT'));
+
 try {
-  const maru = await startMaru(config, { logger });
-  let signalled = false;
-  const shutdown = (signal: string) => {
-    if (signalled) return;
-    signalled = true;
-    logger.info({ signal }, 'shutting down');
-    maru.stop().then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  maru = await startMaru(config, { logger });
+  if (signalled) void stopNow(maru);
 } catch (err) {
   logger.fatal({ err }, 'maru did not start');
   process.exit(1);
