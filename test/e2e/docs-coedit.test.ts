@@ -113,7 +113,7 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     expect((await post(hub.url, '/api/md/save', { slug: 'locked', content: '# 잠금\n' })).status).toBe(200);
     const a = await openAs('ann', 'locked');
     await a.waitForSelector('#lock-state:has-text("잠금 없음")');
-    expect(await a.isEnabled('#save-btn')).toBe(true);
+    await a.waitForSelector('#save-btn:enabled');
     const lock = await post(hub.url, '/api/md/lock', { slug: 'locked' }, 'carol');
     expect(lock.status).toBe(200);
     await a.waitForSelector('#save-btn:disabled');
