@@ -1,13 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { ABORT, open, type RootDatabase } from 'lmdb';
-import type { IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn } from './port.js';
+import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn } from './port.js';
 import {
   checkCap,
   checkInt,
   checkKey,
   checkScore,
   checkTtl,
+  checkDraw,
+  checkPlan,
   encodeJson,
+  fillWrite,
   prepareWrite as prepare,
 } from './checks.js';
 import { LocalPubSub } from './local-pubsub.js';
@@ -176,14 +179,23 @@ export class LmdbStore implements Store {
     return this.txn((now) => this.t.removeAll(key, now));
   }
 
-  async update<R>(keys: string[], fn: UpdateFn<R>): Promise<R> {
+  update<R>(keys: string[], fn: UpdateFn<R>): Promise<R>;
+  update<R>(keys: string[], fn: UpdateFn<R>, opts: DrawOptions): Promise<Drawing<R>>;
+  async update<R>(keys: string[], fn: UpdateFn<R>, opts?: DrawOptions): Promise<R | Drawing<R>> {
     keys.forEach((k) => checkKey(k));
+    const draw = checkDraw(opts);
     return this.txn((now) => {
-      const plan = fn(keys.map((k) => this.t.readValue(k, now)));
-      if (!plan || !Array.isArray(plan.writes)) throw new TypeError('update fn must return { writes, result }');
-      const prepared = plan.writes.map(prepare);
-      for (const w of prepared) this.t.apply(w, now);
-      return plan.result;
+      const plan = checkPlan(fn(keys.map((k) => this.t.readValue(k, now))));
+      if (draw === undefined) {
+        const prepared = plan.writes.map((w) => prepare(w));
+        for (const w of prepared) this.t.apply(w, now);
+        return plan.result;
+      }
+      // the draws come first, in this transaction: a failing write below takes them back with it
+      const drawing = plan.writes.map((w) => prepare(w, draw.length));
+      const drawn = draw.map((k) => this.t.applyIncr(k, 1, now));
+      for (const w of drawing) this.t.apply(fillWrite(w, drawn), now);
+      return { result: plan.result, drawn };
     });
   }
 

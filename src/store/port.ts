@@ -41,8 +41,8 @@ export type Write =
   | { op: 'del'; key: string }
   /** Append to a capped list; the oldest entries beyond `cap` are dropped. */
   | { op: 'push'; key: string; value: Json; cap: number }
-  /** Add or move a member of an ordered index. */
-  | { op: 'index'; key: string; member: string; score: number }
+  /** Add or move a member of an ordered index (the score may be a drawn number: see DrawOptions). */
+  | { op: 'index'; key: string; member: string; score: number | Drawn }
   | { op: 'unindex'; key: string; member: string }
   /**
    * Add `by` to the integer value at `key` (absent counts as 0; a TTL is kept) without reading it
@@ -54,6 +54,46 @@ export type Write =
 export interface UpdatePlan<R> {
   writes: Write[];
   result: R;
+}
+
+/**
+ * A placeholder for a number drawn by the update (see DrawOptions): `drawn(i)` stands for the number
+ * drawn from the i-th counter of `draw`, `drawn(i, width)` for it written with at least `width`
+ * digits (zero-padded after any sign, as printf's %0*d).
+ */
+export type Drawn = `\u0000#${number}\u0000` | `\u0000#${number}.${number}\u0000`;
+
+export function drawn(i: number, width?: number): Drawn {
+  if (!Number.isSafeInteger(i) || i < 0) throw new RangeError('drawn: the index must be a non-negative integer');
+  if (width === undefined) return `\u0000#${i}\u0000`;
+  if (!Number.isSafeInteger(width) || width < 1 || width > 20) throw new RangeError('drawn: the width must be an integer from 1 to 20');
+  return `\u0000#${i}.${width}\u0000`;
+}
+
+/**
+ * Numbers drawn inside the commit of an update, for numbering in commit order without gaps.
+ *
+ * Each key of `draw` names a counter: when the writes land, its integer value is raised by one
+ * (absent counts as 0; a TTL is kept) and the new value is the number drawn; a key listed twice
+ * draws two consecutive numbers. The counters are not read by the update, so concurrent updates
+ * drawing from one never conflict over it (the Redis adapter retries nothing for it), no two get
+ * the same number, and only an update that commits draws one: the numbers follow the commit order
+ * without gaps. A counter that is not an integer fails the whole update, nothing written.
+ *
+ * The draws happen before the writes, which use the numbers through placeholders (`drawn(i)`):
+ * inside a key, an index member or any string of a value (object keys included) a placeholder is
+ * replaced by the number's digits; a string of a value that is exactly `drawn(i)` (no width)
+ * becomes the number itself, and so does an index score given as a placeholder. A placeholder
+ * naming no counter of `draw` fails the update; in an update without `draw` it is plain text.
+ */
+export interface DrawOptions {
+  draw: string[];
+}
+
+/** What an update with DrawOptions resolves to: fn's result and the numbers drawn, in `draw` order. */
+export interface Drawing<R> {
+  result: R;
+  drawn: number[];
 }
 
 /**
@@ -83,6 +123,8 @@ export interface Store {
    * writes land, and no other writer sees a partial result. Writes may touch keys not in `keys`.
    */
   update<R>(keys: string[], fn: UpdateFn<R>): Promise<R>;
+  /** The same, drawing a number from each counter of `opts.draw` inside the commit (DrawOptions). */
+  update<R>(keys: string[], fn: UpdateFn<R>, opts: DrawOptions): Promise<Drawing<R>>;
 
   /**
    * Atomic counter on the key's value (a missing key counts as 0; a TTL is kept). Returns the new

@@ -1,6 +1,6 @@
 import type { Result } from 'ioredis';
 import type { Write } from './port.js';
-import { prepareWrite } from './checks.js';
+import { prepareWrite, type Piece, type Text } from './checks.js';
 
 /**
  * The Redis adapter's atomic apply: one Lua script that checks the values an update read and
@@ -9,16 +9,28 @@ import { prepareWrite } from './checks.js';
 
 /**
  * KEYS[1..n]: the value keys fn read. ARGV[1] = n; ARGV[1+i] = '0' when key i was absent, or '1'
- * followed by the exact string read. Then the writes, in order, as an opcode and its arguments;
- * the keys each write touches follow the read keys in KEYS, in the same order:
+ * followed by the exact string read.
+ *
+ * Then the draws: ARGV[n+2] = d, and KEYS[n+1..n+d] the counters drawn from, in order. The number
+ * drawn from each is its value + 1 (absent = 0; a counter listed twice gives consecutive numbers).
+ *
+ * Then the placeholders: ARGV[n+3] = the count of arguments that follow for them, as templates,
+ * each: its target (an index into KEYS, or minus an index into ARGV: a key or argument of a write,
+ * sent as ''), the count of its pieces, then the pieces, alternating literal text and a drawn
+ * number as 'index:width' (index from 0, width 0 for none), literal first and last. Each target is
+ * replaced by its filled text before any write runs.
+ *
+ * Then the writes, in order, as an opcode and its arguments; the keys each write touches follow the
+ * draw keys in KEYS, in the same order:
  *   s value px   (1 key; px '' for no TTL)       SET
  *   d            (3 keys: value, list, index)     DEL
  *   p value -cap (1 key)                          RPUSH + LTRIM
  *   z score member (1 key)                        ZADD
  *   u member     (1 key)                          ZREM
  *   i by         (1 key)                          INCRBY (the key is not read: no conflict over it)
- * Returns 1 when applied, 0 when a read key changed (nothing written). Lua does not roll back, so
- * every INCRBY target is checked (an integer or absent) before anything is written.
+ * Returns 0 when a read key changed (nothing written), else an array: 1, then the numbers drawn.
+ * Lua does not roll back, so every draw counter and INCRBY target is checked (an integer or absent)
+ * before anything is written, and the numbers are known before the draws' INCRBY.
  */
 export const APPLY_LUA = `
 local n = tonumber(ARGV[1])
@@ -31,16 +43,55 @@ for i = 1, n do
     return 0
   end
 end
-local last = #ARGV
-local k = n + 1
-local a = n + 2
+local function integer(key)
+  local cur = redis.call('GET', key)
+  if cur == false then return 0 end
+  if not string.match(cur, '^%-?%d+$') then
+    return redis.error_reply('value at ' .. key .. ' is not an integer')
+  end
+  return tonumber(cur)
+end
+local d = tonumber(ARGV[n + 2])
+local drawn = {1}
+local after = {}
+for j = 1, d do
+  local key = KEYS[n + j]
+  local cur = after[key]
+  if cur == nil then
+    cur = integer(key)
+    if type(cur) == 'table' then return cur end
+  end
+  after[key] = cur + 1
+  drawn[j + 1] = cur + 1
+end
+local a = n + 4
+local last = n + 3 + tonumber(ARGV[n + 3])
+while a <= last do
+  local target = tonumber(ARGV[a])
+  local count = tonumber(ARGV[a + 1])
+  local parts = {}
+  for j = 0, count - 1 do
+    local piece = ARGV[a + 2 + j]
+    if j % 2 == 0 then
+      parts[j + 1] = piece
+    else
+      local index, width = string.match(piece, '^(%d+):(%d+)$')
+      local format = '%d'
+      if width ~= '0' then format = '%0' .. width .. 'd' end
+      parts[j + 1] = string.format(format, drawn[tonumber(index) + 2])
+    end
+  end
+  if target > 0 then KEYS[target] = table.concat(parts) else ARGV[-target] = table.concat(parts) end
+  a = a + 2 + count
+end
+local first = a
+last = #ARGV
+local k = n + d + 1
 while a <= last do
   local op = ARGV[a]
   if op == 'i' then
-    local cur = redis.call('GET', KEYS[k])
-    if cur ~= false and not string.match(cur, '^%-?%d+$') then
-      return redis.error_reply('value at ' .. KEYS[k] .. ' is not an integer')
-    end
+    local cur = integer(KEYS[k])
+    if type(cur) == 'table' then return cur end
     k = k + 1
     a = a + 2
   elseif op == 's' or op == 'p' or op == 'z' then
@@ -54,8 +105,11 @@ while a <= last do
     a = a + 2
   end
 end
-k = n + 1
-a = n + 2
+for j = 1, d do
+  redis.call('INCRBY', KEYS[n + j], 1)
+end
+k = n + d + 1
+a = first
 while a <= last do
   local op = ARGV[a]
   if op == 's' then
@@ -91,13 +145,13 @@ while a <= last do
     return redis.error_reply('unknown op ' .. tostring(op))
   end
 end
-return 1
+return drawn
 `;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    /** APPLY_LUA, defined on the connection with defineCommand('maruApply'). */
-    maruApply(numKeys: number, ...args: string[]): Result<number, Context>;
+    /** APPLY_LUA, defined on the connection with defineCommand('maruApply'): numKeys, keys, args. */
+    maruApply(...numKeysKeysArgs: string[]): Result<0 | number[], Context>;
   }
 }
 
@@ -108,21 +162,87 @@ export interface RedisKeys {
   zk(key: string): string;
 }
 
-/** A write as the keys it touches and the script's arguments for it. */
-export function prepareApply(write: Write, k: RedisKeys): { keys: string[]; args: string[] } {
-  const w = prepareWrite(write);
+/** A write as the keys it touches and the script's arguments for it (templates: see APPLY_LUA). */
+export interface ApplyArgs {
+  keys: Text[];
+  args: Text[];
+}
+
+/** A key of the layout for a key that may hold placeholders. */
+const under = (k: RedisKeys, space: keyof RedisKeys, key: Text): Text => {
+  if (typeof key === 'string') return k[space](key);
+  const head = k[space]('');
+  return typeof key[0] === 'string' ? [head + key[0], ...key.slice(1)] : [head, ...key];
+};
+
+const score = (s: number | Piece[]): Text => (typeof s === 'number' ? String(s) : s);
+
+/** `draws`: the number of counters the update draws from (placeholders are split out then). */
+export function prepareApply(write: Write, k: RedisKeys, draws?: number): ApplyArgs {
+  const w = draws === undefined ? prepareWrite(write) : prepareWrite(write, draws);
   switch (w.op) {
     case 'set':
-      return { keys: [k.vk(w.key)], args: ['s', w.json, w.ttlMs === undefined ? '' : String(w.ttlMs)] };
+      return { keys: [under(k, 'vk', w.key)], args: ['s', w.json, w.ttlMs === undefined ? '' : String(w.ttlMs)] };
     case 'del':
-      return { keys: [k.vk(w.key), k.lk(w.key), k.zk(w.key)], args: ['d'] };
+      return { keys: [under(k, 'vk', w.key), under(k, 'lk', w.key), under(k, 'zk', w.key)], args: ['d'] };
     case 'push':
-      return { keys: [k.lk(w.key)], args: ['p', w.json, String(-w.cap)] };
+      return { keys: [under(k, 'lk', w.key)], args: ['p', w.json, String(-w.cap)] };
     case 'index':
-      return { keys: [k.zk(w.key)], args: ['z', String(w.score), w.member] };
+      return { keys: [under(k, 'zk', w.key)], args: ['z', score(w.score), w.member] };
     case 'unindex':
-      return { keys: [k.zk(w.key)], args: ['u', w.member] };
+      return { keys: [under(k, 'zk', w.key)], args: ['u', w.member] };
     case 'incr':
-      return { keys: [k.vk(w.key)], args: ['i', String(w.by)] };
+      return { keys: [under(k, 'vk', w.key)], args: ['i', String(w.by)] };
   }
+}
+
+/**
+ * The script's keys and arguments for one attempt: the read keys and the strings read, the draw
+ * counters, the templates of the placeholders, the writes.
+ */
+export function applyCall(readKeys: string[], raws: (string | null)[], drawKeys: string[], writes: ApplyArgs[]): string[] {
+  const keys: string[] = [...readKeys, ...drawKeys];
+  const args: string[] = [];
+  const templates: { target: number; pieces: Piece[] }[] = [];
+  for (const w of writes) {
+    for (const key of w.keys) {
+      keys.push(typeof key === 'string' ? key : '');
+      if (typeof key !== 'string') templates.push({ target: keys.length, pieces: key });
+    }
+    for (const arg of w.args) {
+      args.push(typeof arg === 'string' ? arg : '');
+      // minus the index among the writes' arguments, made absolute below
+      if (typeof arg !== 'string') templates.push({ target: -args.length, pieces: arg });
+    }
+  }
+  const head = [String(readKeys.length), ...raws.map((r) => (r === null ? '0' : `1${r}`)), String(drawKeys.length)];
+  const section: string[] = [];
+  for (const t of templates) {
+    const pieces = alternate(t.pieces);
+    section.push('', String(pieces.length), ...pieces);
+  }
+  // the writes' arguments start after the head, the section's length and the section
+  const offset = head.length + 1 + section.length;
+  let at = 0;
+  for (const t of templates) {
+    section[at] = String(t.target > 0 ? t.target : -(offset - t.target));
+    at += 2 + Number(section[at + 1]);
+  }
+  return [String(keys.length), ...keys, ...head, String(section.length), ...section, ...args];
+}
+
+/** Pieces as the script reads them: literal text and 'index:width' alternating, literal first and last. */
+function alternate(pieces: Piece[]): string[] {
+  const out: string[] = [];
+  for (const p of pieces) {
+    if (typeof p === 'string') {
+      if (out.length % 2 === 1) out[out.length - 1] += p;
+      else out.push(p);
+    } else {
+      if (out.length % 2 === 0) out.push('');
+      out.push(`${p.draw}:${p.width}`);
+    }
+  }
+  if (out.length % 2 === 0) out.push('');
+  return out;
 }

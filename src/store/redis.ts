@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import type { IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn } from './port.js';
-import { checkCap, checkInt, checkKey, checkScore, checkTtl, encodeJson } from './checks.js';
-import { APPLY_LUA, prepareApply, type RedisKeys } from './redis-apply.js';
+import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn } from './port.js';
+import { checkCap, checkInt, checkDraw, checkKey, checkPlan, checkScore, checkTtl, encodeJson } from './checks.js';
+import { APPLY_LUA, applyCall, prepareApply, type RedisKeys } from './redis-apply.js';
 import { RedisPubSub } from './redis-pubsub.js';
 
 /**
@@ -17,7 +17,8 @@ import { RedisPubSub } from './redis-pubsub.js';
  * writes only if every key still holds exactly the string that was read (or is still absent);
  * otherwise re-read and re-run fn after a short jittered pause. Within one instance, updates sharing
  * a read key are queued locally, so conflicts only arise between processes. An `incr` write is not
- * a read, so counting never conflicts.
+ * a read, so counting never conflicts; nor does drawing a number: the script raises the counter and
+ * fills the number into the keys, members and values of the writes (see redis-apply.ts).
  */
 
 export interface RedisStoreOptions {
@@ -179,26 +180,21 @@ export class RedisStore implements Store, RedisKeys {
     }
   }
 
-  private async runUpdate<R>(keys: string[], fn: UpdateFn<R>): Promise<R> {
+  private async runUpdate<R>(keys: string[], fn: UpdateFn<R>, drawKeys: string[] | undefined): Promise<R | Drawing<R>> {
     const readKeys = keys.map((k) => this.vk(k));
     for (let attempt = 1; ; attempt++) {
       const raws = readKeys.length > 0 ? await this.cmd.mget(...readKeys) : [];
-      const plan = fn(raws.map((r) => parse<Json>(r)));
-      if (!plan || !Array.isArray(plan.writes)) throw new TypeError('update fn must return { writes, result }');
-      const prepared = plan.writes.map((w) => prepareApply(w, this));
-      if (prepared.length === 0) {
+      const plan = checkPlan(fn(raws.map((r) => parse<Json>(r))));
+      const draws = drawKeys?.length;
+      const prepared = plan.writes.map((w) => prepareApply(w, this, draws));
+      if (prepared.length === 0 && !draws) {
         this.counts.updates++;
-        return plan.result;
+        return draws === undefined ? plan.result : { result: plan.result, drawn: [] };
       }
-      const allKeys = [...readKeys];
-      const args = [String(readKeys.length), ...raws.map((r) => (r === null ? '0' : `1${r}`))];
-      for (const p of prepared) {
-        allKeys.push(...p.keys);
-        args.push(...p.args);
-      }
-      if ((await this.cmd.maruApply(allKeys.length, ...allKeys, ...args)) === 1) {
+      const applied = await this.cmd.maruApply(...applyCall(readKeys, raws, drawKeys ?? [], prepared));
+      if (applied !== 0) {
         this.counts.updates++;
-        return plan.result;
+        return draws === undefined ? plan.result : { result: plan.result, drawn: applied.slice(1) };
       }
       if (attempt >= this.maxAttempts) {
         throw new Error(`update gave up after ${attempt} attempts: keys kept changing (${keys.join(', ')})`);
@@ -236,10 +232,13 @@ export class RedisStore implements Store, RedisKeys {
     return this.op(async () => (await this.cmd.del(this.vk(key), this.lk(key), this.zk(key))) > 0);
   }
 
-  update<R>(keys: string[], fn: UpdateFn<R>): Promise<R> {
+  update<R>(keys: string[], fn: UpdateFn<R>): Promise<R>;
+  update<R>(keys: string[], fn: UpdateFn<R>, opts: DrawOptions): Promise<Drawing<R>>;
+  update<R>(keys: string[], fn: UpdateFn<R>, opts?: DrawOptions): Promise<R | Drawing<R>> {
     return this.op(async () => {
       keys.forEach((k) => checkKey(k));
-      return this.withKeys(keys, () => this.runUpdate(keys, fn));
+      const draw = checkDraw(opts)?.map((k) => this.vk(k));
+      return this.withKeys(keys, () => this.runUpdate(keys, fn, draw));
     });
   }
 

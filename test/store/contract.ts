@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Json, Store, UpdatePlan } from '../../src/store/port.js';
+import { drawn, type Json, type Store, type UpdatePlan } from '../../src/store/port.js';
 import { sleep, waitFor } from '../support/wait.js';
 
 /**
@@ -379,6 +379,109 @@ export function storeContract(
         expect(await store.get('k')).toBeUndefined();
         expect(await store.length('k')).toBe(0);
         expect(await store.indexCount('k')).toBe(0);
+      });
+    });
+
+    describe('numbers drawn in the commit', () => {
+      it('draws from counters (absent is 0) and fills the numbers into keys, members, scores and values', async () => {
+        await store.set('eco', 41);
+        const got = await store.update(
+          [],
+          () => ({
+            writes: [
+              {
+                op: 'set',
+                key: `entry:${drawn(0)}`,
+                value: { seq: drawn(0), eco: drawn(1), label: `n°${drawn(1, 4)} of "${drawn(0)}"\\`, [`k${drawn(0)}`]: [drawn(0, 3)] },
+              },
+              { op: 'index', key: 'idx', member: drawn(0, 6), score: drawn(1) },
+              { op: 'push', key: `list:${drawn(1)}`, value: drawn(1), cap: 10 },
+              { op: 'incr', key: `count:${drawn(0)}`, by: 5 },
+            ],
+            result: 'done',
+          }),
+          { draw: ['seq', 'eco'] },
+        );
+        expect(got).toEqual({ result: 'done', drawn: [1, 42] });
+        expect(await store.get('entry:1')).toEqual({ seq: 1, eco: 42, label: 'n°0042 of "1"\\', k1: ['001'] });
+        expect(await store.indexRange('idx')).toEqual([{ member: '000001', score: 42 }]);
+        expect(await store.range('list:42')).toEqual([42]);
+        expect(await store.getMany(['seq', 'eco', 'count:1'])).toEqual([1, 42, 5]);
+        // text that only looks like a placeholder once JSON-escaped stays as it is
+        const lookalike = '\\u0000#0\\u0000';
+        await store.update([], () => ({ writes: [{ op: 'set', key: 'look', value: [lookalike, drawn(0)] }], result: null }), { draw: ['seq'] });
+        expect(await store.get('look')).toEqual([lookalike, 2]);
+      });
+
+      it('concurrent updates draw 1..n in commit order without gaps or repeats; a failing one draws nothing', async () => {
+        await store.set('word', 'abc');
+        const add = (i: number) =>
+          store.update(
+            [`own:${i % 5}`],
+            ([own]) => {
+              if (i % 9 === 4) throw new Error('refused');
+              return {
+                writes: [
+                  { op: 'set', key: `own:${i % 5}`, value: ((own as number | undefined) ?? 0) + 1 },
+                  { op: 'set', key: `item:${drawn(0)}`, value: { i, n: drawn(0) } },
+                  // fails in the commit, after the draw: it must take the draw back
+                  ...(i % 9 === 7 ? [{ op: 'incr' as const, key: 'word', by: 1 }] : []),
+                ],
+                result: i,
+              };
+            },
+            { draw: ['n'] },
+          );
+        const settled = await Promise.allSettled(Array.from({ length: 54 }, (_, i) => add(i)));
+        const done = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+        expect(settled.filter((r) => r.status === 'rejected')).toHaveLength(12);
+        const numbers = done.map((d) => d.drawn[0]!);
+        expect([...numbers].sort((a, b) => a - b)).toEqual(Array.from({ length: 42 }, (_, i) => i + 1));
+        expect(await store.get('n')).toBe(42);
+        const items = await store.getMany<{ i: number; n: number }>(numbers.map((n) => `item:${n}`));
+        expect(items).toEqual(done.map((d) => ({ i: d.result, n: d.drawn[0] })));
+        expect(await store.get('item:43')).toBeUndefined();
+      });
+
+      it('a counter listed twice draws two numbers; draws come before the writes; a TTL is kept', async () => {
+        await store.set('c', 7, { ttlMs: 400 });
+        const got = await store.update(
+          [],
+          () => ({
+            writes: [
+              { op: 'incr', key: 'c', by: 10 },
+              { op: 'set', key: 'pair', value: [drawn(0), drawn(1), drawn(2)] },
+            ],
+            result: null,
+          }),
+          { draw: ['c', 'd', 'c'] },
+        );
+        expect(got.drawn).toEqual([8, 1, 9]);
+        expect(await store.getMany(['c', 'pair'])).toEqual([19, [8, 1, 9]]);
+        // an update without writes still draws
+        expect(await store.update([], () => ({ writes: [], result: null }), { draw: ['d'] })).toEqual({ result: null, drawn: [2] });
+        expect(await store.update([], () => ({ writes: [], result: null }), { draw: [] })).toEqual({ result: null, drawn: [] });
+        await waitFor(async () => (await store.get('c')) === undefined, 5000, 'the TTL of c to pass');
+      });
+
+      it('a counter that is not an integer, or a placeholder naming no draw, fails the update and writes nothing', async () => {
+        await store.set('word', 'abc');
+        await store.set('half', 0.5);
+        for (const counter of ['word', 'half']) {
+          await expect(
+            store.update([], () => ({ writes: [{ op: 'set', key: 'before', value: drawn(0) }], result: null }), { draw: ['n', counter] }),
+          ).rejects.toThrow(/not an integer/);
+        }
+        await expect(
+          store.update([], () => ({ writes: [{ op: 'set', key: `x:${drawn(1)}`, value: 1 }], result: null }), { draw: ['n'] }),
+        ).rejects.toThrow(/drawn\(1\)/);
+        await expect(
+          store.update([], () => ({ writes: [{ op: 'index', key: 'z', member: 'm', score: `1${drawn(0)}` as never }], result: null }), { draw: ['n'] }),
+        ).rejects.toThrow(/score/);
+        expect(await store.getMany(['before', 'n', 'word', 'half'])).toEqual([undefined, undefined, 'abc', 0.5]);
+        // without draw, a placeholder is plain text
+        await store.update([], () => ({ writes: [{ op: 'set', key: `p${drawn(0)}`, value: drawn(0) }], result: null }));
+        expect(await store.get(`p${drawn(0)}`)).toBe(drawn(0));
       });
     });
 

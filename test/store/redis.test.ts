@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { openRedisStore } from '../../src/store/redis.js';
 import { openStore } from '../../src/store/open.js';
-import type { Json, Store } from '../../src/store/port.js';
+import { drawn, type Json, type Store } from '../../src/store/port.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 import { sleep, storeContract, waitFor } from './contract.js';
 
@@ -108,6 +108,25 @@ describe.runIf(redis.available)('Redis', () => {
       await s.close();
     });
 
+    it('an update that draws and has to retry draws its number once, in the attempt that commits', async () => {
+      const s = await openRedisStore({ url: redis.url, prefix: freshPrefix('draw-retry') });
+      await s.set('x', 1);
+      let calls = 0;
+      const got = await s.update(
+        ['x'],
+        ([x]) => {
+          // queued on the same connection ahead of the apply script, so the script sees it
+          if (++calls === 1) void s.set('x', 99);
+          return { writes: [{ op: 'set', key: `e:${drawn(0)}`, value: x as number }], result: x };
+        },
+        { draw: ['n'] },
+      );
+      expect(got).toEqual({ result: 99, drawn: [1] });
+      expect(await s.getMany(['n', 'e:1', 'e:2'])).toEqual([1, 99, undefined]);
+      expect(s.stats().retries).toBe(1);
+      await s.close();
+    });
+
     it('two instances counting with incr writes never retry; reading the counter does', async () => {
       const prefix = freshPrefix('count');
       const [a, b] = [await openRedisStore({ url: redis.url, prefix }), await openRedisStore({ url: redis.url, prefix })];
@@ -128,6 +147,38 @@ describe.runIf(redis.available)('Redis', () => {
       await Promise.all(Array.from({ length: 200 }, (_, i) => rmw(i % 2 ? a : b)));
       expect(await a.get('total')).toBe(400);
       expect(a.stats().retries + b.stats().retries).toBeGreaterThan(0);
+      await a.close();
+      await b.close();
+    });
+
+    it('two instances numbering with drawn numbers never retry and number 1..n without gaps or repeats', async () => {
+      const prefix = freshPrefix('draw');
+      const [a, b] = [await openRedisStore({ url: redis.url, prefix }), await openRedisStore({ url: redis.url, prefix })];
+      const entry = (s: typeof a, i: number) =>
+        s.update(
+          [`own:${i}`],
+          ([own]) => ({
+            writes: [
+              { op: 'set', key: `own:${i}`, value: ((own as number | undefined) ?? 0) + 1 },
+              { op: 'set', key: `entry:${drawn(0)}`, value: { seq: drawn(0), i } },
+              { op: 'index', key: 'entries', member: drawn(0, 12), score: drawn(0) },
+              { op: 'incr', key: 'sum', by: i },
+            ],
+            result: null,
+          }),
+          { draw: ['seq'] },
+        );
+      const seqs = (await Promise.all(Array.from({ length: 200 }, (_, i) => entry(i % 2 ? a : b, i)))).map((d) => d.drawn[0]!);
+      expect([...seqs].sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+      expect(a.stats().retries + b.stats().retries).toBe(0);
+      expect(a.stats().updates + b.stats().updates).toBe(200);
+      expect(await a.getMany(['seq', 'sum'])).toEqual([200, (199 * 200) / 2]);
+      const entries = await b.getMany<{ seq: number; i: number }>(seqs.map((n) => `entry:${n}`));
+      expect(entries.map((e) => e?.seq)).toEqual(seqs);
+      expect(entries.map((e) => e?.i)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+      const index = await a.indexRange('entries');
+      expect(index.map((e) => e.score)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+      expect(index[0]!.member).toBe('000000000001');
       await a.close();
       await b.close();
     });
