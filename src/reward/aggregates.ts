@@ -4,8 +4,9 @@ import { STAGES, type Split, type StageCode } from './plan.js';
 
 /**
  * The aggregates of the reward plan (ledger totals, ecosystem totals, reserve pool) read from their
- * counters (keys.ts `K.n`), and the one-time upgrade of a store written with the earlier layout
- * (three shared records read and rewritten by every movement).
+ * counters (keys.ts `K.n`), and the one-time upgrades of a store written with an earlier layout
+ * (three shared records read and rewritten by every movement; the ledger numbered without its own
+ * `entries` counter).
  */
 
 /** A counter's stored value: an integer, absent = 0. */
@@ -81,13 +82,20 @@ const num = (o: Json | undefined, field: string): number => {
   return typeof v === 'number' && Number.isSafeInteger(v) ? v : 0;
 };
 
+/** Both upgrades, in order; a store that needs neither is left alone. Returns whether one ran. */
+export async function upgradeLayout(store: Store): Promise<boolean> {
+  const moved = await moveLegacyRecords(store);
+  const numbered = await countLedgerEntries(store);
+  return moved || numbered;
+}
+
 /**
  * A store written before the counters holds `reward:totals`, `reward:eco` and `reward:reserve`
  * records (and two indexes the dense sequence numbers make unnecessary). This moves their figures
  * into the counters, in one atomic update, and deletes them; a store without them is left alone.
  * Safe to run by several processes at once: the update reads the old records, so only one moves them.
  */
-export async function upgradeLayout(store: Store): Promise<boolean> {
+async function moveLegacyRecords(store: Store): Promise<boolean> {
   const L = K.legacy;
   if ((await store.getMany([L.totals, L.eco, L.reserve])).every((v) => v === undefined)) return false;
   return store.update([L.totals, L.eco, L.reserve], ([t, e, r]) => {
@@ -115,5 +123,22 @@ export async function upgradeLayout(store: Store): Promise<boolean> {
       { op: 'del', key: L.ecoIndex },
     ];
     return { writes, result: true };
+  });
+}
+
+/**
+ * The movements draw their ledger seq from `K.n.entries`; a store written before that counter was
+ * numbered by credits + exchanges, which the counter starts from. Safe to run by several processes
+ * at once: the update reads the counter, so it is set once, before any movement of this version
+ * (each runs the upgrade first) draws from it.
+ */
+async function countLedgerEntries(store: Store): Promise<boolean> {
+  const keys = [K.n.entries, K.n.credits, K.n.exchanges];
+  const [entries, credits, exchanges] = await store.getMany(keys);
+  if (entries !== undefined || counterValue(credits) + counterValue(exchanges) === 0) return false;
+  return store.update(keys, ([e, c, x]) => {
+    const last = counterValue(c) + counterValue(x);
+    if (e !== undefined || last === 0) return { writes: [], result: false };
+    return { writes: [{ op: 'set', key: K.n.entries, value: last }], result: true };
   });
 }

@@ -1,3 +1,5 @@
+import type { Drawn } from '../store/port.js';
+
 /**
  * Store keys of the reward plan. One place, so the layout is easy to read and to migrate.
  * Amount fields of every stored record are integer hundredths.
@@ -24,13 +26,16 @@ export const K = {
   /** Index of a member's session months, score = yyyymm. */
   sessionMonths: (id: string) => `${P}session-months:${id}`,
 
-  /** One reward ledger entry, by its sequence number (1, 2, 3, ... in commit order, no gaps). */
-  entry: (seq: number) => `${P}ledger:entry:${seq}`,
+  /**
+   * One reward ledger entry, by its sequence number (1, 2, 3, ... in commit order, no gaps; a
+   * movement writes it under the placeholder of the seq it draws in its commit).
+   */
+  entry: (seq: number | Drawn) => `${P}ledger:entry:${seq}`,
   /** A member's ledger entries (member = seq, score = seq). */
   memberLedger: (id: string) => `${P}ledger:member:${id}`,
 
   /** One ecosystem entry, by its ecosystem sequence number (one per credit, no gaps). */
-  ecoEntry: (seq: number) => `${P}eco:entry:${seq}`,
+  ecoEntry: (seq: number | Drawn) => `${P}eco:entry:${seq}`,
   /** Sync cursor of the value service payload: { seq, at }. */
   ecoCursor: `${P}eco:cursor`,
 
@@ -42,10 +47,13 @@ export const K = {
    * the movement's own update: no shared record is read and rewritten. Figures that always move
    * together are kept once: the RU earned is also the ecosystem total and the reserve balance
    * (each credit adds the same amount to all three); the RU burned is also the CU minted and the
-   * CU of the reserve lots (1:1); the credits are the ecosystem entries, the exchanges the lots;
-   * credits + exchanges is the last ledger seq.
+   * CU of the reserve lots (1:1); the credits are the ecosystem entries, the exchanges the lots.
+   * Two of them number the ledgers and are drawn from inside the movement's commit (store.update
+   * with `draw`), never read by it: `entries` (the last reward ledger seq, = credits + exchanges)
+   * and `credits` (the last ecosystem seq).
    */
   n: {
+    entries: `${P}n:entries`,
     credits: `${P}n:credits`,
     exchanges: `${P}n:exchanges`,
     units: `${P}n:units`,
@@ -68,4 +76,4 @@ export const K = {
 } as const;
 
 /** Index members are strings; sequence numbers are written zero-padded so byte order = number order. */
-export const seqMember = (seq: number): string => String(seq).padStart(12, '0');
+export const SEQ_WIDTH = 12;

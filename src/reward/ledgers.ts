@@ -11,8 +11,8 @@ import { ecoEntryWire, entryWire, iso, splitWire, type EcoCursor, type MemberRec
 /**
  * Reading the ledgers and pools (reward ledger, ecosystem ledger and its sync payload, reserve
  * pool). Their movements are written by movements.ts, inside the balance change's own update.
- * Both ledgers are numbered 1, 2, 3, ... in commit order without gaps (the numbers come from the
- * counters read inside each movement's update), so a page of either is a range of numbers.
+ * Both ledgers are numbered 1, 2, 3, ... in commit order without gaps (each movement draws its
+ * numbers from the counters inside its commit), so a page of either is a range of numbers.
  */
 
 /** Sequence numbers from `top` down, at most `limit` of them, none below 1. */

@@ -1,7 +1,7 @@
 import { conflict, notFound } from '../errors.js';
 import { outboxWrites } from '../outbox.js';
-import type { Json, UpdatePlan, Write } from '../store/port.js';
-import { K, seqMember } from './keys.js';
+import { drawn, type Drawn, type Json, type UpdatePlan, type Write } from '../store/port.js';
+import { K, SEQ_WIDTH } from './keys.js';
 import {
   UNITS_PER_DAY,
   UNITS_PER_WORK_MONTH,
@@ -16,8 +16,7 @@ import {
   type Split,
   type Stage,
 } from './plan.js';
-import { counterValue } from './aggregates.js';
-import { ecoEntryCodec, ledgerEntryCodec, memberCodec, sessionCodec } from './codecs.js';
+import { memberCodec, sessionCodec } from './codecs.js';
 import {
   iso,
   splitWire,
@@ -34,10 +33,22 @@ import {
  * totals, peer deliveries), to be applied in one atomic store.update. Synchronous and free of side
  * effects, as the Store port requires; refusals are thrown AppErrors (nothing is written then).
  *
- * A movement reads the member's own records and the two counters that number the ledger (credits
- * and exchanges: the next seq is their sum + 1); every aggregate is added to by an `incr` write,
- * never read and rewritten.
+ * A movement reads the member's own records only. Its ledger seq (and a credit's ecosystem seq) is
+ * drawn inside the commit from the counters that number the ledgers (store.update with `draw`:
+ * creditDraws, exchangeDraws), so the entries are numbered in commit order without gaps and no
+ * shared counter is read; the writes hold the placeholders SEQ and ECO_SEQ for those numbers, and
+ * every aggregate is added to by an `incr` write, never read and rewritten.
  */
+
+/** The ledger seq of the movement, drawn in its commit from K.n.entries (draw index 0). */
+const SEQ = drawn(0);
+/** A credit's ecosystem seq, drawn in its commit from K.n.credits (draw index 1). */
+const ECO_SEQ = drawn(1);
+/** The seq as an index member (keys.ts SEQ_WIDTH: zero-padded, so byte order = number order). */
+const SEQ_MEMBER = drawn(0, SEQ_WIDTH);
+
+/** A record to store whose sequence number fields `F` still hold placeholders of drawn numbers. */
+type Drafted<T, F extends keyof T> = { [P in keyof T]: P extends F ? Drawn : T[P] };
 
 export interface CreditInput {
   id: string;
@@ -52,26 +63,24 @@ export interface CreditInput {
   creditId: string;
 }
 
-export const creditKeys = (id: string, month: string): string[] => [
-  K.member(id),
-  K.session(id, month),
-  K.n.credits,
-  K.n.exchanges,
-];
+export const creditKeys = (id: string, month: string): string[] => [K.member(id), K.session(id, month)];
 
-export interface CreditResult {
+/** A credit draws its ledger seq, then its ecosystem seq (the number of credits). */
+export const creditDraws = (): string[] => [K.n.entries, K.n.credits];
+
+/** What a credit's update returns; its ledger seq is the first number drawn. */
+export interface CreditOutcome {
   amount: number;
   before: Grade;
   after: Grade;
   kc: number;
   ru: number;
-  seq: number;
   unitsToday: number;
   unitsMonth: number;
 }
 
-export function planCredit(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditResult> {
-  const [m, s, credits, exchanges] = current;
+export function planCredit(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditOutcome> {
+  const [m, s] = current;
   const { id, kc, v, now, today, month, stage, creditId } = c;
   const member = memberCodec.decode(m);
   if (!member) throw notFound('member_not_found', `no member ${id}`);
@@ -93,7 +102,6 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
       limit: UNITS_PER_WORK_MONTH,
     });
   }
-  const credited = counterValue(credits);
   // The grade before the credit prices it; the grade after is new_grade.
   const before = gradeFor(scoreOf(member.kc, member.excess));
   const amount = earned(kc, before.pct, v, stage.pct);
@@ -113,9 +121,8 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
     units: session.units + kc,
     days: { ...session.days, [today]: unitsToday + kc },
   };
-  const seq = credited + counterValue(exchanges) + 1;
-  const entry: CreditEntry = {
-    seq,
+  const entry: Drafted<CreditEntry, 'seq'> = {
+    seq: SEQ,
     id: creditId,
     at: now,
     member: id,
@@ -135,8 +142,7 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
     reserve_share: amount,
   };
   const parts = splitAmount(amount, c.split);
-  const ecoSeq = credited + 1;
-  const ecoEntry: EcoEntry = { seq: ecoSeq, id: creditId, ledger_seq: seq, member: id, at: now, amount, categories: parts };
+  const ecoEntry: Drafted<EcoEntry, 'seq' | 'ledger_seq'> = { seq: ECO_SEQ, id: creditId, ledger_seq: SEQ, member: id, at: now, amount, categories: parts };
   const at = iso(now);
   const writes: Write[] = [
     { op: 'set', key: K.member(id), value: memberCodec.encode(nextMember) },
@@ -145,11 +151,11 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
     ...(s === undefined
       ? [{ op: 'index', key: K.sessionMonths(id), member: month, score: Number(month.replace('-', '')) } as const]
       : []),
-    { op: 'set', key: K.entry(seq), value: ledgerEntryCodec.encode(entry) },
-    { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
-    { op: 'set', key: K.ecoEntry(ecoSeq), value: ecoEntryCodec.encode(ecoEntry) },
-    // the aggregates: RU earned is also the ecosystem total and the reserve balance (keys.ts)
-    { op: 'incr', key: K.n.credits, by: 1 },
+    { op: 'set', key: K.entry(SEQ), value: entry },
+    { op: 'index', key: K.memberLedger(id), member: SEQ_MEMBER, score: SEQ },
+    { op: 'set', key: K.ecoEntry(ECO_SEQ), value: ecoEntry },
+    // the aggregates (the credits counter is drawn from): RU earned is also the ecosystem total and
+    // the reserve balance (keys.ts)
     { op: 'incr', key: K.n.units, by: kc },
     { op: 'incr', key: K.n.ruEarned, by: amount },
     { op: 'incr', key: K.n.ecoService, by: parts.service },
@@ -177,7 +183,6 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
       after,
       kc: kcAfter,
       ru: nextMember.ru,
-      seq,
       unitsToday: unitsToday + kc,
       unitsMonth: nextSession.units,
     },
@@ -185,7 +190,7 @@ export function planCredit(c: CreditInput, current: (Json | undefined)[]): Updat
 }
 
 /** The /work answer (the document's fields first) and the `work` event of a credit. */
-export function creditWire(id: string, creditId: string, stage: Stage, r: CreditResult) {
+export function creditWire(id: string, creditId: string, stage: Stage, r: CreditOutcome, seq: number) {
   const ru = toWire(r.amount);
   const result = {
     id,
@@ -205,7 +210,7 @@ export function creditWire(id: string, creditId: string, stage: Stage, r: Credit
     units_today: r.unitsToday,
     units_month: r.unitsMonth,
     credit_id: creditId,
-    seq: r.seq,
+    seq,
   };
   const event = {
     type: 'work',
@@ -232,16 +237,19 @@ export interface ExchangeInput {
   exchangeId: string;
 }
 
-export const exchangeKeys = (id: string): string[] => [K.member(id), K.n.credits, K.n.exchanges];
+export const exchangeKeys = (id: string): string[] => [K.member(id)];
 
-export interface ExchangeResult {
+/** An exchange draws its ledger seq. */
+export const exchangeDraws = (): string[] => [K.n.entries];
+
+/** What an exchange's update returns; its ledger seq is the number drawn. */
+export interface ExchangeOutcome {
   maturityValue: number;
   member: MemberRecord;
-  seq: number;
 }
 
-export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): UpdatePlan<ExchangeResult> {
-  const [m, credits, exchanges] = current;
+export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): UpdatePlan<ExchangeOutcome> {
+  const [m] = current;
   const { id, amt, now, stage } = x;
   const member = memberCodec.decode(m);
   if (!member) throw notFound('member_not_found', `no member ${id}`);
@@ -252,10 +260,9 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
     });
   }
   const mv = maturityValue(amt, stage.pct);
-  const seq = counterValue(credits) + counterValue(exchanges) + 1;
   const nextMember: MemberRecord = { ...member, ru: member.ru - amt, cu: member.cu + amt };
-  const entry: ExchangeEntry = {
-    seq,
+  const entry: Drafted<ExchangeEntry, 'seq'> = {
+    seq: SEQ,
     id: x.exchangeId,
     at: now,
     member: id,
@@ -268,10 +275,10 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
   };
   const writes: Write[] = [
     { op: 'set', key: K.member(id), value: memberCodec.encode(nextMember) },
-    { op: 'set', key: K.entry(seq), value: ledgerEntryCodec.encode(entry) },
-    { op: 'index', key: K.memberLedger(id), member: seqMember(seq), score: seq },
+    { op: 'set', key: K.entry(SEQ), value: entry },
+    { op: 'index', key: K.memberLedger(id), member: SEQ_MEMBER, score: SEQ },
     // the exchange is a lot of the reserve pool, remembered with its stage
-    { op: 'index', key: K.lots, member: seqMember(seq), score: seq },
+    { op: 'index', key: K.lots, member: SEQ_MEMBER, score: SEQ },
     // RU burned is also the CU minted and the CU of the lots (keys.ts)
     { op: 'incr', key: K.n.exchanges, by: 1 },
     { op: 'incr', key: K.n.ruBurned, by: amt },
@@ -280,5 +287,5 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
     { op: 'incr', key: K.n.stageCu(stage.stage), by: amt },
     { op: 'incr', key: K.n.stageObligation(stage.stage), by: mv },
   ];
-  return { writes, result: { maturityValue: mv, member: nextMember, seq } };
+  return { writes, result: { maturityValue: mv, member: nextMember } };
 }

@@ -19,7 +19,7 @@ import {
   readRewardLedger,
   type ListOptions,
 } from './ledgers.js';
-import { creditKeys, creditWire, exchangeKeys, planCredit, planExchange } from './movements.js';
+import { creditDraws, creditKeys, creditWire, exchangeDraws, exchangeKeys, planCredit, planExchange } from './movements.js';
 import {
   DEFAULT_SPLIT,
   PLAN_DAYS,
@@ -315,11 +315,13 @@ export class RewardService {
     const stage = stageFor(now);
     const creditId = randomId('cr_', 16);
 
-    const r = await this.store.update(creditKeys(id, month), (cur) =>
-      planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur),
+    const { result: r, drawn: [seq] } = await this.store.update(
+      creditKeys(id, month),
+      (cur) => planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur),
+      { draw: creditDraws() },
     );
 
-    const { result, event } = creditWire(id, creditId, stage, r);
+    const { result, event } = creditWire(id, creditId, stage, r, seq!);
     await this.emit(event);
     return result;
   }
@@ -340,8 +342,10 @@ export class RewardService {
     const now = this.clock.now();
     const stage = stageFor(now);
     const exchangeId = randomId('ex_', 16);
-    const r = await this.store.update(exchangeKeys(id), (cur) =>
-      planExchange({ id, amt, now, stage, exchangeId }, cur),
+    const { result: r, drawn: [seq] } = await this.store.update(
+      exchangeKeys(id),
+      (cur) => planExchange({ id, amt, now, stage, exchangeId }, cur),
+      { draw: exchangeDraws() },
     );
     const result = {
       id,
@@ -354,7 +358,7 @@ export class RewardService {
       ru: toWire(r.member.ru),
       cu: toWire(r.member.cu),
       exchange_id: exchangeId,
-      seq: r.seq,
+      seq: seq!,
     };
     await this.emit({
       type: 'exchange',

@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/clock.js';
 import { AppError } from '../../src/errors.js';
 import { RewardService, type RewardServiceOptions } from '../../src/reward/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
-import type { Store, UpdateFn, Write } from '../../src/store/port.js';
+import type { DrawOptions, Store, UpdateFn, Write } from '../../src/store/port.js';
 
 /** A KST wall-clock instant, e.g. kst('2026-05-04 10:00'). */
 export const kst = (s: string): number => Date.parse(`${s.replace(' ', 'T')}:00+09:00`);
@@ -30,12 +30,14 @@ function recording(store: Store, plans: Write[][]): Store {
   return new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === 'update') {
-        return <R>(keys: string[], fn: UpdateFn<R>) =>
-          target.update(keys, (cur) => {
+        return <R>(keys: string[], fn: UpdateFn<R>, opts?: DrawOptions) => {
+          const recorded: UpdateFn<R> = (cur) => {
             const plan = fn(cur);
             plans.push(plan.writes);
             return plan;
-          });
+          };
+          return opts === undefined ? target.update(keys, recorded) : target.update(keys, recorded, opts);
+        };
       }
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;

@@ -3,6 +3,7 @@ import { createBus, type Bus } from '../../src/bus.js';
 import { AppError, unauthorized } from '../../src/errors.js';
 import { outboxKey } from '../../src/outbox.js';
 import { K } from '../../src/reward/keys.js';
+import { drawn } from '../../src/store/port.js';
 import { PRINCIPLE_9 } from '../../src/reward/charter.js';
 import { ECOSYSTEM_CATEGORIES, earned, maturityValue, splitAmount, DEFAULT_SPLIT } from '../../src/reward/plan.js';
 import { RewardService } from '../../src/reward/service.js';
@@ -495,13 +496,16 @@ describe('ledgers', () => {
         K.member(id),
         K.n.ruEarned,
         K.n.ecoService,
-        K.n.credits,
+        // the entries under the numbers drawn in the same commit (ledger seq, ecosystem seq)
+        K.entry(drawn(0)),
+        K.ecoEntry(drawn(1)),
         outboxKey(`value:${r.credit_id}`),
         outboxKey(`task-ledger:${r.credit_id}`),
       ]),
     );
     const value = (await h.store.get(outboxKey(`value:${r.credit_id}`))) as Record<string, unknown>;
     const eco = (await h.svc.ecosystemLedger()).entries[0]!;
+    expect(eco).toMatchObject({ id: r.credit_id, ledger_seq: r.seq });
     expect(value).toMatchObject({
       dest: 'value',
       payload: { id: r.credit_id, member: id, amount: r.ecosystem_share, categories: eco.categories },
