@@ -1,4 +1,4 @@
-import type { DrawOptions, Json, UpdatePlan, Write } from './port.js';
+import type { DrawOptions, UpdatePlan, Write } from './port.js';
 
 /**
  * Argument checks shared by both Store adapters, so a bad call fails the same way on LMDB and on
@@ -114,18 +114,23 @@ export function checkDraw(opts: DrawOptions | undefined): string[] | undefined {
 // the same pattern as drawn() in port.ts writes
 const PLACEHOLDER = /\u0000#(\d+)(?:\.(\d+))?\u0000/g;
 
+/** The drawn number a placeholder names, checked against the update's draw. */
+function drawnPiece(m: RegExpExecArray | RegExpMatchArray, draws: number): { draw: number; width: number } {
+  const draw = Number(m[1]);
+  const width = m[2] === undefined ? 0 : Number(m[2]);
+  if (draw >= draws) throw new RangeError(`placeholder drawn(${m[1]}) names no counter of the update's draw`);
+  if (width > 20) throw new RangeError('placeholder width must be at most 20');
+  return { draw, width };
+}
+
 /** The pieces of `s`, or undefined when it holds no placeholder. */
 export function splitDrawn(s: string, draws: number): Piece[] | undefined {
   if (!s.includes('\u0000#')) return undefined;
   const out: Piece[] = [];
   let at = 0;
   for (const m of s.matchAll(PLACEHOLDER)) {
-    const draw = Number(m[1]);
-    const width = m[2] === undefined ? 0 : Number(m[2]);
-    if (draw >= draws) throw new RangeError(`placeholder drawn(${m[1]}) names no counter of the update's draw`);
-    if (width > 20) throw new RangeError('placeholder width must be at most 20');
     if (m.index > at) out.push(s.slice(at, m.index));
-    out.push({ draw, width });
+    out.push(drawnPiece(m, draws));
     at = m.index + m[0].length;
   }
   if (out.length === 0) return undefined;
@@ -139,57 +144,49 @@ function drawnScore(s: string, draws: number): Piece[] {
   return pieces;
 }
 
-const isWhole = (p: Piece[]): boolean => p.length === 1 && typeof p[0] !== 'string' && p[0]!.width === 0;
+// a placeholder as JSON writes it: its NULs escaped as \u0000
+const ESCAPED = /\\u0000#(\d+)(?:\.(\d+))?\\u0000/g;
+
+/** Whether the character at `i` of a JSON text is escaped (an odd run of backslashes before it). */
+function escapedAt(text: string, i: number): boolean {
+  let n = 0;
+  while (i - 1 - n >= 0 && text.charCodeAt(i - 1 - n) === 92) n++;
+  return n % 2 === 1;
+}
 
 /**
  * The JSON text of a value: a plain string when it holds no placeholder, else pieces, where a
- * string that is exactly a placeholder without width is the bare number.
+ * string value that is exactly a placeholder without width is the bare number (an object key stays
+ * a string).
  */
 export function jsonPieces(value: unknown, draws: number): Text {
   const text = encodeJson(value);
-  // JSON writes the NUL of a placeholder as \u0000: a text without it holds none
   if (!text.includes('\\u0000#')) return text;
   const out: Piece[] = [];
-  const lit = (s: string) => {
-    if (typeof out[out.length - 1] === 'string') out[out.length - 1] += s;
-    else out.push(s);
-  };
-  const str = (s: string, whole: boolean) => {
-    const p = splitDrawn(s, draws);
-    if (!p) return lit(JSON.stringify(s));
-    if (whole && isWhole(p)) return void out.push(p[0]!);
-    lit('"');
-    for (const x of p) {
-      if (typeof x === 'string') lit(JSON.stringify(x).slice(1, -1));
-      else out.push(x);
+  let at = 0;
+  const re = new RegExp(ESCAPED);
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const i = m.index;
+    // text that only reads like a placeholder: its backslash is an escaped one
+    if (escapedAt(text, i)) {
+      re.lastIndex = i + 1;
+      continue;
     }
-    lit('"');
-  };
-  const walk = (v: Json) => {
-    if (typeof v === 'string') return str(v, true);
-    if (Array.isArray(v)) {
-      lit('[');
-      v.forEach((x, i) => {
-        if (i > 0) lit(',');
-        walk(x);
-      });
-      return lit(']');
+    const piece = drawnPiece(m, draws);
+    let start = i;
+    let end = i + m[0].length;
+    // an unescaped quote right before string content opens the string; the one after closes it
+    if (piece.width === 0 && text[i - 1] === '"' && !escapedAt(text, i - 1) && text[end] === '"' && text[end + 1] !== ':') {
+      start -= 1;
+      end += 1;
     }
-    if (v !== null && typeof v === 'object') {
-      lit('{');
-      Object.entries(v).forEach(([k, x], i) => {
-        if (i > 0) lit(',');
-        str(k, false);
-        lit(':');
-        walk(x);
-      });
-      return lit('}');
-    }
-    lit(JSON.stringify(v));
-  };
-  // the parsed text is plain JSON data: what encodeJson kept, in its order
-  walk(JSON.parse(text) as Json);
-  return out.length === 1 && typeof out[0] === 'string' ? out[0] : out;
+    if (start > at) out.push(text.slice(at, start));
+    out.push(piece);
+    at = end;
+  }
+  if (out.length === 0) return text;
+  if (at < text.length) out.push(text.slice(at));
+  return out;
 }
 
 /** A drawn number as the digits written for a placeholder (printf's %0*d: zeros after the sign). */

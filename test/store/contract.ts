@@ -407,10 +407,15 @@ export function storeContract(
         expect(await store.indexRange('idx')).toEqual([{ member: '000001', score: 42 }]);
         expect(await store.range('list:42')).toEqual([42]);
         expect(await store.getMany(['seq', 'eco', 'count:1'])).toEqual([1, 42, 5]);
-        // text that only looks like a placeholder once JSON-escaped stays as it is
+        // text that only looks like a placeholder once JSON-escaped stays as it is; an object key
+        // that is exactly a placeholder stays a string, as does one after an escaped quote
         const lookalike = '\\u0000#0\\u0000';
-        await store.update([], () => ({ writes: [{ op: 'set', key: 'look', value: [lookalike, drawn(0)] }], result: null }), { draw: ['seq'] });
-        expect(await store.get('look')).toEqual([lookalike, 2]);
+        await store.update(
+          [],
+          () => ({ writes: [{ op: 'set', key: 'look', value: [lookalike, drawn(0), { [drawn(0)]: `"${drawn(0)}` }, `\\${lookalike}`] }], result: null }),
+          { draw: ['seq'] },
+        );
+        expect(await store.get('look')).toEqual([lookalike, 2, { '2': '"2' }, `\\${lookalike}`]);
       });
 
       it('concurrent updates draw 1..n in commit order without gaps or repeats; a failing one draws nothing', async () => {
