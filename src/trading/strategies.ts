@@ -121,19 +121,19 @@ class Breakout implements StrategyRun {
     if (side === -1 && was !== -1) return SHORT;
     return NONE;
   }
-  /** Batch (a fresh instance): the same channel from two monotonic deques of bar indices, state in locals. */
+  /**
+   * Batch (a fresh instance): the same channel from van Herk / Gil-Werman blocks of `lookback` bars,
+   * state in locals: the extreme of a window is the larger of the suffix extreme of the block it starts
+   * in and the prefix extreme of the block it ends in (no data-dependent loop, so few mispredictions).
+   */
   fill(cs: Candles, from: number, to: number, out: Int8Array): void {
     const { h: H, l: L, c: C } = cs;
     const n = this.hi.n;
-    let cap = 1;
-    while (cap < n + 1) cap <<= 1;
-    const mask = cap - 1;
-    const dh = new Int32Array(cap);
-    const dl = new Int32Array(cap);
-    let h0 = 0;
-    let h1 = 0;
-    let l0 = 0;
-    let l1 = 0;
+    const sufH = new Float64Array(n);
+    const sufL = new Float64Array(n);
+    let q = 0; // offset of bar i in its block
+    let pH = 0; // highest high / lowest low of the block so far
+    let pL = 0;
     let hh = NaN;
     let ll = NaN;
     let was = 0;
@@ -143,16 +143,42 @@ class Breakout implements StrategyRun {
       out[i] = side === 1 && was !== 1 ? LONG : side === -1 && was !== -1 ? SHORT : NONE;
       was = side;
       const hv = H[i]!;
-      while (h1 > h0 && H[dh[(h1 - 1) & mask]!]! <= hv) h1--;
-      dh[h1++ & mask] = i;
-      if (dh[h0 & mask]! <= i - n) h0++;
       const lv = L[i]!;
-      while (l1 > l0 && L[dl[(l1 - 1) & mask]!]! >= lv) l1--;
-      dl[l1++ & mask] = i;
-      if (dl[l0 & mask]! <= i - n) l0++;
-      if (i - from + 1 >= n) {
-        hh = H[dh[h0 & mask]!]!;
-        ll = L[dl[l0 & mask]!]!;
+      if (q === 0) {
+        if (i > from) {
+          // the block that just ended: its suffix extremes
+          let mh = H[i - 1]!;
+          let ml = L[i - 1]!;
+          sufH[n - 1] = mh;
+          sufL[n - 1] = ml;
+          for (let k = n - 2; k >= 0; k--) {
+            const a = H[i - n + k]!;
+            const b = L[i - n + k]!;
+            if (a > mh) mh = a;
+            if (b < ml) ml = b;
+            sufH[k] = mh;
+            sufL[k] = ml;
+          }
+        }
+        pH = hv;
+        pL = lv;
+      } else {
+        if (hv > pH) pH = hv;
+        if (lv < pL) pL = lv;
+      }
+      if (q === n - 1) {
+        // the window is this block
+        hh = pH;
+        ll = pL;
+        q = 0;
+      } else {
+        if (i - from >= n) {
+          const a = sufH[q + 1]!;
+          const b = sufL[q + 1]!;
+          hh = a > pH ? a : pH;
+          ll = b < pL ? b : pL;
+        }
+        q++;
       }
     }
   }
