@@ -146,6 +146,35 @@ export function runBatch(
   let commissionPaid = 0;
   let riskStops = 0;
   for (let i = from; i < to; i++) {
+    // runs of quiet bars (no action, nothing pending, same session) with at most one position open:
+    // only the stop/target test, the ATR and the mark to market; the bar that ends a run (an action, a
+    // new session, a level hit) goes through the full step below
+    if (pend === NONE && !flatten && i >= tradeFrom && npos <= 1) {
+      if (npos === 0) {
+        while (i < to && actions[i] === NONE && S[i] === day) {
+          if (atrObj !== null) atrObj.update(H[i]!, L[i]!, C[i]!);
+          equity[i - tradeFrom] = cash;
+          i++;
+        }
+      } else {
+        const e0 = pEntry[0]!;
+        const sl = pSL[0]!;
+        const tp = pTP[0]!;
+        while (i < to && actions[i] === NONE && S[i] === day) {
+          const o = O[i]!;
+          const h = H[i]!;
+          const l = L[i]!;
+          const c = C[i]!;
+          if (dir === LONG ? o <= sl || o >= tp || l <= sl || h >= tp : o >= sl || o <= tp || h >= sl || l <= tp) break;
+          exposed++;
+          if (atrObj !== null) atrObj.update(h, l, c);
+          // the quiet bar's mark to market (sum over one position: 0 + (c - e0) is c - e0)
+          equity[i - tradeFrom] = cash + dir * (c - e0) * pvq;
+          i++;
+        }
+      }
+      if (i >= to) break;
+    }
     const action = actions[i]!;
     const o = O[i]!;
     const h = H[i]!;
