@@ -61,6 +61,11 @@ const R_RISK = 3;
 const R_END = 4;
 const DAY_MS = 86_400_000;
 
+/** True when a run's stop or target is in ATR multiples (it needs the ATR of its bars). */
+export function needsAtr(settings: Settings): boolean {
+  return (!settings.stop_loss_points && settings.stop_loss_atr > 0) || (!settings.take_profit_points && settings.take_profit_atr > 0);
+}
+
 /** Entry or exit allowed by the schedule at bar open time t (see Engine). */
 export function scheduleTest(settings: Settings): (t: number) => boolean {
   const sched = settings.schedule;
