@@ -1,7 +1,7 @@
 import { atrOf, batchActions } from './batch.js';
 import { candleChecksum, candlesFor, type Candles, type CandleSpec } from './candles.js';
 import { Engine, type RawRun, type RunRange, type Settings } from './engine.js';
-import { needsAtr, runBatch } from './engine-batch.js';
+import { emptyTradeLog, needsAtr, runBatch } from './engine-batch.js';
 import { computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows, type Metrics } from './metrics.js';
 import { Rng } from './rng.js';
 import { STRATEGY_DEFS, type StrategyId } from './strategies.js';
@@ -54,11 +54,12 @@ let actionsBuf = new Int8Array(0);
 let equityBuf = new Float64Array(0);
 const scratchActions = (n: number) => (actionsBuf.length >= n ? actionsBuf : (actionsBuf = new Int8Array(n)));
 const scratchEquity = (n: number) => (equityBuf.length >= n ? equityBuf : (equityBuf = new Float64Array(n)));
+const tradesBuf = emptyTradeLog();
 
 /**
  * One run of a strategy. `shared`: a run among many of one job (grid, walk-forward) takes its
  * indicator series from the candles' SeriesCache (batch.ts); a lone run streams them (no series kept).
- * `scratch` (grid rows): the actions and equity live in buffers the next run reuses.
+ * `scratch` (grid rows): the actions, equity and trade log live in buffers the next run reuses.
  */
 export function runStrategy(
   cs: Candles,
@@ -76,7 +77,7 @@ export function runStrategy(
   const atrS = needsAtr(settings) ? atrOf(cs, settings.atr_period, r.from, r.to) : null;
   const actions = scratch ? scratchActions(cs.n) : new Int8Array(cs.n);
   batchActions(strategy, params, cs, r.from, r.to, actions);
-  return runBatch(cs, settings, r, actions, atrS, scratch ? scratchEquity(r.to) : undefined);
+  return scratch ? runBatch(cs, settings, r, actions, atrS, scratchEquity(r.to), tradesBuf) : runBatch(cs, settings, r, actions, atrS);
 }
 
 export interface BacktestTask {

@@ -83,22 +83,28 @@ export function scheduleTest(settings: Settings): (t: number) => boolean {
   };
 }
 
+/** Appends a trade at index n (a reused log is overwritten in place: its arrays keep their storage). */
 function record(tr: TradeLog, dir: number, entryBar: number, exitBar: number, entry: number, price: number, pnl: number, reason: number): void {
-  tr.n++;
-  tr.dir.push(dir);
-  tr.entryBar.push(entryBar);
-  tr.exitBar.push(exitBar);
-  tr.entryPrice.push(entry);
-  tr.exitPrice.push(price);
-  tr.pnl.push(pnl);
-  tr.reason.push(reason);
+  const k = tr.n++;
+  tr.dir[k] = dir;
+  tr.entryBar[k] = entryBar;
+  tr.exitBar[k] = exitBar;
+  tr.entryPrice[k] = entry;
+  tr.exitPrice[k] = price;
+  tr.pnl[k] = pnl;
+  tr.reason[k] = reason;
 }
+
+/** An empty trade log. */
+export const emptyTradeLog = (): TradeLog => ({ n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] });
 
 /**
  * A whole batch run of the engine (no fill listener) with every piece of state in locals: the same
  * rules, the same arithmetic in the same order as Engine.step and the quiet-bar path of the streaming
  * engine, so the result is the same to the bit (the golden tests hold it). `atrS` (element j = bar
- * range.from + j) replaces the engine's own ATR when given.
+ * range.from + j) replaces the engine's own ATR when given. `equityBuf` and `tradesBuf` (the runs of
+ * a grid, read before the next run starts) are storage the run reuses; in a reused trade log only the
+ * first n entries are this run's.
  */
 export function runBatch(
   cs: Candles,
@@ -107,6 +113,7 @@ export function runBatch(
   actions: Int8Array,
   atrS: Float64Array | null,
   equityBuf?: Float64Array,
+  tradesBuf?: TradeLog,
 ): RawRun {
   const spec = SYMBOL_SPECS[cs.symbol];
   const pvRaw = spec.pointValue;
@@ -130,7 +137,8 @@ export function runBatch(
   // every element is written below, so a reused buffer needs no clearing
   const eqLen = Math.max(0, to - tradeFrom);
   const equity = equityBuf !== undefined && equityBuf.length >= eqLen ? equityBuf.subarray(0, eqLen) : new Float64Array(eqLen);
-  const trades: TradeLog = { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] };
+  const trades = tradesBuf ?? emptyTradeLog();
+  trades.n = 0;
   const pEntry = new Float64Array(maxPos);
   const pSL = new Float64Array(maxPos);
   const pTP = new Float64Array(maxPos);
