@@ -97,6 +97,7 @@ export function generateCandles(spec: CandleSpec): Candles {
   let s2 = barVar;
   let minute = 0; // minute of the session
   let session = 0;
+  let open = sessionOpenMs(session);
   const { t, o, h, l, c, v, session: sess, pos } = out;
   for (let i = 0; i < count; i++) {
     let bo = 0;
@@ -104,7 +105,7 @@ export function generateCandles(spec: CandleSpec): Candles {
     let bl = Infinity;
     let bc = 0;
     let bv = 0;
-    t[i] = sessionOpenMs(session) + minute * 60_000;
+    t[i] = open + minute * 60_000;
     sess[i] = session;
     pos[i] = minute / k;
     for (let m = 0; m < k; m++) {
@@ -140,6 +141,7 @@ export function generateCandles(spec: CandleSpec): Candles {
       if (minute === SESSION_MINUTES) {
         minute = 0;
         session++;
+        open = sessionOpenMs(session);
       }
     }
     o[i] = bo;
