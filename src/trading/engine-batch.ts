@@ -158,7 +158,34 @@ export function runBatch(
   let exposed = 0;
   let commissionPaid = 0;
   let riskStops = 0;
-  for (let i = from; i < to; i++) {
+  // the run ends inside the loop (the close-out is in the loop's optimised code, not after it)
+  for (let i = from; ; i++) {
+    if (i >= to) {
+      // what is still open closes at the last close (no slippage)
+      const last = to - 1;
+      if (npos > 0 && last >= tradeFrom) {
+        const exit = C[last]!;
+        for (let k = npos - 1; k >= 0; k--) {
+          const entry = pEntry[k]!;
+          const gross = dir * (exit - entry) * contracts * pvRaw;
+          cash += gross - fee;
+          commissionPaid += fee;
+          record(trades, dir, pBar[k]!, last, entry, exit, gross - 2 * fee, R_END);
+          const l = --npos;
+          if (k !== l) {
+            pEntry[k] = pEntry[l]!;
+            pBar[k] = pBar[l]!;
+          }
+          dayPnl += gross - 2 * fee;
+          if (!halted && dayPnl <= -dayLossLimit) {
+            halted = true;
+            riskStops++;
+          }
+        }
+        equity[last - tradeFrom] = cash;
+      }
+      break;
+    }
     // runs of quiet bars (no action, nothing pending, same session) with at most one position open:
     // only the stop/target test, the ATR and the mark to market; the bar that ends a run (an action, a
     // new session, a level hit) goes through the full step below
@@ -186,7 +213,7 @@ export function runBatch(
           i++;
         }
       }
-      if (i >= to) break;
+      if (i >= to) continue;
     }
     const action = actions[i]!;
     const o = O[i]!;
@@ -313,29 +340,6 @@ export function runBatch(
         }
       }
     }
-  }
-  // what is still open closes at the last close (no slippage)
-  const last = to - 1;
-  if (npos > 0 && last >= tradeFrom) {
-    const exit = C[last]!;
-    for (let k = npos - 1; k >= 0; k--) {
-      const entry = pEntry[k]!;
-      const gross = dir * (exit - entry) * contracts * pvRaw;
-      cash += gross - fee;
-      commissionPaid += fee;
-      record(trades, dir, pBar[k]!, last, entry, exit, gross - 2 * fee, R_END);
-      const l = --npos;
-      if (k !== l) {
-        pEntry[k] = pEntry[l]!;
-        pBar[k] = pBar[l]!;
-      }
-      dayPnl += gross - 2 * fee;
-      if (!halted && dayPnl <= -dayLossLimit) {
-        halted = true;
-        riskStops++;
-      }
-    }
-    equity[last - tradeFrom] = cash;
   }
   return { trades, equity, exposedBars: exposed, commission: commissionPaid, riskStops, capital: settings.capital, range };
 }
