@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Candles } from './candles.js';
-import { Bollinger, EMA, RollingExtreme, RSI } from './indicators.js';
+import { Bollinger, EMA, RESYNC, RollingExtreme, RSI } from './indicators.js';
 
 /**
  * The five built-in strategies. A strategy is position-agnostic: at the close of each bar it emits an
@@ -214,9 +214,75 @@ class MeanReversion implements StrategyRun {
     if ((pc < pm && c >= mid) || (pc > pm && c <= mid)) return EXIT; // back at the mean
     return NONE;
   }
+  /**
+   * Batch (a fresh instance): the Bollinger class's arithmetic in locals (sums relative to the first
+   * close, resynced from the window every RESYNC updates), then the rule of `next`.
+   */
   fill(cs: Candles, from: number, to: number, out: Int8Array): void {
-    const { o, h, l, c, v, session, pos } = cs;
-    for (let i = from; i < to; i++) out[i] = this.next(o[i]!, h[i]!, l[i]!, c[i]!, v[i]!, session[i]!, pos[i]!);
+    const C = cs.c;
+    const n = this.bb.n;
+    const k = this.bb.k;
+    const buf = new Float64Array(n);
+    let bi = 0;
+    let count = 0;
+    let ref = NaN;
+    let sum = 0;
+    let sumSq = 0;
+    let sinceSync = 0;
+    let pc = NaN;
+    let pm = NaN;
+    let pu = NaN;
+    let pl = NaN;
+    for (let i = from; i < to; i++) {
+      const c = C[i]!;
+      if (ref !== ref) ref = c;
+      const x = c - ref;
+      const old = buf[bi]!;
+      buf[bi] = x;
+      bi = bi + 1 === n ? 0 : bi + 1;
+      let mid = NaN;
+      let up = NaN;
+      let lo = NaN;
+      let ready = true;
+      if (count < n) {
+        count++;
+        sum += x;
+        sumSq += x * x;
+        ready = count === n;
+      } else if (++sinceSync === RESYNC) {
+        sinceSync = 0;
+        let s = 0;
+        let q = 0;
+        for (let j = 0; j < n; j++) {
+          const b = buf[j]!;
+          s += b;
+          q += b * b;
+        }
+        sum = s;
+        sumSq = q;
+      } else {
+        sum += x - old;
+        sumSq += x * x - old * old;
+      }
+      if (ready) {
+        const mean = sum / n;
+        let variance = sumSq / n - mean * mean;
+        if (variance < 0) variance = 0;
+        const sd = Math.sqrt(variance);
+        mid = mean + ref;
+        up = mid + k * sd;
+        lo = mid - k * sd;
+      }
+      let a = NONE;
+      if (c < lo && pc >= pl) a = LONG;
+      else if (c > up && pc <= pu) a = SHORT;
+      else if ((pc < pm && c >= mid) || (pc > pm && c <= mid)) a = EXIT;
+      out[i] = a;
+      pc = c;
+      pm = mid;
+      pu = up;
+      pl = lo;
+    }
   }
 }
 
