@@ -116,21 +116,23 @@ export function runBatch(
   tradesBuf?: TradeLog,
 ): RawRun {
   const spec = SYMBOL_SPECS[cs.symbol];
-  const pvRaw = spec.pointValue;
+  // numbers read from objects go through unary plus (the same value): the optimising compiler then
+  // knows them as numbers and keeps the locals built from them unboxed
+  const pvRaw = +spec.pointValue;
   const slip = settings.slippage_ticks * spec.tick;
-  const contracts = settings.contracts;
+  const contracts = +settings.contracts;
   const fee = settings.commission * contracts;
   const pvq = pvRaw * contracts;
   const maxPos = settings.max_positions;
-  const slPts = settings.stop_loss_points ?? 0;
-  const tpPts = settings.take_profit_points ?? 0;
-  const slAtr = settings.stop_loss_points ? 0 : settings.stop_loss_atr;
-  const tpAtr = settings.take_profit_points ? 0 : settings.take_profit_atr;
+  const slPts = +(settings.stop_loss_points ?? 0);
+  const tpPts = +(settings.take_profit_points ?? 0);
+  const slAtr = settings.stop_loss_points ? 0 : +settings.stop_loss_atr;
+  const tpAtr = settings.take_profit_points ? 0 : +settings.take_profit_atr;
   const needAtr = slAtr > 0 || tpAtr > 0;
   const atrObj = needAtr && atrS === null ? new ATR(settings.atr_period) : null;
   const atrArr = needAtr ? atrS : null;
-  const dayLossLimit = settings.daily_loss_limit ?? Infinity;
-  const dayTradeLimit = settings.daily_trade_limit ?? Infinity;
+  const dayLossLimit = +(settings.daily_loss_limit ?? Infinity);
+  const dayTradeLimit = +(settings.daily_trade_limit ?? Infinity);
   const scheduled = settings.schedule !== undefined;
   const scheduleOk = scheduleTest(settings);
   const { from, tradeFrom, to } = range;
@@ -146,7 +148,7 @@ export function runBatch(
   const { o: O, h: H, l: L, c: C, t: T, session: S } = cs;
   let npos = 0;
   let dir = 0;
-  let cash = settings.capital;
+  let cash = +settings.capital;
   let pend = NONE;
   let pendSL = 0;
   let pendTP = 0;
