@@ -26,7 +26,31 @@ function closeSeries(cs: Candles, from: number, to: number, key: string, ind: { 
   );
 }
 
-export const emaOf = (cs: Candles, n: number, from: number, to: number) => closeSeries(cs, from, to, `ema:${n}`, new EMA(n));
+/** EMA(n) of the closes of bars [from, to): the EMA class's arithmetic (SMA seed, then value + alpha x (x - value)) in locals. */
+export function emaOf(cs: Candles, n: number, from: number, to: number): Float64Array {
+  return seriesCache(cs).get(
+    `ema:${n}:${from}:${to}`,
+    () => {
+      const c = cs.c;
+      const alpha = 2 / (n + 1); // as in EMA
+      const out = new Float64Array(to - from);
+      let count = 0;
+      let acc = 0;
+      let value = NaN;
+      for (let i = from; i < to; i++) {
+        const x = c[i]!;
+        if (count >= n) value = value + alpha * (x - value);
+        else {
+          acc += x;
+          value = ++count < n ? NaN : acc / n;
+        }
+        out[i - from] = value;
+      }
+      return out;
+    },
+    f64,
+  );
+}
 export const rsiOf = (cs: Candles, n: number, from: number, to: number) => closeSeries(cs, from, to, `rsi:${n}`, new RSI(n));
 
 /** ATR(n) of bars [from, to), started at `from` (the engine's stop/target distances). */
