@@ -5,8 +5,9 @@ import { EXIT, LONG, NONE, SHORT, type StrategyId } from './strategies.js';
 
 /**
  * Batch actions of the five strategies over bars [from, to): the indicator series come from the
- * candles' SeriesCache (computed once per job by the same streaming classes, so every value is the
- * one `next` would compute), and each strategy's rule is a plain loop over them with its state in
+ * candles' SeriesCache (computed once per job by the same streaming classes, or for the EMA by the
+ * same arithmetic in locals, so every value is the one `next` would compute), and each strategy's
+ * rule is a plain loop over them with its state in
  * locals. Series are indexed from `from` (element j is bar from + j). The streaming `next` path of
  * live programs gives the same actions bar for bar (test/trading/batch.test.ts).
  */
