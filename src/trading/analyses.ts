@@ -1,6 +1,7 @@
 import { atrOf, batchActions } from './batch.js';
 import { candleChecksum, candlesFor, type Candles, type CandleSpec } from './candles.js';
 import { Engine, type RawRun, type RunRange, type Settings } from './engine.js';
+import { emptyTradeLog, needsAtr, runBatch } from './engine-batch.js';
 import { computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows, type Metrics } from './metrics.js';
 import { Rng } from './rng.js';
 import { STRATEGY_DEFS, type StrategyId } from './strategies.js';
@@ -53,11 +54,12 @@ let actionsBuf = new Int8Array(0);
 let equityBuf = new Float64Array(0);
 const scratchActions = (n: number) => (actionsBuf.length >= n ? actionsBuf : (actionsBuf = new Int8Array(n)));
 const scratchEquity = (n: number) => (equityBuf.length >= n ? equityBuf : (equityBuf = new Float64Array(n)));
+const tradesBuf = emptyTradeLog();
 
 /**
  * One run of a strategy. `shared`: a run among many of one job (grid, walk-forward) takes its
  * indicator series from the candles' SeriesCache (batch.ts); a lone run streams them (no series kept).
- * `scratch` (grid rows): the actions and equity live in buffers the next run reuses.
+ * `scratch` (grid rows): the actions, equity and trade log live in buffers the next run reuses.
  */
 export function runStrategy(
   cs: Candles,
@@ -68,14 +70,14 @@ export function runStrategy(
   shared = false,
   scratch = false,
 ): RawRun {
-  const engine = new Engine(cs, settings, range);
-  if (!shared) return engine.run(STRATEGY_DEFS[strategy].create(params, cs.barsPerSession));
-  // runs of one job: indicator series computed once (per candle set, range and parameters) and shared
-  const { from, to } = engine.range;
-  if (engine.needsAtr) engine.useAtrSeries(atrOf(cs, settings.atr_period, from, to));
+  if (!shared) return new Engine(cs, settings, range).run(STRATEGY_DEFS[strategy].create(params, cs.barsPerSession));
+  // runs of one job: indicator series computed once (per candle set, range and parameters) and shared;
+  // the batch loop directly (what a fresh Engine without a fill listener runs)
+  const r = range ?? { from: 0, tradeFrom: 0, to: cs.n };
+  const atrS = needsAtr(settings) ? atrOf(cs, settings.atr_period, r.from, r.to) : null;
   const actions = scratch ? scratchActions(cs.n) : new Int8Array(cs.n);
-  batchActions(strategy, params, cs, from, to, actions);
-  return engine.runActions(actions, scratch ? scratchEquity(to) : undefined);
+  batchActions(strategy, params, cs, r.from, r.to, actions);
+  return scratch ? runBatch(cs, settings, r, actions, atrS, scratchEquity(r.to), tradesBuf) : runBatch(cs, settings, r, actions, atrS);
 }
 
 export interface BacktestTask {

@@ -5,8 +5,9 @@ import { EXIT, LONG, NONE, SHORT, type StrategyId } from './strategies.js';
 
 /**
  * Batch actions of the five strategies over bars [from, to): the indicator series come from the
- * candles' SeriesCache (computed once per job by the same streaming classes, so every value is the
- * one `next` would compute), and each strategy's rule is a plain loop over them with its state in
+ * candles' SeriesCache (computed once per job by the same streaming classes, or for the EMA by the
+ * same arithmetic in locals, so every value is the one `next` would compute), and each strategy's
+ * rule is a plain loop over them with its state in
  * locals. Series are indexed from `from` (element j is bar from + j). The streaming `next` path of
  * live programs gives the same actions bar for bar (test/trading/batch.test.ts).
  */
@@ -26,7 +27,31 @@ function closeSeries(cs: Candles, from: number, to: number, key: string, ind: { 
   );
 }
 
-export const emaOf = (cs: Candles, n: number, from: number, to: number) => closeSeries(cs, from, to, `ema:${n}`, new EMA(n));
+/** EMA(n) of the closes of bars [from, to): the EMA class's arithmetic (SMA seed, then value + alpha x (x - value)) in locals. */
+export function emaOf(cs: Candles, n: number, from: number, to: number): Float64Array {
+  return seriesCache(cs).get(
+    `ema:${n}:${from}:${to}`,
+    () => {
+      const c = cs.c;
+      const alpha = 2 / (n + 1); // as in EMA
+      const out = new Float64Array(to - from);
+      let count = 0;
+      let acc = 0;
+      let value = NaN;
+      for (let i = from; i < to; i++) {
+        const x = c[i]!;
+        if (count >= n) value = value + alpha * (x - value);
+        else {
+          acc += x;
+          value = ++count < n ? NaN : acc / n;
+        }
+        out[i - from] = value;
+      }
+      return out;
+    },
+    f64,
+  );
+}
 export const rsiOf = (cs: Candles, n: number, from: number, to: number) => closeSeries(cs, from, to, `rsi:${n}`, new RSI(n));
 
 /** ATR(n) of bars [from, to), started at `from` (the engine's stop/target distances). */

@@ -97,6 +97,10 @@ export function generateCandles(spec: CandleSpec): Candles {
   let s2 = barVar;
   let minute = 0; // minute of the session
   let session = 0;
+  // every session's open time first: its millisecond arithmetic leaves the small-integer range after
+  // a few weeks, and inside the bar loop that would throw the loop's optimised code away
+  const opens = new Float64Array(Math.ceil((count * k) / SESSION_MINUTES) + 1);
+  for (let s = 0; s < opens.length; s++) opens[s] = sessionOpenMs(s);
   const { t, o, h, l, c, v, session: sess, pos } = out;
   for (let i = 0; i < count; i++) {
     let bo = 0;
@@ -104,12 +108,13 @@ export function generateCandles(spec: CandleSpec): Candles {
     let bl = Infinity;
     let bc = 0;
     let bv = 0;
-    t[i] = sessionOpenMs(session) + minute * 60_000;
+    t[i] = opens[session]! + minute * 60_000;
     sess[i] = session;
     pos[i] = minute / k;
     for (let m = 0; m < k; m++) {
       if (minute === 0) {
-        const sd = session % 5 === 0 && session > 0 ? weekendGapSd : gapSd;
+        // (session > 0 first: both tests then run from the second session on)
+        const sd = session > 0 && session % 5 === 0 ? weekendGapSd : gapSd;
         p = p * (1 + sd * rng.normal());
       }
       const sigma = Math.sqrt(s2);

@@ -61,6 +61,11 @@ const R_RISK = 3;
 const R_END = 4;
 const DAY_MS = 86_400_000;
 
+/** True when a run's stop or target is in ATR multiples (it needs the ATR of its bars). */
+export function needsAtr(settings: Settings): boolean {
+  return (!settings.stop_loss_points && settings.stop_loss_atr > 0) || (!settings.take_profit_points && settings.take_profit_atr > 0);
+}
+
 /** Entry or exit allowed by the schedule at bar open time t (see Engine). */
 export function scheduleTest(settings: Settings): (t: number) => boolean {
   const sched = settings.schedule;
@@ -78,22 +83,28 @@ export function scheduleTest(settings: Settings): (t: number) => boolean {
   };
 }
 
+/** Appends a trade at index n (a reused log is overwritten in place: its arrays keep their storage). */
 function record(tr: TradeLog, dir: number, entryBar: number, exitBar: number, entry: number, price: number, pnl: number, reason: number): void {
-  tr.n++;
-  tr.dir.push(dir);
-  tr.entryBar.push(entryBar);
-  tr.exitBar.push(exitBar);
-  tr.entryPrice.push(entry);
-  tr.exitPrice.push(price);
-  tr.pnl.push(pnl);
-  tr.reason.push(reason);
+  const k = tr.n++;
+  tr.dir[k] = dir;
+  tr.entryBar[k] = entryBar;
+  tr.exitBar[k] = exitBar;
+  tr.entryPrice[k] = entry;
+  tr.exitPrice[k] = price;
+  tr.pnl[k] = pnl;
+  tr.reason[k] = reason;
 }
+
+/** An empty trade log. */
+export const emptyTradeLog = (): TradeLog => ({ n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] });
 
 /**
  * A whole batch run of the engine (no fill listener) with every piece of state in locals: the same
  * rules, the same arithmetic in the same order as Engine.step and the quiet-bar path of the streaming
  * engine, so the result is the same to the bit (the golden tests hold it). `atrS` (element j = bar
- * range.from + j) replaces the engine's own ATR when given.
+ * range.from + j) replaces the engine's own ATR when given. `equityBuf` and `tradesBuf` (the runs of
+ * a grid, read before the next run starts) are storage the run reuses; in a reused trade log only the
+ * first n entries are this run's.
  */
 export function runBatch(
   cs: Candles,
@@ -102,30 +113,34 @@ export function runBatch(
   actions: Int8Array,
   atrS: Float64Array | null,
   equityBuf?: Float64Array,
+  tradesBuf?: TradeLog,
 ): RawRun {
   const spec = SYMBOL_SPECS[cs.symbol];
-  const pvRaw = spec.pointValue;
+  // numbers read from objects go through unary plus (the same value): the optimising compiler then
+  // knows them as numbers and keeps the locals built from them unboxed
+  const pvRaw = +spec.pointValue;
   const slip = settings.slippage_ticks * spec.tick;
-  const contracts = settings.contracts;
+  const contracts = +settings.contracts;
   const fee = settings.commission * contracts;
   const pvq = pvRaw * contracts;
   const maxPos = settings.max_positions;
-  const slPts = settings.stop_loss_points ?? 0;
-  const tpPts = settings.take_profit_points ?? 0;
-  const slAtr = settings.stop_loss_points ? 0 : settings.stop_loss_atr;
-  const tpAtr = settings.take_profit_points ? 0 : settings.take_profit_atr;
+  const slPts = +(settings.stop_loss_points ?? 0);
+  const tpPts = +(settings.take_profit_points ?? 0);
+  const slAtr = settings.stop_loss_points ? 0 : +settings.stop_loss_atr;
+  const tpAtr = settings.take_profit_points ? 0 : +settings.take_profit_atr;
   const needAtr = slAtr > 0 || tpAtr > 0;
   const atrObj = needAtr && atrS === null ? new ATR(settings.atr_period) : null;
   const atrArr = needAtr ? atrS : null;
-  const dayLossLimit = settings.daily_loss_limit ?? Infinity;
-  const dayTradeLimit = settings.daily_trade_limit ?? Infinity;
+  const dayLossLimit = +(settings.daily_loss_limit ?? Infinity);
+  const dayTradeLimit = +(settings.daily_trade_limit ?? Infinity);
   const scheduled = settings.schedule !== undefined;
   const scheduleOk = scheduleTest(settings);
   const { from, tradeFrom, to } = range;
   // every element is written below, so a reused buffer needs no clearing
   const eqLen = Math.max(0, to - tradeFrom);
   const equity = equityBuf !== undefined && equityBuf.length >= eqLen ? equityBuf.subarray(0, eqLen) : new Float64Array(eqLen);
-  const trades: TradeLog = { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] };
+  const trades = tradesBuf ?? emptyTradeLog();
+  trades.n = 0;
   const pEntry = new Float64Array(maxPos);
   const pSL = new Float64Array(maxPos);
   const pTP = new Float64Array(maxPos);
@@ -133,7 +148,7 @@ export function runBatch(
   const { o: O, h: H, l: L, c: C, t: T, session: S } = cs;
   let npos = 0;
   let dir = 0;
-  let cash = settings.capital;
+  let cash = +settings.capital;
   let pend = NONE;
   let pendSL = 0;
   let pendTP = 0;
@@ -145,7 +160,63 @@ export function runBatch(
   let exposed = 0;
   let commissionPaid = 0;
   let riskStops = 0;
-  for (let i = from; i < to; i++) {
+  // the run ends inside the loop (the close-out is in the loop's optimised code, not after it)
+  for (let i = from; ; i++) {
+    if (i >= to) {
+      // what is still open closes at the last close (no slippage)
+      const last = to - 1;
+      if (npos > 0 && last >= tradeFrom) {
+        const exit = C[last]!;
+        for (let k = npos - 1; k >= 0; k--) {
+          const entry = pEntry[k]!;
+          const gross = dir * (exit - entry) * contracts * pvRaw;
+          cash += gross - fee;
+          commissionPaid += fee;
+          record(trades, dir, pBar[k]!, last, entry, exit, gross - 2 * fee, R_END);
+          const l = --npos;
+          if (k !== l) {
+            pEntry[k] = pEntry[l]!;
+            pBar[k] = pBar[l]!;
+          }
+          dayPnl += gross - 2 * fee;
+          if (!halted && dayPnl <= -dayLossLimit) {
+            halted = true;
+            riskStops++;
+          }
+        }
+        equity[last - tradeFrom] = cash;
+      }
+      break;
+    }
+    // runs of quiet bars (no action, nothing pending, same session) with at most one position open:
+    // only the stop/target test, the ATR and the mark to market; the bar that ends a run (an action, a
+    // new session, a level hit) goes through the full step below
+    if (pend === NONE && !flatten && i >= tradeFrom && npos <= 1) {
+      if (npos === 0) {
+        while (i < to && actions[i] === NONE && S[i] === day) {
+          if (atrObj !== null) atrObj.update(H[i]!, L[i]!, C[i]!);
+          equity[i - tradeFrom] = cash;
+          i++;
+        }
+      } else {
+        const e0 = pEntry[0]!;
+        const sl = pSL[0]!;
+        const tp = pTP[0]!;
+        while (i < to && actions[i] === NONE && S[i] === day) {
+          const o = O[i]!;
+          const h = H[i]!;
+          const l = L[i]!;
+          const c = C[i]!;
+          if (dir === LONG ? o <= sl || o >= tp || l <= sl || h >= tp : o >= sl || o <= tp || h >= sl || l <= tp) break;
+          exposed++;
+          if (atrObj !== null) atrObj.update(h, l, c);
+          // the quiet bar's mark to market (sum over one position: 0 + (c - e0) is c - e0)
+          equity[i - tradeFrom] = cash + dir * (c - e0) * pvq;
+          i++;
+        }
+      }
+      if (i >= to) continue;
+    }
     const action = actions[i]!;
     const o = O[i]!;
     const h = H[i]!;
@@ -271,29 +342,6 @@ export function runBatch(
         }
       }
     }
-  }
-  // what is still open closes at the last close (no slippage)
-  const last = to - 1;
-  if (npos > 0 && last >= tradeFrom) {
-    const exit = C[last]!;
-    for (let k = npos - 1; k >= 0; k--) {
-      const entry = pEntry[k]!;
-      const gross = dir * (exit - entry) * contracts * pvRaw;
-      cash += gross - fee;
-      commissionPaid += fee;
-      record(trades, dir, pBar[k]!, last, entry, exit, gross - 2 * fee, R_END);
-      const l = --npos;
-      if (k !== l) {
-        pEntry[k] = pEntry[l]!;
-        pBar[k] = pBar[l]!;
-      }
-      dayPnl += gross - 2 * fee;
-      if (!halted && dayPnl <= -dayLossLimit) {
-        halted = true;
-        riskStops++;
-      }
-    }
-    equity[last - tradeFrom] = cash;
   }
   return { trades, equity, exposedBars: exposed, commission: commissionPaid, riskStops, capital: settings.capital, range };
 }

@@ -1,5 +1,5 @@
 import type { Candles } from './candles.js';
-import { runBatch, type RawRun, type RunRange, type TradeLog } from './engine-batch.js';
+import { needsAtr, runBatch, type RawRun, type RunRange, type TradeLog } from './engine-batch.js';
 import { ATR } from './indicators.js';
 import { EXIT, LONG, NONE, SHORT, type StrategyRun } from './strategies.js';
 import { SYMBOL_SPECS } from './symbols.js';
@@ -43,8 +43,6 @@ export class Engine {
   private readonly slAtr: number;
   private readonly tpAtr: number;
   private readonly atr: ATR | null;
-  /** The ATR of the range precomputed (batch runs): element j is bar range.from + j. */
-  private atrS: Float64Array | null = null;
   private readonly dayLossLimit: number;
   private readonly dayTradeLimit: number;
   private readonly schedStart: number;
@@ -87,7 +85,7 @@ export class Engine {
     this.tpPts = settings.take_profit_points ?? 0;
     this.slAtr = settings.stop_loss_points ? 0 : settings.stop_loss_atr;
     this.tpAtr = settings.take_profit_points ? 0 : settings.take_profit_atr;
-    this.atr = this.slAtr > 0 || this.tpAtr > 0 ? new ATR(settings.atr_period) : null;
+    this.atr = needsAtr(settings) ? new ATR(settings.atr_period) : null;
     this.dayLossLimit = settings.daily_loss_limit ?? Infinity;
     this.dayTradeLimit = settings.daily_trade_limit ?? Infinity;
     const sched = settings.schedule;
@@ -111,27 +109,13 @@ export class Engine {
     return this.runActions(actions);
   }
 
-  /** True when the run needs the ATR (stop or target in ATR multiples). */
-  get needsAtr(): boolean {
-    return this.atr !== null;
-  }
-
-  /**
-   * Batch runs: the ATR of bars [range.from, range.to) computed beforehand (shared by the runs of a
-   * job); the same values the engine's own ATR would give. Call before the first bar.
-   */
-  useAtrSeries(s: Float64Array): void {
-    if (this.atr !== null) this.atrS = s;
-  }
-
   /**
    * Runs given actions (actions[i] is decided at bar i's close): a fresh engine without a fill
    * listener runs the whole range in runBatch (state in locals); otherwise bar by bar through `step`.
-   * `equityBuf`: storage the run's equity may use (a grid reuses one; the run is read before the next).
    */
-  runActions(actions: Int8Array, equityBuf?: Float64Array): RawRun {
+  runActions(actions: Int8Array): RawRun {
     if (this.fresh && this.onFill === null) {
-      return runBatch(this.cs, this.settings, this.range, actions, this.atrS, equityBuf);
+      return runBatch(this.cs, this.settings, this.range, actions, null);
     }
     for (let i = this.range.from; i < this.range.to; i++) this.step(i, actions[i]!);
     return this.finish();
@@ -194,7 +178,7 @@ export class Engine {
       this.checkExits(i, o, h, l);
     }
     // 4. mark to market
-    const atr = this.atrS !== null ? this.atrS[i - this.range.from]! : this.atr !== null ? this.atr.update(h, l, c) : 0;
+    const atr = this.atr !== null ? this.atr.update(h, l, c) : 0;
     if (i >= this.range.tradeFrom) {
       let eq = this.cash;
       if (this.npos > 0) {

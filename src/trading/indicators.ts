@@ -19,7 +19,7 @@ export function series(ind: Streaming, xs: ArrayLike<number>, out = new Float64A
 }
 
 /** Every RESYNC updates a windowed sum is recomputed from its window, so rounding never drifts. */
-const RESYNC = 4096;
+export const RESYNC = 4096;
 
 /** Simple moving average over n values; first output at index n-1. */
 export class SMA implements Streaming {

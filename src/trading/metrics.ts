@@ -1,5 +1,6 @@
 import type { Candles } from './candles.js';
 import { REASONS, type RawRun } from './engine.js';
+import { seriesCache } from './series.js';
 import { sessionMonth } from './symbols.js';
 
 /**
@@ -59,32 +60,52 @@ export interface MonthRow {
   trades: number;
 }
 
-/** Daily (session-close) equity values over the measured range. */
-function sessionCloses(run: RawRun, cs: Candles): number[] {
-  const { tradeFrom, to } = run.range;
-  const closes: number[] = [];
-  for (let i = tradeFrom; i < to; i++) {
-    if (i === to - 1 || cs.session[i + 1] !== cs.session[i]) closes.push(run.equity[i - tradeFrom]!);
-  }
-  return closes;
+/**
+ * Indices (into the run's equity) of the last bar of each session in bars [tradeFrom, to): the same
+ * for every run of a job on that range, so kept in the candles' SeriesCache.
+ */
+export function sessionCloseIndices(cs: Candles, tradeFrom: number, to: number): Int32Array {
+  return seriesCache(cs).get(
+    `closes:${tradeFrom}:${to}`,
+    () => {
+      const S = cs.session;
+      let n = 0;
+      for (let i = tradeFrom; i < to; i++) if (i === to - 1 || S[i + 1] !== S[i]) n++;
+      const out = new Int32Array(n);
+      let k = 0;
+      for (let i = tradeFrom; i < to; i++) if (i === to - 1 || S[i + 1] !== S[i]) out[k++] = i - tradeFrom;
+      return out;
+    },
+    (v) => v.byteLength,
+  );
 }
+
+/** Daily returns of sharpeOf, reused from run to run (a grid computes one Sharpe per combination). */
+let returnsBuf = new Float64Array(0);
 
 /**
  * Sharpe ratio, the vectorbt/Lean form: daily returns r_d = (E_d - E_{d-1}) / |E_{d-1}| of the equity
  * at each session's last bar (E_{-1} = capital; the same as E_d/E_{d-1} - 1 while equity is positive),
  * Sharpe = mean(r) / std(r, ddof=1) * sqrt(252), risk-free rate 0.
  */
-export function sharpeOf(closes: number[], capital: number): number {
-  const n = closes.length;
+export function sharpeOf(closes: ArrayLike<number>, capital: number): number {
+  return sharpeAt(closes, null, capital);
+}
+
+/** sharpeOf of values[at[i]] (at null: of values[i]). */
+function sharpeAt(values: ArrayLike<number>, at: Int32Array | null, capital: number): number {
+  const n = at !== null ? at.length : values.length;
   if (n < 2) return 0;
   let prev = capital;
-  const r = new Float64Array(n);
+  const r = returnsBuf.length >= n ? returnsBuf : (returnsBuf = new Float64Array(n));
   let sum = 0;
   for (let i = 0; i < n; i++) {
+    const e = values[at !== null ? at[i]! : i]!;
     // relative to |previous| so a loss stays negative even past zero equity; 0 after exactly 0
-    r[i] = prev === 0 ? 0 : (closes[i]! - prev) / Math.abs(prev);
-    prev = closes[i]!;
-    sum += r[i]!;
+    const x = prev === 0 ? 0 : (e - prev) / Math.abs(prev);
+    r[i] = x;
+    prev = e;
+    sum += x;
   }
   const mean = sum / n;
   let ss = 0;
@@ -128,21 +149,29 @@ export function computeMetrics(run: RawRun, cs: Candles): Metrics {
       sd = Math.sqrt(ss / (n - 1));
     }
   }
-  // drawdown on bar-by-bar equity, the peak starting at the capital
+  // drawdown on bar-by-bar equity, the peak starting at the capital: 1 - e / peak and peak - e only
+  // grow as e falls (IEEE rounding is monotonic), so each peak's deepest point decides for its stretch
   let peak = capital;
+  let low = capital;
   let mdd = 0;
   let mddUsd = 0;
   for (let i = 0; i < equity.length; i++) {
     const e = equity[i]!;
-    if (e > peak) peak = e;
-    const dd = 1 - e / peak;
-    if (dd > mdd) mdd = dd;
-    if (peak - e > mddUsd) mddUsd = peak - e;
+    if (e > peak) {
+      const dd = 1 - low / peak;
+      if (dd > mdd) mdd = dd;
+      if (peak - low > mddUsd) mddUsd = peak - low;
+      peak = e;
+      low = e;
+    } else if (e < low) low = e;
   }
-  const closes = sessionCloses(run, cs);
+  const dd = 1 - low / peak;
+  if (dd > mdd) mdd = dd;
+  if (peak - low > mddUsd) mddUsd = peak - low;
+  const closeAt = sessionCloseIndices(cs, run.range.tradeFrom, run.range.to);
   const final = equity.length ? equity[equity.length - 1]! : capital;
   const totalReturn = final / capital - 1;
-  const days = closes.length;
+  const days = closeAt.length;
   return {
     trades: n,
     wins,
@@ -154,7 +183,7 @@ export function computeMetrics(run: RawRun, cs: Candles): Metrics {
     gross_loss: money(gl),
     total_return: ratio(totalReturn),
     annual_return: ratio(days ? (totalReturn * TRADING_DAYS) / days : 0),
-    sharpe: ratio(sharpeOf(closes, capital)),
+    sharpe: ratio(sharpeAt(equity, closeAt, capital)),
     max_drawdown: ratio(mdd),
     max_drawdown_usd: money(mddUsd),
     exposure: equity.length ? ratio(run.exposedBars / equity.length) : 0,

@@ -22,27 +22,36 @@ export function hash32(s: string): number {
 const INV_2_32 = 1 / 4294967296;
 const SQRT3 = Math.sqrt(3);
 
-/** sfc32 (Small Fast Counting), period about 2^127. */
+/**
+ * sfc32 (Small Fast Counting), period about 2^127. The four state words live in an Int32Array: every
+ * state value is an int32, and typed storage keeps the optimised code from deoptimising when a word
+ * leaves the small-integer range.
+ */
 export class Rng {
-  private a: number;
-  private b: number;
-  private c: number;
-  private d = 1;
+  private readonly s = new Int32Array(4);
 
   constructor(seed: number) {
-    this.a = splitmix32(seed);
-    this.b = splitmix32(this.a ^ 0x5bd1e995);
-    this.c = splitmix32(this.b ^ 0x1b873593);
+    const s = this.s;
+    const a = splitmix32(seed);
+    const b = splitmix32(a ^ 0x5bd1e995);
+    s[0] = a;
+    s[1] = b;
+    s[2] = splitmix32(b ^ 0x1b873593);
+    s[3] = 1;
     for (let i = 0; i < 12; i++) this.u32();
   }
 
   u32(): number {
-    const t = (((this.a + this.b) | 0) + this.d) | 0;
-    this.d = (this.d + 1) | 0;
-    this.a = this.b ^ (this.b >>> 9);
-    this.b = (this.c + (this.c << 3)) | 0;
-    this.c = (this.c << 21) | (this.c >>> 11);
-    this.c = (this.c + t) | 0;
+    const s = this.s;
+    const a = s[0]!;
+    const b = s[1]!;
+    const c = s[2]!;
+    const d = s[3]!;
+    const t = (((a + b) | 0) + d) | 0;
+    s[3] = (d + 1) | 0;
+    s[0] = b ^ (b >>> 9);
+    s[1] = (c + (c << 3)) | 0;
+    s[2] = (((c << 21) | (c >>> 11)) + t) | 0;
     return t >>> 0;
   }
 
