@@ -27,7 +27,7 @@ export interface QueueOptions {
   pool: TaskRunner;
   /** Lock of a running chunk, ms: a dead process's chunk runs elsewhere after about this long. */
   lockMs: number;
-  /** Chunks of a grid, exactly (default: one per MIN_CHUNK_WORK bar evaluations, at least one per local thread, at most 32 or 4 per thread). */
+  /** Chunks of a grid or a Monte Carlo job, exactly (default: one per MIN_CHUNK_WORK bar evaluations, at least one per local thread, at most 32 or 4 per thread). */
   chunks?: number;
   onError?: (err: unknown) => void;
 }
