@@ -165,18 +165,22 @@ export class BullChunkRunner implements ChunkRunner {
   private async lane(run: Run): Promise<void> {
     for (;;) {
       if (run.left === 0) return;
-      const i = run.retry.shift() ?? (run.next < run.ids.length ? run.next++ : undefined);
+      const retry = run.retry.shift();
+      const i = retry ?? (run.next < run.ids.length ? run.next++ : undefined);
       if (i === undefined) {
         // everything is claimed: wait for the others' answers, or a failed chunk to run again
         await new Promise<void>((wake) => run.waiting.push(wake));
         continue;
       }
       if (run.results[i] || run.job.cancelled) continue;
-      // a chunk already done elsewhere is gone (removeOnComplete), and remove() would report it removed
-      // (Redis out of reach: the chunk runs here; a second run elsewhere gives the same result)
-      if (!(await this.conn.exists(this.jobKey(run.ids[i]!)).catch(() => 1))) continue;
-      const claimed = await this.queue.remove(run.ids[i]!).catch(() => 1);
-      if (claimed !== 1 || run.results[i]) continue;
+      // a failed chunk has left the queue (removeOnFail): it is this lane's without a claim
+      if (retry === undefined) {
+        // a chunk already done elsewhere is gone (removeOnComplete), and remove() would report it removed
+        // (Redis out of reach: the chunk runs here; a second run elsewhere gives the same result)
+        if (!(await this.conn.exists(this.jobKey(run.ids[i]!)).catch(() => 1))) continue;
+        const claimed = await this.queue.remove(run.ids[i]!).catch(() => 1);
+        if (claimed !== 1 || run.results[i]) continue;
+      }
       this.counts.claimed++;
       try {
         this.settle(run, i, { status: 'fulfilled', value: await this.opts.pool.run({ ...run.tasks[i]!, ctl: run.job.ctl }) });
