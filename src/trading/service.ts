@@ -3,8 +3,10 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import type { ChunkJob, ChunkRunner, TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
 import {
   bestIndex,
+  monteCarloSummary,
   summarizeWalkForward,
   walkForwardWindows,
+  type MonteCarloRuns,
   type Objective,
   type WindowResult,
 } from './analyses.js';
@@ -64,6 +66,9 @@ export interface MonteCarloInput extends Base {
   ruin_drawdown: number;
 }
 
+/** Runs a step of a job's tasks (`local`: on this process's pool, not through the queue). */
+type Step = (tasks: TradingTask[], opts?: { local?: boolean }) => Promise<unknown[]>;
+
 /** Summary columns of a grid row (every row of an optimization). */
 const SUMMARY = ['trades', 'win_rate', 'profit_factor', 'net_profit', 'sharpe', 'max_drawdown', 'sqn'] as const;
 const summary = (m: Metrics) => Object.fromEntries(SUMMARY.map((k) => [k, m[k]]));
@@ -119,33 +124,52 @@ export class TradingService {
    * Runs tasks on the pool under a job once it gets a running slot: waits for all of them, then
    * 409 `cancelled` (503 `job_timeout` past its budget) if the job was cancelled.
    */
-  private async runTasks(job: Job, tasks: TradingTask[], signal: AbortSignal | undefined): Promise<unknown[]> {
-    let outcomes: PromiseSettledResult<TaskOutcome>[];
+  private runTasks(job: Job, tasks: TradingTask[], signal: AbortSignal | undefined): Promise<unknown[]> {
+    return this.runJob(job, signal, (step) => step(tasks));
+  }
+
+  /**
+   * Runs a job once it gets a running slot: `body` runs its tasks in steps (`step` waits for all of
+   * a step's tasks and gives their values in task order; a job of several steps, Monte Carlo, uses
+   * the values of one to make the next). Optimize, walk-forward and Monte Carlo steps go through
+   * the queue when there is one (`spread`, unless told not to). A cancelled job answers 409
+   * `cancelled` (503 `job_timeout` past its budget) once its step's tasks have stopped.
+   */
+  private async runJob<R>(job: Job, signal: AbortSignal | undefined, body: (step: Step) => Promise<R>): Promise<R> {
     const spread = this.opts.spread;
+    /** How a step ended the job early: cancelled, or a task that failed. */
+    const halt: { cancelled?: true; failed?: PromiseRejectedResult } = {};
+    const step: Step = async (tasks, opts = {}) => {
+      const queued = spread && !opts.local && job.kind !== 'backtest' && job.kind !== 'compare';
+      const outcomes = await (queued ? spread.run(chunkJob(job), tasks) : Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl }))));
+      if (job.cancelled || outcomes.some((o) => o.status === 'fulfilled' && !o.value.ok)) halt.cancelled = true;
+      else halt.failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (halt.cancelled || halt.failed) throw new Error('the job stopped');
+      return outcomes.map((o) => ((o as PromiseFulfilledResult<TaskOutcome>).value as { value: unknown }).value);
+    };
     await spread?.announce(job.id, { client: job.client, kind: job.kind, total: job.total }, this.jobs.limits.timeoutMs * 2 + 60_000);
+    let result: { value: R } | { error: unknown };
     try {
-      outcomes = await this.jobs.run(
-        job,
-        () => (spread && job.kind !== 'backtest' && job.kind !== 'compare' ? spread.run(chunkJob(job), tasks) : Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl })))),
-        signal,
-      );
-    } catch (err) {
-      this.jobs.close(job, job.cancelled ? 'cancelled' : 'failed');
-      throw err;
+      result = { value: await this.jobs.run(job, () => body(step), signal) };
+    } catch (error) {
+      result = { error };
     } finally {
       await spread?.forget(job.id);
     }
-    if (job.cancelled || outcomes.some((o) => o.status === 'fulfilled' && !o.value.ok)) {
+    if ('value' in result) {
+      this.jobs.close(job, 'done');
+      return result.value;
+    }
+    if (halt.cancelled) {
       this.jobs.close(job, 'cancelled');
       throw cancelledError(job, this.jobs.limits.timeoutMs);
     }
-    const failed = outcomes.find((o) => o.status === 'rejected');
-    if (failed) {
+    if (halt.failed) {
       this.jobs.close(job, 'failed');
-      throw new AppError('internal', 'job_failed', 'the job failed', { job: job.id, reason: String((failed as PromiseRejectedResult).reason?.message ?? failed) });
+      throw new AppError('internal', 'job_failed', 'the job failed', { job: job.id, reason: String(halt.failed.reason?.message ?? halt.failed) });
     }
-    this.jobs.close(job, 'done');
-    return outcomes.map((o) => ((o as PromiseFulfilledResult<TaskOutcome>).value as { value: unknown }).value);
+    this.jobs.close(job, job.cancelled ? 'cancelled' : 'failed');
+    throw result.error;
   }
 
   async backtest(input: BacktestInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
@@ -191,14 +215,23 @@ export class TradingService {
     };
   }
 
-  /** Splits a grid into tasks: about four per thread so the threads finish together (spread: the runner's count for this work). */
-  private chunk<T>(items: T[], barsEach: number): T[][] {
+  /**
+   * Cuts `count` items (combinations, Monte Carlo runs) into ranges [from, to) for tasks: about four
+   * per thread so the threads finish together; with a queue, the runner's count for `work` (bar
+   * evaluations, or what costs as much).
+   */
+  private ranges(count: number, work: number): { from: number; to: number }[] {
     const spread = this.opts.spread;
-    const parts = Math.max(1, Math.min(items.length, spread ? spread.chunksFor(items.length, items.length * barsEach) : this.opts.pool.threads * 4));
-    const size = Math.ceil(items.length / parts);
-    const out: T[][] = [];
-    for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+    const parts = Math.max(1, Math.min(count, spread ? spread.chunksFor(count, work) : this.opts.pool.threads * 4));
+    const size = Math.ceil(count / parts);
+    const out: { from: number; to: number }[] = [];
+    for (let i = 0; i < count; i += size) out.push({ from: i, to: Math.min(count, i + size) });
     return out;
+  }
+
+  /** Splits a grid into tasks (ranges above; each combination runs `barsEach` bars). */
+  private chunk<T>(items: T[], barsEach: number): T[][] {
+    return this.ranges(items.length, items.length * barsEach).map(({ from, to }) => items.slice(from, to));
   }
 
   async optimize(input: OptimizeInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
@@ -269,20 +302,32 @@ export class TradingService {
     };
   }
 
+  /**
+   * Monte Carlo in two steps: the backtest on this process's pool (its metrics and trade P&L, one
+   * unit), then the runs cut into chunks that carry the P&L (run i uses Rng(mc_seed + i) wherever
+   * it runs, one unit each); the chunks' per-run figures, put together in run order, give the
+   * percentiles and ruin shares of the whole job.
+   */
   async monteCarlo(input: MonteCarloInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
     const job = this.jobs.open(input.job_id, 'montecarlo', input.runs + 1, from.client);
-    const [out] = (await this.runTasks(job, [
-      {
-        kind: 'montecarlo',
-        candles: input.candles,
-        strategy: input.strategy,
-        params: input.params,
-        settings: input.settings,
-        runs: input.runs,
+    const ruinLevel = input.settings.capital * (1 - input.ruin_drawdown);
+    const { backtest, parts } = await this.runJob(job, from.signal, async (step) => {
+      const [bt] = (await step(
+        [{ kind: 'mc_backtest', candles: input.candles, strategy: input.strategy, params: input.params, settings: input.settings }],
+        { local: true },
+      )) as { metrics: Metrics; pnls: Float64Array }[];
+      // a run on n trades costs about as much as n bar evaluations (shuffle, path and bootstrap)
+      const chunks = this.ranges(input.runs, input.runs * bt!.pnls.length).map(({ from, to }) => ({
+        kind: 'mc_runs' as const,
+        pnls: bt!.pnls,
+        capital: input.settings.capital,
+        from,
+        to,
         seed: input.mc_seed,
-        ruin_level: input.settings.capital * (1 - input.ruin_drawdown),
-      },
-    ], from.signal)) as { metrics: Metrics; monte_carlo: unknown }[];
+        ruin_level: ruinLevel,
+      }));
+      return { backtest: bt!, parts: (await step(chunks)) as MonteCarloRuns[] };
+    });
     return {
       job: job.id,
       result: {
@@ -290,8 +335,8 @@ export class TradingService {
         params: input.params,
         candles: input.candles,
         ruin_drawdown: input.ruin_drawdown,
-        backtest: out!.metrics,
-        ...(out!.monte_carlo as object),
+        backtest: backtest.metrics,
+        ...monteCarloSummary(backtest.pnls.length, input.runs, input.mc_seed, ruinLevel, parts),
       },
     };
   }

@@ -5,6 +5,7 @@ import {
   checkCancel,
   gridRows,
   monteCarlo,
+  monteCarloRuns,
   runStrategy,
   tick,
   walkForwardWindow,
@@ -44,6 +45,7 @@ export type TradingTask =
       window: WindowSpec;
     }
   | {
+      /** A Monte Carlo job in one task: the backtest, then every run (the whole-job form its chunks are held to). */
       kind: 'montecarlo';
       ctl?: Int32Array;
       candles: CandleSpec;
@@ -51,6 +53,26 @@ export type TradingTask =
       params: Record<string, number>;
       settings: Settings;
       runs: number;
+      seed: number;
+      ruin_level: number;
+    }
+  | {
+      /** The backtest of a Monte Carlo job: its metrics and its trades' P&L (one unit). */
+      kind: 'mc_backtest';
+      ctl?: Int32Array;
+      candles: CandleSpec;
+      strategy: StrategyId;
+      params: Record<string, number>;
+      settings: Settings;
+    }
+  | {
+      /** Runs [from, to) of a Monte Carlo job on the backtest's trade P&L (one unit per run). */
+      kind: 'mc_runs';
+      ctl?: Int32Array;
+      pnls: Float64Array;
+      capital: number;
+      from: number;
+      to: number;
       seed: number;
       ruin_level: number;
     };
@@ -93,9 +115,10 @@ export interface JobRecord {
  */
 export interface ChunkRunner {
   /**
-   * How many chunks a grid of `items` combinations, `work` bar evaluations in all, is cut into: more
-   * than the local threads (so other processes get a share), fewer when the work is small (a chunk
-   * costs a few Redis round trips).
+   * How many chunks a job of `items` units (grid combinations, Monte Carlo runs), `work` bar
+   * evaluations in all (a Monte Carlo run on n trades counts n), is cut into: more than the local
+   * threads (so other processes get a share), fewer when the work is small (a chunk costs a few
+   * Redis round trips).
    */
   chunksFor(items: number, work: number): number;
   run(job: ChunkJob, tasks: TradingTask[]): Promise<PromiseSettledResult<TaskOutcome>[]>;
@@ -144,5 +167,14 @@ function dispatch(task: TradingTask): unknown {
       const mc = monteCarlo(raw.trades.pnl, task.settings.capital, task.runs, task.seed, task.ruin_level, ctl);
       return { metrics, monte_carlo: mc };
     }
+    case 'mc_backtest': {
+      checkCancel(ctl);
+      const cs = candlesFor(task.candles);
+      const raw = runStrategy(cs, task.strategy, task.params, task.settings);
+      tick(ctl);
+      return { metrics: computeMetrics(raw, cs), pnls: Float64Array.from(raw.trades.pnl) };
+    }
+    case 'mc_runs':
+      return monteCarloRuns(task.pnls, task.capital, task.from, task.to, task.seed, task.ruin_level, ctl);
   }
 }

@@ -19,6 +19,9 @@ import type { ChunkJob, ChunkRunner, JobRecord, TaskOutcome, TaskRunner, Trading
  *   fails (or stalls too often) is run again on the origin's pool.
  * - Cancel: the origin removes the chunks still waiting and publishes the job id; every process
  *   sets the cancel flag of its chunks of that job (a key also marks it for chunks not yet started).
+ * - A large typed array that the chunks of a job share (the trades' P&L of a Monte Carlo job) is
+ *   stored once under a key of its own for the job's run, not in every chunk; a process fetches it
+ *   once and keeps the last few. The origin's own pool takes the tasks as they are.
  */
 export interface QueueOptions {
   redisUrl: string;
@@ -27,7 +30,7 @@ export interface QueueOptions {
   pool: TaskRunner;
   /** Lock of a running chunk, ms: a dead process's chunk runs elsewhere after about this long. */
   lockMs: number;
-  /** Chunks of a grid, exactly (default: one per MIN_CHUNK_WORK bar evaluations, at least one per local thread, at most 32 or 4 per thread). */
+  /** Chunks of a grid or a Monte Carlo job, exactly (default: one per MIN_CHUNK_WORK bar evaluations, at least one per local thread, at most 32 or 4 per thread). */
   chunks?: number;
   onError?: (err: unknown) => void;
 }
@@ -41,6 +44,14 @@ const wakeAll = (run: { waiting: (() => void)[] }) => {
 };
 const encode = (v: unknown) => serialize(v).toString('base64');
 const decode = (s: string) => deserialize(Buffer.from(s, 'base64')) as unknown;
+/** Typed arrays in a task from this size on are stored once per run (a chunk names them). */
+export const SHARED_BYTES = 64 * 1024;
+/** Shared arrays a process keeps (each up to tens of MB: the P&L of millions of trades). */
+const SHARED_KEPT = 4;
+const SHARED_TTL_MS = 3_600_000;
+const SHARED = '$shared';
+const sharedRef = (v: unknown): string | undefined =>
+  v !== null && typeof v === 'object' && !ArrayBuffer.isView(v) && typeof (v as Record<string, unknown>)[SHARED] === 'string' ? ((v as Record<string, string>)[SHARED] as string) : undefined;
 
 interface ChunkData {
   job: string;
@@ -87,12 +98,16 @@ export class BullChunkRunner implements ChunkRunner {
   private onRequest: ((jobId: string) => void) | undefined;
   /** `chunks`: of the last job started here. */
   private readonly counts = { chunks: 0, claimed: 0, served: 0, serving: 0, rerun: 0 };
+  /** Shared arrays fetched here, by key, oldest first. */
+  private readonly shared = new Map<string, Promise<unknown>>();
+  private readonly sharedPrefix: string;
 
   constructor(private readonly opts: QueueOptions) {
     const bull = `${opts.prefix}bull`;
     this.keyPrefix = `${opts.prefix}trading:cancelled:`;
     this.channel = `${opts.prefix}trading:cancel`;
     this.requestChannel = `${opts.prefix}trading:cancel-request`;
+    this.sharedPrefix = `${opts.prefix}trading:shared:`;
     // blocking connections (worker, events, subscriber) wait for Redis; the queue's commands fail
     // fast, so a job falls back to this process's pool when Redis is out of reach
     const redis = () => {
@@ -138,12 +153,14 @@ export class BullChunkRunner implements ChunkRunner {
     });
     const run = this.runs.get(runId)!;
     job.onCancel(() => void this.cancelRun(run));
+    const sharedKeys: string[] = [];
     try {
       try {
+        const wire = await this.encodeTasks(runId, tasks, sharedKeys);
         await this.queue.addBulk(
-          tasks.map((t, index) => ({
+          tasks.map((_, index) => ({
             name: job.id,
-            data: { job: job.id, run: runId, index, task: encode(t) } satisfies ChunkData,
+            data: { job: job.id, run: runId, index, task: wire[index]! } satisfies ChunkData,
             opts: { jobId: ids[index], removeOnComplete: true, removeOnFail: true, attempts: 1 },
           })),
         );
@@ -158,25 +175,74 @@ export class BullChunkRunner implements ChunkRunner {
       return run.results as PromiseSettledResult<TaskOutcome>[];
     } finally {
       this.runs.delete(runId);
+      if (sharedKeys.length) await this.conn.del(...sharedKeys).catch((err) => this.opts.onError?.(err));
     }
+  }
+
+  /**
+   * The tasks of a run as the queue carries them: a typed array of SHARED_BYTES or more is stored
+   * once (its key in `keys`) and each task names it.
+   */
+  private async encodeTasks(runId: string, tasks: TradingTask[], keys: string[]): Promise<string[]> {
+    const stored = new Map<ArrayBufferView, string>();
+    const wire = tasks.map((t) => {
+      const out: Record<string, unknown> = { ...t };
+      for (const [field, v] of Object.entries(t)) {
+        if (!ArrayBuffer.isView(v) || v.byteLength < SHARED_BYTES) continue;
+        let key = stored.get(v);
+        if (!key) stored.set(v, (key = `${this.sharedPrefix}${runId}:${stored.size}`));
+        out[field] = { [SHARED]: key };
+      }
+      return encode(out);
+    });
+    for (const [v, key] of stored) {
+      keys.push(key);
+      await this.conn.set(key, serialize(v), 'PX', SHARED_TTL_MS);
+    }
+    return wire;
+  }
+
+  /** A task from the queue, with its shared arrays (fetched once per process). */
+  private async decodeTask(raw: string): Promise<TradingTask> {
+    const task = decode(raw) as Record<string, unknown>;
+    for (const [field, v] of Object.entries(task)) {
+      const key = sharedRef(v);
+      if (key === undefined) continue;
+      let value = this.shared.get(key);
+      if (!value) {
+        value = this.conn.getBuffer(key).then((b) => {
+          if (!b) throw new Error(`${key} is gone (its job ended)`);
+          return deserialize(b) as unknown;
+        });
+        value.catch(() => this.shared.delete(key));
+        this.shared.set(key, value);
+        for (const old of this.shared.keys()) if (this.shared.size > SHARED_KEPT) this.shared.delete(old);
+      }
+      task[field] = await value;
+    }
+    return task as unknown as TradingTask;
   }
 
   /** One local thread's share: claim the next chunk nobody took and run it here; then wait for the rest. */
   private async lane(run: Run): Promise<void> {
     for (;;) {
       if (run.left === 0) return;
-      const i = run.retry.shift() ?? (run.next < run.ids.length ? run.next++ : undefined);
+      const retry = run.retry.shift();
+      const i = retry ?? (run.next < run.ids.length ? run.next++ : undefined);
       if (i === undefined) {
         // everything is claimed: wait for the others' answers, or a failed chunk to run again
         await new Promise<void>((wake) => run.waiting.push(wake));
         continue;
       }
       if (run.results[i] || run.job.cancelled) continue;
-      // a chunk already done elsewhere is gone (removeOnComplete), and remove() would report it removed
-      // (Redis out of reach: the chunk runs here; a second run elsewhere gives the same result)
-      if (!(await this.conn.exists(this.jobKey(run.ids[i]!)).catch(() => 1))) continue;
-      const claimed = await this.queue.remove(run.ids[i]!).catch(() => 1);
-      if (claimed !== 1 || run.results[i]) continue;
+      // a failed chunk has left the queue (removeOnFail): it is this lane's without a claim
+      if (retry === undefined) {
+        // a chunk already done elsewhere is gone (removeOnComplete), and remove() would report it removed
+        // (Redis out of reach: the chunk runs here; a second run elsewhere gives the same result)
+        if (!(await this.conn.exists(this.jobKey(run.ids[i]!)).catch(() => 1))) continue;
+        const claimed = await this.queue.remove(run.ids[i]!).catch(() => 1);
+        if (claimed !== 1 || run.results[i]) continue;
+      }
       this.counts.claimed++;
       try {
         this.settle(run, i, { status: 'fulfilled', value: await this.opts.pool.run({ ...run.tasks[i]!, ctl: run.job.ctl }) });
@@ -281,7 +347,7 @@ export class BullChunkRunner implements ChunkRunner {
       if (units !== last) void bj.updateProgress((last = units)).catch(() => undefined);
     }, PROGRESS_MS);
     try {
-      const out = await this.opts.pool.run({ ...(decode(task) as TradingTask), ctl });
+      const out = await this.opts.pool.run({ ...(await this.decodeTask(task)), ctl });
       const units = Atomics.load(ctl, 1);
       if (out.ok) {
         this.counts.served++;

@@ -3,6 +3,8 @@ import {
   bestIndex,
   gridRows,
   monteCarlo,
+  monteCarloRuns,
+  monteCarloSummary,
   runStrategy,
   walkForwardWindow,
   walkForwardWindows,
@@ -12,6 +14,7 @@ import { defaultSettings } from '../../src/trading/engine.js';
 import { computeMetrics } from '../../src/trading/metrics.js';
 import { expandGrid, STRATEGIES, STRATEGY_DEFS } from '../../src/trading/strategies.js';
 import { SYMBOL_SPECS, SYMBOLS } from '../../src/trading/symbols.js';
+import { runTask } from '../../src/trading/tasks.js';
 
 describe('candles', () => {
   it('the same seed gives the same bytes (pinned checksums: identical on every machine)', () => {
@@ -123,6 +126,52 @@ describe('Monte Carlo', () => {
     const ruin = monteCarlo(pnls, 1000, 200, 7, 700);
     expect(ruin.probability_of_ruin).toBeGreaterThan(0);
     expect(ruin.probability_of_ruin).toBeLessThanOrEqual(1);
+  });
+  it('cut into chunks of runs, gives the bytes of the whole job (any cut, several seeds and run counts)', () => {
+    const cs = generateCandles({ seed: 4, symbol: 'CL', timeframe: '1m', count: 8000 });
+    const trades = Float64Array.from(runStrategy(cs, 'ema_cross', { fast: 5, slow: 20 }, defaultSettings()).trades.pnl);
+    expect(trades.length).toBeGreaterThan(100);
+    const cuts = (runs: number, size: number) => Array.from({ length: Math.ceil(runs / size) }, (_, k) => [k * size, Math.min(runs, (k + 1) * size)] as const);
+    let compared = 0;
+    for (const [list, capital, ruin] of [[pnls, 1000, 700], [Array.from(trades), 100_000, 99_000]] as const) {
+      for (const seed of [0, 7, 4_294_967_000]) {
+        for (const runs of [1, 17, 200, 500]) {
+          const whole = JSON.stringify(monteCarlo(list, capital, runs, seed, ruin));
+          for (const size of [1, 16, 63, runs]) {
+            const parts = cuts(runs, size).map(([from, to]) => monteCarloRuns(Float64Array.from(list), capital, from, to, seed, ruin));
+            expect(JSON.stringify(monteCarloSummary(list.length, runs, seed, ruin, parts))).toBe(whole);
+            compared++;
+          }
+        }
+      }
+    }
+    expect(compared).toBe(2 * 3 * 4 * 4);
+    // ruin happens in some runs only, so the counts of the chunks add up to a share strictly inside (0, 1)
+    const ruined = monteCarlo(pnls, 1000, 200, 7, 700).probability_of_ruin;
+    expect(ruined > 0 && ruined < 1).toBe(true);
+    // parts out of order or missing runs are refused, not summarized
+    const [a, b] = [monteCarloRuns(pnls, 1000, 0, 10, 7, 700), monteCarloRuns(pnls, 1000, 10, 20, 7, 700)];
+    expect(() => monteCarloSummary(pnls.length, 20, 7, 700, [b, a])).toThrow(/in order/);
+    expect(() => monteCarloSummary(pnls.length, 20, 7, 700, [a])).toThrow(/cover 10 runs of 20/);
+  });
+  it("the job's tasks (backtest, then chunks of runs) give the bytes of the one-task job", () => {
+    const spec = { seed: 7, symbol: 'ES', timeframe: '1m', count: 30_000 } as const;
+    const settings = defaultSettings();
+    for (const [strategy, runs, seed] of [['ema_cross', 300, 17], ['breakout', 120, 3]] as const) {
+      const params = STRATEGY_DEFS[strategy].schema.parse({});
+      const ruin_level = 95_000;
+      const one = runTask({ kind: 'montecarlo', candles: spec, strategy, params, settings, runs, seed, ruin_level });
+      const bt = runTask({ kind: 'mc_backtest', candles: spec, strategy, params, settings });
+      if (!one.ok || !bt.ok) throw new Error('cancelled');
+      const { metrics, pnls: list } = bt.value as { metrics: unknown; pnls: Float64Array };
+      const parts = [0, 40, 41, 200, runs].filter((x) => x <= runs).flatMap((from, k, xs) => (k + 1 < xs.length ? [{ from, to: xs[k + 1]! }] : []));
+      const values = parts.map(({ from, to }) => {
+        const r = runTask({ kind: 'mc_runs', pnls: list, capital: settings.capital, from, to, seed, ruin_level });
+        if (!r.ok) throw new Error('cancelled');
+        return r.value as ReturnType<typeof monteCarloRuns>;
+      });
+      expect(JSON.stringify({ metrics, monte_carlo: monteCarloSummary(list.length, runs, seed, ruin_level, values) })).toBe(JSON.stringify(one.value));
+    }
   });
   it('no trades: every percentile is the capital, no ruin', () => {
     const r = monteCarlo([], 1000, 10, 1, 500);

@@ -1,5 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { settingsSchema } from '../../src/trading/engine.js';
+import { STRATEGY_DEFS } from '../../src/trading/strategies.js';
+import { runTask } from '../../src/trading/tasks.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { call, get, until } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
@@ -10,8 +13,9 @@ import { connectTopics } from '../support/ws.js';
  * Trading jobs spread over hub processes through the BullMQ queue on a shared Redis (each test its
  * own prefix): two real processes (dist/src/main.js) with one worker thread each. A grid's answer is
  * byte-identical to a single process's without Redis, also when the helper process is killed in
- * the middle of a chunk (its chunk runs again elsewhere after the lock); a cancel reaches the
- * chunks running on the other process. Assertions are on answers and counts, never on time.
+ * the middle of a chunk (its chunk runs again elsewhere after the lock); a Monte Carlo job's chunks
+ * of runs run on both processes and give the one-task answer; a cancel reaches the chunks running
+ * on the other process. Assertions are on answers and counts, never on time.
  */
 const redis = await redisOrSkip();
 const prefixes: string[] = [];
@@ -36,6 +40,16 @@ async function eventsOf(prefix: string): Promise<Record<string, string>[]> {
   try {
     const rows = await client.xrange(`${prefix}bull:trading-chunks:events`, '-', '+');
     return rows.map(([, fields]) => Object.fromEntries(fields.flatMap((f, i) => (i % 2 ? [] : [[f, fields[i + 1]!]]))));
+  } finally {
+    client.disconnect();
+  }
+}
+/** Monte Carlo on tens of thousands of trades (NQ 1m, EMA 3/8), 500 runs: about a second of one thread. */
+const mc = (job_id: string, count: number, params = { fast: 3, slow: 8 }) => ({ symbol: 'NQ', timeframe: '1m', count, seed: 11, strategy: 'ema_cross', params, runs: 500, mc_seed: 4, job_id });
+async function keysOf(pattern: string): Promise<string[]> {
+  const client = new Redis(redis.url);
+  try {
+    return await client.keys(pattern);
   } finally {
     client.disconnect();
   }
@@ -104,6 +118,69 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     expect(wfA.text).toBe(refWf.text);
     expect(mcB.text).toBe(refMc.text);
     expect(wfA.body.windows.length).toBeGreaterThan(5);
+  }, 180_000);
+
+  it('a Monte Carlo job runs its chunks of runs on both processes and gives the one-task answer; a cancel reaches them', async () => {
+    const body = mc('mc-ref', 400_000);
+    const alone = await start({});
+    const reference = await call(alone.url, 'POST', '/api/program/montecarlo', body);
+    expect(reference.status).toBe(200);
+    await alone.stop();
+    // the single process's chunked answer is the one-task job's (backtest, then every run at once)
+    const { strategy: _s, params, candles, ruin_drawdown, ...figures } = reference.body;
+    const settings = settingsSchema.parse({});
+    const one = runTask({ kind: 'montecarlo', candles, strategy: 'ema_cross', params: STRATEGY_DEFS.ema_cross.schema.parse(params), settings, runs: 500, seed: 4, ruin_level: settings.capital * (1 - ruin_drawdown) });
+    if (!one.ok) throw new Error('cancelled');
+    const { metrics, monte_carlo } = one.value as { metrics: unknown; monte_carlo: object };
+    expect(JSON.stringify(figures)).toBe(JSON.stringify({ backtest: metrics, ...monte_carlo }));
+    expect(figures.trades).toBeGreaterThan(40_000);
+
+    const prefix = uniquePrefix('trading-queue');
+    prefixes.push(prefix);
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
+    const [a, b] = await Promise.all([start(env), start(env)]);
+    const ws = await connectTopics(a.url);
+    try {
+      await ws.subscribe('job:mc-1');
+      const r = await call(a.url, 'POST', '/api/program/montecarlo', { ...body, job_id: 'mc-1' });
+      expect(r.status).toBe(200);
+      expect(r.text).toBe(reference.text);
+      // 500 runs in 32 chunks of 16 (TRADING_CHUNKS 32): a ran some on its pool, b some for the queue
+      const [sa, sb] = [await queueStats(a.url), await queueStats(b.url)];
+      expect(sa.chunks).toBe(32);
+      expect(sa.claimed).toBeGreaterThanOrEqual(1);
+      expect(sb.served).toBeGreaterThanOrEqual(1);
+      // b's chunks took the trades' P&L (about 400 kB, stored once for the job) and none had to run
+      // again; the stored copy is gone with the job
+      expect(sa.rerun).toBe(0);
+      expect(await keysOf(`${prefix}trading:shared:*`)).toEqual([]);
+      // progress on a's topic: the backtest's unit and every run, wherever it ran
+      let last: any;
+      do last = (await ws.next(10_000)).data;
+      while (last.state === 'running');
+      expect(last).toEqual({ job: 'mc-1', done: 501, total: 501, state: 'done' });
+    } finally {
+      ws.close();
+    }
+
+    // a longer job (about 200,000 trades), cancelled by its owner while b runs one of its chunks
+    const before = { a: await queueStats(a.url), b: await queueStats(b.url) };
+    const owner = bearer(await signIn(a.url, ['trader']));
+    const answer = call(a.url, 'POST', '/api/program/montecarlo', mc('mc-2', 1_000_000, { fast: 2, slow: 5 }), owner);
+    await until('b runs a chunk of the job', async () => (await queueStats(b.url)).serving >= 1, 60_000);
+    const served = (await queueStats(b.url)).served;
+    const c = await call(a.url, 'POST', '/api/program/jobs/mc-2/cancel', undefined, owner);
+    expect(c.status).toBe(202);
+    expect(c.body).toMatchObject({ job: 'mc-2', kind: 'montecarlo', total: 501, state: 'cancelling' });
+    const cancelled = await answer;
+    expect(cancelled.status).toBe(409);
+    expect(cancelled.body.error).toMatchObject({ code: 'cancelled', details: { job: 'mc-2', reason: 'cancelled' } });
+    await until('b stopped', async () => (await queueStats(b.url)).serving === 0, 30_000);
+    expect((await queueStats(b.url)).served - served).toBeLessThanOrEqual(1);
+    // the job's chunks stopped on both processes: fewer than its 32 ran (begun here, or run whole for the queue)
+    const [ea, eb] = [await queueStats(a.url), await queueStats(b.url)];
+    expect(ea.chunks).toBe(32);
+    expect(ea.claimed - before.a.claimed + (ea.served - before.a.served) + (eb.served - before.b.served)).toBeLessThan(32);
   }, 180_000);
 
   it('a cancel asked of either process reaches the chunks running on the other process', async () => {
