@@ -4,7 +4,6 @@ import {
   CancelledError,
   checkCancel,
   gridRows,
-  monteCarlo,
   monteCarloRuns,
   runStrategy,
   tick,
@@ -43,18 +42,6 @@ export type TradingTask =
       settings: Settings;
       objective: Objective;
       window: WindowSpec;
-    }
-  | {
-      /** A Monte Carlo job in one task: the backtest, then every run (the whole-job form its chunks are held to). */
-      kind: 'montecarlo';
-      ctl?: Int32Array;
-      candles: CandleSpec;
-      strategy: StrategyId;
-      params: Record<string, number>;
-      settings: Settings;
-      runs: number;
-      seed: number;
-      ruin_level: number;
     }
   | {
       /** The backtest of a Monte Carlo job: its metrics and its trades' P&L (one unit). */
@@ -157,15 +144,6 @@ function dispatch(task: TradingTask): unknown {
     case 'wf_window': {
       checkCancel(ctl);
       return walkForwardWindow(candlesFor(task.candles), task.strategy, task.combos, task.settings, task.objective, task.window, ctl);
-    }
-    case 'montecarlo': {
-      checkCancel(ctl);
-      const cs = candlesFor(task.candles);
-      const raw = runStrategy(cs, task.strategy, task.params, task.settings);
-      tick(ctl);
-      const metrics = computeMetrics(raw, cs);
-      const mc = monteCarlo(raw.trades.pnl, task.settings.capital, task.runs, task.seed, task.ruin_level, ctl);
-      return { metrics, monte_carlo: mc };
     }
     case 'mc_backtest': {
       checkCancel(ctl);

@@ -14,7 +14,7 @@ import { defaultSettings } from '../../src/trading/engine.js';
 import { computeMetrics } from '../../src/trading/metrics.js';
 import { expandGrid, STRATEGIES, STRATEGY_DEFS } from '../../src/trading/strategies.js';
 import { SYMBOL_SPECS, SYMBOLS } from '../../src/trading/symbols.js';
-import { runTask } from '../../src/trading/tasks.js';
+import { monteCarloJob, monteCarloWhole } from './golden-support.js';
 
 describe('candles', () => {
   it('the same seed gives the same bytes (pinned checksums: identical on every machine)', () => {
@@ -154,23 +154,15 @@ describe('Monte Carlo', () => {
     expect(() => monteCarloSummary(pnls.length, 20, 7, 700, [b, a])).toThrow(/in order/);
     expect(() => monteCarloSummary(pnls.length, 20, 7, 700, [a])).toThrow(/cover 10 runs of 20/);
   });
-  it("the job's tasks (backtest, then chunks of runs) give the bytes of the one-task job", () => {
+  it("the job's tasks (backtest, then chunks of runs) give the bytes of the job computed in one piece, however the runs are cut", () => {
     const spec = { seed: 7, symbol: 'ES', timeframe: '1m', count: 30_000 } as const;
     const settings = defaultSettings();
     for (const [strategy, runs, seed] of [['ema_cross', 300, 17], ['breakout', 120, 3]] as const) {
       const params = STRATEGY_DEFS[strategy].schema.parse({});
       const ruin_level = 95_000;
-      const one = runTask({ kind: 'montecarlo', candles: spec, strategy, params, settings, runs, seed, ruin_level });
-      const bt = runTask({ kind: 'mc_backtest', candles: spec, strategy, params, settings });
-      if (!one.ok || !bt.ok) throw new Error('cancelled');
-      const { metrics, pnls: list } = bt.value as { metrics: unknown; pnls: Float64Array };
-      const parts = [0, 40, 41, 200, runs].filter((x) => x <= runs).flatMap((from, k, xs) => (k + 1 < xs.length ? [{ from, to: xs[k + 1]! }] : []));
-      const values = parts.map(({ from, to }) => {
-        const r = runTask({ kind: 'mc_runs', pnls: list, capital: settings.capital, from, to, seed, ruin_level });
-        if (!r.ok) throw new Error('cancelled');
-        return r.value as ReturnType<typeof monteCarloRuns>;
-      });
-      expect(JSON.stringify({ metrics, monte_carlo: monteCarloSummary(list.length, runs, seed, ruin_level, values) })).toBe(JSON.stringify(one.value));
+      const c = { candles: spec, strategy, params, settings, runs, seed, ruin_level };
+      const whole = JSON.stringify(monteCarloWhole(c));
+      for (const cuts of [[], [40, 41, 200], [1, runs - 1]]) expect(JSON.stringify(monteCarloJob(c, cuts))).toBe(whole);
     }
   });
   it('no trades: every percentile is the capital, no ruin', () => {

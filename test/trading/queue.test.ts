@@ -2,19 +2,19 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { settingsSchema } from '../../src/trading/engine.js';
 import { STRATEGY_DEFS } from '../../src/trading/strategies.js';
-import { runTask } from '../../src/trading/tasks.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { call, get, until } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 import { connectTopics } from '../support/ws.js';
+import { monteCarloWhole } from './golden-support.js';
 
 /**
  * Trading jobs spread over hub processes through the BullMQ queue on a shared Redis (each test its
  * own prefix): two real processes (dist/src/main.js) with one worker thread each. A grid's answer is
  * byte-identical to a single process's without Redis, also when the helper process is killed in
  * the middle of a chunk (its chunk runs again elsewhere after the lock); a Monte Carlo job's chunks
- * of runs run on both processes and give the one-task answer; a cancel reaches the chunks running
+ * of runs run on both processes and give the answer computed in one piece; a cancel reaches the chunks running
  * on the other process. Assertions are on answers and counts, never on time.
  */
 const redis = await redisOrSkip();
@@ -126,12 +126,10 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     const reference = await call(alone.url, 'POST', '/api/program/montecarlo', body);
     expect(reference.status).toBe(200);
     await alone.stop();
-    // the single process's chunked answer is the one-task job's (backtest, then every run at once)
+    // the single process's chunked answer is the job computed in one piece (backtest, then every run at once)
     const { strategy: _s, params, candles, ruin_drawdown, ...figures } = reference.body;
     const settings = settingsSchema.parse({});
-    const one = runTask({ kind: 'montecarlo', candles, strategy: 'ema_cross', params: STRATEGY_DEFS.ema_cross.schema.parse(params), settings, runs: 500, seed: 4, ruin_level: settings.capital * (1 - ruin_drawdown) });
-    if (!one.ok) throw new Error('cancelled');
-    const { metrics, monte_carlo } = one.value as { metrics: unknown; monte_carlo: object };
+    const { metrics, monte_carlo } = monteCarloWhole({ candles, strategy: 'ema_cross', params: STRATEGY_DEFS.ema_cross.schema.parse(params), settings, runs: 500, seed: 4, ruin_level: settings.capital * (1 - ruin_drawdown) }) as { metrics: unknown; monte_carlo: object };
     expect(JSON.stringify(figures)).toBe(JSON.stringify({ backtest: metrics, ...monte_carlo }));
     expect(figures.trades).toBeGreaterThan(40_000);
 
