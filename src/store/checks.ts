@@ -84,8 +84,11 @@ export function prepareWrite(w: Write, draws?: number): DrawingWrite {
     case 'push':
       return { op: 'push', key: text(checkKey(w.key)), json: json(w.value), cap: checkCap(w.cap) };
     case 'index': {
+      // fields are checked in their order (key, member, score), so the error names the first bad one
+      const key = text(checkKey(w.key));
+      const member = text(checkKey(w.member, 'member'));
       const score = draws !== undefined && typeof w.score === 'string' ? drawnScore(w.score, draws) : checkScore(w.score);
-      return { op: 'index', key: text(checkKey(w.key)), member: text(checkKey(w.member, 'member')), score };
+      return { op: 'index', key, member, score };
     }
     case 'unindex':
       return { op: 'unindex', key: text(checkKey(w.key)), member: text(checkKey(w.member, 'member')) };
