@@ -3,13 +3,12 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import type { ChunkJob, ChunkRunner, TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
 import {
   bestIndex,
-  monteCarloSummary,
   summarizeWalkForward,
   walkForwardWindows,
-  type MonteCarloRuns,
   type Objective,
   type WindowResult,
 } from './analyses.js';
+import { monteCarloSummary, type MonteCarloRuns } from './monte-carlo.js';
 import type { CandleSpec } from './candles.js';
 import type { Settings } from './engine.js';
 import { cancelledError, Jobs, type Job, type JobLimits, type JobProgress } from './jobs.js';

@@ -4,7 +4,6 @@ import {
   CancelledError,
   checkCancel,
   gridRows,
-  monteCarloRuns,
   runStrategy,
   tick,
   walkForwardWindow,
@@ -13,6 +12,7 @@ import {
   type WindowSpec,
 } from './analyses.js';
 import { computeMetrics } from './metrics.js';
+import { monteCarloRuns } from './monte-carlo.js';
 import type { Settings } from './engine.js';
 import type { StrategyId } from './strategies.js';
 

@@ -2,13 +2,11 @@ import { describe, expect, it } from 'vitest';
 import {
   bestIndex,
   gridRows,
-  monteCarlo,
-  monteCarloRuns,
-  monteCarloSummary,
   runStrategy,
   walkForwardWindow,
   walkForwardWindows,
 } from '../../src/trading/analyses.js';
+import { monteCarlo, monteCarloRuns, monteCarloSummary } from '../../src/trading/monte-carlo.js';
 import { aggregateCandles, candleChecksum, generateCandles, sliceCandles, type Candles } from '../../src/trading/candles.js';
 import { defaultSettings } from '../../src/trading/engine.js';
 import { computeMetrics } from '../../src/trading/metrics.js';

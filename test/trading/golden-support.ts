@@ -1,4 +1,5 @@
-import { monteCarlo, monteCarloSummary, runStrategy, walkForwardWindows, type MonteCarloRuns } from '../../src/trading/analyses.js';
+import { runStrategy, walkForwardWindows } from '../../src/trading/analyses.js';
+import { monteCarlo, monteCarloSummary, type MonteCarloRuns } from '../../src/trading/monte-carlo.js';
 import { candlesFor, type CandleSpec } from '../../src/trading/candles.js';
 import type { Settings } from '../../src/trading/engine.js';
 import { computeMetrics } from '../../src/trading/metrics.js';
