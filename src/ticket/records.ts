@@ -73,20 +73,8 @@ export interface AuditEntry {
   replayed: boolean;
 }
 
-export interface CheckInEvent {
-  type: 'checkin';
-  reservation_id: string;
-  code: string;
-  show_id: string;
-  show_name: string;
-  venue: string;
-  date: string;
-  seat: string;
-  at: string;
-  scanner: string;
-  gate: string | null;
-  source: CheckInSource;
-}
+/** A successful check-in as scanner pages see it: the ticket's brief without its status, and the mark. */
+export type CheckInEvent = { type: 'checkin' } & Omit<TicketBrief, 'status'> & Omit<CheckInMark, 'nonce'>;
 
 export interface CheckInInput {
   nonce?: string | undefined;
@@ -116,7 +104,10 @@ export const reservations = codec<ReservationRecord>('reservation', (r) => typeo
 export const auditEntries = codec<AuditEntry>('check-in audit entry', (r) => typeof r.result === 'string' && typeof r.at === 'string');
 export const checkInEvents = codec<CheckInEvent>('check-in', (r) => r.type === 'checkin');
 
-export function brief(r: ReservationRecord) {
+/** The short view of a ticket that check-in answers and events carry. */
+export type TicketBrief = { reservation_id: string } & Pick<ReservationRecord, 'code' | 'show_id' | 'show_name' | 'venue' | 'date' | 'seat' | 'status'>;
+
+export function brief(r: ReservationRecord): TicketBrief {
   return {
     reservation_id: r.id,
     code: r.code,
