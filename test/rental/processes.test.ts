@@ -1,19 +1,13 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AUTH_TEST_ENV, TEST_PARTNER_PASSWORD, bearer } from '../support/auth.js';
-import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
-import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import { tempDir } from '../support/process.js';
+import { redisProcesses } from '../support/redis-processes.js';
 import { connectTopics, type TopicClient } from '../support/ws.js';
 import { applicant, form, threeFiles } from './fixtures.js';
 
 // Real hub processes (dist/src/main.js): the race between two partners on two processes sharing
 // Redis, and kill -9 right after a 201.
-const redis = await redisOrSkip();
-const prefixes: string[] = [];
-const started: HubProcess[] = [];
-afterAll(async () => {
-  for (const p of started) await p.stop('SIGKILL');
-  for (const p of prefixes) await deletePrefix(redis.url, p);
-});
+const { redis, prefix: freshPrefix, start: startProcess } = await redisProcesses();
 
 async function apply(base: string, files = threeFiles()) {
   const r = await fetch(`${base}/api/subscriptions`, { method: 'POST', body: form(applicant, files) });
@@ -50,12 +44,10 @@ async function collect(client: TopicClient, stop: (data: any) => boolean): Promi
 
 describe.skipIf(!redis.available)('rental review on two hub processes sharing Redis', () => {
   it('two partners checking the last two documents at once on two processes: exactly one move to approved and one event', async () => {
-    const prefix = uniquePrefix('rental-proc');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('rental-proc');
     const dataDir = tempDir('rental-proc'); // one machine: the file blob store is shared
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: dataDir, ...AUTH_TEST_ENV };
-    const [a, b] = await Promise.all([startHubProcess(env), startHubProcess(env)]);
-    started.push(a!, b!);
+    const [a, b] = await Promise.all([startProcess(env), startProcess(env)]);
     const tokenA = await partnerToken(a!.url);
     const tokenB = await partnerToken(b!.url);
     const watchers = await Promise.all([a!, b!].map((p) => connectTopics(p.url)));
@@ -88,19 +80,16 @@ describe.skipIf(!redis.available)('rental review on two hub processes sharing Re
   });
 
   it('kill -9 right after a 201 loses neither the record nor its files', async () => {
-    const prefix = uniquePrefix('rental-kill');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('rental-kill');
     for (const store of ['lmdb', 'redis'] as const) {
       const dataDir = tempDir(`rental-kill-${store}`);
       const env: Record<string, string> = { DATA_DIR: dataDir, ...AUTH_TEST_ENV, ...(store === 'redis' ? { REDIS_URL: redis.url, REDIS_PREFIX: prefix } : {}) };
-      const first = await startHubProcess(env);
-      started.push(first);
+      const first = await startProcess(env);
       const files = threeFiles();
       const app = await apply(first.url, files);
       await first.stop('SIGKILL');
 
-      const again = await startHubProcess(env);
-      started.push(again);
+      const again = await startProcess(env);
       const tracked = await fetch(`${again.url}/api/subscriptions/${app.receiptNo}?key=${app.accessKey}`);
       expect(tracked.status).toBe(200);
       expect(((await tracked.json()) as any).id).toBe(app.id);

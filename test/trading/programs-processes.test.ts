@@ -1,8 +1,8 @@
 import { EventSource } from 'eventsource';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { get, until } from '../support/http.js';
-import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
-import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { tempDir, type HubProcess } from '../support/process.js';
+import { redisProcesses } from '../support/redis-processes.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { tcpProxy } from '../support/proxy.js';
 
@@ -14,18 +14,10 @@ import { tcpProxy } from '../support/proxy.js';
 const CLOCK_START = '2026-11-18T12:01:00Z';
 const ENV = { CLOCK_START, PROGRAM_SPEED: '60', PROGRAM_LEASE_MS: '1500', TRADING_WORKERS: '1', ...AUTH_TEST_ENV };
 const BAR = 1000;
-const redis = await redisOrSkip();
-const prefixes: string[] = [];
-const started: HubProcess[] = [];
-afterAll(async () => {
-  for (const p of started) await p.stop('SIGKILL');
-  for (const p of prefixes) await deletePrefix(redis.url, p);
-});
+const { redis, prefix: freshPrefix, start: startProcess } = await redisProcesses();
 
 async function start(env: Record<string, string>): Promise<HubProcess> {
-  const p = await startHubProcess({ ...ENV, ...env }, 30_000);
-  started.push(p);
-  return p;
+  return startProcess({ ...ENV, ...env }, 30_000);
 }
 /** The trader token of the current test (accounts live in the store every process shares). */
 let token = '';
@@ -51,8 +43,7 @@ function stream(url: string) {
 
 describe.skipIf(!redis.available)('live programs on Redis, two processes', () => {
   it('a subscriber on one process sees the programs of the other; each program runs on exactly one process', async () => {
-    const prefix = uniquePrefix('programs');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('programs');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('programs-redis') };
     const [a, b] = await Promise.all([start(env), start(env)]);
     token = await signIn(a.url, ['trader']);
@@ -99,8 +90,7 @@ describe.skipIf(!redis.available)('live programs on Redis, two processes', () =>
 
 describe.skipIf(!redis.available)('a program through a failover (Redis, kill -9)', () => {
   it('counts exactly the bars that closed while it ran, emits each signal once, and keeps the open position', async () => {
-    const prefix = uniquePrefix('programs-failover');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('programs-failover');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('programs-failover') };
     const [a, b] = await Promise.all([start(env), start(env)]);
     token = await signIn(a.url, ['trader']);
@@ -190,8 +180,7 @@ describe('live programs resume after a restart (LMDB)', () => {
 
 describe.skipIf(!redis.available)('the program stream across a hub restart (Redis)', () => {
   it('a stock EventSource resumes after its hub restarts and gets exactly the events it missed', async () => {
-    const prefix = uniquePrefix('programs-sse-restart');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('programs-sse-restart');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('programs-sse-restart') };
     const [hub, other] = await Promise.all([start(env), start(env)]);
     token = await signIn(other.url, ['trader']);

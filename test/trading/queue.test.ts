@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { settingsSchema } from '../../src/trading/engine.js';
 import { STRATEGY_DEFS } from '../../src/trading/strategies.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { call, get, until } from '../support/http.js';
-import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
-import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import { tempDir, type HubProcess } from '../support/process.js';
+import { redisProcesses } from '../support/redis-processes.js';
 import { connectTopics } from '../support/ws.js';
 import { monteCarloWhole } from './golden-support.js';
 
@@ -17,19 +17,11 @@ import { monteCarloWhole } from './golden-support.js';
  * of runs run on both processes and give the answer computed in one piece; a cancel reaches the chunks running
  * on the other process. Assertions are on answers and counts, never on time.
  */
-const redis = await redisOrSkip();
-const prefixes: string[] = [];
-const started: HubProcess[] = [];
-afterAll(async () => {
-  for (const p of started) await p.stop('SIGKILL');
-  for (const p of prefixes) await deletePrefix(redis.url, p);
-});
+const { redis, prefix: freshPrefix, start: startProcess } = await redisProcesses();
 
 const ENV = { TRADING_WORKERS: '1', TRADING_CHUNK_LOCK_MS: '1000', TRADING_CHUNKS: '32', ...AUTH_TEST_ENV };
 async function start(env: Record<string, string>): Promise<HubProcess> {
-  const p = await startHubProcess({ ...ENV, DATA_DIR: tempDir('trading-queue'), ...env });
-  started.push(p);
-  return p;
+  return startProcess({ ...ENV, DATA_DIR: tempDir('trading-queue'), ...env });
 }
 const range = (a: number, n: number) => Array.from({ length: n }, (_, i) => a + i);
 /** 240 ema_cross combinations on 60,000 candles: seconds of work for one thread, in 30 chunks (TRADING_CHUNKS 32: 8 each). */
@@ -63,8 +55,7 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     expect(reference.status).toBe(200);
     await alone.stop();
 
-    const prefix = uniquePrefix('trading-queue');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('trading-queue');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
     const [a, b] = await Promise.all([start(env), start(env)]);
     const ws = await connectTopics(a.url);
@@ -110,8 +101,7 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     const refMc = await call(alone.url, 'POST', '/api/program/montecarlo', mc);
     expect([refWf.status, refMc.status]).toEqual([200, 200]);
     await alone.stop();
-    const prefix = uniquePrefix('trading-queue');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('trading-queue');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
     const [a, b] = await Promise.all([start(env), start(env)]);
     const [wfA, mcB] = await Promise.all([call(a.url, 'POST', '/api/program/walkforward', wf), call(b.url, 'POST', '/api/program/montecarlo', mc)]);
@@ -120,7 +110,7 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     expect(wfA.body.windows.length).toBeGreaterThan(5);
   }, 180_000);
 
-  it('a Monte Carlo job runs its chunks of runs on both processes and gives the one-task answer; a cancel reaches them', async () => {
+  it('a Monte Carlo job runs its chunks of runs on both processes and gives the answer computed in one piece; a cancel reaches them', async () => {
     const body = mc('mc-ref', 400_000);
     const alone = await start({});
     const reference = await call(alone.url, 'POST', '/api/program/montecarlo', body);
@@ -133,8 +123,7 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     expect(JSON.stringify(figures)).toBe(JSON.stringify({ backtest: metrics, ...monte_carlo }));
     expect(figures.trades).toBeGreaterThan(40_000);
 
-    const prefix = uniquePrefix('trading-queue');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('trading-queue');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
     const [a, b] = await Promise.all([start(env), start(env)]);
     const ws = await connectTopics(a.url);
@@ -182,8 +171,7 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
   }, 180_000);
 
   it('a cancel asked of either process reaches the chunks running on the other process', async () => {
-    const prefix = uniquePrefix('trading-queue');
-    prefixes.push(prefix);
+    const prefix = freshPrefix('trading-queue');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
     const [a, b] = await Promise.all([start(env), start(env)]);
     const owner = bearer(await signIn(a.url, ['trader']));
