@@ -5,7 +5,8 @@ import { memberIdSchema, parseInput } from './inputs.js';
 import { K } from './keys.js';
 import { ECOSYSTEM_CATEGORIES, coveragePct, toWire, type Split } from './plan.js';
 import { counterValue, readAggregates, type Aggregates } from './aggregates.js';
-import { decodeAll, ecoCursorCodec, ecoEntryCodec, ledgerEntryCodec, memberCodec } from './codecs.js';
+import { decodeList } from '../store/codec.js';
+import { ecoCursorCodec, ecoEntryCodec, ledgerEntryCodec, memberCodec } from './codecs.js';
 import { ecoEntryWire, entryWire, iso, splitWire, type EcoCursor, type MemberRecord } from './records.js';
 
 /**
@@ -61,7 +62,7 @@ export async function readRewardLedger(store: Store, opts: ListOptions & { membe
 }
 
 function ledgerPage<T>(values: (Json | undefined)[], totals: T, limit: number) {
-  const list = decodeAll(ledgerEntryCodec, values).map(entryWire);
+  const list = decodeList(ledgerEntryCodec, values).map(entryWire);
   return {
     totals,
     entries: list,
@@ -104,7 +105,7 @@ export async function readEcosystemLedger(store: Store, split: Split, opts: List
   const [agg, cursor] = await Promise.all([readAggregates(store), store.get(K.ecoCursor).then(ecoCursorCodec.decode)]);
   const e = agg.eco;
   const top = opts.before === undefined ? agg.credits : Math.min(agg.credits, opts.before - 1);
-  const entries = decodeAll(ecoEntryCodec, await store.getMany(downFrom(top, limit).map(K.ecoEntry))).map(ecoEntryWire);
+  const entries = decodeList(ecoEntryCodec, await store.getMany(downFrom(top, limit).map(K.ecoEntry))).map(ecoEntryWire);
   return {
     split_pct: { ...split },
     totals: splitWire(e),
@@ -128,7 +129,7 @@ export async function buildSyncPayload(store: Store, split: Split, now: number, 
   const e = agg.eco;
   const from = cursor?.seq ?? 0;
   const seqs = Array.from({ length: Math.max(0, Math.min(limit, agg.credits - from)) }, (_, i) => from + 1 + i);
-  const entries = decodeAll(ecoEntryCodec, await store.getMany(seqs.map(K.ecoEntry)));
+  const entries = decodeList(ecoEntryCodec, await store.getMany(seqs.map(K.ecoEntry)));
   const carried = { service: 0, module: 0, content: 0, infrastructure: 0 };
   for (const x of entries) for (const k of ECOSYSTEM_CATEGORIES) carried[k] += x.categories[k];
   const to = entries.length ? entries[entries.length - 1]!.seq : from;

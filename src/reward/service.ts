@@ -5,7 +5,8 @@ import { conflict, notFound } from '../errors.js';
 import type { Json, Store } from '../store/port.js';
 import { readRuEarned, upgradeLayout } from './aggregates.js';
 import { principles, type Principle } from './charter.js';
-import { decodeAll, memberCodec, memberMetaCodec, zoneCodec } from './codecs.js';
+import { decodeList } from '../store/codec.js';
+import { memberCodec, memberMetaCodec, zoneCodec } from './codecs.js';
 import { buildReadme, buildSpec } from './guide.js';
 import { createMemberSchema, cultureSchema, exchangeSchema, parseInput, workSchema } from './inputs.js';
 import { K } from './keys.js';
@@ -165,7 +166,7 @@ export class RewardService {
       this.store.indexCount(K.zones),
       this.store.indexRange(K.zones, { limit, offset }),
     ]);
-    const zones = decodeAll(zoneCodec, await this.store.getMany(ids.map((e) => K.zone(e.member))));
+    const zones = decodeList(zoneCodec, await this.store.getMany(ids.map((e) => K.zone(e.member))));
     return {
       total,
       zones: zones.map((z) => zoneWire(z, ZONE_CAPACITY)),

@@ -1,6 +1,7 @@
 import { notFound } from '../errors.js';
 import type { Store } from '../store/port.js';
-import { decodeAll, sessionCodec } from './codecs.js';
+import { decodeList } from '../store/codec.js';
+import { sessionCodec } from './codecs.js';
 import { K } from './keys.js';
 import { checkId, clampLimit } from './ledgers.js';
 import { UNITS_PER_DAY, UNITS_PER_WORK_MONTH, kstDate, kstMonth } from './plan.js';
@@ -12,7 +13,7 @@ export async function readWorkSessions(store: Store, now: number, memberId: stri
   const today = kstDate(now);
   const month = kstMonth(now);
   const idx = await store.indexRange(K.sessionMonths(memberId), { reverse: true, limit: clampLimit(opts.months, 24, 200) });
-  const recs = decodeAll(sessionCodec, await store.getMany(idx.map((e) => K.session(memberId, e.member))));
+  const recs = decodeList(sessionCodec, await store.getMany(idx.map((e) => K.session(memberId, e.member))));
   const current = sessionCodec.decode(await store.get(K.session(memberId, month)));
   const unitsToday = current?.days[today] ?? 0;
   const unitsMonth = current?.units ?? 0;

@@ -15,12 +15,39 @@ export interface Codec<T> {
   decodeMany(values: readonly (Json | undefined)[]): (T | undefined)[];
 }
 
-export function codec<T>(name: string, mark: (r: { [k: string]: Json }) => boolean = () => true): Codec<T> {
+type Obj = { [key: string]: Json };
+
+/** A check of one stored field. */
+export type FieldCheck = (v: Json | undefined) => boolean;
+
+const obj = (v: Json | undefined): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+const str: FieldCheck = (v) => typeof v === 'string';
+const int: FieldCheck = (v) => typeof v === 'number' && Number.isSafeInteger(v);
+const num: FieldCheck = (v) => typeof v === 'number' && Number.isFinite(v);
+const strOrNull: FieldCheck = (v) => v === null || str(v);
+const intOrNull: FieldCheck = (v) => v === null || int(v);
+/** An object of integers (e.g. units per day). */
+const intMap: FieldCheck = (v) => obj(v) && Object.values(v).every(int);
+
+/** Field checks for `codec(name, {fields})`. */
+export const F = { str, int, num, strOrNull, intOrNull, obj, intMap };
+
+/**
+ * What marks a stored value as one of the family: a predicate over the object, or the check of
+ * each named field (then `also`); with fields, the corrupt-record error names the first bad one.
+ */
+export type Mark<T> = ((r: Obj) => boolean) | { fields: { [K in keyof T & string]-?: FieldCheck }; also?: (r: Obj) => boolean };
+
+export function codec<T>(name: string, mark: Mark<T> = () => true): Codec<T> {
+  const corrupt = (field?: string) =>
+    new AppError('internal', 'corrupt_record', `a stored ${name} is not readable${field === undefined ? '' : ` (field ${field})`}`);
+  const fields = typeof mark === 'function' ? undefined : (Object.entries(mark.fields) as [string, FieldCheck][]);
+  const also = typeof mark === 'function' ? mark : mark.also;
   const decode = (value: Json | undefined): T | undefined => {
     if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'object' || Array.isArray(value) || !mark(value)) {
-      throw new AppError('internal', 'corrupt_record', `a stored ${name} is not readable`);
-    }
+    if (!obj(value)) throw corrupt();
+    if (fields) for (const [field, ok] of fields) if (!ok(value[field])) throw corrupt(field);
+    if (also && !also(value)) throw corrupt();
     return value as unknown as T;
   };
   return {
@@ -31,5 +58,5 @@ export function codec<T>(name: string, mark: (r: { [k: string]: Json }) => boole
   };
 }
 
-/** The codec of a list whose entries are one family (pushed entries, ranges). */
-export const decodeList = <T>(c: Codec<T>, values: readonly Json[]): T[] => values.map((v) => c.decode(v)!).filter((v) => v !== undefined);
+/** The records of one family among stored values (pushed entries, ranges, getMany), the absent ones left out. */
+export const decodeList = <T>(c: Codec<T>, values: readonly (Json | undefined)[]): T[] => values.map((v) => c.decode(v)).filter((v): v is T => v !== undefined);
