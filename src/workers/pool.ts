@@ -28,6 +28,11 @@ export class TradingPool implements TaskRunner {
       maxThreads: threads,
       idleTimeout: 60_000,
     });
+    // one warm-up task per thread, ahead of any request (a thread takes one task at a time, so
+    // each starting thread takes one): its hot loops are compiled before a request needs them. Run
+    // as tasks, not while the worker's module loads: a pool closed at once then ends threads that
+    // run a task, as it does for any task.
+    for (let i = 0; i < threads; i++) void this.pool.run({ kind: 'warmup' }).catch(() => undefined);
   }
   run(task: TradingTask): Promise<TaskOutcome> {
     return this.pool.run(task);

@@ -12,6 +12,7 @@ import { defaultSettings } from '../../src/trading/engine.js';
 import { computeMetrics } from '../../src/trading/metrics.js';
 import { expandGrid, STRATEGIES, STRATEGY_DEFS } from '../../src/trading/strategies.js';
 import { SYMBOL_SPECS, SYMBOLS } from '../../src/trading/symbols.js';
+import { warmUp } from '../../src/trading/tasks.js';
 import { monteCarloJob, monteCarloWhole } from './golden-support.js';
 
 describe('candles', () => {
@@ -64,6 +65,17 @@ describe('optimization', () => {
       });
       expect(bestIndex(rows, 'sharpe')).toBe(best);
     }
+  });
+  it("a worker's warm-up changes no later answer (its runs leave nothing a grid reads) and runs every strategy", () => {
+    const few = (s: (typeof STRATEGIES)[number]) => expandGrid(s, undefined).combos.slice(-4);
+    const before = STRATEGIES.map((s) => gridRows(cs, s, few(s), settings, undefined));
+    const sets = [{ count: 3000, combos: 3 }, { count: 3000, combos: 3 }, { count: 8000, combos: 1 }];
+    const total = warmUp(sets);
+    expect(Number.isFinite(total)).toBe(true);
+    expect(warmUp(sets)).toBe(total);
+    expect(STRATEGIES.map((s) => gridRows(cs, s, few(s), settings, undefined))).toEqual(before);
+    // the figure is computed from the runs: a warm-up of fewer combinations sums to another one
+    expect(warmUp(sets.map((x) => ({ ...x, combos: 1 })))).not.toBe(total);
   });
 });
 

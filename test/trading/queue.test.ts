@@ -13,7 +13,8 @@ import { monteCarloWhole } from './golden-support.js';
  * Trading jobs spread over hub processes through the BullMQ queue on a shared Redis (each test its
  * own prefix): two real processes (dist/src/main.js) with one worker thread each. A grid's answer is
  * byte-identical to a single process's without Redis, also when the helper process is killed in
- * the middle of a chunk (its chunk runs again elsewhere after the lock); a Monte Carlo job's chunks
+ * the middle of a chunk (its chunk runs again elsewhere after the lock) or stops gracefully (its
+ * chunk fails there and runs again on the origin's pool); a Monte Carlo job's chunks
  * of runs run on both processes and give the answer computed in one piece; a cancel reaches the chunks running
  * on the other process. Assertions are on answers and counts, never on time.
  */
@@ -24,8 +25,11 @@ async function start(env: Record<string, string>): Promise<HubProcess> {
   return startProcess({ ...ENV, DATA_DIR: tempDir('trading-queue'), ...env });
 }
 const range = (a: number, n: number) => Array.from({ length: n }, (_, i) => a + i);
-/** 240 ema_cross combinations on 60,000 candles: seconds of work for one thread, in 30 chunks (TRADING_CHUNKS 32: 8 each). */
-const grid = (job_id: string) => ({ symbol: 'NQ', timeframe: '1m', count: 60_000, seed: 11, strategy: 'ema_cross', objective: 'net_profit', job_id, grid: { fast: range(2, 12), slow: range(30, 20) } });
+/**
+ * 240 ema_cross combinations on 300,000 candles, in 30 chunks (TRADING_CHUNKS 32: 8 each): 72M bar
+ * evaluations, a few seconds of one thread, so a chunk (about 0.1 s) can be caught while it runs.
+ */
+const grid = (job_id: string) => ({ symbol: 'NQ', timeframe: '1m', count: 300_000, seed: 11, strategy: 'ema_cross', objective: 'net_profit', job_id, grid: { fast: range(2, 12), slow: range(30, 20) } });
 /** The BullMQ events of the deployment's chunk queue (a Redis stream), oldest first. */
 async function eventsOf(prefix: string): Promise<Record<string, string>[]> {
   const client = new Redis(redis.url);
@@ -49,11 +53,22 @@ async function keysOf(pattern: string): Promise<string[]> {
 const queueStats = async (base: string) => (await get(base, '/api/program/jobs')).body.queue as { chunks: number; claimed: number; served: number; serving: number; rerun: number };
 
 describe.skipIf(!redis.available)('trading jobs on two processes through the queue', () => {
+  /** The grid's answer from one process without Redis (computed once for the tests that need it). */
+  let single: Promise<string> | undefined;
+  const singleAnswer = () =>
+    (single ??= (async () => {
+      const alone = await start({});
+      try {
+        const r = await call(alone.url, 'POST', '/api/program/optimize', grid('ref'));
+        expect(r.status).toBe(200);
+        return r.text;
+      } finally {
+        await alone.stop();
+      }
+    })());
+
   it('a grid completes with the single-process answer when the helper process is killed halfway', async () => {
-    const alone = await start({});
-    const reference = await call(alone.url, 'POST', '/api/program/optimize', grid('ref'));
-    expect(reference.status).toBe(200);
-    await alone.stop();
+    const reference = { text: await singleAnswer() };
 
     const prefix = freshPrefix('trading-queue');
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
@@ -91,6 +106,24 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     } finally {
       ws.close();
     }
+  }, 180_000);
+
+  it('a helper process that stops in the middle of a chunk fails it, and the origin runs it again on its own pool', async () => {
+    const reference = await singleAnswer();
+    const prefix = freshPrefix('trading-queue');
+    // a chunk nobody runs again would hold the job until its time budget: 503 job_timeout
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, TRADING_JOB_TIMEOUT_MS: '30000' };
+    const [a, b] = await Promise.all([start(env), start(env)]);
+    const answer = call(a.url, 'POST', '/api/program/optimize', grid('spread-stop'));
+    await until('b runs a chunk of a\'s job', async () => (await queueStats(b.url)).serving >= 1, 60_000);
+    // a graceful stop: b's chunk stops at its next unit and fails (it is not the job's cancel)
+    expect(await b.stop('SIGTERM')).toBe(0);
+    const r = await answer;
+    expect(r.status).toBe(200);
+    expect(r.text).toBe(reference);
+    expect((await queueStats(a.url)).rerun).toBeGreaterThanOrEqual(1);
+    const events = await eventsOf(prefix);
+    expect(events.filter((e) => e.event === 'failed').length).toBeGreaterThanOrEqual(1);
   }, 180_000);
 
   it('walk-forward and Monte Carlo through the queue give the single-process answers', async () => {
@@ -175,7 +208,7 @@ describe.skipIf(!redis.available)('trading jobs on two processes through the que
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
     const [a, b] = await Promise.all([start(env), start(env)]);
     const owner = bearer(await signIn(a.url, ['trader']));
-    const answer = call(a.url, 'POST', '/api/program/optimize', { ...grid('spread-2'), count: 100_000 }, owner);
+    const answer = call(a.url, 'POST', '/api/program/optimize', grid('spread-2'), owner);
     await until('b runs a chunk', async () => (await queueStats(b.url)).serving >= 1, 60_000);
     // the cancel may reach any process: b finds the job's record (its owner) and asks a to cancel it
     const other = bearer(await signIn(a.url, ['trader']));
