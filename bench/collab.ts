@@ -2,14 +2,18 @@
  * bench/collab: one writer and SUBSCRIBERS idle readers on one document, against maru's /yjs
  * endpoint (uWS, y-protocols) and, in the same run, the reference y-websocket server
  * (@y/websocket-server on `ws`, its stock bin). Each server runs in its own child process; the
- * writer runs here and the readers in `--clients` worker threads (default 2): each reader is a
- * minimal WebSocket client on a raw TCP socket that only counts update frames, so the clients'
- * own cost (100,000 frames a second) weighs as little as possible on what is measured. Times are absolute (timeOrigin + now) across threads.
+ * writer runs here and the readers in one more process, bench/collab-reader.c (built at start with
+ * the system's `cc`): every subscriber's socket on one epoll thread that parses the frames in place
+ * and records when each update frame arrives. In use the clients run on other machines; here they
+ * share the two cores with the server, so they are made as cheap per frame as a client can be
+ * (100,000 frames a second at 1,000 readers). Send and receive times are both on CLOCK_MONOTONIC.
  *
- *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--paced 300] [--rate 100] [--burst 300]
+ *   npm run build && node dist/bench/collab.js [--subscribers 1000] [--warmup 50] [--paced 300] [--rate 100] [--burst 300]
  *
  * maru's clients connect as a signed-in editor (the token as `access_token`, as browsers do).
  *
+ * - warm-up: `warmup` updates at `rate` per second first, left out of every figure (the same for
+ *   both servers: the first edits on a fresh process run while its code is being compiled).
  * - latency: the writer sends `paced` Yjs updates at `rate` per second; a subscriber's k-th update frame
  *   (type 0/2) is the writer's k-th; latency = receive time - send time (same clock), p50/p99.
  * - deliveries/s: `burst` updates sent back to back; deliveries (subscribers x updates) divided by
@@ -19,16 +23,15 @@
  * Prints one JSON object. `--only maru` skips the reference; `--cpu-prof <dir>` runs maru's process
  * under `node --cpu-prof` and stops it with SIGTERM so the profile is written to <dir>.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import * as encoding from 'lib0/encoding';
+import { cpuMs, rssBytes } from './proc.js';
 import WebSocket from 'ws';
 import * as Y from 'yjs';
 
@@ -37,10 +40,11 @@ const arg = (name: string, def: number) => {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
 const SUBSCRIBERS = arg('subscribers', 1000);
-const CLIENTS = arg('clients', 2);
 const PACED = arg('paced', 300);
 const RATE = arg('rate', 100);
 const BURST = arg('burst', 300);
+/** Updates sent at `rate` first and left out of every figure (the first edits on a fresh server pay for its compiler). */
+const WARMUP = arg('warmup', 50);
 const ROOT = resolve(import.meta.dirname, '../..');
 const flag = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -52,115 +56,43 @@ const ONLY = flag('only');
 const pct = (s: number[], p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : 0);
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const clock = () => performance.timeOrigin + performance.now();
+/** Milliseconds on CLOCK_MONOTONIC (process.hrtime), the clock the readers record with. */
+const clock = () => Number(process.hrtime.bigint()) / 1e6;
 
 /**
- * A minimal WebSocket reader on a raw TCP socket: the upgrade request, then server frames parsed in
- * place (unmasked, as servers send them) without one event or Buffer per frame, so a reader thread
- * costs little next to the server under test. Calls `onUpdate` for every y-websocket update frame
- * (payload 0, 2, ...); close and ping frames are ignored (the bench ends by destroying the socket).
+ * The readers as one group: one process of bench/collab-reader.c (epoll, one thread) holding every
+ * subscriber's socket, built here with the system's C compiler. Its receive times are on
+ * CLOCK_MONOTONIC, the clock of `clock()` below.
  */
-function rawReader(url: string, onUpdate: () => void): Promise<Socket> {
-  const u = new URL(url);
-  return new Promise((res, rej) => {
-    const sock = connect(Number(u.port), u.hostname);
-    sock.setNoDelay(true);
-    let upgraded = false;
-    let buf: Buffer = Buffer.alloc(0);
-    sock.on('connect', () => {
-      const key = randomBytes(16).toString('base64');
-      sock.write(`GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
-    });
-    sock.on('data', (chunk: Buffer) => {
-      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
-      if (!upgraded) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        if (!buf.subarray(0, 12).toString().includes('101')) return rej(new Error(buf.subarray(0, end).toString()));
-        upgraded = true;
-        buf = buf.subarray(end + 4);
-        res(sock);
-      }
-      let at = 0;
-      while (buf.length - at >= 2) {
-        let len = buf[at + 1]! & 0x7f;
-        let head = 2;
-        if (len === 126) {
-          if (buf.length - at < 4) break;
-          len = buf.readUInt16BE(at + 2);
-          head = 4;
-        } else if (len === 127) {
-          if (buf.length - at < 10) break;
-          len = Number(buf.readBigUInt64BE(at + 2));
-          head = 10;
-        }
-        if (buf.length - at < head + len) break;
-        const opcode = buf[at]! & 0x0f;
-        if (opcode === 2 && len >= 2 && buf[at + head] === 0 && buf[at + head + 1] === 2) onUpdate();
-        at += head + len;
-      }
-      buf = at === buf.length ? Buffer.alloc(0) : buf.subarray(at);
-    });
-    sock.on('error', rej);
-  });
-}
-
-/** A reader thread: opens `count` sockets, records when each receives its k-th update frame. */
-function readerThread(): void {
-  const { url, count, total } = workerData as { url: string; count: number; total: number };
-  const times: Float64Array[] = [];
-  let delivered = 0;
-  const socks: Socket[] = [];
-  const open = async () => {
-    for (let i = 0; i < count; i += 50) {
-      const batch = await Promise.all(
-        Array.from({ length: Math.min(50, count - i) }, () => {
-          const t = new Float64Array(total).fill(NaN);
-          times.push(t);
-          let k = 0;
-          return rawReader(url, () => {
-            if (k < total) t[k] = clock();
-            k++;
-            delivered++;
-          });
-        }),
-      );
-      socks.push(...batch);
-    }
-    parentPort!.postMessage({ type: 'open' });
-  };
-  parentPort!.on('message', (m: { type: string }) => {
-    if (m.type === 'count') parentPort!.postMessage({ type: 'count', delivered });
-    if (m.type === 'report') {
-      for (const s of socks) s.destroy();
-      parentPort!.postMessage({ type: 'report', times });
-    }
-  });
-  void open();
-}
-
-/** The reader threads as one group: open, count deliveries, collect the receive times. */
 async function readers(url: string, total: number) {
-  const workers = Array.from({ length: CLIENTS }, (_, i) => {
-    const count = Math.floor(SUBSCRIBERS / CLIENTS) + (i < SUBSCRIBERS % CLIENTS ? 1 : 0);
-    return new Worker(new URL(import.meta.url), { workerData: { url, count, total } });
+  const u = new URL(url);
+  const dir = mkdtempSync(join(tmpdir(), 'maru-bench-readers-'));
+  const bin = join(dir, 'collab-reader');
+  const built = spawnSync('cc', ['-O2', '-o', bin, join(ROOT, 'bench/collab-reader.c')], { encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`cannot build bench/collab-reader.c (needs cc: apt-get install gcc): ${built.error ?? built.stderr}`);
+  const timesFile = join(dir, 'times.bin');
+  const child = spawn(bin, [u.hostname, u.port, u.pathname + u.search, String(SUBSCRIBERS), String(total), timesFile], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    const parts = (partial + d).split('\n');
+    partial = parts.pop()!;
+    for (const line of parts) (waiting.shift() ?? ((l: string) => lines.push(l)))(line);
   });
-  const ask = <T>(w: Worker, type: string) => new Promise<T>((res) => {
-    const on = (m: { type: string }) => {
-      if (m.type !== type) return;
-      w.off('message', on);
-      res(m as T);
-    };
-    w.on('message', on);
-    if (type !== 'open') w.postMessage({ type });
-  });
-  await Promise.all(workers.map((w) => ask(w, 'open')));
+  const exited = new Promise<never>((_, rej) => child.once('exit', (code) => rej(new Error(`collab-reader exited with ${code}`))));
+  const next = () => Promise.race([lines.length ? Promise.resolve(lines.shift()!) : new Promise<string>((res) => waiting.push(res)), exited]);
+  const ask = async (cmd: string) => {
+    child.stdin!.write(cmd + '\n');
+    return next();
+  };
+  if ((await next()) !== 'open') throw new Error('collab-reader did not open its sockets');
   return {
-    delivered: async () => (await Promise.all(workers.map((w) => ask<{ delivered: number }>(w, 'count')))).reduce((a, c) => a + c.delivered, 0),
+    delivered: async () => Number((await ask('count')).split(' ')[1]),
     report: async () => {
-      const parts = await Promise.all(workers.map((w) => ask<{ times: Float64Array[] }>(w, 'report')));
-      await Promise.all(workers.map((w) => w.terminate()));
-      return parts.flatMap((p) => p.times);
+      await ask('report');
+      const all = new Float64Array(readFileSync(timesFile).buffer.slice(0));
+      return Array.from({ length: SUBSCRIBERS }, (_, i) => all.subarray(i * total, (i + 1) * total));
     },
   };
 }
@@ -174,16 +106,6 @@ function freePort(): Promise<number> {
   });
 }
 
-/** CPU time (user + system) of a process in ms, from /proc (10 ms ticks). */
-function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-}
-
-function rss(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-}
 
 const ADMIN_PASSWORD = 'bench-admin-password';
 
@@ -241,11 +163,11 @@ async function run(kind: 'maru' | 'reference') {
   const room = `bench-${kind}`;
   try {
     await sleep(500);
-    const before = rss(child.pid!);
+    const before = rssBytes(child.pid!);
     const sent: number[] = [];
-    const group = await readers(`${url}/${room}${query}`, PACED + BURST);
+    const group = await readers(`${url}/${room}${query}`, WARMUP + PACED + BURST);
     await sleep(1500);
-    const after = rss(child.pid!);
+    const after = rssBytes(child.pid!);
 
     const writer = new WebSocket(`${url}/${room}${query}`, { perMessageDeflate: false });
     await new Promise((r) => writer.on('open', r));
@@ -260,20 +182,24 @@ async function run(kind: 'maru' | 'reference') {
       writer.send(frame(pending!));
     };
     // paced on a schedule (not sleep after send), so the rate holds when timers run late
+    const paced = async (n: number) => {
+      const start = performance.now();
+      for (let i = 0; i < n; i++) {
+        send();
+        const due = start + ((i + 1) * 1000) / RATE;
+        await sleep(Math.max(0, due - performance.now()));
+      }
+      const target = sent.length * SUBSCRIBERS;
+      for (let i = 0; i < 400 && (await group.delivered()) < target; i++) await sleep(25);
+    };
+    await paced(WARMUP);
     const cpu0 = cpuMs(child.pid!);
-    const start = performance.now();
-    for (let i = 0; i < PACED; i++) {
-      send();
-      const due = start + ((i + 1) * 1000) / RATE;
-      await sleep(Math.max(0, due - performance.now()));
-    }
-    const pacedTarget = PACED * SUBSCRIBERS;
-    for (let i = 0; i < 400 && (await group.delivered()) < pacedTarget; i++) await sleep(25);
+    await paced(PACED);
 
     const pacedCpu = cpuMs(child.pid!) - cpu0;
     const t0 = clock();
     for (let i = 0; i < BURST; i++) send();
-    const target = (PACED + BURST) * SUBSCRIBERS;
+    const target = (WARMUP + PACED + BURST) * SUBSCRIBERS;
     for (let i = 0; i < 1200 && (await group.delivered()) < target; i++) await sleep(25);
     const times = await group.report();
     const latencies: number[] = [];
@@ -281,14 +207,15 @@ async function run(kind: 'maru' | 'reference') {
     let deliveries = 0;
     let lastDelivery = t0;
     for (const t of times) {
-      for (let k = 0; k < PACED; k++) if (!Number.isNaN(t[k]!)) (pacedDelivered++, latencies.push(t[k]! - sent[k]!));
-      for (let k = PACED; k < PACED + BURST; k++) if (!Number.isNaN(t[k]!)) (deliveries++, (lastDelivery = Math.max(lastDelivery, t[k]!)));
+      for (let k = WARMUP; k < WARMUP + PACED; k++) if (!Number.isNaN(t[k]!)) (pacedDelivered++, latencies.push(t[k]! - sent[k]!));
+      for (let k = WARMUP + PACED; k < WARMUP + PACED + BURST; k++) if (!Number.isNaN(t[k]!)) (deliveries++, (lastDelivery = Math.max(lastDelivery, t[k]!)));
     }
     const seconds = (lastDelivery - t0) / 1000;
     latencies.sort((a, b) => a - b);
     const out = {
       server: kind === 'maru' ? 'maru (uWS, y-protocols)' : '@y/websocket-server 0.1.1 (ws)',
       subscribers: SUBSCRIBERS,
+      warmup_updates: WARMUP,
       paced_updates: PACED,
       paced_rate_per_s: RATE,
       paced_delivered: pacedDelivered,
@@ -310,9 +237,6 @@ async function run(kind: 'maru' | 'reference') {
   }
 }
 
-if (!isMainThread) {
-  readerThread();
-} else {
 const maru = await run('maru');
 if (ONLY === 'maru') {
   console.log(JSON.stringify({ bench: 'collab', node: process.version, maru }, null, 2));
@@ -338,4 +262,3 @@ console.log(
   ),
 );
 process.exit(0);
-}

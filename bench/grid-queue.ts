@@ -19,11 +19,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MIN_CHUNK_WORK } from '../src/workers/queue.js';
+import { cpuMs } from './proc.js';
 import { dropRedisPrefix } from './redis-prefix.js';
 
 const arg = (name: string, def: string) => {
@@ -65,11 +66,6 @@ function startHub(env: Record<string, string>): Promise<Hub> {
 
 const stop = (h: Hub) => new Promise<void>((r) => (h.child.exitCode !== null ? r() : (h.child.once('exit', () => r()), h.child.kill('SIGTERM'))));
 
-/** CPU time (user + system) of a process so far, ms (Linux: /proc/<pid>/stat, 100 ticks a second). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 async function optimize(url: string, body: unknown, path = '/api/program/optimize'): Promise<{ ms: number; text: string }> {
   const t0 = performance.now();

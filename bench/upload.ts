@@ -15,7 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import CFB from 'cfb';
 import pino from 'pino';
 import { z } from 'zod';
+import { rssBytes } from './proc.js';
 
 const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -124,10 +125,6 @@ function upload(port: number, agent: Agent, file: Buffer): Promise<{ ms: number;
   });
 }
 
-function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-}
 
 async function main(): Promise<void> {
   const applicants = Number(arg('applicants', '20'));
@@ -145,10 +142,10 @@ async function main(): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   let peak = 0;
   const sampler = setInterval(() => {
-    peak = Math.max(peak, rssOf(pid));
+    peak = Math.max(peak, rssBytes(pid));
   }, 10);
   try {
-    const idle = rssOf(pid);
+    const idle = rssBytes(pid);
     // 1. throughput
     const file = fileOf(mib * MiB);
     await upload(port, agent, fileOf(64 * 1024)); // warm-up
@@ -186,7 +183,7 @@ async function main(): Promise<void> {
     const memory = [];
     for (const size of sizes) {
       const f = fileOf(size * MiB);
-      peak = rssOf(pid);
+      peak = rssBytes(pid);
       const results = await Promise.all(Array.from({ length: rssApplicants }, () => upload(port, agent, f)));
       memory.push({
         file_mib: size,

@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cpuMs } from './proc.js';
 
 export interface Run {
   requests_per_s: number;
@@ -16,6 +17,11 @@ export interface Run {
   requests: number;
   non_2xx: number;
   errors: number;
+  /**
+   * CPU time (user + system, all threads) the server process spent per request during the run, µs:
+   * what the server itself costs, a figure the load generator's own limit does not cap.
+   */
+  server_cpu_us_per_request?: number;
 }
 
 export const hasWrk = () => spawnSync('wrk', ['--version']).error === undefined;
@@ -52,8 +58,12 @@ function wrkScript(paths: string[]): string {
   return file;
 }
 
-/** One wrk run (one thread, `connections` connections, `seconds` long) over the paths. */
-export function runWrk(port: number, paths: string[], seconds: number, connections: number): Run {
+/**
+ * One wrk run (one thread, `connections` connections, `seconds` long) over the paths; with the
+ * server's `pid`, also the server's CPU time per request.
+ */
+export function runWrk(port: number, paths: string[], seconds: number, connections: number, pid?: number): Run {
+  const cpu0 = pid === undefined ? undefined : cpuMs(pid);
   const out = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', wrkScript(paths), `http://127.0.0.1:${port}`], {
     encoding: 'utf8',
     maxBuffer: 1 << 24,
@@ -61,6 +71,7 @@ export function runWrk(port: number, paths: string[], seconds: number, connectio
   const line = out.stdout.split('\n').find((l) => l.startsWith('JSON '));
   if (!line) throw new Error(`wrk failed: ${out.stderr}\n${out.stdout}`);
   const r = JSON.parse(line.slice(5));
+  const cpu1 = pid === undefined ? undefined : cpuMs(pid);
   return {
     requests_per_s: Math.round(r.requests / (r.duration_us / 1e6)),
     p50_ms: +(r.p50 / 1000).toFixed(3),
@@ -68,5 +79,6 @@ export function runWrk(port: number, paths: string[], seconds: number, connectio
     requests: r.requests,
     non_2xx: r.non2xx,
     errors: r.errors,
+    ...(cpu0 !== undefined && cpu1 !== undefined && r.requests > 0 ? { server_cpu_us_per_request: +(((cpu1 - cpu0) * 1000) / r.requests).toFixed(1) } : {}),
   };
 }
