@@ -43,6 +43,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     webDir: config.WEB_DIR,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     uploads: { tempDir: uploadTempDir(config), maxFileBytes: config.UPLOAD_MAX_BYTES },
+    authRecheckMs: config.AUTH_RECHECK_MS,
   });
 
   const store = await openStore(config);

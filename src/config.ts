@@ -31,6 +31,8 @@ const schema = z.object({
   PARTNER_PASSWORD: z.string().min(8).max(256).optional(),
   /** Lifetime of a login token, ms (default 8 h). */
   AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 400 * 86_400_000),
+  /** Period of the check of the tokens open WebSockets and SSE streams hold, ms: a revoked or expired one ends them. */
+  AUTH_RECHECK_MS: intFrom(30_000, 50, 3_600_000),
   /** Lifetime of a partner token, ms (default 8 h). */
   PARTNER_TOKEN_TTL: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
   /** Lifetime of a scanner device token, ms (default 30 days). */

@@ -35,8 +35,12 @@ export class AuthGate {
     return principal;
   }
 
-  /** Checks a request against a route's AuthSpec; returns the principal (undefined: optional and none given). */
-  async check(spec: AuthSpec, headers: Record<string, string>, query?: Record<string, unknown>): Promise<Principal | undefined> {
+  /**
+   * Checks a request against a route's AuthSpec; returns the principal and the token it came from
+   * (a connection that stays open keeps the token: hub/credentials.ts), or undefined (optional and
+   * none given).
+   */
+  async check(spec: AuthSpec, headers: Record<string, string>, query?: Record<string, unknown>): Promise<{ principal: Principal; token: string } | undefined> {
     const token = bearerToken(headers, query);
     if (token === undefined) {
       if (spec.optional) return undefined;
@@ -49,11 +53,12 @@ export class AuthGate {
         has: principal.roles,
       });
     }
-    return principal;
+    return { principal, token };
   }
 }
 
-const invalidToken = () => new AppError('unauthorized', 'invalid_token', 'the token is not valid (unknown, revoked or expired)');
+/** 401 invalid_token: the token is unknown, revoked or expired. */
+export const invalidToken = () => new AppError('unauthorized', 'invalid_token', 'the token is not valid (unknown, revoked or expired)');
 
 /**
  * The bearer token of a request: the Authorization header, or (for EventSource and WebSocket

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/port.js';
 import { AuthGate } from './auth.js';
+import { recheckCredentials } from './credentials.js';
 import { rateLimit, type RateLimitOptions } from './guards.js';
 import type { Authenticator, Guard, RouteDef } from './http.js';
 import { inject, type InjectAnswer, type InjectOptions } from './inject.js';
@@ -38,6 +39,7 @@ export type { PageInfo } from './operational.js';
 export type { InjectAnswer, InjectOptions } from './inject.js';
 export type { RateLimitInfo } from './guards.js';
 export { WS_MAX_QUEUED, WS_MAX_SUBSCRIPTIONS, WS_MAX_TOPIC_LENGTH } from './sockets.js';
+export { WS_CLOSE_INVALID_TOKEN } from './credentials.js';
 
 export interface HubOptions {
   logger: Logger;
@@ -52,6 +54,11 @@ export interface HubOptions {
   wsMaxBackpressure?: number;
   /** Multipart uploads: temporary directory (default <tmp>/maru-uploads) and per-file limit (default 20 MiB). */
   uploads?: Partial<UploadSettings>;
+  /**
+   * Period of the check of the tokens that open WebSockets and SSE streams were opened with, ms
+   * (default 30 s): a token that no longer resolves ends its connections (hub/credentials.ts).
+   */
+  authRecheckMs?: number;
 }
 
 /** A route's declaration without method, path and handler (the method shortcuts' second argument). */
@@ -85,6 +92,8 @@ export class Hub {
   private readonly sockets: Sockets;
   private listenSocket: unknown;
   private readonly uploadSweep: NodeJS.Timeout;
+  private readonly credentialCheck: NodeJS.Timeout;
+  private rechecking: Promise<number> | undefined;
   private state: { store: Store; clock: Clock } | undefined;
 
   constructor(private readonly opts: HubOptions) {
@@ -102,6 +111,10 @@ export class Hub {
     const sweep = () => void sweepTempUploads(uploads.tempDir, 3_600_000);
     sweep();
     this.uploadSweep = setInterval(sweep, 600_000).unref();
+    // a round still running when the next is due: that one is skipped
+    this.credentialCheck = setInterval(() => {
+      if (!this.rechecking) this.recheckCredentials().catch(() => undefined);
+    }, opts.authRecheckMs ?? 30_000).unref();
     this.pipeline = new Pipeline(
       {
         log: this.log,
@@ -203,6 +216,24 @@ export class Hub {
     };
   }
 
+  /**
+   * Checks again the token of every open WebSocket and SSE stream that holds one, and ends the
+   * connections whose token no longer resolves (WebSocket close 4401 invalid_token; an SSE `closed`
+   * event with the error body, then the end of the stream). Runs every `authRecheckMs`; rounds run one after the
+   * other, each over the connections open when it starts. Resolves with the number ended.
+   */
+  recheckCredentials(): Promise<number> {
+    const round = (this.rechecking ?? Promise.resolve(0))
+      .catch(() => 0)
+      .then(() => recheckCredentials(this.auth, [...this.sockets.credentials(), ...this.pipeline.streams.credentials()]));
+    this.rechecking = round;
+    const done = () => {
+      if (this.rechecking === round) this.rechecking = undefined;
+    };
+    round.then(done, done);
+    return round;
+  }
+
   /** Delivers the Bus's messages to this hub's topics and streams, and reads its history. */
   attachBus(bus: HistoryBus): () => void {
     return this.live.attach(bus);
@@ -285,10 +316,11 @@ export class Hub {
     if (p.stopping) return;
     p.stopping = true;
     clearInterval(this.uploadSweep);
+    clearInterval(this.credentialCheck);
     if (this.listenSocket) this.uws.us_listen_socket_close(this.listenSocket as never);
     const deadline = Date.now() + this.opts.shutdownGraceMs;
     while (p.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    for (const s of p.streams) s.close();
+    p.streams.closeAll();
     this.sockets.closeAll();
   }
 }

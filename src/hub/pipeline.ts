@@ -4,9 +4,10 @@ import type { AuthGate } from './auth.js';
 import { Reply, jsonBody, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
 import type { Metrics, RouteSeries } from './metrics.js';
 import { MultipartReader, type UploadedFile, type UploadSettings } from './multipart.js';
-import { errorReply, fileReply, writeReply, writeSecurity } from './respond.js';
+import { errorReply, fileReply, writeReply } from './respond.js';
 import { Router } from './router.js';
-import { SseStream, type SseOptions } from './sse.js';
+import type { SseStream, SseOptions } from './sse.js';
+import { SseStreams } from './sse-streams.js';
 import type { StaticFile } from './static.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
@@ -65,6 +66,8 @@ export class Context implements RequestContext<any, any, any> {
   query: any = undefined;
   body: any = undefined;
   identity: Principal | undefined = undefined;
+  /** The bearer token behind `identity` (an SSE stream keeps it: hub/credentials.ts). */
+  token: string | undefined = undefined;
   files: UploadedFile[] | undefined = undefined;
   params: any = undefined;
   route = '';
@@ -109,7 +112,7 @@ export class Context implements RequestContext<any, any, any> {
 
 export class Pipeline {
   readonly router = new Router<Entry>();
-  readonly streams = new Set<SseStream>();
+  readonly streams: SseStreams;
   stopping = false;
   inFlight = 0;
   private nextRequestId = 1;
@@ -117,7 +120,9 @@ export class Pipeline {
   constructor(
     private readonly deps: PipelineDeps,
     private readonly idPrefix: string,
-  ) {}
+  ) {
+    this.streams = new SseStreams(deps);
+  }
 
   handle(res: HttpResponse, req: HttpRequest): void {
     const started = performance.now();
@@ -199,15 +204,29 @@ export class Pipeline {
     // the answer comes later: uWS needs to hear about a client that goes away meanwhile
     if (!hooked) ctx.res.onAborted(() => ctx.abort());
     this.inFlight++;
+    if (!upload) {
+      // one reaction and no promise of its own: the common case of an async handler
+      (out as Promise<unknown>).then(
+        (v) => {
+          this.inFlight--;
+          if (v !== SSE_OPEN) this.answer(ctx, def, v);
+        },
+        (err) => {
+          this.inFlight--;
+          this.fail(ctx, ctx.route, err);
+        },
+      );
+      return;
+    }
     Promise.resolve(out)
       .then(
         async (v) => {
           // temporary files the handler did not move away are deleted before the answer
-          await upload?.dispose();
+          await upload.dispose();
           if (v !== SSE_OPEN) this.answer(ctx, def, v);
         },
         async (err) => {
-          await upload?.dispose(true);
+          await upload.dispose(true);
           this.fail(ctx, ctx.route, err);
         },
       )
@@ -220,8 +239,9 @@ export class Pipeline {
     const spec = entry.def.auth;
     // the credential first: a caller without one learns nothing about the route's inputs
     if (spec) {
-      return this.deps.auth.check(spec, ctx.headers, parsed).then((identity) => {
-        ctx.identity = identity;
+      return this.deps.auth.check(spec, ctx.headers, parsed).then((caller) => {
+        ctx.identity = caller?.principal;
+        ctx.token = caller?.token;
         return this.afterAuth(entry, ctx, parsed, raw, upload);
       });
     }
@@ -257,7 +277,13 @@ export class Pipeline {
   }
 
   private answer(ctx: Context, def: RouteDef<any, any, any>, out: unknown): void {
-    const reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
+    let reply: Reply;
+    try {
+      reply = out instanceof Reply ? out : out === undefined ? Reply.empty() : Reply.json(out);
+    } catch (err) {
+      // a handler's value that is not JSON (a BigInt, a cycle): the server's fault, answered as one
+      return this.fail(ctx, ctx.route, err);
+    }
     this.finish(ctx, ctx.route, reply, def.cacheControl || undefined);
   }
 
@@ -290,24 +316,9 @@ export class Pipeline {
   }
 
   private openSse(ctx: Context, def: SseRouteDef<any>): void {
-    const res = ctx.res;
-    res.cork(() => {
-      res.writeStatus('200 OK');
-      res.writeHeader('content-type', 'text/event-stream; charset=utf-8');
-      res.writeHeader('cache-control', 'no-store');
-      res.writeHeader('x-accel-buffering', 'no');
-      res.writeHeader('x-request-id', ctx.requestId);
-      writeSecurity(res);
-    });
-    const stream = new SseStream(res, ctx.headers['last-event-id'], this.deps.sse);
-    this.streams.add(stream);
-    this.deps.metrics.sseStreams.inc();
+    const stream = this.streams.start(ctx.res, ctx.requestId, ctx.headers['last-event-id'], ctx.token);
     this.seriesOf('GET', ctx.route).observe(200, (performance.now() - ctx.started) / 1000);
     ctx.onAbort = () => stream.aborted();
-    stream.onClose(() => {
-      this.streams.delete(stream);
-      this.deps.metrics.sseStreams.dec();
-    });
     const failed = (err: unknown) => {
       this.deps.log.error({ err, requestId: ctx.requestId }, 'sse open failed');
       stream.close();

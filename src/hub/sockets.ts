@@ -1,7 +1,8 @@
 import { AppError, errorBody } from '../errors.js';
-import { WWW_AUTHENTICATE, type AuthGate } from './auth.js';
+import { invalidToken, WWW_AUTHENTICATE, type AuthGate } from './auth.js';
 import { parseQuery, type AuthSpec, type Principal } from './http.js';
 import { parseSince, type Live } from './live.js';
+import { WS_CLOSE_INVALID_TOKEN, type HeldCredential } from './credentials.js';
 import type { Metrics } from './metrics.js';
 import { statusLine, writeSecurity } from './respond.js';
 import type { SocketData, Topics } from './topics.js';
@@ -91,10 +92,11 @@ export class Sockets {
             res.end(JSON.stringify(errorBody(e)));
           });
         };
-        const accept = (data: D, identity: Principal | undefined) => {
+        const accept = (data: D, caller: { principal: Principal; token: string } | undefined) => {
           if (aborted) return;
           if (this.deps.stopping()) return refuse(new AppError('unavailable', 'shutting_down', 'the server is shutting down'));
-          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity };
+          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity: caller?.principal };
+          if (caller) base.token = caller.token;
           res.cork(() => res.upgrade({ ...data, ...base } as S, key, protocol, extensions, context));
         };
         let values: string[];
@@ -105,14 +107,11 @@ export class Sockets {
           return refuse(err);
         }
         const run = async () => {
-          let identity: Principal | undefined;
-          if (behaviour.auth) {
-            const headers: Record<string, string> = authorization ? { authorization } : {};
-            identity = await this.deps.auth.check(behaviour.auth, headers, parseQuery(query));
-          }
-          return { data: await behaviour.upgrade(values, query, identity), identity };
+          const headers: Record<string, string> = authorization ? { authorization } : {};
+          const caller = behaviour.auth ? await this.deps.auth.check(behaviour.auth, headers, parseQuery(query)) : undefined;
+          return { data: await behaviour.upgrade(values, query, caller?.principal), caller };
         };
-        run().then(({ data, identity }) => accept(data, identity), refuse);
+        run().then(({ data, caller }) => accept(data, caller), refuse);
       },
       open: (ws) => {
         this.open.add(ws as unknown as WebSocket<SocketData>);
@@ -128,6 +127,21 @@ export class Sockets {
       },
     });
     return { publish: (topic, message, isBinary) => void app.publish(topic, message, isBinary) };
+  }
+
+  /** The open sockets that hold a token, each ended with 4401 invalid_token (hub/credentials.ts). */
+  *credentials(): Generator<HeldCredential> {
+    for (const ws of this.open) {
+      const data = ws.getUserData();
+      const token = data.token;
+      if (token === undefined || data.closed) continue;
+      yield {
+        token,
+        end: () => {
+          if (!data.closed) ws.end(WS_CLOSE_INVALID_TOKEN, 'invalid_token');
+        },
+      };
+    }
   }
 
   /** Closes every socket with 1001 (shutdown). */
@@ -183,9 +197,11 @@ export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live): Soc
       try {
         const identity = await auth.resolve(frame.token);
         data.identity = identity;
+        data.token = frame.token;
         return reply({ type: 'authenticated', id: identity.id, roles: identity.roles });
       } catch {
-        return reply({ type: 'error', code: 'invalid_token', message: 'the token is not valid (unknown, revoked or expired)' });
+        const e = invalidToken();
+        return reply({ type: 'error', code: e.code, message: e.message });
       }
     }
     if ((frame?.type === 'subscribe' || frame?.type === 'unsubscribe') && typeof frame.topic === 'string') {

@@ -25,6 +25,8 @@ export class SseStream {
   private closeHandlers: (() => void)[] = [];
   private heartbeat: NodeJS.Timeout;
   dropped = 0;
+  /** The bearer token the stream was opened with, when its route needs one (checked again: hub/credentials.ts). */
+  token: string | undefined;
 
   constructor(
     private readonly res: HttpResponse,

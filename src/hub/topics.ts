@@ -38,8 +38,10 @@ export interface SocketData {
   remoteAddress: string;
   topics: Set<string>;
   closed: boolean;
-  /** Set by an {type: "auth"} frame. */
+  /** Set by an {type: "auth"} frame, or by the upgrade of an endpoint that declares `auth`. */
   identity?: Principal;
+  /** The token behind `identity`, checked again while the socket is open (hub/credentials.ts). */
+  token?: string;
   /** The socket's frames, handled one after the other (see Hub.onClientFrame). */
   queue?: Promise<void>;
   queued?: number;

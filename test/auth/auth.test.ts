@@ -10,6 +10,9 @@ import { AUTH_TEST_ENV, bearer, deviceToken, login, signIn, TEST_ADMIN_PASSWORD,
 import { call, get, post } from '../support/http.js';
 import { tempDir } from '../support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import WebSocket from 'ws';
+import { WS_CLOSE_INVALID_TOKEN } from '../../src/hub/index.js';
+import { until } from '../support/wait.js';
 import { connectTopics } from '../support/ws.js';
 
 const silent = pino({ level: 'silent' });
@@ -22,12 +25,14 @@ describe('identity model over HTTP', () => {
 
   beforeAll(async () => {
     maru = await startMaru(
-      loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('auth'), LOG_LEVEL: 'silent', ...AUTH_TEST_ENV, AUTH_TOKEN_TTL_MS: '3600000' }),
+      loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('auth'), LOG_LEVEL: 'silent', ...AUTH_TEST_ENV, AUTH_TOKEN_TTL_MS: '3600000', AUTH_RECHECK_MS: '100' }),
       { clock, logger: silent },
     );
     base = maru.url;
     // a route that needs the editor role, for the checks below
     maru.hub.route({ method: 'GET', path: '/test/editor-only', auth: { roles: ['editor'] }, handler: (ctx) => ({ id: ctx.identity!.id }) });
+    // an SSE stream that needs a signed-in caller
+    maru.hub.sse({ path: '/test/stream', auth: {}, open: (ctx, stream) => void stream.send({ event: 'hello', data: { id: ctx.identity!.id } }) });
     maru.hub.topic({
       name: 'test-private:*',
       policy: 'drop',
@@ -214,6 +219,59 @@ describe('identity model over HTTP', () => {
       maru.hub.publish('test-private:a', { hello: 1 });
       expect(await ws.next()).toEqual({ type: 'message', topic: 'test-private:a', data: { hello: 1 } });
     } finally {
+      ws.close();
+    }
+  });
+
+  it('a logout ends the WebSockets and SSE streams opened with that token (4401 invalid_token, an SSE closed event) and no others', async () => {
+    const gone = await signIn(base, ['editor']);
+    const kept = await signIn(base, ['editor']);
+    const topics = await connectTopics(base);
+    const other = await connectTopics(base);
+    const yjs = new WebSocket(`${base.replace(/^http/, 'ws')}/yjs/auth-recheck?access_token=${gone}`);
+    const yjsOpen = new Promise((resolve, reject) => yjs.once('open', resolve).once('error', reject));
+    try {
+      await topics.auth(gone);
+      await other.auth(kept);
+      await yjsOpen;
+      const closed: [number, string][] = [];
+      for (const ws of [topics.ws, yjs]) ws.once('close', (code, reason) => closed.push([code, String(reason)]));
+      const stream = await fetch(`${base}/test/stream?access_token=${gone}`);
+      expect(stream.status).toBe(200);
+      let text: string | undefined;
+      void stream.text().then((t) => (text = t));
+      expect((await post(base, '/api/auth/logout', {}, bearer(gone))).status).toBe(200);
+      // the hub checks every 100 ms here (AUTH_RECHECK_MS)
+      await until('the sockets and the stream of the token to end', () => closed.length === 2 && text !== undefined, 5000);
+      expect(closed).toEqual([
+        [WS_CLOSE_INVALID_TOKEN, 'invalid_token'],
+        [WS_CLOSE_INVALID_TOKEN, 'invalid_token'],
+      ]);
+      expect(text).toContain('event: hello');
+      expect(text).toMatch(/event: closed\ndata: \{"error":\{"code":"invalid_token"/);
+      // a socket of another token is still served
+      other.ws.send(JSON.stringify({ type: 'ping' }));
+      expect(await other.next()).toEqual({ type: 'pong' });
+      expect(other.ws.readyState).toBe(WebSocket.OPEN);
+    } finally {
+      topics.close();
+      other.close();
+      yjs.close();
+    }
+  });
+
+  it('a token that expires while its socket is open ends the socket at the next check', async () => {
+    const editor = await signIn(base, ['editor']);
+    const ws = await connectTopics(base);
+    try {
+      await ws.auth(editor);
+      const closed = new Promise<number>((resolve) => ws.ws.once('close', (code) => resolve(code)));
+      expect(await maru.hub.recheckCredentials()).toBe(0);
+      clock.advance(3_600_001);
+      expect(await maru.hub.recheckCredentials()).toBeGreaterThanOrEqual(1);
+      expect(await closed).toBe(WS_CLOSE_INVALID_TOKEN);
+    } finally {
+      clock.set(T0);
       ws.close();
     }
   });

@@ -20,7 +20,7 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
   const post = (base: string, path: string, body: unknown, who = 'ann') => postAs(base, path, body, bearer(creds[who]!));
 
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('docs-coedit'), MD_PERSIST_DEBOUNCE_MS: '300', ...AUTH_TEST_ENV });
+    hub = await startHubProcess({ DATA_DIR: tempDir('docs-coedit'), MD_PERSIST_DEBOUNCE_MS: '300', AUTH_RECHECK_MS: '200', ...AUTH_TEST_ENV });
     browser = await launchChromium();
     for (const user of ['ann', 'bob', 'carol']) creds[user] = await signIn(hub.url, ['editor'], user);
   });
@@ -150,6 +150,41 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     await p.waitForSelector('#save-btn:enabled');
     expect(sockets.find((u) => u.includes('/yjs/readonly'))).toMatch(/access_token=mt_/);
     expect(await p.getAttribute('#editor .cm-content', 'contenteditable')).toBe('true');
+    await ctx.close();
+  }, 60_000);
+
+  it('a token revoked elsewhere ends the live socket: the page asks to sign in again and the document turns read-only', async () => {
+    expect((await post(hub.url, '/api/md/save', { slug: 'revoked', content: '# 취소된 토큰\n' })).status).toBe(200);
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const p = await ctx.newPage();
+    const errors: string[] = [];
+    p.on('pageerror', (e) => errors.push(e.message));
+    const sockets: { url: string; closed: boolean }[] = [];
+    p.on('websocket', (w) => {
+      const s = { url: w.url(), closed: false };
+      sockets.push(s);
+      w.on('close', () => (s.closed = true));
+    });
+    await p.goto(`${hub.url}/docs#revoked`);
+    await p.waitForSelector('body[data-ready="true"]');
+    await signInOnPage(p, 'carol');
+    await p.waitForSelector('#save-btn:enabled');
+    await waitText(p, { includes: '취소된 토큰' });
+    const live = sockets.filter((s) => s.url.includes('/yjs/revoked'));
+    expect(live.length).toBe(1);
+    // the same token is logged out from somewhere else (another tab, an operator's change)
+    const token = await p.evaluate(() => sessionStorage.getItem('docs:token'));
+    expect((await postAs(hub.url, '/api/auth/logout', {}, bearer(token!))).status).toBe(200);
+    // within a check period (200 ms here) the hub ends the socket, and the page shows the form again
+    await p.waitForSelector('#signin-form', { timeout: 10_000 });
+    await p.waitForFunction(() => document.querySelector('#editor .cm-content')?.getAttribute('contenteditable') === 'false');
+    expect(live[0]!.closed).toBe(true);
+    expect(await p.isDisabled('#save-btn')).toBe(true);
+    await waitText(p, { includes: '취소된 토큰' });
+    // no socket keeps knocking with the dead token
+    await p.waitForTimeout(1500);
+    expect(sockets.filter((s) => s.url.includes('/yjs/'))).toHaveLength(1);
+    expect(errors).toEqual([]);
     await ctx.close();
   }, 60_000);
 

@@ -2,7 +2,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
-import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
+import { post } from '../support/http.js';
 
 /** The trading dashboard (/trading) in Debian's Chromium against a built hub process (one-second candles). */
 const hasBrowser = browserAvailable();
@@ -19,6 +20,7 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
       CLOCK_START: '2026-11-18T12:01:00Z',
       PROGRAM_SPEED: '60',
       TRADING_WORKERS: '2',
+      AUTH_RECHECK_MS: '200',
       ...AUTH_TEST_ENV,
     });
     // a trader account (signIn's password rule: pw-<user>-secret)
@@ -150,4 +152,16 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     expect(await page.textContent('#lab-result')).toContain('probability of ruin');
     expect(errors).toEqual([]);
   }, 120_000);
+
+  it('a token revoked elsewhere ends the program stream: the page stops it and asks to sign in again', async () => {
+    await page.waitForSelector('#conn.on');
+    const token = await page.evaluate(() => sessionStorage.getItem('trading:token'));
+    expect((await post(hub.url, '/api/auth/logout', {}, bearer(token!))).status).toBe(200);
+    // within a check period (200 ms here) the hub sends the stream its `closed` event and ends it
+    await page.waitForSelector('#signin-form', { timeout: 10_000 });
+    await page.waitForSelector('#conn:not(.on)');
+    await page.waitForFunction(() => document.querySelector('#programs-error')?.textContent?.includes('sign in as a trader'));
+    expect(await page.evaluate(() => sessionStorage.getItem('trading:token'))).toBeNull();
+    expect(errors).toEqual([]);
+  }, 60_000);
 });

@@ -42,6 +42,9 @@ beforeAll(async () => {
     .get('/boom', {}, () => {
       throw new Error('secret internals');
     })
+    // a handler bug: a value JSON cannot hold (BigInt), returned at once or later
+    .get('/bigint', {}, () => ({ n: 1n }) as never)
+    .get('/bigint-later', {}, async () => ({ n: 1n }) as never)
     .get('/later', {}, async () => {
       await new Promise((r) => setImmediate(r));
       throw new AppError('not_found', 'gone', 'not any more');
@@ -105,6 +108,13 @@ describe('hub.inject: the request pipeline without a port', () => {
     expect(boom.status).toBe(500);
     expect(boom.body.error.code).toBe('internal');
     expect(boom.text).not.toContain('secret');
+    // an answer that cannot be written as JSON is the server's fault: 500, and the hub goes on
+    for (const path of ['/bigint', '/bigint-later']) {
+      const r = await inject(hub, 'GET', path);
+      expect(r.status, path).toBe(500);
+      expect(r.body.error.code, path).toBe('internal');
+    }
+    expect((await inject(hub, 'GET', '/teapot')).status).toBe(409);
   });
 
   it('answers 404 and 405 with the error shape', async () => {

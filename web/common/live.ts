@@ -8,6 +8,9 @@
  */
 export type Listener = (data: unknown) => void;
 
+/** The close code of a socket whose token stopped being valid (logout, expiry, revocation; docs/auth.md). */
+export const CLOSE_INVALID_TOKEN = 4401;
+
 interface Position {
   offset: number;
   epoch: string;
@@ -21,10 +24,16 @@ export class LiveTopics {
   private retry = 500;
   private stateListeners = new Set<(connected: boolean) => void>();
 
-  /** `token`: the bearer token to present before subscribing (topics that need a signed-in identity). */
+  /**
+   * `token`: the bearer token to present before subscribing (topics that need a signed-in identity);
+   * `onTokenRejected`: the hub ended the socket because that token is no longer valid (the page
+   * checks its session, e.g. Session.restore, which shows the sign-in form); the socket reconnects
+   * with whatever token is current then.
+   */
   constructor(
     private readonly url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`,
     private readonly token: () => string | undefined = () => undefined,
+    private readonly onTokenRejected?: () => void,
   ) {
     this.connect();
   }
@@ -103,8 +112,9 @@ export class LiveTopics {
       for (const fn of this.stateListeners) fn(true);
     };
     ws.onmessage = (ev) => this.onFrame(JSON.parse(String(ev.data)));
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       for (const fn of this.stateListeners) fn(false);
+      if (ev.code === CLOSE_INVALID_TOKEN) this.onTokenRejected?.();
       setTimeout(() => this.connect(), this.retry);
       this.retry = Math.min(this.retry * 2, 10_000);
     };

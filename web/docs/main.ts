@@ -4,7 +4,7 @@ import { WebsocketProvider } from 'y-websocket';
 import { Awareness } from 'y-protocols/awareness';
 import * as Y from 'yjs';
 import { Session, mountSignIn } from '../common/auth.js';
-import { LiveTopics, el } from '../common/live.js';
+import { CLOSE_INVALID_TOKEN, LiveTopics, el } from '../common/live.js';
 import { renderDiff } from './diffview.js';
 import { bindEditor, type BoundEditor } from './editor.js';
 import { splitSlides } from './slides.js';
@@ -188,6 +188,11 @@ async function open(slug: string) {
   }, () => (void showLock(), void loadList()));
   cur = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc };
   provider?.on('sync', (ok: boolean) => ok && queuePreview());
+  // the hub ends the socket of a token that is no longer valid (4401, final for the provider): the
+  // session check shows the sign-in form, and the document reopens read-only
+  provider?.on('connection-close', (ev: CloseEvent | null) => {
+    if (ev?.code === CLOSE_INVALID_TOKEN) void session.restore();
+  });
   queuePreview();
   $('editor-card').hidden = false;
   $('doc-title').textContent = r.body.doc.title;
@@ -335,7 +340,10 @@ mountSignIn($('signin'), session, 'editor');
 /** Signing in or out reopens the document: live co-editing with the new identity, or read-only. */
 const showRights = () => {
   $<HTMLButtonElement>('new-doc').disabled = !canEdit();
-  if (!canEdit()) toggleNew(false);
+  if (canEdit()) return; // saving and locking are enabled by the lock's answer (showLock)
+  // signed out: at once, not after the lock's answer, no button on the page writes
+  for (const id of ['save-btn', 'lock-btn']) $<HTMLButtonElement>(id).disabled = true;
+  toggleNew(false);
 };
 let known = false;
 session.onChange(() => {

@@ -131,7 +131,7 @@ async function csv(): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 30_000);
 }
 
-const live = new LiveTopics(undefined, () => session.token);
+const live = new LiveTopics(undefined, () => session.token, () => void session.restore());
 session.onChange((me) => (me ? signedIn() : signedOut()));
 live.onConnection((on) => $('conn').classList.toggle('on', on));
 live.on('rental:partner', () => void load());

@@ -346,7 +346,7 @@ async function loadRecent(): Promise<void> {
   for (const ev of checkins) addCheckIn(ev, false);
 }
 
-const live = new LiveTopics(undefined, () => session.token);
+const live = new LiveTopics(undefined, () => session.token, () => void session.restore());
 // after a reconnect the hub sends the check-ins missed meanwhile; when it no longer knows them
 // (history lost, away too long) the list is reloaded instead
 live.on('checkins', (data) => addCheckIn(data as CheckInEvent, true), () => void loadRecent().catch(() => undefined));

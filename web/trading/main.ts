@@ -229,6 +229,13 @@ function connectStream(): void {
   };
   // the events missed while disconnected are no longer known: reload what the page shows
   es.addEventListener('reset', () => later());
+  // the hub ends the stream of a token that is no longer valid: stop, and let the session check
+  // show the sign-in form (signing in again reconnects)
+  es.addEventListener('closed', () => {
+    es.close();
+    $('conn').classList.remove('on');
+    void session.restore();
+  });
   es.addEventListener('status', (e) => {
     const ev = JSON.parse(e.data);
     if (ev.program === selected) addLog({ t: ev.t, level: ev.reason === 'daily_loss_limit' ? 'warn' : 'info', code: ev.state, message: `${ev.previous} -> ${ev.state}${ev.reason && ev.reason !== ev.state ? ` (${ev.reason})` : ''}` });
