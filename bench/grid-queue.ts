@@ -66,7 +66,6 @@ function startHub(env: Record<string, string>): Promise<Hub> {
 
 const stop = (h: Hub) => new Promise<void>((r) => (h.child.exitCode !== null ? r() : (h.child.once('exit', () => r()), h.child.kill('SIGTERM'))));
 
-
 async function optimize(url: string, body: unknown, path = '/api/program/optimize'): Promise<{ ms: number; text: string }> {
   const t0 = performance.now();
   const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -125,7 +125,6 @@ function upload(port: number, agent: Agent, file: Buffer): Promise<{ ms: number;
   });
 }
 
-
 async function main(): Promise<void> {
   const applicants = Number(arg('applicants', '20'));
   const rounds = Number(arg('rounds', '3'));

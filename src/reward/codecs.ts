@@ -1,4 +1,5 @@
 import { codec, F, type Codec, type FieldCheck } from '../store/codec.js';
+import type { Json } from '../store/port.js';
 import type { CreditEntry, EcoCursor, EcoEntry, ExchangeEntry, LedgerEntry, MemberMeta, MemberRecord, SessionRecord, ZoneRecord } from './records.js';
 
 /**
@@ -24,7 +25,7 @@ const creditCodec = codec<CreditEntry>('credit entry', {
 const exchangeCodec = codec<ExchangeEntry>('exchange entry', { fields: { ...entryHead, kind: (v) => v === 'exchange', cu: intOrNull, maturity_value: int } });
 
 /** A reward ledger entry: a credit or an exchange, told apart by `kind`. */
-const decodeEntry = (value: Parameters<Codec<LedgerEntry>['decode']>[0]): LedgerEntry | undefined =>
+const decodeEntry = (value: Json | undefined): LedgerEntry | undefined =>
   F.obj(value) && value.kind === 'exchange' ? exchangeCodec.decode(value) : creditCodec.decode(value);
 export const ledgerEntryCodec: Codec<LedgerEntry> = {
   name: 'ledger entry',

@@ -6,10 +6,9 @@
  * long) it answers `recovered: false`, and the topic's reset handlers run: the page reloads what it
  * shows from the API.
  */
-export type Listener = (data: unknown) => void;
+import { WS_CLOSE_INVALID_TOKEN } from '../../src/hub/credentials.js';
 
-/** The close code of a socket whose token stopped being valid (logout, expiry, revocation; docs/auth.md). */
-export const CLOSE_INVALID_TOKEN = 4401;
+export type Listener = (data: unknown) => void;
 
 interface Position {
   offset: number;
@@ -114,7 +113,7 @@ export class LiveTopics {
     ws.onmessage = (ev) => this.onFrame(JSON.parse(String(ev.data)));
     ws.onclose = (ev) => {
       for (const fn of this.stateListeners) fn(false);
-      if (ev.code === CLOSE_INVALID_TOKEN) this.onTokenRejected?.();
+      if (ev.code === WS_CLOSE_INVALID_TOKEN) this.onTokenRejected?.();
       setTimeout(() => this.connect(), this.retry);
       this.retry = Math.min(this.retry * 2, 10_000);
     };

@@ -4,7 +4,8 @@ import { WebsocketProvider } from 'y-websocket';
 import { Awareness } from 'y-protocols/awareness';
 import * as Y from 'yjs';
 import { Session, mountSignIn } from '../common/auth.js';
-import { CLOSE_INVALID_TOKEN, LiveTopics, el } from '../common/live.js';
+import { WS_CLOSE_INVALID_TOKEN } from '../../src/hub/credentials.js';
+import { LiveTopics, el } from '../common/live.js';
 import { renderDiff } from './diffview.js';
 import { bindEditor, type BoundEditor } from './editor.js';
 import { splitSlides } from './slides.js';
@@ -191,7 +192,7 @@ async function open(slug: string) {
   // the hub ends the socket of a token that is no longer valid (4401, final for the provider): the
   // session check shows the sign-in form, and the document reopens read-only
   provider?.on('connection-close', (ev: CloseEvent | null) => {
-    if (ev?.code === CLOSE_INVALID_TOKEN) void session.restore();
+    if (ev?.code === WS_CLOSE_INVALID_TOKEN) void session.restore();
   });
   queuePreview();
   $('editor-card').hidden = false;
