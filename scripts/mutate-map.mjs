@@ -20,6 +20,14 @@ export const MUTATION_MAP = {
   // the fixed numbers: presence timeout, Monte Carlo runs, walk-forward windows
   'src/collab/presence.ts': ['test/rules/limits.rules.test.ts'],
   'src/trading/rules.ts': ['test/rules/limits.rules.test.ts'],
+  'src/rental/files.ts': ['test/rules/rental-files.rules.test.ts'],
+  'src/chat/classify.ts': ['test/chat/classify.test.ts', 'test/rules/chat-classify.rules.test.ts'],
+  'src/coach/owner-id.ts': ['test/rules/coach-owner-id.rules.test.ts'],
+  'src/chat/referral-code.ts': ['test/rules/chat-referral-code.rules.test.ts'],
+  'src/payment/peg.ts': ['test/rules/payment-peg.rules.test.ts'],
+  'src/rental/catalog.ts': ['test/rules/rental-catalog.rules.test.ts'],
+  'src/auth/passwords.ts': ['test/rules/auth-passwords.rules.test.ts'],
+  'src/store/codec.ts': ['test/store/codec.test.ts', 'test/rules/store-codec.rules.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
