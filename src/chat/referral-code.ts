@@ -14,12 +14,14 @@ export function referralCode(customerId: number): string {
   return `${REFERRAL_PREFIX}-${customerId.toString(36).toUpperCase()}`;
 }
 
-/** The customer id of a well-formed code (case ignored), else undefined. */
+/**
+ * The customer id of a well-formed code (case ignored), else undefined. The pattern bounds what is
+ * parsed; the code issued for the id parsed must then be the code given, which refuses leading
+ * zeros and ids past 2^53 - 1.
+ */
 export function parseReferralCode(code: string): number | undefined {
   const c = code.trim().toUpperCase();
   if (!REFERRAL_CODE_RE.test(c)) return undefined;
-  const digits = c.slice(REFERRAL_PREFIX.length + 1);
-  if (digits.length > 1 && digits.startsWith('0')) return undefined;
-  const id = parseInt(digits, 36);
+  const id = parseInt(c.slice(REFERRAL_PREFIX.length + 1), 36);
   return isCustomerId(id) && referralCode(id) === c ? id : undefined;
 }

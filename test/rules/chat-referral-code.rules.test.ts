@@ -16,7 +16,7 @@ describe('referral codes', () => {
 
   it('takes only positive safe integers', () => {
     for (const bad of [0, -1, 1.5, Number.MAX_SAFE_INTEGER + 1, NaN]) {
-      expect(() => referralCode(bad), String(bad)).toThrow(RangeError);
+      expect(() => referralCode(bad), String(bad)).toThrow(new RangeError('customer id must be a positive safe integer'));
     }
     expect(isCustomerId(1)).toBe(true);
     expect(isCustomerId(0)).toBe(false);
