@@ -63,6 +63,8 @@ describe('TWAP', () => {
     const lastAt = (t: number) => [{ t: START, price: 1 }, { t: START + 60_000, price: 1 }, { t: START + 120_000, price: 1 }, { t: START + 180_000, price: 1 }, { t, price: 1 }];
     expect(twap(lastAt(END - GAP), START, END, GAP)).toBe(1);
     expect(twap(lastAt(END - GAP - 1), START, END, GAP)).toBe('window end not covered');
+    // a sample at the end itself counts (and here shows the gap before it)
+    expect(twap([...lastAt(END - GAP - 1), { t: END, price: 1 }], START, END, GAP)).toBe('gap in the window');
   });
 });
 
@@ -145,6 +147,13 @@ describe('the peg snapshot', () => {
     expect((err as AppError).status).toBe(503);
     expect((err as AppError).message).toBe('the peg needs 2 of 3 price providers; 1 answered with a covered window');
     expect(((err as AppError).details as { inputs: unknown[] }).inputs).toHaveLength(3);
+  });
+
+  it('asks each provider for the window [end - W, end]', async () => {
+    const asked: [number, number][] = [];
+    const recording: PriceSource = { name: 'r', quotes: async (from, to) => (asked.push([from, to]), steady(START, 2)) };
+    await peg(recording, source('b', 2)).snapshot(END);
+    expect(asked).toEqual([[START, END]]);
   });
 
   it('rounds to the nearest millionth', async () => {
