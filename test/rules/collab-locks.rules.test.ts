@@ -28,7 +28,7 @@ async function setup(slug: string) {
   const service = new CollabService({ store, clock, bus: { emit: (topic: string, msg: Json) => void events.push({ topic, msg }) }, maxBytes: 1 << 16 } as never);
   await service.save({ slug, content: `# ${slug}\n`, author: 'seed' });
   events.length = 0;
-  return { clock, service, events };
+  return { clock, service, events, store };
 }
 
 const refusal = async (p: Promise<unknown>): Promise<AppError> => {
@@ -53,10 +53,14 @@ describe('edit locks', () => {
     expect(r.expires_at).toBe(new Date(T0 + LOCK_TTL_MS).toISOString());
     expect(r.acquired_at).toBe(new Date(T0).toISOString());
     expect(r.max_until).toBe(new Date(T0 + LOCK_MAX_MS).toISOString());
-    expect(events.map((e) => [e.topic, (e.msg as { state: string }).state])).toEqual([
-      ['md:lock-a', 'locked'],
-      ['md:all', 'locked'],
+    const { ok: _ok, renewed: _renewed, ...view } = r;
+    expect(events).toEqual([
+      { topic: 'md:lock-a', msg: { type: 'lock', state: 'locked', ...view } },
+      { topic: 'md:all', msg: { type: 'lock', slug: 'lock-a', state: 'locked' } },
     ]);
+    events.length = 0;
+    await service.locks.lock('lock-a', alice);
+    expect(events.map((e) => e.msg)).toEqual([expect.objectContaining({ type: 'lock', state: 'renewed', locked: true }), { type: 'lock', slug: 'lock-a', state: 'renewed' }]);
   });
 
   it('refuse another editor with 423 naming the holder, until the lock expires', async () => {
@@ -94,7 +98,8 @@ describe('edit locks', () => {
     clock.advance(60_000);
     const e = await refusal(service.locks.lock('lock-c', alice));
     expect([e.status, e.code]).toEqual([409, 'lock_max_reached']);
-    expect(e.details).toMatchObject({ max_ms: LOCK_MAX_MS, max_until: new Date(T0 + LOCK_MAX_MS).toISOString() });
+    expect(e.message).toBe(`a lock is held at most 60 minutes; this one ends at ${new Date(T0 + LOCK_MAX_MS).toISOString()}`);
+    expect(e.details).toEqual({ acquired_at: new Date(T0).toISOString(), max_ms: LOCK_MAX_MS, max_until: new Date(T0 + LOCK_MAX_MS).toISOString() });
   });
 
   it('are released by the holder, broken by an operator, refused to another editor', async () => {
@@ -102,12 +107,22 @@ describe('edit locks', () => {
     await service.locks.lock('lock-d', alice);
     const e = await refusal(service.locks.unlock('lock-d', bob));
     expect([e.status, e.code]).toEqual([403, 'not_lock_holder']);
+    expect(e.message).toBe('the lock on lock-d is held by 앨리스; only the holder (or an operator) releases it');
+    expect(e.details).toEqual({ holder: 'u_alice', expires_at: new Date(T0 + LOCK_TTL_MS).toISOString() });
     events.length = 0;
     expect(await service.locks.unlock('lock-d', operator)).toEqual({ ok: true, slug: 'lock-d', released: true, broken: true, holder: 'u_alice', locked: false });
-    expect(events[0]!.msg).toMatchObject({ state: 'broken', broken_by: 'u_op', holder: 'u_alice' });
+    expect(events).toEqual([
+      { topic: 'md:lock-d', msg: { type: 'lock', slug: 'lock-d', state: 'broken', locked: false, holder: 'u_alice', broken_by: 'u_op' } },
+      { topic: 'md:all', msg: { type: 'lock', slug: 'lock-d', state: 'broken' } },
+    ]);
     expect(await service.locks.unlock('lock-d', alice)).toEqual({ ok: true, slug: 'lock-d', released: false, locked: false });
     await service.locks.lock('lock-d', alice);
+    events.length = 0;
     expect(await service.locks.unlock('lock-d', alice)).toEqual({ ok: true, slug: 'lock-d', released: true, locked: false });
+    expect(events).toEqual([
+      { topic: 'md:lock-d', msg: { type: 'lock', slug: 'lock-d', state: 'released', locked: false, holder: 'u_alice' } },
+      { topic: 'md:all', msg: { type: 'lock', slug: 'lock-d', state: 'released' } },
+    ]);
   });
 
   it('an expired lock is not released by anyone and reads unlocked', async () => {
@@ -119,20 +134,30 @@ describe('edit locks', () => {
   });
 
   it('are swept once expired, announced once; a renewed lock stays', async () => {
-    const { clock, service, events } = await setup('lock-f');
+    const { clock, service, events, store } = await setup('lock-f');
     await service.locks.lock('lock-f', alice);
     clock.advance(LOCK_TTL_MS - 1);
     expect(await service.locks.sweep()).toBe(0);
+    // an index entry older than its lock (a renewal on another process) is moved, not swept
+    await store.index('md:locks', 'lock-f', T0);
+    expect(await service.locks.sweep()).toBe(0);
+    expect(await store.indexScore('md:locks', 'lock-f')).toBe(T0 + LOCK_TTL_MS);
+    expect((await service.locks.state('lock-f')).locked).toBe(true);
     clock.advance(1);
     events.length = 0;
     expect(await service.locks.sweep()).toBe(1);
-    expect(events.filter((e) => e.topic === 'md:lock-f').map((e) => (e.msg as { state: string }).state)).toEqual(['expired']);
+    expect(events).toEqual([
+      { topic: 'md:lock-f', msg: { type: 'lock', slug: 'lock-f', state: 'expired', locked: false, holder: 'u_alice' } },
+      { topic: 'md:all', msg: { type: 'lock', slug: 'lock-f', state: 'expired' } },
+    ]);
+    expect(await store.indexCount('md:locks')).toBe(0);
     expect(await service.locks.sweep()).toBe(0);
   });
 
   it('refuse an unknown document', async () => {
     const { service } = await setup('lock-g');
     const e = await refusal(service.locks.lock('lock-nothing', alice));
-    expect([e.status, e.code]).toEqual([404, 'unknown_document']);
+    expect([e.status, e.code, e.message]).toEqual([404, 'unknown_document', 'no document lock-nothing']);
+    expect(e.details).toEqual({ slug: 'lock-nothing' });
   });
 });

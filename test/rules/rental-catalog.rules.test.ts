@@ -25,8 +25,10 @@ describe('rental fees', () => {
 
   it('names the products by their codes', () => {
     expect(RENTAL_TYPES).toEqual(['rental-ipa', 'rental-db']);
-    expect(PRODUCTS['rental-ipa'].code).toBe('SOL-702');
-    expect(PRODUCTS['rental-db'].code).toBe('SOL-701');
+    expect(PRODUCTS).toEqual({
+      'rental-ipa': { code: 'SOL-702', badge: 'ipa', name: '디지털 화재감지기' },
+      'rental-db': { code: 'SOL-701', badge: 'db', name: '업무용 데이터베이스 관리 세트' },
+    });
   });
 });
 
