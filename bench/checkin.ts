@@ -125,7 +125,7 @@ async function storeRun(store: Store) {
 
 async function feedbackRun() {
   const maru = await startMaru(
-    loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-fb-')), LOG_LEVEL: 'silent', ADMIN_PASSWORD: 'bench-admin-password' }),
+    loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-fb-')), LOG_LEVEL: 'silent', ADMIN_PASSWORD: 'bench-admin-password', CONN_MAX_PER_IDENTITY: '0' }),
     { logger: pino({ level: 'silent' }) },
   );
   try {

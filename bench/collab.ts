@@ -127,7 +127,7 @@ async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildPr
     kind === 'maru'
       ? spawn(process.execPath, [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), join(ROOT, 'dist/src/main.js')], {
           cwd: ROOT,
-          env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1', ADMIN_PASSWORD },
+          env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1', ADMIN_PASSWORD, CONN_MAX_PER_ADDRESS: '0', CONN_MAX_PER_IDENTITY: '0' },
           stdio: 'ignore',
         })
       : spawn(process.execPath, [join(ROOT, 'node_modules/@y/websocket-server/src/server.js')], {

@@ -44,6 +44,8 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     uploads: { tempDir: uploadTempDir(config), maxFileBytes: config.UPLOAD_MAX_BYTES },
     authRecheckMs: config.AUTH_RECHECK_MS,
+    connections: { perAddress: config.CONN_MAX_PER_ADDRESS, perIdentity: config.CONN_MAX_PER_IDENTITY },
+    wsMaxFrame: config.WS_MAX_FRAME_BYTES,
   });
 
   const store = await openStore(config);

@@ -33,6 +33,12 @@ const schema = z.object({
   AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 400 * 86_400_000),
   /** Period of the check of the tokens open WebSockets and SSE streams hold, ms: a revoked or expired one ends them. */
   AUTH_RECHECK_MS: intFrom(30_000, 50, 3_600_000),
+  /** WebSockets and SSE streams one remote address may hold open at once; beyond: 429 too_many_connections (0: no cap). */
+  CONN_MAX_PER_ADDRESS: intFrom(256, 0, 1_000_000),
+  /** WebSockets and SSE streams one signed-in identity may hold open at once; beyond: 429 too_many_connections (0: no cap). */
+  CONN_MAX_PER_IDENTITY: intFrom(32, 0, 1_000_000),
+  /** A WebSocket message past its endpoint's limit and up to this many bytes closes with 1009; larger ones are dropped unread. */
+  WS_MAX_FRAME_BYTES: intFrom(4 * 1_048_576, 65_536, 64 * 1_048_576),
   /** Lifetime of a partner token, ms (default 8 h). */
   PARTNER_TOKEN_TTL: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
   /** Lifetime of a scanner device token, ms (default 30 days). */

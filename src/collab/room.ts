@@ -30,7 +30,19 @@ export interface RoomHooks {
   warn(obj: object, msg: string): void;
   /** When given, updates and awareness reach the peers through it instead of one send each. */
   fanout?: Fanout;
+  /**
+   * The largest document (UTF-8 bytes of its text) peers may edit it to; an update that would pass
+   * it is refused: its peer is closed with WS_CLOSE_DOC_TOO_LARGE and nothing of it is stored.
+   */
+  maxTextBytes?: number;
 }
+
+/**
+ * Close code of a peer whose update would make the document larger than the limit: 4413, the
+ * application range's mirror of HTTP 413. y-websocket's client takes 4400-4499 as final, so it does
+ * not reconnect and send the same update again.
+ */
+export const WS_CLOSE_DOC_TOO_LARGE = 4413;
 
 /** Origins of changes that are not a peer's. */
 export type Origin = 'load' | 'remote' | 'http';
@@ -54,6 +66,11 @@ export class Room {
   private queue: { peer: Peer; update: Uint8Array }[] = [];
   private draining = false;
   private closed = false;
+  /** Accepted peer updates not applied yet (queued or being stored), in order: the size check counts them. */
+  private unapplied: Uint8Array[] = [];
+  private unappliedBytes = 0;
+  /** UTF-8 bytes of the text, measured once per change (the size check), or undefined when stale. */
+  private textBytes: number | undefined;
 
   constructor(
     readonly slug: string,
@@ -90,10 +107,19 @@ export class Room {
   }
 
   leave(peer: Peer): void {
+    this.drop(peer);
+  }
+
+  /**
+   * Forgets a peer: its awareness states (cursors, names) go too, so nothing of a closed peer
+   * stays in the room, whether it left or was closed by the room.
+   */
+  private drop(peer: Peer): boolean {
     const clients = this.peers.get(peer);
-    this.peers.delete(peer);
+    const had = this.peers.delete(peer);
     this.who.delete(peer);
     if (clients && clients.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...clients], 'close');
+    return had;
   }
 
   /** One frame from a peer. A malformed one closes that peer with 4400; the room carries on. */
@@ -107,12 +133,21 @@ export class Room {
       else if (msg.kind === 'query-awareness') peer.send(awarenessMessage(this.awareness, [...this.awareness.getStates().keys()]));
     } catch (err) {
       this.hooks.warn({ slug: this.slug, err: (err as Error).message }, 'invalid y-websocket frame');
-      this.peers.delete(peer);
+      this.drop(peer);
       peer.close(4400, 'invalid y-websocket frame');
       return;
     }
     if (msg.kind !== 'update') return;
+    const limit = this.hooks.maxTextBytes;
+    if (limit !== undefined && !this.fits(msg.update, limit)) {
+      this.hooks.warn({ slug: this.slug, limit }, 'update refused: the document would pass its size limit');
+      this.drop(peer);
+      peer.close(WS_CLOSE_DOC_TOO_LARGE, `document_too_large: a document holds at most ${limit} bytes`);
+      return;
+    }
     // durable first, then applied and fanned out, in the order the peers sent them
+    this.unapplied.push(msg.update);
+    this.unappliedBytes += msg.update.length;
     this.queue.push({ peer, update: msg.update });
     if (!this.draining) this.updates = this.drain();
   }
@@ -132,17 +167,49 @@ export class Room {
           await this.hooks.persistUpdates(batch.map((b) => b.update));
         } catch (err) {
           this.hooks.warn({ slug: this.slug, err }, 'updates not stored: their peers reconnect and resend them');
+          this.settle(batch.length);
           for (const { peer } of batch) {
-            if (!this.peers.delete(peer)) continue;
+            if (!this.drop(peer)) continue;
             peer.close(1011, 'update not stored');
           }
           continue;
         }
+        this.settle(batch.length);
         if (this.closed) continue;
         for (const { peer, update } of batch) Y.applyUpdate(this.doc, update, peer);
       }
     } finally {
       this.draining = false;
+    }
+  }
+
+  /** The first `n` unapplied updates are applied (or failed): they leave the size check's count. */
+  private settle(n: number): void {
+    for (const u of this.unapplied.splice(0, n)) this.unappliedBytes -= u.length;
+  }
+
+  /**
+   * Whether the text stays within `limit` bytes once `update` (and the accepted updates before it)
+   * are applied. An update cannot add more text than its own length, so while the current text,
+   * the waiting updates and this one add up to at most the limit, the answer is yes at once; near
+   * the limit the updates are applied to a copy of the document and its text measured.
+   */
+  private fits(update: Uint8Array, limit: number): boolean {
+    const text = this.doc.getText('content');
+    // updates waiting for a missing earlier one (Yjs keeps them aside) may join the text with this one
+    const waiting = this.unappliedBytes + (this.doc.store.pendingStructs?.update.length ?? 0) + update.length;
+    // a UTF-16 code unit is at most 3 bytes of UTF-8
+    if (text.length * 3 + waiting <= limit) return true;
+    this.textBytes ??= Buffer.byteLength(text.toString());
+    if (this.textBytes + waiting <= limit) return true;
+    const copy = new Y.Doc({ gc: true });
+    try {
+      Y.applyUpdate(copy, Y.encodeStateAsUpdate(this.doc));
+      for (const u of this.unapplied) Y.applyUpdate(copy, u);
+      Y.applyUpdate(copy, update);
+      return Buffer.byteLength(copy.getText('content').toString()) <= limit;
+    } finally {
+      copy.destroy();
     }
   }
 
@@ -176,6 +243,7 @@ export class Room {
   }
 
   private onUpdate(update: Uint8Array, origin: unknown): void {
+    this.textBytes = undefined;
     this.broadcast(updateMessage(update), origin as Peer);
     if (origin !== 'remote') this.hooks.relayUpdate(update);
     const mine = this.peers.get(origin as Peer);

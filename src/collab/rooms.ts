@@ -141,6 +141,8 @@ export class Rooms {
       },
       warn: (o, m) => this.opts.logger.warn(o, m),
       fanout: this.fanout,
+      // live edits stay within the size a saved document may have, so every accepted edit is saved
+      maxTextBytes: this.opts.service.maxBytes,
     });
     e.save = new Debounce(this.clock, this.opts.debounceMs, this.opts.maxDelayMs, () => void this.flush(e));
     this.rooms.set(slug, e);

@@ -76,5 +76,18 @@ export function bearerToken(headers: Record<string, string>, query?: Record<stri
   return undefined;
 }
 
+/**
+ * A request that is neither an SSE stream nor a WebSocket upgrade and carries `access_token` in
+ * its query: refused with 401 `token_in_query` whatever the token (a token in a URL ends up in
+ * logs, histories and Referer headers; only EventSource and WebSocket clients, which cannot set
+ * headers, may put it there).
+ */
+export function refuseQueryToken(query: Record<string, unknown>): void {
+  if (query.access_token === undefined) return;
+  throw new AppError('unauthorized', 'token_in_query', 'access_token in the query is accepted only by SSE streams and WebSocket upgrades: send Authorization: Bearer <token>', {
+    parameter: 'access_token',
+  });
+}
+
 export const WWW_AUTHENTICATE = (code: string) =>
   code === 'invalid_token' ? 'Bearer realm="maru", error="invalid_token"' : 'Bearer realm="maru"';

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/port.js';
 import { AuthGate } from './auth.js';
+import { ConnectionCaps, type ConnectionCapSettings } from './connection-caps.js';
 import { recheckCredentials } from './credentials.js';
 import { rateLimit, type RateLimitOptions } from './guards.js';
 import type { Authenticator, Guard, RouteDef } from './http.js';
@@ -50,6 +51,10 @@ export interface HubOptions {
   /** Seconds of WebSocket silence before uWS closes it (it pings automatically before that). */
   wsIdleTimeoutS?: number;
   wsMaxPayload?: number;
+  /** Messages up to this size past an endpoint's limit are refused with 1009; larger ones uWS drops (default 4 MiB). */
+  wsMaxFrame?: number;
+  /** WebSockets and SSE streams open at once per address and per identity (defaults 256 and 32; 0: no cap). */
+  connections?: Partial<ConnectionCapSettings>;
   /** uWS per-socket limit for 'drop' topics. */
   wsMaxBackpressure?: number;
   /** Multipart uploads: temporary directory (default <tmp>/maru-uploads) and per-file limit (default 20 MiB). */
@@ -90,6 +95,7 @@ export class Hub {
   private readonly readiness = new Map<string, () => Promise<void | string>>();
   private readonly pipeline: Pipeline;
   private readonly sockets: Sockets;
+  private readonly caps: ConnectionCaps;
   private listenSocket: unknown;
   private readonly uploadSweep: NodeJS.Timeout;
   private readonly credentialCheck: NodeJS.Timeout;
@@ -115,8 +121,10 @@ export class Hub {
     this.credentialCheck = setInterval(() => {
       if (!this.rechecking) this.recheckCredentials().catch(() => undefined);
     }, opts.authRecheckMs ?? 30_000).unref();
+    this.caps = new ConnectionCaps({ perAddress: 256, perIdentity: 32, ...opts.connections });
     this.pipeline = new Pipeline(
       {
+        caps: this.caps,
         log: this.log,
         auth: this.auth,
         metrics: this.metrics,
@@ -132,13 +140,15 @@ export class Hub {
       auth: this.auth,
       metrics: this.metrics,
       stopping: () => this.pipeline.stopping,
+      caps: this.caps,
       defaults: {
+        maxFrameBytes: opts.wsMaxFrame ?? 4 << 20,
         idleTimeoutS: opts.wsIdleTimeoutS ?? 120,
         maxPayloadLength: opts.wsMaxPayload ?? 64 * 1024,
         maxBackpressure: opts.wsMaxBackpressure ?? 1 << 20,
       },
     });
-    this.socket('/ws', topicsBehaviour(this.auth, this.topics, this.live));
+    this.socket('/ws', topicsBehaviour(this.auth, this.topics, this.live, this.caps));
     this.app.any('/*', (res, req) => this.pipeline.handle(res, req));
     const [healthz, readyz, metrics, pages] = operationalRoutes({ metrics: this.metrics, readiness: this.readiness, pages: this.pages });
     this.route(healthz!).route(readyz!).route(metrics!);
@@ -232,6 +242,14 @@ export class Hub {
     };
     round.then(done, done);
     return round;
+  }
+
+  /**
+   * What the hub holds for long-lived connections: open WebSockets, open SSE streams, and the
+   * addresses and identities counted against the connection caps (all zero once every one closed).
+   */
+  connections(): { sockets: number; streams: number; addresses: number; identities: number } {
+    return { sockets: this.sockets.open.size, streams: this.pipeline.streams.size, ...this.caps.size };
   }
 
   /** Delivers the Bus's messages to this hub's topics and streams, and reads its history. */

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
-import type { AuthGate } from './auth.js';
+import { refuseQueryToken, type AuthGate } from './auth.js';
 import { Reply, jsonBody, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
+import type { ConnectionCaps } from './connection-caps.js';
 import type { Metrics, RouteSeries } from './metrics.js';
 import { MultipartReader, type UploadedFile, type UploadSettings } from './multipart.js';
 import { errorReply, fileReply, writeReply } from './respond.js';
@@ -40,6 +41,7 @@ export interface PipelineDeps {
   bodyLimit: number;
   uploads: UploadSettings;
   sse: SseOptions;
+  caps: ConnectionCaps;
   statics: Map<string, StaticFile>;
 }
 
@@ -237,9 +239,12 @@ export class Pipeline {
   private run(entry: Entry, ctx: Context, rawQuery: string, raw: Promise<Buffer> | undefined, upload: MultipartReader | undefined): unknown {
     const parsed = parseQuery(rawQuery);
     const spec = entry.def.auth;
+    // a token in the query only where the client cannot send a header (EventSource)
+    const sse = entry.kind === 'sse';
+    if (!sse) refuseQueryToken(parsed);
     // the credential first: a caller without one learns nothing about the route's inputs
     if (spec) {
-      return this.deps.auth.check(spec, ctx.headers, parsed).then((caller) => {
+      return this.deps.auth.check(spec, ctx.headers, sse ? parsed : undefined).then((caller) => {
         ctx.identity = caller?.principal;
         ctx.token = caller?.token;
         return this.afterAuth(entry, ctx, parsed, raw, upload);
@@ -270,7 +275,9 @@ export class Pipeline {
   private handler(entry: Entry, ctx: Context): unknown {
     if (ctx.aborted) return SSE_OPEN;
     if (entry.kind === 'sse') {
-      this.openSse(ctx, entry.def);
+      // a client with too many connections open: 429 before the stream's status is written
+      const release = this.streams.admit(ctx.remoteAddress, ctx.identity?.id);
+      this.openSse(ctx, entry.def, release);
       return SSE_OPEN;
     }
     return entry.def.handler(ctx);
@@ -315,8 +322,8 @@ export class Pipeline {
     return s;
   }
 
-  private openSse(ctx: Context, def: SseRouteDef<any>): void {
-    const stream = this.streams.start(ctx.res, ctx.requestId, ctx.headers['last-event-id'], ctx.token);
+  private openSse(ctx: Context, def: SseRouteDef<any>, release: () => void): void {
+    const stream = this.streams.start(ctx.res, ctx.requestId, ctx.headers['last-event-id'], ctx.token, release);
     this.seriesOf('GET', ctx.route).observe(200, (performance.now() - ctx.started) / 1000);
     ctx.onAbort = () => stream.aborted();
     const failed = (err: unknown) => {

@@ -3,6 +3,7 @@ import { invalidToken, WWW_AUTHENTICATE, type AuthGate } from './auth.js';
 import { parseQuery, type AuthSpec, type Principal } from './http.js';
 import { parseSince, type Live } from './live.js';
 import { WS_CLOSE_INVALID_TOKEN, type HeldCredential } from './credentials.js';
+import type { ConnectionCaps } from './connection-caps.js';
 import type { Metrics } from './metrics.js';
 import { statusLine, writeSecurity } from './respond.js';
 import type { SocketData, Topics } from './topics.js';
@@ -34,6 +35,9 @@ export interface SocketHandle {
   publish(topic: string, message: Uint8Array | string, isBinary: boolean): void;
 }
 
+/** RFC 6455 close code of a message larger than the endpoint takes. */
+export const WS_CLOSE_TOO_BIG = 1009;
+
 /** Bounds of one /ws socket: subscriptions held at once, and the length of a topic name. */
 export const WS_MAX_SUBSCRIPTIONS = 100;
 export const WS_MAX_TOPIC_LENGTH = 200;
@@ -43,7 +47,14 @@ export interface SocketDeps {
   app: TemplatedApp;
   auth: AuthGate;
   metrics: Metrics;
-  defaults: { idleTimeoutS: number; maxPayloadLength: number; maxBackpressure: number };
+  /**
+   * `maxPayloadLength`: an endpoint's default message limit; a longer message closes its socket with
+   * 1009 "message too big". `maxFrameBytes`: the size past which uWS itself drops the connection
+   * (it cannot send a close frame then): messages up to it are read and answered with 1009.
+   */
+  defaults: { idleTimeoutS: number; maxPayloadLength: number; maxBackpressure: number; maxFrameBytes: number };
+  /** Open connections per address and identity (shared with SSE streams). */
+  caps: ConnectionCaps;
   /** True once the hub stops: upgrades are refused with 503. */
   stopping: () => boolean;
 }
@@ -60,9 +71,12 @@ export class Sockets {
     type S = SocketData & D;
     const { app, defaults } = this.deps;
     const params = pattern.split('/').filter((p) => p.startsWith(':')).length;
+    const limit = behaviour.maxPayloadLength ?? defaults.maxPayloadLength;
     app.ws<S>(pattern, {
       idleTimeout: behaviour.idleTimeoutS ?? defaults.idleTimeoutS,
-      maxPayloadLength: behaviour.maxPayloadLength ?? defaults.maxPayloadLength,
+      // uWS drops a connection whose message passes its limit without a close frame (1006); up to
+      // maxFrameBytes the message is read here and refused with 1009 as RFC 6455 §7.4.1 says
+      maxPayloadLength: Math.max(limit, defaults.maxFrameBytes),
       maxBackpressure: behaviour.maxBackpressure ?? defaults.maxBackpressure,
       closeOnBackpressureLimit: 0,
       sendPingsAutomatically: true,
@@ -89,13 +103,21 @@ export class Sockets {
             res.writeStatus(statusLine(e.status)).writeHeader('content-type', 'application/json');
             writeSecurity(res);
             if (e.status === 401) res.writeHeader('www-authenticate', WWW_AUTHENTICATE(e.code));
+            const retry = (e.details as { retry_after_s?: unknown } | undefined)?.retry_after_s;
+            if (e.status === 429 && typeof retry === 'number') res.writeHeader('retry-after', String(retry));
             res.end(JSON.stringify(errorBody(e)));
           });
         };
         const accept = (data: D, caller: { principal: Principal; token: string } | undefined) => {
           if (aborted) return;
           if (this.deps.stopping()) return refuse(new AppError('unavailable', 'shutting_down', 'the server is shutting down'));
-          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity: caller?.principal };
+          let release: () => void;
+          try {
+            release = this.deps.caps.acquire(remoteAddress, caller?.principal.id);
+          } catch (err) {
+            return refuse(err);
+          }
+          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity: caller?.principal, release };
           if (caller) base.token = caller.token;
           res.cork(() => res.upgrade({ ...data, ...base } as S, key, protocol, extensions, context));
         };
@@ -118,9 +140,22 @@ export class Sockets {
         this.deps.metrics.websockets.inc();
         behaviour.open?.(ws);
       },
-      message: (ws, message, isBinary) => behaviour.message(ws, message, isBinary),
+      message: (ws, message, isBinary) => {
+        if (message.byteLength > limit) {
+          const data = ws.getUserData();
+          if (!data.closed) {
+            data.closed = true;
+            ws.end(WS_CLOSE_TOO_BIG, `message too big: at most ${limit} bytes`);
+          }
+          return;
+        }
+        behaviour.message(ws, message, isBinary);
+      },
       close: (ws, code) => {
-        ws.getUserData().closed = true;
+        const data = ws.getUserData();
+        data.closed = true;
+        data.release?.();
+        data.releaseIdentity?.();
         this.open.delete(ws as unknown as WebSocket<SocketData>);
         this.deps.metrics.websockets.dec();
         behaviour.close?.(ws, code);
@@ -160,7 +195,7 @@ type ClientFrame =
   | { type: 'ping' };
 
 /** The JSON topics endpoint /ws: the hub's own frame handling on one more socket endpoint. */
-export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live): SocketBehaviour<object> {
+export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live, caps: ConnectionCaps): SocketBehaviour<object> {
   /**
    * Frames of one socket are handled in order, one after the other: an `auth` frame (a store
    * look-up) takes effect before the `subscribe` sent right after it. A socket may have at most
@@ -196,6 +231,19 @@ export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live): Soc
     if (frame?.type === 'auth' && typeof frame.token === 'string') {
       try {
         const identity = await auth.resolve(frame.token);
+        if (data.closed) return;
+        if (data.identity?.id !== identity.id) {
+          // the socket now counts against this identity's connections (and no longer another's)
+          let release: () => void;
+          try {
+            release = caps.acquireIdentity(identity.id);
+          } catch (err) {
+            const e = err as AppError;
+            return reply({ type: 'error', code: e.code, message: e.message, details: e.details });
+          }
+          data.releaseIdentity?.();
+          data.releaseIdentity = release;
+        }
         data.identity = identity;
         data.token = frame.token;
         return reply({ type: 'authenticated', id: identity.id, roles: identity.roles });

@@ -1,5 +1,6 @@
 import { errorBody } from '../errors.js';
 import { invalidToken } from './auth.js';
+import type { ConnectionCaps } from './connection-caps.js';
 import type { HeldCredential } from './credentials.js';
 import type { Metrics } from './metrics.js';
 import { writeSecurity } from './respond.js';
@@ -14,10 +15,26 @@ import type { HttpResponse } from './uws.js';
 export class SseStreams {
   private readonly open = new Set<SseStream>();
 
-  constructor(private readonly deps: { metrics: Metrics; sse: SseOptions }) {}
+  constructor(private readonly deps: { metrics: Metrics; sse: SseOptions; caps: ConnectionCaps }) {}
 
-  /** Writes the stream's status and headers and returns it, listed until it closes. */
-  start(res: HttpResponse, requestId: string, lastEventId: string | undefined, token: string | undefined): SseStream {
+  /**
+   * Takes a connection slot for a stream about to open (hub/connection-caps.ts): throws 429
+   * `too_many_connections` before anything is written when the client has too many open.
+   */
+  admit(address: string, identity: string | undefined): () => void {
+    return this.deps.caps.acquire(address, identity);
+  }
+
+  /** The streams open now (tests: every closed one has left the registry). */
+  get size(): number {
+    return this.open.size;
+  }
+
+  /**
+   * Writes the stream's status and headers and returns it, listed until it closes; `release` (its
+   * connection slot from `admit`) is given back when it closes.
+   */
+  start(res: HttpResponse, requestId: string, lastEventId: string | undefined, token: string | undefined, release?: () => void): SseStream {
     res.cork(() => {
       res.writeStatus('200 OK');
       res.writeHeader('content-type', 'text/event-stream; charset=utf-8');
@@ -31,6 +48,7 @@ export class SseStreams {
     this.open.add(stream);
     this.deps.metrics.sseStreams.inc();
     stream.onClose(() => {
+      release?.();
       this.open.delete(stream);
       this.deps.metrics.sseStreams.dec();
     });

@@ -45,6 +45,10 @@ export interface SocketData {
   /** The socket's frames, handled one after the other (see Hub.onClientFrame). */
   queue?: Promise<void>;
   queued?: number;
+  /** Gives back the connection's slot (hub/connection-caps.ts); called once it closes. */
+  release?: () => void;
+  /** The slot of the identity an `auth` frame named, when it is not the upgrade's. */
+  releaseIdentity?: () => void;
 }
 
 const DEFAULT_MAX_BACKPRESSURE = 1 << 20;
