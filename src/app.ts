@@ -48,7 +48,8 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     wsMaxFrame: config.WS_MAX_FRAME_BYTES,
   });
 
-  const store = await openStore(config);
+  // a Redis that cannot keep what it acknowledges refuses the start (StartupRefusal, exit 2 in main.ts)
+  const store = await openStore(config, (message) => logger.warn({ part: 'store' }, message));
   // one name for this process: the Bus origin, the rooms' relay origin and the program leases' owner
   const processId = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const bus = createBus(store, processId, { logger: logger.child({ part: 'bus' }) });

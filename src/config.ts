@@ -15,6 +15,34 @@ const schema = z.object({
   REDIS_URL: z.string().url().optional(),
   /** Namespace of every Redis key and channel, so several deployments can share one server. */
   REDIS_PREFIX: z.string().min(1).default('maru:'),
+  /** Redis through Sentinel (docs/deploy.md): host:port,host:port,... of the Sentinels; REDIS_URL then only gives the password and db. */
+  REDIS_SENTINELS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return undefined;
+      const out: { host: string; port: number }[] = [];
+      for (const part of v.split(',')) {
+        const m = /^\s*(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})\s*$/.exec(part);
+        const port = m ? Number(m[2]) : 0;
+        if (!m || port < 1 || port > 65535) {
+          ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${part.trim()}" is not host:port (expected host:port,host:port,...)` });
+          return z.NEVER;
+        }
+        out.push({ host: m[1]!.replace(/^\[|\]$/g, ''), port });
+      }
+      return out;
+    }),
+  /** The master name the Sentinels monitor (required with REDIS_SENTINELS). */
+  REDIS_SENTINEL_NAME: z.string().min(1).max(200).optional(),
+  /** Replicas that must hold every atomic Store update before it is acknowledged (WAIT); fewer: 503 store_unavailable. */
+  REDIS_MIN_REPLICAS: intFrom(0, 0, 16),
+  /** How long WAIT waits for REDIS_MIN_REPLICAS acknowledgements, ms. */
+  REDIS_WAIT_TIMEOUT_MS: intFrom(1000, 10, 60_000),
+  /** Longest a Store operation waits on Redis before it answers 503 store_unavailable, ms. */
+  REDIS_OP_TIMEOUT_MS: intFrom(3000, 100, 60_000),
+  /** Unset: the hub refuses a Redis without AOF (exit 2). 'none': the operator accepts losing acknowledged writes on a Redis crash (warned at every start). */
+  REDIS_DURABILITY: z.enum(['none']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Largest JSON request body in bytes; larger is a 413. */
   BODY_LIMIT: intFrom(1_048_576, 1),
@@ -154,7 +182,12 @@ const schema = z.object({
 export type Config = z.infer<typeof schema>;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = schema.safeParse(env);
+  const parsed = schema
+    .refine((c) => c.REDIS_SENTINELS === undefined || c.REDIS_SENTINEL_NAME !== undefined, {
+      path: ['REDIS_SENTINEL_NAME'],
+      message: 'is required with REDIS_SENTINELS (the master name the Sentinels monitor)',
+    })
+    .safeParse(env);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`invalid configuration: ${problems}`);

@@ -1,6 +1,7 @@
 import { startMaru, type Maru } from './app.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './log.js';
+import { StartupRefusal } from './store/redis-startup.js';
 
 // Process entry: read the configuration, start the hub, stop gracefully on SIGTERM/SIGINT.
 let config;
@@ -37,6 +38,12 @@ try {
   maru = await startMaru(config, { logger });
   if (signalled) void stopNow(maru);
 } catch (err) {
+  if (err instanceof StartupRefusal) {
+    // a setting the operator has to change (the message names it): exit 2, like a bad configuration
+    logger.fatal({ setting: err.setting }, err.message);
+    console.error(err.message);
+    process.exit(2);
+  }
   logger.fatal({ err }, 'maru did not start');
   process.exit(1);
 }

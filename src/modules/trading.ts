@@ -4,6 +4,7 @@ import { ProgramService } from '../trading/programs.js';
 import { TradingService } from '../trading/service.js';
 import { TradingPool } from '../workers/pool.js';
 import { BullChunkRunner } from '../workers/queue.js';
+import { redisTarget } from '../store/redis-connection.js';
 import type { Platform, ServiceModule } from './module.js';
 
 /** Backtests and analyses on worker threads, and the live programs on the shared market (docs/trading.md). */
@@ -11,9 +12,10 @@ export async function tradingModule(p: Platform): Promise<ServiceModule & { prog
   const { config, store, clock, bus, logger, processId } = p;
   const pool = new TradingPool(config.TRADING_WORKERS);
   // with Redis, grid / walk-forward / Monte Carlo chunks are shared by every process (docs/trading.md)
-  const spread = config.REDIS_URL
+  const redis = redisTarget(config);
+  const spread = redis
     ? new BullChunkRunner({
-        redisUrl: config.REDIS_URL,
+        redis,
         prefix: config.REDIS_PREFIX,
         pool,
         lockMs: config.TRADING_CHUNK_LOCK_MS,

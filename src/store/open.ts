@@ -3,15 +3,52 @@ import { join } from 'node:path';
 import { openLmdbStore } from './lmdb.js';
 import type { Store } from './port.js';
 import { openRedisStore } from './redis.js';
+import { describeTarget, redisTarget, type SentinelAddress } from './redis-connection.js';
+import { checkRedisServer, checkSentinels, StartupRefusal } from './redis-startup.js';
 
-/** The Store the configuration asks for: Redis when REDIS_URL is set, else LMDB under DATA_DIR. */
-export async function openStore(cfg: {
+export interface StoreConfig {
   DATA_DIR: string;
   REDIS_URL?: string | undefined;
   REDIS_PREFIX: string;
-}): Promise<Store> {
-  if (cfg.REDIS_URL) {
-    return openRedisStore({ url: cfg.REDIS_URL, prefix: cfg.REDIS_PREFIX });
+  REDIS_SENTINELS?: SentinelAddress[] | undefined;
+  REDIS_SENTINEL_NAME?: string | undefined;
+  REDIS_MIN_REPLICAS?: number | undefined;
+  REDIS_WAIT_TIMEOUT_MS?: number | undefined;
+  REDIS_OP_TIMEOUT_MS?: number | undefined;
+  REDIS_DURABILITY?: 'none' | undefined;
+}
+
+/**
+ * The Store the configuration asks for: Redis when REDIS_URL or REDIS_SENTINELS is set, else LMDB
+ * under DATA_DIR. A Redis is checked first (redis-startup.ts): a StartupRefusal names the setting
+ * to change; `warn` hears what is said at every start (REDIS_DURABILITY=none).
+ */
+export async function openStore(cfg: StoreConfig, warn: (message: string) => void = () => undefined): Promise<Store> {
+  const target = redisTarget(cfg);
+  if (target) {
+    if (target.sentinels) await checkSentinels(target);
+    const minReplicas = cfg.REDIS_MIN_REPLICAS ?? 0;
+    let store;
+    try {
+      store = await openRedisStore({
+        target,
+        prefix: cfg.REDIS_PREFIX,
+        minReplicas,
+        waitTimeoutMs: cfg.REDIS_WAIT_TIMEOUT_MS,
+        opTimeoutMs: cfg.REDIS_OP_TIMEOUT_MS,
+      });
+    } catch (err) {
+      const setting = target.sentinels ? 'REDIS_SENTINELS' : 'REDIS_URL';
+      throw new StartupRefusal(setting, `${setting}: cannot reach Redis at ${describeTarget(target)}: ${(err as Error).message}`);
+    }
+    try {
+      const report = await checkRedisServer(store.commands, target, { minReplicas, durability: cfg.REDIS_DURABILITY });
+      for (const w of report.warnings) warn(w);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return store;
   }
   const path = join(cfg.DATA_DIR, 'store');
   await mkdir(path, { recursive: true });

@@ -1,8 +1,10 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn } from './port.js';
 import { checkCap, checkInt, checkDraw, checkKey, checkPlan, checkScore, checkTtl, encodeJson } from './checks.js';
 import { APPLY_LUA, applyCall, prepareApply, type RedisKeys } from './redis-apply.js';
 import { RedisPubSub } from './redis-pubsub.js';
+import { describeTarget, redisConnection, type RedisTarget } from './redis-connection.js';
+import { bounded, waitReplicas } from './redis-unavailable.js';
 
 /**
  * The shared Store: Redis through ioredis, for any number of hub processes.
@@ -22,8 +24,16 @@ import { RedisPubSub } from './redis-pubsub.js';
  */
 
 export interface RedisStoreOptions {
-  url: string;
+  /** A redis:// URL (or `target` for Sentinel). */
+  url?: string;
+  target?: RedisTarget;
   prefix: string;
+  /** Replicas that must acknowledge every write (WAIT) before it is acknowledged; default 0. */
+  minReplicas?: number | undefined;
+  /** How long WAIT waits for them, ms; default 1000. */
+  waitTimeoutMs?: number | undefined;
+  /** Longest one Store operation waits on Redis before store_unavailable, ms; default 3000. */
+  opTimeoutMs?: number | undefined;
   /** Attempts of an update() under contention before it gives up; default 100. */
   maxUpdateAttempts?: number;
 }
@@ -52,16 +62,6 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> 
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(invalid url)';
-  }
-}
-
 async function quit(conn: Redis): Promise<void> {
   try {
     await withTimeout(conn.quit(), QUIT_TIMEOUT_MS, 'quit timed out');
@@ -73,14 +73,18 @@ async function quit(conn: Redis): Promise<void> {
 export async function openRedisStore(opts: RedisStoreOptions): Promise<RedisStore> {
   const { prefix } = opts;
   if (typeof prefix !== 'string' || prefix.length === 0) throw new TypeError('prefix must be a non-empty string');
-  const options: RedisOptions = {
-    lazyConnect: true,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: 2,
-    retryStrategy: (times) => Math.min(times * 100, 2000),
-  };
-  const store = new RedisStore(new Redis(opts.url, { ...options, enableAutoPipelining: true }), new Redis(opts.url, options), prefix, opts.maxUpdateAttempts ?? 100);
-  await store.connect(opts.url);
+  const target = opts.target ?? { url: opts.url };
+  const opTimeoutMs = opts.opTimeoutMs ?? 3000;
+  // a command alone may take most of the operation's budget; the operation as a whole is bounded by op()
+  const commandTimeoutMs = Math.max(50, opTimeoutMs - 100);
+  const store = new RedisStore(
+    redisConnection(target, 'command', { commandTimeoutMs, extra: { enableAutoPipelining: true } }),
+    redisConnection(target, 'subscriber'),
+    prefix,
+    opts.maxUpdateAttempts ?? 100,
+    { minReplicas: opts.minReplicas ?? 0, waitTimeoutMs: opts.waitTimeoutMs ?? 1000, opTimeoutMs },
+  );
+  await store.connect(describeTarget(target));
   return store;
 }
 
@@ -99,6 +103,7 @@ export class RedisStore implements Store, RedisKeys {
     private readonly sub: Redis,
     private readonly prefix: string,
     private readonly maxAttempts: number,
+    private readonly durability: { minReplicas: number; waitTimeoutMs: number; opTimeoutMs: number } = { minReplicas: 0, waitTimeoutMs: 1000, opTimeoutMs: 3000 },
   ) {
     const onError = (err: Error) => {
       this.lastError = err;
@@ -113,14 +118,14 @@ export class RedisStore implements Store, RedisKeys {
   }
 
   /** Connects both connections and checks the server answers (openRedisStore calls it). */
-  async connect(url: string): Promise<void> {
+  async connect(where: string): Promise<void> {
     try {
       await withTimeout(Promise.all([this.cmd.connect(), this.sub.connect()]), CONNECT_TIMEOUT_MS * 2, 'redis connect timed out');
       await this.ping();
     } catch (err) {
       this.cmd.disconnect();
       this.sub.disconnect();
-      throw new Error(`cannot reach redis at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`cannot reach redis at ${where}: ${(err as Error).message}`, { cause: err });
     }
   }
 
@@ -134,6 +139,11 @@ export class RedisStore implements Store, RedisKeys {
     return `${this.prefix}z:${checkKey(key)}`;
   }
 
+  /** The command connection (start-up checks read the server's settings through it). */
+  get commands(): Redis {
+    return this.cmd;
+  }
+
   stats(): RedisStoreStats {
     return { ...this.counts };
   }
@@ -145,11 +155,14 @@ export class RedisStore implements Store, RedisKeys {
     return p;
   }
 
-  /** Runs one operation, tracked so that close() waits for it. */
+  /**
+   * Runs one operation, tracked so that close() waits for it, within REDIS_OP_TIMEOUT_MS; Redis out
+   * of reach (or too few replicas for a write) is store_unavailable (redis-unavailable.ts).
+   */
   private op<T>(body: () => Promise<T>): Promise<T> {
     try {
       if (this.closed) throw new Error('store is closed');
-      return this.track(body());
+      return this.track(bounded(body(), this.durability.opTimeoutMs));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -193,6 +206,7 @@ export class RedisStore implements Store, RedisKeys {
       }
       const applied = await this.cmd.maruApply(...applyCall(readKeys, raws, drawKeys ?? [], prepared));
       if (applied !== 0) {
+        await this.replicated();
         this.counts.updates++;
         return draws === undefined ? plan.result : { result: plan.result, drawn: applied.slice(1) };
       }
@@ -202,6 +216,16 @@ export class RedisStore implements Store, RedisKeys {
       this.counts.retries++;
       await sleep(Math.random() * Math.min(2 ** (attempt - 1), MAX_BACKOFF_MS));
     }
+  }
+
+  /**
+   * With REDIS_MIN_REPLICAS > 0, a write is acknowledged only once that many replicas hold it (WAIT
+   * on the command connection covers every write it sent before); fewer is store_unavailable.
+   */
+  private async replicated<T>(value?: T): Promise<T> {
+    const { minReplicas, waitTimeoutMs } = this.durability;
+    if (minReplicas > 0) await waitReplicas(this.cmd, minReplicas, waitTimeoutMs);
+    return value as T;
   }
 
   // ---- the Store port ----
@@ -224,12 +248,12 @@ export class RedisStore implements Store, RedisKeys {
       const ttl = checkTtl(opts?.ttlMs);
       if (ttl !== undefined) args.push('PX', ttl);
       if (opts?.ifAbsent === true) args.push('NX');
-      return (await this.cmd.call('SET', ...args)) === 'OK';
+      return this.replicated((await this.cmd.call('SET', ...args)) === 'OK');
     });
   }
 
   del(key: string): Promise<boolean> {
-    return this.op(async () => (await this.cmd.del(this.vk(key), this.lk(key), this.zk(key))) > 0);
+    return this.op(async () => this.replicated((await this.cmd.del(this.vk(key), this.lk(key), this.zk(key))) > 0));
   }
 
   update<R>(keys: string[], fn: UpdateFn<R>): Promise<R>;
@@ -243,7 +267,7 @@ export class RedisStore implements Store, RedisKeys {
   }
 
   incr(key: string, by = 1): Promise<number> {
-    return this.op(async () => this.cmd.incrby(this.vk(key), checkInt(by, 'by')));
+    return this.op(async () => this.replicated(await this.cmd.incrby(this.vk(key), checkInt(by, 'by'))));
   }
 
   push(key: string, value: Json, cap: number): Promise<number> {
@@ -254,7 +278,7 @@ export class RedisStore implements Store, RedisKeys {
       const pushed = res?.[0];
       if (!pushed) throw new Error('push transaction aborted');
       if (pushed[0]) throw pushed[0];
-      return Math.min(pushed[1] as number, cap);
+      return this.replicated(Math.min(pushed[1] as number, cap));
     });
   }
 
@@ -274,11 +298,12 @@ export class RedisStore implements Store, RedisKeys {
   index(key: string, member: string, score: number): Promise<void> {
     return this.op(async () => {
       await this.cmd.zadd(this.zk(key), String(checkScore(score)), checkKey(member, 'member'));
+      await this.replicated();
     });
   }
 
   unindex(key: string, member: string): Promise<boolean> {
-    return this.op(async () => (await this.cmd.zrem(this.zk(key), checkKey(member, 'member'))) > 0);
+    return this.op(async () => this.replicated((await this.cmd.zrem(this.zk(key), checkKey(member, 'member'))) > 0));
   }
 
   indexRange(key: string, opts: RangeOptions = {}): Promise<IndexEntry[]> {

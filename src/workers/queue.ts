@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import { Queue, QueueEvents, Worker, type Job as BullJob } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { redisConnection, type RedisTarget } from '../store/redis-connection.js';
 import type { ChunkJob, ChunkRunner, JobRecord, TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
 
 /**
@@ -24,7 +25,8 @@ import type { ChunkJob, ChunkRunner, JobRecord, TaskOutcome, TaskRunner, Trading
  *   once and keeps the last few. The origin's own pool takes the tasks as they are.
  */
 export interface QueueOptions {
-  redisUrl: string;
+  /** Where Redis is (a URL, or Sentinels): every connection comes from the Store's connection factory. */
+  redis: RedisTarget;
   /** Key prefix of the deployment (REDIS_PREFIX): queues of other deployments on the Redis are apart. */
   prefix: string;
   pool: TaskRunner;
@@ -111,11 +113,11 @@ export class BullChunkRunner implements ChunkRunner {
     // blocking connections (worker, events, subscriber) wait for Redis; the queue's commands fail
     // fast, so a job falls back to this process's pool when Redis is out of reach
     const redis = () => {
-      const c = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+      const c = redisConnection(opts.redis, 'blocking');
       this.clients.push(c);
       return c;
     };
-    this.conn = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1 });
+    this.conn = redisConnection(opts.redis, 'queue');
     this.sub = redis();
     const onError = (err: unknown) => opts.onError?.(err);
     this.queue = new Queue(QUEUE, { connection: this.conn, prefix: bull });

@@ -205,7 +205,8 @@ describe.runIf(redis.available)('Redis', () => {
 
     it('openStore with REDIS_URL opens Redis with the prefix', async () => {
       const prefix = freshPrefix('open');
-      const s = await openStore({ DATA_DIR: '/nonexistent', REDIS_URL: redis.url, REDIS_PREFIX: prefix });
+      // the shared test Redis runs without AOF: accepted here explicitly
+      const s = await openStore({ DATA_DIR: '/nonexistent', REDIS_URL: redis.url, REDIS_PREFIX: prefix, REDIS_DURABILITY: 'none' });
       expect(s.kind).toBe('redis');
       await s.set('k', 1);
       const raw = await openRedisStore({ url: redis.url, prefix });

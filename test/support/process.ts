@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { REDIS_TEST_URL } from './redis.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 export const MAIN = join(ROOT, 'dist/src/main.js');
@@ -19,6 +20,15 @@ export interface HubProcess {
 export const tempDir = (name: string) => mkdtempSync(join(tmpdir(), `maru-${name}-`));
 
 /**
+ * The shared test Redis (REDIS_TEST_URL, 127.0.0.1:6379) runs without AOF, which the hub refuses
+ * unless told: hubs started on it say REDIS_DURABILITY=none (tests may lose data on a Redis crash;
+ * they do not crash it). A test that sets REDIS_DURABILITY itself, or uses another Redis, is left as is.
+ */
+function sharedRedisDurability(env: Record<string, string>): Record<string, string> {
+  return env.REDIS_URL !== undefined && env.REDIS_URL === REDIS_TEST_URL && !('REDIS_DURABILITY' in env) ? { REDIS_DURABILITY: 'none' } : {};
+}
+
+/**
  * Starts the built hub (`dist/src/main.js`, as `npm start` runs it) on a free port and resolves once
  * it logs that it listens. `npm test` builds first.
  */
@@ -27,7 +37,7 @@ export function startHubProcess(env: Record<string, string>, timeoutMs = 20_000)
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [MAIN], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...sharedRedisDurability(env), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -1,0 +1,103 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+/**
+ * The one place the hub opens a Redis connection: the Store's command and subscriber connections,
+ * the trading queue's BullMQ queue/worker/events connections and its subscriber all come from
+ * `redisConnection`, so each of them speaks Sentinel when REDIS_SENTINELS is set and follows a
+ * failover by itself (ioredis asks the Sentinels for the current primary on every reconnect).
+ */
+
+export interface SentinelAddress {
+  host: string;
+  port: number;
+}
+
+/** Where Redis is: a URL, or Sentinels and a master name (the URL then only gives password and db). */
+export interface RedisTarget {
+  url?: string | undefined;
+  sentinels?: SentinelAddress[] | undefined;
+  name?: string | undefined;
+}
+
+/**
+ * What the connection is for.
+ * - `command`: the Store's commands; each command fails after `commandTimeoutMs` (503 store_unavailable).
+ * - `subscriber`: pub/sub; reconnects and resubscribes by itself.
+ * - `blocking`: BullMQ workers and events (blocking reads): waits for Redis, never times out a command.
+ * - `queue`: BullMQ's queue commands: fail fast, the caller falls back.
+ */
+export type ConnectionRole = 'command' | 'subscriber' | 'blocking' | 'queue';
+
+export const CONNECT_TIMEOUT_MS = 2000;
+/** Longest pause between reconnect attempts, ms. */
+export const MAX_RECONNECT_DELAY_MS = 500;
+
+/** The target the configuration names, or undefined when the hub runs on LMDB. */
+export function redisTarget(cfg: {
+  REDIS_URL?: string | undefined;
+  REDIS_SENTINELS?: SentinelAddress[] | undefined;
+  REDIS_SENTINEL_NAME?: string | undefined;
+}): RedisTarget | undefined {
+  if (cfg.REDIS_SENTINELS?.length) return { url: cfg.REDIS_URL, sentinels: cfg.REDIS_SENTINELS, name: cfg.REDIS_SENTINEL_NAME };
+  if (cfg.REDIS_URL) return { url: cfg.REDIS_URL };
+  return undefined;
+}
+
+/** The target for messages: the URL without its password, or the Sentinels and the name. */
+export function describeTarget(t: RedisTarget): string {
+  if (t.sentinels?.length) return `Sentinels ${t.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${t.name ?? '?'})`;
+  try {
+    const u = new URL(t.url ?? '');
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(invalid url)';
+  }
+}
+
+function credentials(url: string | undefined): Pick<RedisOptions, 'username' | 'password' | 'db'> {
+  if (!url) return {};
+  const u = new URL(url);
+  const out: Pick<RedisOptions, 'username' | 'password' | 'db'> = {};
+  if (u.username) out.username = decodeURIComponent(u.username);
+  if (u.password) out.password = decodeURIComponent(u.password);
+  const db = Number(u.pathname.replace(/^\//, ''));
+  if (u.pathname.length > 1 && Number.isInteger(db)) out.db = db;
+  return out;
+}
+
+function roleOptions(role: ConnectionRole, commandTimeoutMs: number): RedisOptions {
+  const base: RedisOptions = {
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    retryStrategy: (times) => Math.min(times * 50, MAX_RECONNECT_DELAY_MS),
+    // a write that reaches a primary demoted by a failover: reconnect (to the new primary) and resend
+    reconnectOnError: (err) => (/^(READONLY|LOADING|MASTERDOWN)/.test(err.message) ? 2 : false),
+  };
+  switch (role) {
+    case 'command':
+      return { ...base, lazyConnect: true, maxRetriesPerRequest: 2, commandTimeout: commandTimeoutMs };
+    case 'subscriber':
+      return { ...base, lazyConnect: true, maxRetriesPerRequest: 2 };
+    case 'blocking':
+      return { ...base, maxRetriesPerRequest: null };
+    case 'queue':
+      return { ...base, maxRetriesPerRequest: 1 };
+  }
+}
+
+/** Opens (or prepares, for `command` and `subscriber`: lazyConnect) one connection for `role`. */
+export function redisConnection(target: RedisTarget, role: ConnectionRole, opts: { commandTimeoutMs?: number; extra?: RedisOptions } = {}): Redis {
+  const options = { ...roleOptions(role, opts.commandTimeoutMs ?? 3000), ...opts.extra };
+  if (target.sentinels?.length) {
+    return new Redis({
+      ...options,
+      ...credentials(target.url),
+      sentinels: target.sentinels,
+      name: target.name ?? 'mymaster',
+      sentinelRetryStrategy: (times) => Math.min(times * 100, 1000),
+      failoverDetector: true,
+    });
+  }
+  if (!target.url) throw new TypeError('a Redis target needs a url or sentinels');
+  return new Redis(target.url, options);
+}

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError } from '../../src/errors.js';
+import { openRedisStore, type RedisStore } from '../../src/store/redis.js';
+import { redisBinariesOrSkip, startRedisServer, type RedisServerProcess } from '../support/sentinel.js';
+import { waitFor } from '../support/wait.js';
+
+// The Redis Store when Redis is out of reach or has too few replicas: store_unavailable (503 with
+// Retry-After), never a hang past REDIS_OP_TIMEOUT_MS; back by itself, subscriptions included.
+
+const binaries = redisBinariesOrSkip();
+
+async function unavailable(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  const app = err as AppError;
+  expect(app.code).toBe('store_unavailable');
+  expect(app.status).toBe(503);
+  expect((app.details as { retry_after_s: number }).retry_after_s).toBeGreaterThan(0);
+  return app;
+}
+
+describe.skipIf(!binaries)('REDIS_MIN_REPLICAS: WAIT after every write', () => {
+  let redis: RedisServerProcess;
+  let store: RedisStore;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    store = await openRedisStore({ url: redis.url, prefix: 'wait:', minReplicas: 1, waitTimeoutMs: 50 });
+  }, 30_000);
+  afterAll(async () => {
+    await store?.close();
+    await redis?.kill();
+  });
+
+  it('an update no replica acknowledges is store_unavailable, and the write may have happened', async () => {
+    const err = await unavailable(store.update(['credit'], () => ({ writes: [{ op: 'set', key: 'credit', value: 1 }], result: 'ok' })));
+    expect(err.details).toMatchObject({ acked: 0, required: 1 });
+    expect(err.message).toContain('may have happened');
+    // it did: the primary holds it, which is why a retry must be (and is) idempotent
+    expect(await store.get('credit')).toBe(1);
+  });
+
+  it('set, incr, push and index wait too', async () => {
+    await unavailable(store.set('a', 1));
+    await unavailable(store.incr('n'));
+    await unavailable(store.push('l', 1, 10));
+    await unavailable(store.index('z', 'm', 1));
+    // reads do not wait
+    expect(await store.get('a')).toBe(1);
+  });
+});
+
+describe.skipIf(!binaries)('Redis out of reach', () => {
+  let redis: RedisServerProcess;
+  let store: RedisStore;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    store = await openRedisStore({ url: redis.url, prefix: 'down:', opTimeoutMs: 500 });
+  }, 30_000);
+  afterAll(async () => {
+    await store?.close();
+    await redis?.kill();
+  });
+
+  it('answers store_unavailable while it is down, and resumes with its data and subscriptions after', async () => {
+    await store.set('kept', 'yes');
+    const got: string[] = [];
+    await store.subscribe('news', (m) => got.push(m));
+    await redis.kill('SIGKILL');
+    await unavailable(store.get('kept'));
+    await unavailable(store.update(['x'], () => ({ writes: [{ op: 'set', key: 'x', value: 1 }], result: 1 })));
+    await unavailable(store.publish('news', 'lost'));
+    await expect(store.ping()).rejects.toThrow(/redis unavailable/);
+    await redis.restart();
+    // AOF (everysec) kept the acknowledged write; the connection is back by itself
+    await waitFor(async () => (await store.get('kept').catch(() => undefined)) === 'yes', 10_000);
+    // the subscriber connection resubscribed by itself
+    await waitFor(
+      async () => {
+        await store.publish('news', 'after').catch(() => undefined);
+        return got.includes('after');
+      },
+      10_000,
+    );
+    expect(got).not.toContain('lost');
+  }, 30_000);
+});
