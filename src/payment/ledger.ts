@@ -39,6 +39,11 @@ export const K = {
 };
 
 export const userAccount = (user: string, kind: 'wallet' | 'credit' | 'collateral') => `u:${user}:${kind}`;
+/**
+ * A funded challenge's collateral: a sub-account of the collateral pool per challenge, so a
+ * deduction lowers that challenge's own figure and a refund pays back exactly what it still holds.
+ */
+export const collateralAccount = (challengeId: string) => `collateral_pool:${challengeId}`;
 
 export interface Account {
   id: string;
