@@ -1,5 +1,5 @@
 import type { Json, Store } from '../store/port.js';
-import { K, accountJson, availableOf, isBoundary, parseAccount, parseTransfer, type Account } from './ledger.js';
+import { K, accountJson, availableOf, isBoundary, parseAccount, parseTransfer, type Account, type Transfer } from './ledger.js';
 
 /** The ledger check (the ops route and the operator command): balances recomputed from the transfer log. */
 
@@ -13,6 +13,25 @@ export interface CheckReport {
   /** Accounts whose stored totals differ from the log, or (non-boundary) below zero. */
   mismatches: { account: string; stored: Json; recomputed: Json }[];
   negative: string[];
+}
+
+/**
+ * One transfer's effect on its two accounts: the fold the stored totals must equal. A hold adds to
+ * the pending totals (for ever: it is never rewritten); its posting or voiding transfer takes the
+ * amount off them again, and a posting adds it to the posted totals.
+ */
+export function foldTransfer(t: Transfer, d: Account, c: Account): void {
+  if (t.status === 'posted' || t.status === 'post') {
+    d.debits_posted += t.amount;
+    c.credits_posted += t.amount;
+  }
+  if (t.status === 'pending' || t.status === 'pending_posted' || t.status === 'pending_voided') {
+    d.debits_pending += t.amount;
+    c.credits_pending += t.amount;
+  } else if (t.status === 'post' || t.status === 'void') {
+    d.debits_pending -= t.amount;
+    c.credits_pending -= t.amount;
+  }
 }
 
 /** Recomputes every account's totals from the transfer log and compares them with the stored ones. */
@@ -34,13 +53,7 @@ export async function checkLedger(store: Store, batch = 500): Promise<CheckRepor
       n++;
       const d = get(t.debit);
       const c = get(t.credit);
-      if (t.status === 'posted' || t.status === 'post') {
-        d.debits_posted += t.amount;
-        c.credits_posted += t.amount;
-      } else if (t.status === 'pending') {
-        d.debits_pending += t.amount;
-        c.credits_pending += t.amount;
-      }
+      foldTransfer(t, d, c);
     }
     if (ids.length < batch) break;
   }

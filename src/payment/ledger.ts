@@ -10,8 +10,10 @@ import type { Json, Store, Write } from '../store/port.js';
  * - A transfer moves a positive integer amount of token minor units from a debit account to a
  *   credit account. It is immutable; its id is its idempotency key: the same id with the same
  *   fields returns the first result and changes nothing, the same id with other fields is 409.
- * - A pending transfer (two-phase) reserves the amount; it resolves at most once, by a posting
- *   transfer (the whole amount) or a voiding one.
+ * - A pending transfer (two-phase) reserves the amount; it resolves at most once, by a NEW posting
+ *   transfer (the whole amount) or a voiding one (TigerBeetle's post_pending_transfer /
+ *   void_pending_transfer). No stored transfer is ever rewritten: which transfer resolved a hold is
+ *   kept under its own key (`K.resolution`), and every balance is the fold of the log.
  * - Everything given to one LedgerTx lands in one `store.update`: linked transfers are all or
  *   nothing, together with whatever else the caller writes (receipts, idempotency records, outbox).
  */
@@ -27,6 +29,8 @@ export const SYSTEM_ACCOUNTS = ['bank', 'escrow', 'collateral_pool', 'hedge_pool
 export const K = {
   account: (id: string) => `pay:acct:${id}`,
   transfer: (id: string) => `pay:xfer:${id}`,
+  /** The id of the transfer that posted or voided a pending one (written once, beside the log). */
+  resolution: (pendingId: string) => `pay:xres:${pendingId}`,
   /** Every transfer id, scored by its time: the log balances are recomputed from. */
   log: 'pay:log',
   /** Transfer ids touching an account, scored by time: its history. */
@@ -35,6 +39,11 @@ export const K = {
 };
 
 export const userAccount = (user: string, kind: 'wallet' | 'credit' | 'collateral') => `u:${user}:${kind}`;
+/**
+ * A funded challenge's collateral: a sub-account of the collateral pool per challenge, so a
+ * deduction lowers that challenge's own figure and a refund pays back exactly what it still holds.
+ */
+export const collateralAccount = (challengeId: string) => `collateral_pool:${challengeId}`;
 
 export interface Account {
   id: string;
@@ -53,7 +62,10 @@ export interface Transfer {
   amount: bigint;
   /** What the movement is ('challenge_fee', 'payout', 'onramp', ...). */
   code: string;
-  /** 'posted' (single phase), 'pending' (a hold, later 'pending_posted' / 'pending_voided'), or a resolution ('post' / 'void'). */
+  /**
+   * 'posted' (single phase), 'pending' (a hold; it stays so: its resolution is a new transfer), or a
+   * resolution ('post' / 'void'). 'pending_posted' / 'pending_voided' are read from older stores only.
+   */
   status: TransferStatus;
   pending_id?: string;
   ts: number;
@@ -149,6 +161,11 @@ export function checkAmount(amount: bigint): void {
   }
 }
 
+/** Keys a resolution reads besides the pending transfer's two accounts. */
+export function resolveKeys(pendingId: string, id: string): string[] {
+  return [K.transfer(pendingId), K.transfer(id), K.resolution(pendingId)];
+}
+
 /** Keys a set of transfers reads (accounts and the transfers themselves). */
 export function transferKeys(transfers: TransferInput[]): string[] {
   const keys = new Set<string>();
@@ -182,7 +199,8 @@ export class LedgerTx {
   private readonly transfers = new Map<string, Transfer>();
   private readonly dirtyAccounts = new Set<string>();
   private readonly newTransfers: Transfer[] = [];
-  private readonly changedTransfers = new Set<string>();
+  /** Resolutions made by this update (pending id -> the resolving transfer). */
+  private readonly resolutions = new Map<string, { id: string; action: 'post' | 'void' }>();
   /** Transfers given again with the same fields (replays). */
   readonly replayed: string[] = [];
 
@@ -210,6 +228,22 @@ export class LedgerTx {
     const t = parseTransfer(this.values.get(key));
     if (t) this.transfers.set(id, t);
     return t;
+  }
+
+  /**
+   * Which transfer resolved a hold, if any: this update's own, the stored resolution key, or (in
+   * stores written before holds stayed unchanged) the hold's own old status.
+   */
+  resolvedBy(p: Transfer): { id: string; action: 'post' | 'void' } | undefined {
+    const mine = this.resolutions.get(p.id);
+    if (mine) return mine;
+    const key = K.resolution(p.id);
+    if (!this.values.has(key)) throw new Error(`ledger: resolution of ${p.id} was not read by this update`);
+    const v = this.values.get(key);
+    if (v && typeof v === 'object' && !Array.isArray(v) && typeof v.id === 'string') return { id: v.id, action: v.action === 'post' ? 'post' : 'void' };
+    if (p.status === 'pending_posted') return { id: '?', action: 'post' };
+    if (p.status === 'pending_voided') return { id: '?', action: 'void' };
+    return undefined;
   }
 
   /** Applies one transfer; returns it (the first one when the id was already used with the same fields). */
@@ -268,7 +302,11 @@ export class LedgerTx {
     if (!p || (p.status !== 'pending' && p.status !== 'pending_posted' && p.status !== 'pending_voided')) {
       throw new AppError('not_found', 'pending_not_found', `no pending transfer ${input.pending_id}`);
     }
-    if (p.status !== 'pending') throw new AppError('conflict', 'pending_resolved', `pending transfer ${p.id} is already ${p.status === 'pending_posted' ? 'posted' : 'voided'}`);
+    const by = this.resolvedBy(p);
+    if (by) {
+      const what = by.action === 'post' ? 'posted' : 'voided';
+      throw new AppError('conflict', 'pending_resolved', `pending transfer ${p.id} is already ${what}`, { resolved_by: by.id });
+    }
     const debit = this.account(p.debit);
     const credit = this.account(p.credit);
     debit.debits_pending -= p.amount;
@@ -277,9 +315,7 @@ export class LedgerTx {
       debit.debits_posted += p.amount;
       credit.credits_posted += p.amount;
     }
-    const resolved: Transfer = { ...p, status: input.action === 'post' ? 'pending_posted' : 'pending_voided' };
-    this.transfers.set(p.id, resolved);
-    this.changedTransfers.add(p.id);
+    this.resolutions.set(p.id, { id: input.id, action: input.action });
     const t: Transfer = {
       id: input.id,
       debit: p.debit,
@@ -307,7 +343,7 @@ export class LedgerTx {
       out.push({ op: 'set', key: K.account(id), value: accountJson(a) });
       if (this.values.get(K.account(id)) === undefined) out.push({ op: 'index', key: K.accounts, member: id, score: 0 });
     }
-    for (const id of this.changedTransfers) out.push({ op: 'set', key: K.transfer(id), value: transferJson(this.transfers.get(id)!) });
+    for (const [pending, r] of this.resolutions) out.push({ op: 'set', key: K.resolution(pending), value: { id: r.id, action: r.action } });
     for (const t of this.newTransfers) {
       out.push({ op: 'set', key: K.transfer(t.id), value: transferJson(t) });
       out.push({ op: 'index', key: K.log, member: t.id, score: t.ts });

@@ -1,9 +1,9 @@
 import { AppError } from '../errors.js';
 import type { Json, Write } from '../store/port.js';
 import { Idempotency as Idem } from './idempotency.js';
-import { availableOf, balanceOf, ledgerUpdate, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import { availableOf, balanceOf, collateralAccount, ledgerUpdate, transferKeys, userAccount, type LedgerTx, type TransferInput } from './ledger.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
-import { collateralFor, evaluateRules, learningCredit, mulDivDown, payoutWeekOf, utcDay, type ChallengeRules } from './rules.js';
+import { bookingWeek, collateralFor, evaluateRules, learningCredit, mulDivDown, payoutWeekOf, utcDay, type ChallengeRules } from './rules.js';
 import { PK, auditWrite, challengeRecords, insufficient, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
 
 /**
@@ -16,10 +16,10 @@ import { PK, auditWrite, challengeRecords, insufficient, type ChallengeRecord, t
  *   down) moves from escrow to the user's learning credit;
  * - pass: recorded on the chain; the account is funded, its realized P&L from fills is what the
  *   weekly payout pays;
- * - scale-up: collateral = account size x 3 % x peg, rounded up, from the wallet to the user's
- *   collateral account (the collateral pool); a funded account's repeated violations (a second one
- *   within 30 days) deduct `violationDeductPercent` of the collateral to escrow; withdrawal refunds
- *   the rest.
+ * - scale-up: collateral = account size x 3 % x peg, rounded up, from the wallet to the challenge's
+ *   own sub-account of the collateral pool (`collateral_pool:{challenge}`); a funded account's
+ *   repeated violations (a second one within 30 days) deduct `violationDeductPercent` of that
+ *   collateral to escrow, in the violation's own update; withdrawal refunds what the sub-account holds.
  */
 
 export const PNL = (challenge: string, week: string) => `pay:pnl:${challenge}:${week}`;
@@ -45,14 +45,21 @@ export class ChallengeLifecycle {
     return this.svc.store;
   }
 
-  /** A fill or a violation from the challenge's program (idempotent per event id). */
+  /**
+   * A fill or a violation from the challenge's program (idempotent per event id). A violation of a
+   * funded challenge and the collateral deduction it causes land in ONE update (the deduction's
+   * transfer id is the event's), so concurrent violations each deduct and a crash loses neither.
+   */
   async event(challengeId: string, ev: EngineEvent): Promise<{ applied: boolean; state: string; outcome?: string }> {
-    const rec = await this.svc.challenge(challengeId);
-    const week = payoutWeekOf(ev.ts);
+    await this.svc.challenge(challengeId); // 404 for an unknown challenge
     const now = this.svc.now();
-    const res = await this.store.update([PK.challenge(challengeId), FILL(challengeId, ev.event_id), PNL(challengeId, week)], ([cur, seen, pnl]) => {
-      const c = challengeRecords.decode(cur)!;
-      if (seen) return { writes: [], result: { applied: false, state: c.state, outcome: undefined as string | undefined } };
+    const week = bookingWeek(ev.ts, now);
+    const col = collateralAccount(challengeId);
+    const deductId = `deduct:${challengeId}:${ev.event_id}`;
+    const keys = [PK.challenge(challengeId), FILL(challengeId, ev.event_id), PNL(challengeId, week), RK.head, ...transferKeys([{ id: deductId, debit: col, credit: 'escrow', amount: 1n, code: '' }])];
+    const res = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
+      const c = challengeRecords.decode(get(PK.challenge(challengeId)))!;
+      if (get(FILL(challengeId, ev.event_id))) return { result: { applied: false, state: c.state, outcome: undefined as string | undefined } };
       const writes: Write[] = [{ op: 'set', key: FILL(challengeId, ev.event_id), value: 1, ttlMs: 30 * DAY }];
       const next: ChallengeRecord = { ...c, stats: { ...c.stats }, violations: [...c.violations] };
       let outcome: string | undefined;
@@ -64,25 +71,46 @@ export class ChallengeLifecycle {
         next.stats.day_cents = (next.stats.day === day ? next.stats.day_cents : 0) + ev.realized_cents;
         next.stats.day = day;
         if (c.state === 'passed' || c.state === 'funded') {
-          writes.push({ op: 'set', key: PNL(challengeId, week), value: ((pnl as number | undefined) ?? 0) + ev.realized_cents });
+          writes.push({ op: 'set', key: PNL(challengeId, week), value: ((get(PNL(challengeId, week)) as number | undefined) ?? 0) + ev.realized_cents });
         }
         if (c.state === 'active') {
           const r = evaluateRules(next.stats, c.account_size, this.opts.rules);
           if (r) outcome = r.outcome === 'pass' ? 'pass' : `fail:${r.rule}`;
         }
-        writes.push(...chainEventWrites(`fill:${challengeId}:${ev.event_id}`, 'trade_fill', { challenge: challengeId, realized_cents: ev.realized_cents, ts: ev.ts }, now));
+        const fill: { [k: string]: Json } = { challenge: challengeId, realized_cents: ev.realized_cents, ts: ev.ts };
+        if (week !== payoutWeekOf(ev.ts)) Object.assign(fill, { late: true, booked_week: week });
+        writes.push(...chainEventWrites(`fill:${challengeId}:${ev.event_id}`, 'trade_fill', fill, now));
       } else {
         next.violations = [...next.violations, { rule: ev.rule, ts: ev.ts }].slice(-50);
         writes.push(...chainEventWrites(`violation:${challengeId}:${ev.event_id}`, 'risk_violation', { challenge: challengeId, rule: ev.rule, ts: ev.ts }, now));
         if (c.state === 'active') outcome = `fail:${ev.rule}`;
+        if (c.state === 'funded') writes.push(...this.deduct(tx, get, next, ev.ts, deductId, now));
       }
       writes.push({ op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode(next) });
       return { writes, result: { applied: true, state: next.state, outcome } };
     });
     if (res.outcome === 'pass') await this.judge(challengeId, 'pass', 'engine', 'profit target reached');
     else if (res.outcome?.startsWith('fail:')) await this.judge(challengeId, 'fail', 'engine', res.outcome.slice(5));
-    else if (ev.type === 'violation' && (rec.state === 'funded' || rec.state === 'passed')) await this.penalise(challengeId, ev.ts);
+    if (res.applied) this.svc.opts.onKick?.();
     return { ...res, state: (await this.svc.challenge(challengeId)).state };
+  }
+
+  /**
+   * A funded account's repeated violation (a second one within 30 days, this one counted) deducts
+   * `violationDeductPercent` of the challenge's posted collateral (rounded down) from its collateral
+   * sub-account to escrow, at most what the sub-account still holds. Runs inside the violation's update.
+   */
+  private deduct(tx: LedgerTx, get: (k: string) => Json | undefined, c: ChallengeRecord, ts: number, id: string, now: number): Write[] {
+    const recent = c.violations.filter((v) => v.ts > ts - 30 * DAY && v.ts <= ts);
+    if (recent.length < 2) return [];
+    const col = collateralAccount(c.id);
+    const amount = mulDivDown(BigInt(c.collateral), this.opts.violationDeductPercent, 100n);
+    const have = balanceOf(tx.account(col));
+    const take = amount < have ? amount : have;
+    if (take <= 0n) return [];
+    tx.transfer({ id, debit: col, credit: 'escrow', amount: take, code: 'collateral_deduction', meta: { challenge: c.id } });
+    const r = receiptWrites(get(RK.head), { kind: 'collateral_deduction', user: c.user, amount: take.toString(), transfers: [id], ref: c.id, ts: now });
+    return r.writes;
   }
 
   /** Pass or fail an active challenge (by the engine's rules or an operator, audited). */
@@ -126,7 +154,7 @@ export class ChallengeLifecycle {
     if (c0.user !== user) throw new AppError('not_found', 'challenge_not_found', `no challenge ${challengeId}`);
     const amount = collateralFor(c0.account_size, BigInt(c0.peg.peg_ppm));
     const wallet = userAccount(user, 'wallet');
-    const t: TransferInput = { id: `collateral:${challengeId}`, debit: wallet, credit: userAccount(user, 'collateral'), amount, code: 'collateral' };
+    const t: TransferInput = { id: `collateral:${challengeId}`, debit: wallet, credit: collateralAccount(challengeId), amount, code: 'collateral', meta: { challenge: challengeId } };
     const now = this.svc.now();
     return ledgerUpdate(this.store, () => now, [...transferKeys([t]), PK.challenge(challengeId), RK.head, ...(e.ticket ? [e.ticket.storeKey] : [])], (tx, get) => {
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
@@ -148,30 +176,11 @@ export class ChallengeLifecycle {
     });
   }
 
-  /** A funded account's second violation within 30 days deducts part of its collateral to escrow. */
-  private async penalise(challengeId: string, ts: number) {
-    const c = await this.svc.challenge(challengeId);
-    const recent = c.violations.filter((v) => v.ts > ts - 30 * DAY);
-    if (c.state !== 'funded' || recent.length < 2) return;
-    const col = userAccount(c.user, 'collateral');
-    const n = c.violations.length;
-    const now = this.svc.now();
-    await ledgerUpdate(this.store, () => now, [...transferKeys([{ id: `deduct:${challengeId}:${n}`, debit: col, credit: 'escrow', amount: 1n, code: '' }]), RK.head], (tx, get) => {
-      const amount = mulDivDown(BigInt(c.collateral), this.opts.violationDeductPercent, 100n);
-      const have = balanceOf(tx.account(col));
-      const take = amount < have ? amount : have;
-      if (take <= 0n || tx.existing(`deduct:${challengeId}:${n}`)) return { result: undefined };
-      tx.transfer({ id: `deduct:${challengeId}:${n}`, debit: col, credit: 'escrow', amount: take, code: 'collateral_deduction' });
-      const r = receiptWrites(get(RK.head), { kind: 'collateral_deduction', user: c.user, amount: take.toString(), transfers: [`deduct:${challengeId}:${n}`], ref: challengeId, ts: now });
-      return { writes: r.writes, result: undefined };
-    });
-  }
-
   /** Withdrawal from the program: the remaining collateral returns to the wallet. */
   async withdraw(user: string, challengeId: string, e: Effect) {
     const c0 = await this.svc.challenge(challengeId);
     if (c0.user !== user) throw new AppError('not_found', 'challenge_not_found', `no challenge ${challengeId}`);
-    const col = userAccount(user, 'collateral');
+    const col = collateralAccount(challengeId);
     const wallet = userAccount(user, 'wallet');
     const id = `refund:${challengeId}`;
     const now = this.svc.now();
@@ -180,15 +189,15 @@ export class ChallengeLifecycle {
       if (replay) return { result: replay.body as Json };
       const c = challengeRecords.decode(get(PK.challenge(challengeId)))!;
       if (c.state !== 'funded') throw new AppError('conflict', 'challenge_not_funded', `challenge ${challengeId} is ${c.state}`);
-      const have = balanceOf(tx.account(col));
-      const refund = have < BigInt(c.collateral) ? have : BigInt(c.collateral);
+      // exactly what this challenge's collateral still holds (its posting less its own deductions)
+      const refund = availableOf(tx.account(col));
       const writes: Write[] = [
-        { op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode({ ...c, state: 'withdrawn', collateral: '0' }) },
+        { op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode({ ...c, state: 'withdrawn', refunded: refund.toString() }) },
         { op: 'unindex', key: PK.funded, member: challengeId },
       ];
       let receipt_hash: string | null = null;
       if (refund > 0n) {
-        tx.transfer({ id, debit: col, credit: wallet, amount: refund, code: 'collateral_refund' });
+        tx.transfer({ id, debit: col, credit: wallet, amount: refund, code: 'collateral_refund', meta: { challenge: challengeId } });
         const r = receiptWrites(get(RK.head), { kind: 'collateral_refund', user, amount: refund.toString(), transfers: [id], ref: challengeId, ts: now });
         receipt_hash = r.hash;
         writes.push(...r.writes);

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { Json, Write } from '../store/port.js';
 import { Idempotency as Idem } from './idempotency.js';
-import { availableOf, balanceOf, K, ledgerUpdate, readAccount, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import { availableOf, balanceOf, K, ledgerUpdate, resolveKeys, readAccount, transferKeys, userAccount, type TransferInput } from './ledger.js';
 import { PNL } from './lifecycle.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
 import { lastPayableWeek, payoutAt, payoutUnits, split, utcDay, weekStart } from './rules.js';
@@ -273,7 +273,7 @@ export class PayoutService {
     const resolveId = (h: string) => `${h}:${action === 'approve' ? 'post' : 'void'}`;
     const now = this.svc.now();
     const keys = [
-      ...rv.holds.flatMap((h) => [K.transfer(h), K.transfer(resolveId(h))]),
+      ...rv.holds.flatMap((h) => resolveKeys(h, resolveId(h))),
       K.account('escrow'), K.account(wallet), K.account('operating'),
       PAYOUT.review(id), PAYOUT.record(rv.week, rv.user), RK.head, ...(e.ticket ? [e.ticket.storeKey] : []),
     ];

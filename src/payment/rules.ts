@@ -126,6 +126,17 @@ export function payoutWeekOf(ms: number): string {
   return isoWeek(nextSunday);
 }
 
+/**
+ * The week a fill's realized P&L is booked to (docs/payment.md "Late fills"): the week of its own
+ * date while that week's payout instant (its Sunday 00:00 UTC) is still ahead when the hub receives
+ * it; once that instant has passed the week is closed, and the fill is booked to the week open at
+ * reception, paid as an adjustment with that week's payout.
+ */
+export function bookingWeek(fillTs: number, receivedAt: number): string {
+  const own = payoutWeekOf(fillTs);
+  return payoutAt(own) > receivedAt ? own : payoutWeekOf(receivedAt);
+}
+
 /** The latest week whose payout instant is at or before `ms`. */
 export function lastPayableWeek(ms: number): string {
   return payoutWeekOf(ms - 7 * DAY);

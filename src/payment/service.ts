@@ -6,7 +6,7 @@ import { outboxWrites } from '../outbox.js';
 import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { Idempotency, type IdemTicket, type StoredAnswer } from './idempotency.js';
-import { K, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import { K, collateralAccount, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
 import type { PegService, PegSnapshot } from './peg.js';
 import { BANKING_DEST, BROKER_DEST, type ChainLink } from './peers.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
@@ -45,7 +45,10 @@ export interface ChallengeRecord {
   started_at: number;
   stats: ChallengeStats;
   violations: { rule: string; ts: number }[];
+  /** The collateral posted at scale-up (deductions are taken from its sub-account, not from this figure). */
   collateral: string;
+  /** What the withdrawal refunded. */
+  refunded?: string;
   program?: string;
   judged?: { outcome: string; by: string; reason: string; ts: number };
 }
@@ -99,20 +102,22 @@ export class PaymentService {
   }
 
   async wallet(user: string, page: { limit: number; offset: number }) {
-    const [w, c, col] = await Promise.all(['wallet', 'credit', 'collateral'].map((k) => readAccount(this.store, userAccount(user, k as 'wallet'))));
+    // the wallet, the learning credit, and the collateral: the user's older single account and each
+    // of the user's challenges' sub-accounts of the collateral pool (the latest 100 challenges)
+    const mine = (await this.store.indexRange(PK.userChallenges(user), { reverse: true, limit: 100 })).map((e) => collateralAccount(e.member));
+    const [w, c, ...cols] = await Promise.all([userAccount(user, 'wallet'), userAccount(user, 'credit'), userAccount(user, 'collateral'), ...mine].map((id) => readAccount(this.store, id)));
+    const all = [w!, c!, ...cols];
     const ids = new Map<string, number>();
-    // history: transfers of the three accounts, newest first
-    const lists = await Promise.all(
-      [w!, c!, col!].map((a) => this.store.indexRange(K.history(a.id), { reverse: true, limit: page.offset + page.limit })),
-    );
+    // history: transfers of these accounts, newest first
+    const lists = await Promise.all(all.map((a) => this.store.indexRange(K.history(a.id), { reverse: true, limit: page.offset + page.limit })));
     for (const e of lists.flat()) ids.set(e.member, e.score);
-    const total = (await Promise.all([w!, c!, col!].map((a) => this.store.indexCount(K.history(a.id))))).reduce((x, y) => x + y, 0);
+    const total = (await Promise.all(all.map((a) => this.store.indexCount(K.history(a.id))))).reduce((x, y) => x + y, 0);
     const chosen = [...ids.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? 1 : -1)).slice(page.offset, page.offset + page.limit);
     const recs = await this.store.getMany(chosen.map(([id]) => K.transfer(id)));
     return {
       balance: availableOf(w!).toString(),
       learning_credit: availableOf(c!).toString(),
-      collateral: balanceOf(col!).toString(),
+      collateral: cols.reduce((sum, a) => sum + balanceOf(a), 0n).toString(),
       decimals: 6,
       history: recs.map((r) => parseTransfer(r)).filter((t) => t !== undefined).map((t) => transferJson(t!)),
       page: { offset: page.offset, limit: page.limit, total },

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { K, ledgerUpdate, parseAccount, availableOf, transferKeys, type TransferInput } from '../../src/payment/ledger.js';
+import { K, ledgerUpdate, resolveKeys, parseAccount, availableOf, transferKeys, type TransferInput } from '../../src/payment/ledger.js';
 import { checkLedger } from '../../src/payment/check.js';
 import { RK, receiptWrites, verifyReceiptChain } from '../../src/payment/receipts.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
@@ -80,7 +80,7 @@ class ResolveCmd implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     const id = `${this.pending}:r${this.n}`;
     const p = m.transfers.get(this.pending);
-    const keys = [K.transfer(this.pending), K.transfer(id), ...(p ? [K.account(p.debit), K.account(p.credit)] : [])];
+    const keys = [...resolveKeys(this.pending, id), ...(p ? [K.account(p.debit), K.account(p.credit)] : [])];
     const got = await outcome(ledgerUpdate(r.store, () => ++r.now, keys, (tx) => (tx.resolve({ id, pending_id: this.pending, action: this.action }), { result: undefined })));
     let want: string;
     const prev = m.resolutions.get(id);

@@ -38,7 +38,10 @@ function tx(values: Record<string, Json | undefined>, now = 1000): LedgerTx {
 /** A tx that has read the transfer ids and both accounts; `alice` holds `balance`. */
 function world(balance: bigint, ids: string[] = ['t1', 't2', 'r1', 'r2'], extra: Record<string, Json | undefined> = {}): LedgerTx {
   const values: Record<string, Json | undefined> = { [K.account('alice')]: acct('alice', balance), [K.account('bob')]: undefined, [K.account(BOUNDARY_ACCOUNT)]: undefined, ...extra };
-  for (const id of ids) if (!(K.transfer(id) in values)) values[K.transfer(id)] = undefined;
+  for (const id of ids) {
+    if (!(K.transfer(id) in values)) values[K.transfer(id)] = undefined;
+    if (!(K.resolution(id) in values)) values[K.resolution(id)] = undefined;
+  }
   return tx(values);
 }
 const code = (fn: () => unknown): string | undefined => {
@@ -195,12 +198,18 @@ describe('transfers', () => {
     for (const other of [pay({ amount: 31n }), pay({ credit: 'bank' }), pay({ debit: 'bank' }), pay({ code: 'other' }), pay({ amount: 30n, pending: true })]) {
       expect(code(() => world(70n, ['t1'], stored).transfer(other)), JSON.stringify(other, (_, x) => (typeof x === 'bigint' ? String(x) : x))).toBe('transfer_id_conflict');
     }
-    // a hold replayed as a hold, also after it was resolved
+    // a hold replayed as a hold, also after it was resolved (and as stored by older versions)
     const h = world(100n).transfer(pay({ amount: 5n, pending: true }));
-    for (const status of ['pending', 'pending_posted', 'pending_voided'] as const) {
-      const w = world(100n, ['t1'], { [K.transfer('t1')]: transferJson({ ...h, status }) });
+    const resolved = { [K.resolution('t1')]: { id: 'r1', action: 'post' } };
+    for (const [status, extra] of [['pending', {}], ['pending', resolved], ['pending_posted', {}], ['pending_voided', {}]] as const) {
+      const w = world(100n, ['t1'], { [K.transfer('t1')]: transferJson({ ...h, status }), ...extra });
       expect(w.transfer(pay({ amount: 5n, pending: true })).status).toBe(status);
-      expect(code(() => world(100n, ['t1'], { [K.transfer('t1')]: transferJson({ ...h, status }) }).transfer(pay({ amount: 5n })))).toBe('transfer_id_conflict');
+      expect(code(() => world(100n, ['t1'], { [K.transfer('t1')]: transferJson({ ...h, status }), ...extra }).transfer(pay({ amount: 5n })))).toBe('transfer_id_conflict');
+    }
+    // a resolved hold, by its resolution key or by an older store's status, resolves no more
+    for (const [status, extra, what] of [['pending', resolved, 'posted'], ['pending_posted', {}, 'posted'], ['pending_voided', {}, 'voided']] as const) {
+      const w = world(100n, ['t1', 'r2'], { [K.transfer('t1')]: transferJson({ ...h, status }), ...extra });
+      expect(() => w.resolve({ id: 'r2', pending_id: 't1', action: 'void' })).toThrow(`pending transfer t1 is already ${what}`);
     }
     // a resolution replayed with the same pending id and action; another action conflicts
     const r = { id: 'r1', debit: 'alice', credit: 'bob', amount: 5n, code: 'test', status: 'post' as const, pending_id: 't1', ts: 1 };
@@ -233,7 +242,10 @@ describe('transfers', () => {
     const hold = r.transfer(pay({ amount: 5n, pending: true }));
     r.resolve({ id: 'r1', pending_id: 't1', action: 'void' });
     const w = r.writes();
-    expect(w).toContainEqual({ op: 'set', key: K.transfer('t1'), value: transferJson({ ...hold, status: 'pending_voided' }) });
+    // the hold is written once (by the update that made it) and never again; its resolution has its own key
+    expect(w.filter((x) => x.op === 'set' && x.key === K.transfer('t1'))).toEqual([{ op: 'set', key: K.transfer('t1'), value: transferJson(hold) }]);
+    expect(hold.status).toBe('pending');
+    expect(w).toContainEqual({ op: 'set', key: K.resolution('t1'), value: { id: 'r1', action: 'void' } });
     expect(w.filter((x) => x.op === 'index' && x.key === K.log).map((x) => (x as { member: string }).member)).toEqual(['t1', 'r1']);
   });
 });
