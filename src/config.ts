@@ -124,6 +124,8 @@ const schema = z.object({
   SSO_ISSUER: z.string().min(1).optional(),
   SSO_AUDIENCE: z.string().min(1).optional(),
   BANKING_URL: z.string().url().optional(),
+  /** The hub's address as the banking service and browsers reach it (the on-ramp's webhook and return addresses); unset, the address it listens on. */
+  PUBLIC_URL: z.string().url().optional(),
   /** Standard Webhooks secret (whsec_...) of the banking service's confirmation webhook. */
   BANKING_WEBHOOK_SECRET: z.string().min(16).optional(),
   CHAIN_URL: z.string().url().optional(),

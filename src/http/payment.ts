@@ -30,6 +30,8 @@ export interface PaymentRoutesOptions {
   webhookSecret?: string;
   chain?: ChainClient;
   program?: ChallengeProgramPort;
+  /** The hub's public address (PUBLIC_URL, else its listening address once it listens). */
+  publicUrl?: () => string | undefined;
   /** State-changing requests per user per minute (default 120), counted in the Store. */
   postsPerMinute?: number;
 }
@@ -166,8 +168,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     summary: 'Starts a payment at the banking service: 303 to its page, or 200 with the address for Accept: application/json',
     handler: (ctx) => {
-      const host = /^[A-Za-z0-9.:[\]-]{1,100}$/.test(ctx.headers.host ?? '') ? ctx.headers.host! : '127.0.0.1';
-      const base = `http://${host}`;
+      // from configuration, never from the request's Host header
+      const base = opts.publicUrl?.();
+      if (!base) throw new AppError('unavailable', 'public_url_not_configured', 'PUBLIC_URL is not configured');
       return idem(ctx, uid(ctx), (e) => service.onramp(uid(ctx), ctx.body.amount_krw, ctx.body.method, base, `${base}/wallet`, e), true);
     },
   });

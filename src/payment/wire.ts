@@ -120,7 +120,11 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     });
   }
 
+  // the on-ramp's webhook and return addresses: configured, else this hub's own listening address
+  // (never the request's Host header, which the caller chooses)
+  let publicUrl = cfg.PUBLIC_URL?.replace(/\/+$/, '');
   return {
+    publicUrl: () => publicUrl,
     postsPerMinute: cfg.PAYMENT_POSTS_PER_MINUTE,
     service,
     lifecycle,
@@ -135,7 +139,8 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     setKick(f: () => void) {
       kick = f;
     },
-    start() {
+    start(listening?: { url: string }) {
+      publicUrl ??= listening?.url || undefined;
       payouts.start((err) => deps.logger.warn({ err }, 'weekly payout run failed'));
     },
     async stop() {
