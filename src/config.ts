@@ -129,6 +129,8 @@ const schema = z.object({
   /** Standard Webhooks secret (whsec_...) of the banking service's confirmation webhook. */
   BANKING_WEBHOOK_SECRET: z.string().min(16).optional(),
   CHAIN_URL: z.string().url().optional(),
+  /** The chain's Ed25519 public key (PEM, or base64 of its 32 bytes): its signed tree heads are verified with it. */
+  CHAIN_PUBLIC_KEY: z.string().min(40).optional(),
   BROKER_URL: z.string().url().optional(),
   /** The three token/USD price providers, comma-separated. */
   PRICE_PROVIDER_URLS: z.string().optional(),
