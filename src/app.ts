@@ -93,9 +93,9 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   });
 
   const port = await hub.listen(config.HOST, config.PORT);
-  await runPhase(modules, 'start', logger);
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  await runPhase(modules, 'start', logger, { url });
   logger.info({ url, store: store.kind, port }, 'maru listening');
   if (demo) process.stdout.write(demoBanner(url, demo.summary));
 

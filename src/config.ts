@@ -158,9 +158,13 @@ const schema = z.object({
   SSO_ISSUER: z.string().min(1).optional(),
   SSO_AUDIENCE: z.string().min(1).optional(),
   BANKING_URL: z.string().url().optional(),
+  /** The hub's address as the banking service and browsers reach it (the on-ramp's webhook and return addresses); unset, the address it listens on. */
+  PUBLIC_URL: z.string().url().optional(),
   /** Standard Webhooks secret (whsec_...) of the banking service's confirmation webhook. */
   BANKING_WEBHOOK_SECRET: z.string().min(16).optional(),
   CHAIN_URL: z.string().url().optional(),
+  /** The chain's Ed25519 public key (PEM, or base64 of its 32 bytes): its signed tree heads are verified with it. */
+  CHAIN_PUBLIC_KEY: z.string().min(40).optional(),
   BROKER_URL: z.string().url().optional(),
   /** The three token/USD price providers, comma-separated. */
   PRICE_PROVIDER_URLS: z.string().optional(),

@@ -10,6 +10,7 @@ import type { ChallengeLifecycle } from '../payment/lifecycle.js';
 import { verifyWebhook, type ChainClient } from '../payment/peers.js';
 import type { PayoutService } from '../payment/payouts.js';
 import { verifyReceiptChain } from '../payment/receipts.js';
+import type { TreeHeads } from '../payment/tree-heads.js';
 import { WEEK_RE } from '../payment/rules.js';
 import type { ChallengeProgramPort, Effect, PaymentService } from '../payment/service.js';
 import { USER_ID_RE, type SsoVerifier } from '../payment/sso.js';
@@ -29,7 +30,13 @@ export interface PaymentRoutesOptions {
   idempotency: Idempotency;
   webhookSecret?: string;
   chain?: ChainClient;
+  /** The chain's signed tree heads, verified (set when CHAIN_PUBLIC_KEY is). */
+  treeHeads?: TreeHeads;
   program?: ChallengeProgramPort;
+  /** The configured CHAIN_PUBLIC_KEY (shown to pages that verify tree heads themselves). */
+  chainPublicKey?: string;
+  /** The hub's public address (PUBLIC_URL, else its listening address once it listens). */
+  publicUrl?: () => string | undefined;
   /** State-changing requests per user per minute (default 120), counted in the Store. */
   postsPerMinute?: number;
 }
@@ -63,6 +70,7 @@ const A = {
   reviews: z.object({ reviews: z.array(record('a payout review')) }),
   warnings: z.object({ warnings: z.array(z.unknown()) }),
   event: z.object({ applied: z.boolean(), state: z.string(), outcome: z.string().optional() }),
+  treeHead: z.object({ sth: z.object({ tree_size: z.number().int(), timestamp: z.number().int(), root: z.string(), signature: z.string() }), previous: z.unknown(), consistency: z.array(z.string()) }).loose(),
   effect: record('the effect of the request (the same answer again for a repeated Idempotency-Key)'),
 };
 
@@ -166,8 +174,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     summary: 'Starts a payment at the banking service: 303 to its page, or 200 with the address for Accept: application/json',
     handler: (ctx) => {
-      const host = /^[A-Za-z0-9.:[\]-]{1,100}$/.test(ctx.headers.host ?? '') ? ctx.headers.host! : '127.0.0.1';
-      const base = `http://${host}`;
+      // from configuration, never from the request's Host header
+      const base = opts.publicUrl?.();
+      if (!base) throw new AppError('unavailable', 'public_url_not_configured', 'PUBLIC_URL is not configured');
       return idem(ctx, uid(ctx), (e) => service.onramp(uid(ctx), ctx.body.amount_krw, ctx.body.method, base, `${base}/wallet`, e), true);
     },
   });
@@ -235,16 +244,48 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: async (ctx) => {
       const r = await service.receipt(ctx.params.hash, uid(ctx));
       let proof: Json = null;
+      let sth: Json = null;
+      let verified = false;
+      let treeHeadError: Json = null;
       const link = r.chain as { leaf_index: number; tree_size: number } | null;
       if (link && opts.chain) {
-        // a short look-up with a time-out: a dead chain leaves the proof out, never the receipt
-        proof = await opts.chain.proof(link.leaf_index).then((p) => p as unknown as Json, () => null);
+        // the proof is asked against the head the hub has just verified (signature and consistency
+        // with the last verified one); a dead chain leaves the proof out, never the receipt
+        const head = opts.treeHeads ? await opts.treeHeads.refresh().catch((err: unknown) => ((treeHeadError = err instanceof AppError ? err.code : 'chain_unavailable'), null)) : null;
+        const p = await opts.chain.proof(link.leaf_index, head?.sth.tree_size).catch(() => null);
+        if (p) proof = p as unknown as Json;
+        if (p && head && link.leaf_index < head.sth.tree_size) {
+          sth = head.sth as unknown as Json;
+          verified = opts.treeHeads!.inclusion(head.sth, p);
+        }
       }
-      return { ...r, proof };
+      return { ...r, proof, sth, verified, tree_head_error: treeHeadError };
     },
   });
 
+  const heads = () => {
+    if (!opts.treeHeads) throw new AppError('unavailable', 'chain_key_not_configured', 'CHAIN_URL and CHAIN_PUBLIC_KEY are not configured');
+    return opts.treeHeads;
+  };
+  hub.route({
+    method: 'GET',
+    path: '/api/token/chain/sth',
+    response: A.treeHead,
+    summary: 'The chain\'s current signed tree head, verified by the hub, with the consistency proof from the last head it had verified',
+    handler: async () => ({ ...(await heads().refresh()), public_key: opts.chainPublicKey ?? null }) as unknown as Json,
+  });
+
   // ---- operators ------------------------------------------------------------------------------
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/chain/sth',
+    auth: OPERATOR,
+    body: { schema: z.object({ tree_size: z.number().int().min(0), timestamp: z.number().int().min(0), root: z.string(), signature: z.string().max(200) }).strict() },
+    response: A.treeHead,
+    summary: 'Checks a signed tree head seen elsewhere against the last verified one (400 forged, 409 out of order or inconsistent)',
+    handler: async (ctx) => (await heads().accept(ctx.body, `operator:${ctx.identity!.name}`)) as unknown as Json,
+  });
+  hub.route({ method: 'GET', path: '/api/token/ops/chain/alarms', auth: OPERATOR, response: z.object({ alarms: z.array(z.unknown()) }), handler: async () => ({ alarms: await heads().alarms() }) });
   hub.route({ method: 'GET', path: '/api/token/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
   hub.route({
     method: 'GET',

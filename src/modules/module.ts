@@ -26,8 +26,8 @@ export interface ServiceModule {
   readonly name: string;
   /** Registers the module's routes, streams, topics, sockets and pages on the hub. */
   routes(hub: Hub): void;
-  /** After the hub listens: timers, leases, delivery loops. */
-  start?(): void | Promise<void>;
+  /** After the hub listens (`url`: its own address): timers, leases, delivery loops. */
+  start?(listening?: { url: string }): void | Promise<void>;
   /** Before the hub stops accepting and drains. */
   stop?(): void | Promise<void>;
   /** After the hub has stopped. */
@@ -35,12 +35,12 @@ export interface ServiceModule {
 }
 
 /** Runs one phase over the modules (in reverse for stop/close); a failing module does not stop the rest. */
-export async function runPhase(modules: readonly ServiceModule[], phase: 'start' | 'stop' | 'close', logger: Logger): Promise<void> {
+export async function runPhase(modules: readonly ServiceModule[], phase: 'start' | 'stop' | 'close', logger: Logger, listening = { url: '' }): Promise<void> {
   const list = phase === 'start' ? modules : [...modules].reverse();
   for (const m of list) {
     const f = m[phase];
     if (!f) continue;
-    if (phase === 'start') await f.call(m);
+    if (phase === 'start') await f.call(m, listening);
     else
       await Promise.resolve()
         .then(() => f.call(m))

@@ -14,7 +14,7 @@ export async function paymentModule(
   return {
     name: 'payment',
     routes: (hub) => registerPaymentRoutes(hub, payment),
-    start: () => payment.start(),
+    start: (listening) => payment.start(listening),
     stop: () => payment.stop(),
   };
 }

@@ -66,3 +66,50 @@ export function verifyInclusion(leaf: Buffer, index: number, size: number, path:
   }
   return sn === 0 && r.equals(root);
 }
+
+/** RFC 6962 2.1.2 PROOF(m, D[n]): the consistency proof from the first `m` leaves to all of them (0 < m <= n). */
+export function consistencyProof(leaves: Buffer[], m: number, from = 0, to = leaves.length, whole = true): Buffer[] {
+  const n = to - from;
+  if (m === n) return whole ? [] : [treeHash(leaves, from, to)];
+  const k = split(n);
+  if (m <= k) return [...consistencyProof(leaves, m, from, from + k, whole), treeHash(leaves, from + k, to)];
+  return [...consistencyProof(leaves, m - k, from + k, to, false), treeHash(leaves, from, from + k)];
+}
+
+/**
+ * RFC 9162 2.1.4.2: does `path` prove that the tree of `first` leaves with `firstRoot` is a prefix of
+ * the tree of `second` leaves with `secondRoot`? (Every tree extends the empty one.)
+ */
+export function verifyConsistency(first: number, second: number, path: Buffer[], firstRoot: Buffer, secondRoot: Buffer): boolean {
+  if (!Number.isInteger(first) || !Number.isInteger(second) || first < 0 || second < first) return false;
+  if (first === 0) return path.length === 0;
+  if (first === second) return path.length === 0 && firstRoot.equals(secondRoot);
+  const c = (first & (first - 1)) === 0 ? [firstRoot, ...path] : [...path];
+  if (c.length === 0) return false;
+  let fn = first - 1;
+  let sn = second - 1;
+  while (fn % 2 === 1) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  let fr = c[0]!;
+  let sr = c[0]!;
+  for (const p of c.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = nodeHash(p, fr);
+      sr = nodeHash(p, sr);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      sr = nodeHash(sr, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && fr.equals(firstRoot) && sr.equals(secondRoot);
+}

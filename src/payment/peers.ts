@@ -88,8 +88,12 @@ export class ChainClient {
     const size = treeSize === undefined ? '' : `&tree_size=${treeSize}`;
     return jsonCall('chain', `${this.base}/api/proof?leaf_index=${leafIndex}${size}`, { timeoutMs: this.timeoutMs });
   }
-  sth(): Promise<{ tree_size: number; root: string }> {
+  /** The chain's signed tree head (checked by TreeHeads, src/payment/tree-heads.ts). */
+  sth(): Promise<unknown> {
     return jsonCall('chain', `${this.base}/api/sth`, { timeoutMs: this.timeoutMs });
+  }
+  consistency(first: number, second: number): Promise<{ first: number; second: number; consistency?: unknown[] }> {
+    return jsonCall('chain', `${this.base}/api/consistency?first=${first}&second=${second}`, { timeoutMs: this.timeoutMs });
   }
 }
 

@@ -15,6 +15,8 @@ import { PayoutService } from './payouts.js';
 import { ppm } from './rules.js';
 import { PaymentService, type ChallengeProgramPort, type ChallengeRecord } from './service.js';
 import { SsoVerifier } from './sso.js';
+import { chainPublicKey, rawPublicKey } from './sth.js';
+import { TreeHeads } from './tree-heads.js';
 
 /**
  * Builds the payment relay from the config (src/app.ts calls this): peers' clients (or the embedded
@@ -42,6 +44,7 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
       BANKING_URL: config.BANKING_URL ?? standins.banking.url,
       SSO_JWKS_URL: config.SSO_JWKS_URL ?? (config.SSO_PUBLIC_KEY ? undefined : `${standins.banking.url}/.well-known/jwks.json`),
       CHAIN_URL: config.CHAIN_URL ?? standins.chain.url,
+      CHAIN_PUBLIC_KEY: config.CHAIN_PUBLIC_KEY ?? (config.CHAIN_URL ? undefined : standins.chain.state.publicKey),
       BROKER_URL: config.BROKER_URL ?? standins.broker.url,
       PRICE_PROVIDER_URLS: config.PRICE_PROVIDER_URLS ?? standins.prices.map((p) => p.url).join(','),
     };
@@ -49,6 +52,7 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
   }
   const t = config.PEER_TIMEOUT_MS;
   const chain = cfg.CHAIN_URL ? new ChainClient(cfg.CHAIN_URL, t) : undefined;
+  const treeHeads = chain && cfg.CHAIN_PUBLIC_KEY ? new TreeHeads(deps.store, chain, chainPublicKey(cfg.CHAIN_PUBLIC_KEY), deps.clock, deps.logger) : undefined;
   const providers = (cfg.PRICE_PROVIDER_URLS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const peg = new PegService(
     providers.map((u, i) => new PriceProviderClient(`provider${i + 1}`, u, cfg.PEG_TIMEOUT_MS)),
@@ -120,7 +124,11 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     });
   }
 
+  // the on-ramp's webhook and return addresses: configured, else this hub's own listening address
+  // (never the request's Host header, which the caller chooses)
+  let publicUrl = cfg.PUBLIC_URL?.replace(/\/+$/, '');
   return {
+    publicUrl: () => publicUrl,
     postsPerMinute: cfg.PAYMENT_POSTS_PER_MINUTE,
     service,
     lifecycle,
@@ -128,6 +136,8 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     sso,
     idempotency,
     chain,
+    treeHeads,
+    chainPublicKey: treeHeads ? rawPublicKey(chainPublicKey(cfg.CHAIN_PUBLIC_KEY!)) : undefined,
     program,
     deliverers,
     webhookSecret: cfg.BANKING_WEBHOOK_SECRET,
@@ -135,7 +145,8 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     setKick(f: () => void) {
       kick = f;
     },
-    start() {
+    start(listening?: { url: string }) {
+      publicUrl ??= listening?.url || undefined;
       payouts.start((err) => deps.logger.warn({ err }, 'weekly payout run failed'));
     },
     async stop() {

@@ -1,7 +1,8 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { canonicalJson } from '../reward/signing.js';
-import { auditPath, leafHash, treeHash } from '../payment/merkle.js';
+import { auditPath, consistencyProof, leafHash, treeHash } from '../payment/merkle.js';
+import { rawPublicKey, signTreeHead } from '../payment/sth.js';
 import { HttpError, readJsonBody, routeMiss, startStandin, type Standin, type StandinOptions } from './value-standin.js';
 
 /**
@@ -163,6 +164,10 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
 // Chain: an append-only Merkle log
 
 export interface ChainState {
+  /** The log's Ed25519 key: every tree head it serves is signed with it (RFC 6962 3.5). */
+  signingKey: KeyObject;
+  /** Its public half, base64 of the 32 raw bytes (the hub's CHAIN_PUBLIC_KEY). */
+  publicKey: string;
   leaves: Buffer[];
   records: { id: string; kind: string; data: unknown; tx_id: string; leaf_index: number }[];
   byId: Map<string, number>;
@@ -172,9 +177,11 @@ export function chainLeafData(id: string, kind: string, data: unknown): string {
   return canonicalJson({ id, kind, data });
 }
 
-export async function startChainStandin(opts: StandinOptions = {}): Promise<Standin<ChainState>> {
-  const state: ChainState = { leaves: [], records: [], byId: new Map() };
-  const routes = ['POST /api/records', 'GET /api/records/:id', 'GET /api/proof', 'GET /api/sth'];
+export async function startChainStandin(opts: StandinOptions & { signingKey?: KeyObject } = {}): Promise<Standin<ChainState>> {
+  const signingKey = opts.signingKey ?? generateKeyPairSync('ed25519').privateKey;
+  const state: ChainState = { signingKey, publicKey: rawPublicKey(signingKey), leaves: [], records: [], byId: new Map() };
+  const routes = ['POST /api/records', 'GET /api/records/:id', 'GET /api/proof', 'GET /api/sth', 'GET /api/consistency'];
+  let lastTs = 0;
   return startStandin(opts, state, async (req, url, reply) => {
     if (req.method === 'POST' && url.pathname === '/api/records') {
       const b = obj(await readJsonBody(req));
@@ -214,7 +221,19 @@ export async function startChainStandin(opts: StandinOptions = {}): Promise<Stan
       });
     }
     if (req.method === 'GET' && url.pathname === '/api/sth') {
-      return reply(200, { tree_size: state.leaves.length, root: treeHash(state.leaves).toString('hex') });
+      lastTs = Math.max(lastTs, Date.now());
+      return reply(200, signTreeHead(state.signingKey, { tree_size: state.leaves.length, timestamp: lastTs, root: treeHash(state.leaves).toString('hex') }));
+    }
+    if (req.method === 'GET' && url.pathname === '/api/consistency') {
+      // RFC 6962 2.1.2 / RFC 9162 2.1.4: the proof that the tree of `first` leaves is a prefix of `second`
+      const first = Number(url.searchParams.get('first'));
+      const second = Number(url.searchParams.get('second') ?? state.leaves.length);
+      if (!Number.isInteger(first) || !Number.isInteger(second) || first < 0 || second < first || second > state.leaves.length) {
+        throw new HttpError(400, 'invalid_range', 'first and second must satisfy 0 <= first <= second <= tree size');
+      }
+      const leaves = state.leaves.slice(0, second);
+      const proof = first === 0 ? [] : consistencyProof(leaves, first);
+      return reply(200, { first, second, consistency: proof.map((h) => h.toString('hex')) });
     }
     const [status, body] = routeMiss(req.method, url.pathname, routes);
     return reply(status, body);

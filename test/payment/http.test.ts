@@ -28,7 +28,7 @@ describe('payment relay over HTTP', () => {
         ...AUTH_TEST_ENV,
         HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-http'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
         SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
-        BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url,
+        BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, CHAIN_PUBLIC_KEY: peers.chain.state.publicKey, BROKER_URL: peers.broker.url,
         PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), PEG_TIMEOUT_MS: '1500', PAYMENT_POSTS_PER_MINUTE: '40', OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
       }),
       { clock, logger: silent },
@@ -130,6 +130,10 @@ describe('payment relay over HTTP', () => {
     expect(mine.body.receipts[0].receipt_hash).toBe(buy.body.receipt_hash);
     expect(mine.body.page.total).toBe(2); // the on-ramp and the purchase
     expect(verifyInclusion(leaf, rc.body.proof.leaf_index, rc.body.proof.tree_size, rc.body.proof.audit_path.map((x: string) => Buffer.from(x, 'hex')), Buffer.from(rc.body.proof.root, 'hex'))).toBe(true);
+    // the hub checked the proof against the chain's signed head it had verified
+    expect(rc.body.verified).toBe(true);
+    expect(rc.body.sth.tree_size).toBe(rc.body.proof.tree_size);
+    expect(rc.body.sth.root).toBe(rc.body.proof.root);
   });
 
   it('refuses bad input on every user route', async () => {

@@ -1,0 +1,107 @@
+import { generateKeyPairSync } from 'node:crypto';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMaru, type Maru } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { leafHash, verifyConsistency } from '../../src/payment/merkle.js';
+import { signTreeHead, verifyTreeHead, chainPublicKey } from '../../src/payment/sth.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { call } from '../support/http.js';
+import { tempDir } from '../support/process.js';
+
+const silent = pino({ level: 'silent' });
+
+describe('signed tree heads and consistency, checked by the hub', () => {
+  let peers: PaymentStandins;
+  let maru: Maru;
+  let op: string;
+  const secret = newWebhookSecret();
+
+  beforeAll(async () => {
+    peers = await startPaymentStandins({ webhookSecret: secret });
+    maru = await startMaru(
+      loadConfig({
+        ...AUTH_TEST_ENV,
+        HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-sth'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
+        SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
+        BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, CHAIN_PUBLIC_KEY: peers.chain.state.publicKey,
+        BROKER_URL: peers.broker.url, PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','),
+      }),
+      { logger: silent },
+    );
+    op = await signIn(maru.url, ['operator'], 'chainops');
+  });
+  afterAll(async () => {
+    await maru?.stop();
+    await peers?.close();
+  });
+
+  const record = async (id: string) => {
+    const r = await fetch(`${peers.chain.url}/api/records`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id, kind: 'test', data: { id } }) });
+    expect(r.status).toBe(201);
+  };
+  const opH = () => ({ authorization: `Bearer ${op}` });
+  const verified = async () => (await call(maru.url, 'GET', '/api/token/ops/chain/alarms', undefined, opH())).body.alarms as { code: string }[];
+
+  let first: { tree_size: number; timestamp: number; root: string; signature: string };
+
+  it('verifies the signed head, then each newer one through a consistency proof', async () => {
+    for (let i = 0; i < 5; i++) await record(`a${i}`);
+    const a = await call(maru.url, 'GET', '/api/token/chain/sth');
+    expect(a.status).toBe(200);
+    expect(a.body.sth.tree_size).toBe(5);
+    expect(a.body.previous).toBeNull();
+    expect(verifyTreeHead(chainPublicKey(a.body.public_key), a.body.sth)).toBe(true);
+    first = a.body.sth;
+    for (let i = 0; i < 8; i++) await record(`b${i}`);
+    const b = await call(maru.url, 'GET', '/api/token/chain/sth');
+    expect(b.status).toBe(200);
+    expect(b.body.sth.tree_size).toBe(13);
+    expect(b.body.previous).toEqual(first);
+    expect(b.body.consistency.length).toBeGreaterThan(0);
+    const path = b.body.consistency.map((x: string) => Buffer.from(x, 'hex'));
+    expect(verifyConsistency(5, 13, path, Buffer.from(first.root, 'hex'), Buffer.from(b.body.sth.root, 'hex'))).toBe(true);
+  });
+
+  it('refuses a forged head (another key) and an out-of-order one, keeping the verified head', async () => {
+    const before = await call(maru.url, 'GET', '/api/token/chain/sth');
+    const forgedKey = generateKeyPairSync('ed25519').privateKey;
+    const forged = signTreeHead(forgedKey, { tree_size: 20, timestamp: Date.now() + 1000, root: 'ab'.repeat(32) });
+    const f = await call(maru.url, 'POST', '/api/token/ops/chain/sth', forged, opH());
+    expect(f.status).toBe(400);
+    expect(f.body.error.code).toBe('tree_head_signature_invalid');
+    const old = await call(maru.url, 'POST', '/api/token/ops/chain/sth', first, opH());
+    expect(old.status).toBe(409);
+    expect(old.body.error.code).toBe('tree_head_out_of_order');
+    const bad = await call(maru.url, 'POST', '/api/token/ops/chain/sth', { ...first, root: 'zz' }, opH());
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_tree_head' });
+    // a genuinely signed head with the same size and another root: the log forked
+    const fork = signTreeHead(peers.chain.state.signingKey, { tree_size: before.body.sth.tree_size, timestamp: before.body.sth.timestamp + 1, root: 'cd'.repeat(32) });
+    const fk = await call(maru.url, 'POST', '/api/token/ops/chain/sth', fork, opH());
+    expect(fk.status).toBe(409);
+    expect(fk.body.error.code).toBe('tree_head_inconsistent');
+    expect((await call(maru.url, 'POST', '/api/token/ops/chain/sth', first, {})).status).toBe(401);
+    const after = await call(maru.url, 'GET', '/api/token/chain/sth');
+    expect(after.body.previous).toEqual(before.body.sth);
+    expect(after.body.sth.tree_size).toBe(before.body.sth.tree_size);
+    expect((await verified()).map((a) => a.code)).toEqual(['tree_head_signature_invalid', 'tree_head_out_of_order', 'invalid_tree_head', 'tree_head_inconsistent']);
+  });
+
+  it('detects a rewritten log: the newer head is refused and nothing is accepted', async () => {
+    const before = (await call(maru.url, 'GET', '/api/token/chain/sth')).body.sth;
+    peers.chain.state.leaves[2] = leafHash('rewritten history');
+    await record('c0');
+    const r = await call(maru.url, 'GET', '/api/token/chain/sth');
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('tree_head_inconsistent');
+    expect((await verified()).at(-1)!.code).toBe('tree_head_inconsistent');
+    // the verified head stayed where it was: the honest-looking newer head is refused again
+    const again = await call(maru.url, 'GET', '/api/token/chain/sth');
+    expect(again.status).toBe(409);
+    const same = await call(maru.url, 'POST', '/api/token/ops/chain/sth', before, opH());
+    expect(same.status).toBe(200);
+    expect(same.body.previous).toEqual(before);
+  });
+});
