@@ -64,7 +64,8 @@ function service(store: Store) {
   return new ChatService({
     store,
     clock: systemClock,
-    intake: chatIntake(intake, store),
+    // the bench never applies (no rental registration)
+    intake: chatIntake(intake, store, { submit: () => Promise.reject(new Error('the bench does not apply')) }),
     mail: chatMail(() => Date.now()),
     referrals: new ReferralService({ store, clock: systemClock }),
     logger: pino({ level: 'silent' }),

@@ -75,7 +75,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     reward,
     ticket,
     rental,
-    chatModule(platform, { intake: rental.intake }),
+    chatModule(platform, { intake: rental.intake, rental: rental.rental }),
     coachModule(platform),
     trading,
     await paymentModule(platform, { programs: trading.programs, deliver: outbox.deliver, kick: () => outbox.outbox.kick() }),

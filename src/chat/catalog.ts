@@ -33,11 +33,12 @@ export interface Product {
 export const PRODUCTS: Readonly<Record<number, Product>> = Object.freeze({
   31: {
     code: 31,
-    name: '스마트 렌탈 패키지',
+    // the rental the partner reviews: the form's SOL-702 (rental-ipa), by the same name
+    name: 'SOL-702 디지털 화재감지기',
     category: 'rental',
     summary: '36개월 렌탈, 설치·점검 포함',
     monthlyFee: 300_000,
-    upsell: { name: '스마트 렌탈 패키지 케어 플러스', summary: '무상 교체와 분기 점검 추가', monthlyFee: 30_000 },
+    upsell: { name: 'SOL-702 케어 플러스', summary: '무상 교체와 분기 점검 추가', monthlyFee: 30_000 },
   },
   40: {
     code: 40,

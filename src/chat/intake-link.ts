@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
 import { K, type IntakeService } from '../intake/service.js';
 import { mailWrites } from '../mail/mailer.js';
+import type { RentalService } from '../rental/service.js';
 import type { Store } from '../store/port.js';
 import type { ChatIntake, ChatMail } from './service.js';
 
@@ -28,12 +29,25 @@ export function idFor(idempotencyKey: string): string {
   return `sub_${s}`;
 }
 
-export function chatIntake(intake: IntakeService, store: Store): ChatIntake {
+/**
+ * A rental application made in the conversation is a rental record like the form's (the partner
+ * reviews it, the applicant adds the documents on the applicant page), marked `source: chat`;
+ * other receipts are plain intake records.
+ */
+export function chatIntake(intake: IntakeService, store: Store, rental: Pick<RentalService, 'submit'>): ChatIntake {
   return {
     async register(input, also) {
       const { idempotencyKey, ...fields } = input;
       const id = idFor(idempotencyKey);
       try {
+        if (fields.type === 'rental-ipa') {
+          const { application, accessKey } = await rental.submit({ ...fields, applicantType: 'government' }, [], {
+            id,
+            source: 'chat',
+            writes: (r) => also?.(r.receiptNo) ?? [],
+          });
+          return { receiptNo: application.receiptNo, accessKey };
+        }
         const { record, accessKey } = await intake.register(fields, { id, writes: (r) => also?.(r.receiptNo) ?? [] });
         return { receiptNo: record.receiptNo, accessKey };
       } catch (err) {

@@ -23,13 +23,14 @@ import { view, type View } from './view.js';
 /** What the conversation needs of the intake service (registration, tracking, counting). */
 export interface ChatIntake {
   /**
-   * Registers an intake record of type `chat` (an application from the conversation) or `consult`
+   * Registers an intake record: `rental-ipa` (a rental application from the conversation, the same
+   * record as the form's), `chat` (an application for another product) or `consult`
    * (a callback request) and returns its receipt number. `idempotencyKey` names the attempt: the
    * same key again answers the first record. `also` adds writes (the confirmation mail) to the same
    * atomic update that stores the record.
    */
   register(
-    input: { type: 'chat' | 'consult'; contactName?: string; contactPhone: string; email?: string; remarks?: string; idempotencyKey: string },
+    input: { type: 'chat' | 'consult' | 'rental-ipa'; contactName?: string; contactPhone: string; email?: string; remarks?: string; idempotencyKey: string },
     also?: (receiptNo: string) => Write[],
   ): Promise<{ receiptNo: string; accessKey?: string }>;
   /** The record's progress, or undefined when the receipt number is unknown. */
@@ -258,13 +259,13 @@ export class ChatService {
   private async registerReceipt(session: string, ctx: ChatContext): Promise<ChatEvent> {
     const customerId = await this.deps.store.incr(K.customers);
     const product = productFor(ctx.category!);
-    const remarks = [`상담 경로: ${ctx.source ?? '-'}`, `필요: ${NEED_LABELS[ctx.category!]} (${ctx.need ?? ''})`, `추천 상품: ${product.code} ${product.name}`, ctx.memo ? `요청 사항: ${ctx.memo}` : '']
+    const remarks = [`상담 경로: ${ctx.source ?? '-'}`, `필요: ${NEED_LABELS[ctx.category!]} (${ctx.need ?? ''})`, `추천 상품: ${product.name} (상담 코드 ${product.code})`, ctx.memo ? `요청 사항: ${ctx.memo}` : '']
       .filter(Boolean)
       .join('\n');
     const email = ctx.email;
     const { receiptNo, accessKey } = await this.deps.intake.register(
       {
-        type: 'chat',
+        type: ctx.category === 'rental' ? 'rental-ipa' : 'chat',
         contactName: ctx.name,
         contactPhone: ctx.contact!,
         ...(email ? { email } : {}),

@@ -9,7 +9,7 @@ import type { PartnerAudit } from '../rental/audit.js';
 import { DOC_TYPES, STATUSES, catalogue } from '../rental/catalog.js';
 import type { StoredFile } from '../rental/files.js';
 import type { Review } from '../rental/review.js';
-import { PARTNER_TOPIC, type RentalService } from '../rental/service.js';
+import { PARTNER_TOPIC, SOURCES, type RentalService } from '../rental/service.js';
 import { inspectUpload, type Scanner } from '../uploads/index.js';
 import { note } from '../text.js';
 import { qInt } from './query.js';
@@ -210,6 +210,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       .object({
         status: z.enum(STATUSES, { error: `must be one of ${STATUSES.join(', ')}` }).optional(),
         q: z.string().trim().max(100).optional(),
+        source: z.enum(SOURCES, { error: `must be one of ${SOURCES.join(', ')}` }).optional(),
         page: qInt({ min: 1, max: 100_000 }).optional(),
         pageSize: qInt({ min: 1, max: 100 }).optional(),
         format: z.enum(['json', 'csv']).optional(),
@@ -219,14 +220,14 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     summary: 'Applications, paged and filtered (format=csv: the same rows as text/csv)',
     cacheControl: 'no-store',
     handler: async (ctx) => {
-      const { status, q, format } = ctx.query;
-      const filter = [status && `status=${status}`, q && `q=${q}`].filter(Boolean).join('&') || null;
+      const { status, q, source, format } = ctx.query;
+      const filter = [status && `status=${status}`, source && `source=${source}`, q && `q=${q}`].filter(Boolean).join('&') || null;
       if (format === 'csv') {
-        const csv = await review.csv({ status, q });
+        const csv = await review.csv({ status, q, source });
         await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'export', target: null, result: 'ok', detail: filter });
         return new Reply(200, csv, 'text/csv; charset=utf-8', { 'content-disposition': attachment('rental-applications.csv') });
       }
-      const out = await review.list({ status, q, page: ctx.query.page ?? 1, pageSize: ctx.query.pageSize ?? 20 });
+      const out = await review.list({ status, q, source, page: ctx.query.page ?? 1, pageSize: ctx.query.pageSize ?? 20 });
       await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'list', target: null, result: 'ok', detail: filter });
       return out;
     },

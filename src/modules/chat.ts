@@ -5,14 +5,15 @@ import { CoachService } from '../coach/service.js';
 import { registerChatRoutes } from '../http/chat.js';
 import { registerCoachRoutes } from '../http/coach.js';
 import type { IntakeService } from '../intake/service.js';
+import type { RentalService } from '../rental/service.js';
 import type { Platform, ServiceModule } from './module.js';
 
 /** The guided conversation with referrals and the shareholder view (docs/chat.md). */
-export function chatModule(p: Platform, deps: { intake: IntakeService }): ServiceModule {
+export function chatModule(p: Platform, deps: { intake: IntakeService; rental: RentalService }): ServiceModule {
   const { config, store, clock, logger } = p;
   // registers its receipts through the intake service, mail through the outbox
   const referrals = new ReferralService({ store, clock });
-  const link = chatIntake(deps.intake, store);
+  const link = chatIntake(deps.intake, store, deps.rental);
   const service = new ChatService({
     store,
     clock,

@@ -10,7 +10,7 @@ import { ClamdScanner } from '../uploads/index.js';
 import type { Platform, ServiceModule } from './module.js';
 
 /** Intake (receipts of every kind) and the rental applications with partner review (docs/rental.md). */
-export async function rentalModule(p: Platform, deps: { mailer: Mailer }): Promise<ServiceModule & { intake: IntakeService; partnerAudit: PartnerAudit }> {
+export async function rentalModule(p: Platform, deps: { mailer: Mailer }): Promise<ServiceModule & { intake: IntakeService; rental: RentalService; partnerAudit: PartnerAudit }> {
   const { config, store, clock, bus, logger } = p;
   const blobs = await openBlobStore(config);
   const intake = new IntakeService({ store, clock });
@@ -32,6 +32,7 @@ export async function rentalModule(p: Platform, deps: { mailer: Mailer }): Promi
   return {
     name: 'rental',
     intake,
+    rental,
     partnerAudit,
     routes(hub) {
       registerRentalRoutes(hub, {

@@ -3,7 +3,7 @@ import { view } from '../intake/service.js';
 import type { Store } from '../store/port.js';
 import { K } from './audit.js';
 import { BUILDING_LABELS, DOC_TYPES, STATUSES, STATUS_LABELS, type BuildingType, type RentalStatus } from './catalog.js';
-import { rentalExts, type RentalExt } from './service.js';
+import { rentalExts, type RentalExt, type Source } from './service.js';
 
 /**
  * The partner's list: rental applications only (their own index), filtered by status (a
@@ -15,6 +15,8 @@ import { rentalExts, type RentalExt } from './service.js';
 export interface ListQuery {
   status?: RentalStatus;
   q?: string;
+  /** Where the application was made (records without one were made in the form). */
+  source?: Source;
   page: number;
   pageSize: number;
 }
@@ -43,7 +45,11 @@ const BATCH = 200;
 
 const fold = (s: string) => s.toLowerCase().replace(/[\s-]/g, '');
 
-function matches(rec: SubscriptionRecord, needle: string): boolean {
+/** Where a record was made: `form` unless it says otherwise. */
+export const sourceOf = (rec: SubscriptionRecord): Source => (rec.ext as { source?: Source }).source ?? 'form';
+
+function matches(rec: SubscriptionRecord, needle: string, source?: Source): boolean {
+  if (source && sourceOf(rec) !== source) return false;
   if (!needle) return true;
   const digits = needle.replace(/\D/g, '');
   return (
@@ -74,13 +80,13 @@ export class Review {
     const from = (query.page - 1) * query.pageSize;
     let items: SubscriptionView[];
     let matched: number;
-    if (!needle) {
+    if (!needle && !query.source) {
       // no search: the index pages directly
       matched = await this.store.indexCount(indexKey);
       const ids = (await this.store.indexRange(indexKey, { reverse: true, offset: from, limit: query.pageSize })).map((e) => e.member);
       items = (await this.records(ids)).map(view);
     } else {
-      const all = await this.scan(indexKey, needle);
+      const all = await this.scan(indexKey, needle, query.source);
       matched = all.length;
       items = all.slice(from, from + query.pageSize).map(view);
     }
@@ -95,9 +101,9 @@ export class Review {
   }
 
   /** The filtered list as CSV (UTF-8 with a BOM, so Excel shows the Korean), newest first. */
-  async csv(query: Pick<ListQuery, 'status' | 'q'>): Promise<string> {
-    const rows = await this.scan(query.status ? K.status(query.status) : K.all, fold(query.q ?? ''));
-    const head = ['접수번호', '상품', '구분', '기관명', '부서', '담당자', '연락처', '이메일', '건물유형', '상태', '월 렌탈료', '기간(개월)', '총액', '접수일시(KST)', '명함', '고유번호증', '내부결의'];
+  async csv(query: Pick<ListQuery, 'status' | 'q' | 'source'>): Promise<string> {
+    const rows = await this.scan(query.status ? K.status(query.status) : K.all, fold(query.q ?? ''), query.source);
+    const head = ['접수번호', '상품', '구분', '기관명', '부서', '담당자', '연락처', '이메일', '건물유형', '상태', '월 렌탈료', '기간(개월)', '총액', '접수일시(KST)', '명함', '고유번호증', '내부결의', '접수 경로'];
     const lines = [head.map(cell).join(',')];
     for (const r of rows) {
       const x = rentalExts.decode(r.ext)!;
@@ -118,6 +124,7 @@ export class Review {
           x.totalFee,
           kst(r.createdAt),
           ...DOC_TYPES.map((d) => docCell(x, d)),
+          SOURCE_LABELS[sourceOf(r)],
         ]
           .map(cell)
           .join(','),
@@ -126,12 +133,12 @@ export class Review {
     return `\uFEFF${lines.join('\r\n')}\r\n`;
   }
 
-  private async scan(indexKey: string, needle: string): Promise<SubscriptionRecord[]> {
+  private async scan(indexKey: string, needle: string, source?: Source): Promise<SubscriptionRecord[]> {
     const out: SubscriptionRecord[] = [];
     for (let offset = 0; offset < SCAN_CAP; offset += BATCH) {
       const entries = await this.store.indexRange(indexKey, { reverse: true, offset, limit: Math.min(BATCH, SCAN_CAP - offset) });
       if (entries.length === 0) break;
-      for (const rec of await this.records(entries.map((e) => e.member))) if (matches(rec, needle)) out.push(rec);
+      for (const rec of await this.records(entries.map((e) => e.member))) if (matches(rec, needle, source)) out.push(rec);
       if (entries.length < BATCH) break;
     }
     return out;
@@ -150,6 +157,8 @@ function docCell(x: RentalExt, d: (typeof DOC_TYPES)[number]): string {
   if (doc.check === 'rejected') return `반려: ${doc.reason ?? ''}`;
   return '제출';
 }
+
+export const SOURCE_LABELS: Record<Source, string> = { form: '신청서', chat: '상담' };
 
 const kst = (iso: string) => new Date(Date.parse(iso) + 9 * 3_600_000).toISOString().slice(0, 19).replace('T', ' ');
 

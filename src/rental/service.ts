@@ -35,6 +35,21 @@ export interface RentalExt {
   documents: Documents;
   /** Bumped on every change; names mails uniquely. */
   rev: number;
+  /** Where the application was made: the form (`form`) or the guided conversation (`chat`). Absent on older records: the form. */
+  source?: Source;
+}
+
+/** Where an application was made. */
+export const SOURCES = ['form', 'chat'] as const;
+export type Source = (typeof SOURCES)[number];
+
+export interface SubmitOptions {
+  /** The record id, when the caller must know it first (the conversation's idempotent retries). */
+  id?: string;
+  /** Default `form`. */
+  source?: Source;
+  /** Replaces the receipt mail: the caller's own writes in the same atomic update (the conversation's mail). */
+  writes?: (record: SubscriptionRecord) => Write[];
 }
 
 export interface Actor {
@@ -84,7 +99,7 @@ export class RentalService {
    * types (the conversation's receipts, consultations) take no files. The files are already in
    * the blob store; when the record is not written they are deleted.
    */
-  async submit(raw: unknown, files: StoredFile[] = []): Promise<{ application: SubscriptionView; accessKey: string }> {
+  async submit(raw: unknown, files: StoredFile[] = [], options: SubmitOptions = {}): Promise<{ application: SubscriptionView; accessKey: string }> {
     const { intake, clock } = this.opts;
     try {
       const input = parseIntakeInput(raw);
@@ -107,7 +122,8 @@ export class RentalService {
       if (building !== null && !(BUILDING_TYPES as readonly string[]).includes(building)) {
         throw invalidField('buildingType', `must be one of ${BUILDING_TYPES.join(', ')}`);
       }
-      const id = newSubscriptionId();
+      const id = options.id ?? newSubscriptionId();
+      const source = options.source ?? 'form';
       const now = clock.now();
       const documents = emptyDocuments();
       for (const f of files) {
@@ -116,7 +132,7 @@ export class RentalService {
         documents[f.field] = this.documentEntry(id, f, now);
       }
       const status = statusAfterUpload(documents);
-      const rentalExt: RentalExt = { product: PRODUCTS[input.type], ...feesFor(input.type, building as BuildingType | null), documents, rev: 1 };
+      const rentalExt: RentalExt = { product: PRODUCTS[input.type], ...feesFor(input.type, building as BuildingType | null), documents, rev: 1, source };
       const { record, accessKey } = await intake.registerParsed(
         { ...input, buildingType: building ?? undefined },
         {
@@ -127,7 +143,7 @@ export class RentalService {
             { op: 'index', key: K.all, member: id, score: now },
             { op: 'index', key: K.status(status), member: id, score: now },
             ...files.map((f): Write => ({ op: 'set', key: K.blob(f.blobKey), value: id })),
-            ...(rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec), now) : []),
+            ...(options.writes ? options.writes(rec) : rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec), now) : []),
           ],
         },
       );

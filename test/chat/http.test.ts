@@ -79,9 +79,10 @@ describe('the journey from greet to sharing', () => {
     expect(v).toMatchObject({ stage: 'upsell', stageCode: 7, card: { type: 'upsell', code } });
     v = await turn(id, { choice: '추가할게요' });
     expect(v).toMatchObject({ stage: 'referral', stageCode: 8 });
-    // the receipt is an intake record of type chat, and it notes the accepted upsell
+    // the receipt is an intake record (a rental application the partner reviews for the rental,
+    // type chat for the others), and it notes the accepted upsell
     const record = await call(base, 'GET', trackUrl);
-    expect(record.body).toMatchObject({ receiptNo, type: 'chat', contactName: '홍길동', contactPhone: '010-1234-5678', email: 'hong@example.kr', upsell: { code, accepted: true } });
+    expect(record.body).toMatchObject({ receiptNo, type: code === 31 ? 'rental-ipa' : 'chat', contactName: '홍길동', contactPhone: '010-1234-5678', email: 'hong@example.kr', upsell: { code, accepted: true } });
     v = await turn(id, { choice: '추천 코드 받기' });
     expect(v).toMatchObject({ stage: 'sharing', stageCode: 9, card: { type: 'share' } });
     const refCode = v.card.referralCode;

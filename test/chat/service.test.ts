@@ -6,6 +6,10 @@ import { ReferralService } from '../../src/chat/referral.js';
 import { ChatService, type ChatIntake } from '../../src/chat/service.js';
 import { ManualClock } from '../../src/clock.js';
 import { IntakeService } from '../../src/intake/service.js';
+import { FsBlobStore } from '../../src/blobs/fs.js';
+import { createBus } from '../../src/bus.js';
+import { Review } from '../../src/rental/review.js';
+import { RentalService } from '../../src/rental/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
@@ -16,6 +20,13 @@ beforeAll(async () => {
   store = await openLmdbStore({ path: tempDir('chat-service') });
 });
 afterAll(() => store.close());
+
+/** The conversation's intake link over real intake and rental services on the test's store. */
+function links() {
+  const intake = new IntakeService({ store, clock });
+  const rental = new RentalService({ intake, store, clock, bus: createBus(store, `chat-${Math.random()}`), blobs: new FsBlobStore(tempDir('chat-blobs')) });
+  return { intake, rental, link: chatIntake(intake, store, rental) };
+}
 
 function chat(intake: ChatIntake) {
   return new ChatService({
@@ -40,7 +51,7 @@ async function toMemo(c: ChatService) {
 
 describe('ChatService', () => {
   it('registers a receipt once per attempt id: the same idempotency key answers the first record', async () => {
-    const link = chatIntake(new IntakeService({ store, clock }), store);
+    const link = links().link;
     const before = await link.countReceipts();
     const input = { type: 'chat' as const, contactName: '하나', contactPhone: '010-1111-0000', idempotencyKey: 'chat:test:receipt' };
     const a = await link.register(input);
@@ -50,7 +61,7 @@ describe('ChatService', () => {
   });
 
   it('an intake failure answers 503 and leaves the receipt owed; the next turn registers it once', async () => {
-    const real = chatIntake(new IntakeService({ store, clock }), store);
+    const real = links().link;
     let fail = true;
     let calls = 0;
     const flaky: ChatIntake = {
@@ -76,8 +87,29 @@ describe('ChatService', () => {
     expect(await real.countReceipts()).toBe(before + 1);
   });
 
+  it('a rental application made in the conversation is a rental record the partner lists, filtered by its source', async () => {
+    const { intake, link: l } = links();
+    const review = new Review(store, intake);
+    const c = chat(l);
+    const id = await toMemo(c);
+    const v = await c.turn(id, { choice: '없음' });
+    expect(v.stage).toBe('received');
+    const receiptNo = v.receiptNo!;
+    const fromChat = await review.list({ source: 'chat', page: 1, pageSize: 100 });
+    const item = fromChat.items.find((i) => i.receiptNo === receiptNo);
+    expect(item).toMatchObject({ type: 'rental-ipa', applicantType: 'government', source: 'chat', status: 'pending', contactName: '오세영', contactPhone: '010-8080-9090' });
+    expect(item!.product).toMatchObject({ code: 'SOL-702' });
+    expect(fromChat.items.every((i) => i.source === 'chat')).toBe(true);
+    // the unfiltered list has it too; the form's filter does not
+    expect((await review.list({ page: 1, pageSize: 100 })).items.some((i) => i.receiptNo === receiptNo)).toBe(true);
+    expect((await review.list({ source: 'form', page: 1, pageSize: 100 })).items.some((i) => i.receiptNo === receiptNo)).toBe(false);
+    // progress in the conversation reads the same record
+    expect((await c.turn(id, { choice: '진행 상황 보기' })).stage).toBe('track');
+    expect((await c.get(id)).receiptNo).toBe(receiptNo);
+  });
+
   it('a session stored by another machine version starts again at greet', async () => {
-    const c = chat(chatIntake(new IntakeService({ store, clock }), store));
+    const c = chat(links().link);
     const s = await c.start('버전');
     await c.turn(s.session, { choice: '검색' });
     const key = `chat:session:${s.session}`;

@@ -7,6 +7,7 @@ interface App {
   id: string; receiptNo: string; type: string; product?: { code: string; badge: string; name: string }; organization: string; department: string;
   contactName: string; contactPhone: string; email: string | null; buildingType: string | null; remarks: string; status: string;
   monthlyFee?: number; termMonths?: number; totalFee?: number; documents?: Record<string, DocEntry | null>; createdAt: string;
+  source?: 'form' | 'chat';
 }
 interface ListAnswer { items: App[]; page: number; pages: number; matched: number; counters: Record<string, number> }
 
@@ -15,6 +16,8 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getEleme
 const session = new Session('partner:token');
 const STATUS: Record<string, string> = { pending: '대기', documents_submitted: '서류 제출', under_review: '심사 중', approved: '승인', rejected: '반려' };
 const DOCS: [string, string][] = [['bizCard', '명함'], ['uniqueNumber', '고유번호증'], ['internalResolution', '내부 결의서']];
+const BUILDING: Record<string, string> = { school: '학교', office: '관공서·청사', welfare: '복지·보육시설', culture: '문화·체육시설', other: '기타' };
+const SOURCE: Record<string, string> = { form: '신청서', chat: '상담' };
 const won = (n: number | undefined) => (n === undefined ? '-' : `${n.toLocaleString('ko-KR')}원`);
 const date = (iso: string) => new Intl.DateTimeFormat('ko-KR', { dateStyle: 'short', timeZone: 'Asia/Seoul' }).format(new Date(iso));
 let page = 1;
@@ -42,7 +45,9 @@ function query(extra = ''): string {
   const p = new URLSearchParams();
   const status = $<HTMLSelectElement>('status').value;
   const q = $<HTMLInputElement>('q').value.trim();
+  const source = $<HTMLSelectElement>('source').value;
   if (status) p.set('status', status);
+  if (source) p.set('source', source);
   if (q) p.set('q', q);
   return p.toString() + extra;
 }
@@ -63,7 +68,8 @@ async function load(): Promise<void> {
   for (const a of list.items) {
     const tr = el('tr', { class: 'app', tabindex: '0', 'data-id': a.id, 'data-status': a.status, 'aria-expanded': String(open.has(a.id)) },
       el('td', {}, a.receiptNo),
-      el('td', {}, el('span', { class: `badge ${a.product?.badge ?? ''}` }, a.product?.badge ?? a.type)),
+      el('td', {}, el('span', { class: `badge ${a.product?.badge ?? ''}`, title: a.product?.name ?? '' }, a.product ? `${a.product.code} ${a.product.badge}` : a.type)),
+      el('td', { class: 'source', 'data-source': a.source ?? 'form' }, SOURCE[a.source ?? 'form']),
       el('td', {}, a.organization || '-'), el('td', {}, a.contactName || '-'), el('td', {}, a.contactPhone),
       el('td', { class: 'status' }, STATUS[a.status] ?? a.status), el('td', {}, date(a.createdAt)));
     const toggle = () => {
@@ -96,8 +102,9 @@ function detail(a: App): HTMLTableRowElement {
     }
     docs.append(row);
   }
-  return el('tr', { class: 'detail' }, el('td', { colspan: '7' },
-    el('p', {}, `${a.organization} · ${a.department} · ${a.contactName} · ${a.email ?? ''} · ${a.buildingType ?? ''}`),
+  return el('tr', { class: 'detail' }, el('td', { colspan: '8' },
+    el('p', { class: 'product' }, a.product ? `${a.product.code} ${a.product.name}` : a.type),
+    el('p', {}, [a.organization, a.department, a.contactName, a.email, a.buildingType ? `건물 유형: ${BUILDING[a.buildingType] ?? a.buildingType}` : '', `접수 경로: ${SOURCE[a.source ?? 'form']}`].filter(Boolean).join(' · ')),
     el('p', {}, `월 ${won(a.monthlyFee)} · ${a.termMonths ?? '-'}개월 · 총 ${won(a.totalFee)}`),
     a.remarks ? el('p', {}, a.remarks) : '', docs));
 }
@@ -164,6 +171,7 @@ $('filters').addEventListener('submit', (ev) => {
   void load();
 });
 $('status').addEventListener('change', () => ((page = 1), void load()));
+$('source').addEventListener('change', () => ((page = 1), void load()));
 $('prev').addEventListener('click', () => ((page = Math.max(1, page - 1)), void load()));
 $('next').addEventListener('click', () => ((page += 1), void load()));
 $('csv').addEventListener('click', () => void csv());
