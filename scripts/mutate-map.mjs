@@ -28,6 +28,8 @@ export const MUTATION_MAP = {
   'src/rental/catalog.ts': ['test/rules/rental-catalog.rules.test.ts'],
   'src/auth/passwords.ts': ['test/rules/auth-passwords.rules.test.ts'],
   'src/collab/locks.ts': ['test/rules/collab-locks.rules.test.ts'],
+  'src/hub/guards.ts': ['test/rules/hub-guards.rules.test.ts'],
+  'src/hub/security.ts': ['test/rules/hub-guards.rules.test.ts'],
   'src/store/codec.ts': ['test/store/codec.test.ts', 'test/rules/store-codec.rules.test.ts'],
 };
 
