@@ -30,7 +30,17 @@ const editorOf = (ctx: RequestContext<any, any, any>): Editor => {
 
 export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
   const { service } = opts;
-  hub.topic({ name: 'md:*', policy: 'drop', history: 200 });
+  hub.topic({
+    name: 'md:*',
+    policy: 'drop',
+    history: 200,
+    // the list, or one document that exists
+    authorize: async (topic) => {
+      if (topic === LIST_TOPIC) return 'ok';
+      const name = topic.slice('md:'.length);
+      return SLUG_RE.test(name) && (await service.find(name)) ? 'ok' : 'unknown';
+    },
+  });
 
   const saveBody = z.strictObject({
     slug,
