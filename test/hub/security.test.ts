@@ -201,3 +201,32 @@ describe('a multipart file part with a malformed file name', () => {
     expect(r).toMatchObject({ status: 201, body: { files: [{ field: 'doc', filename: 'notes.pdf', size: Buffer.byteLength(tricky) }] } });
   });
 });
+
+describe('temporary upload files of a process killed mid-upload', () => {
+  it('are swept when a hub starts; those of live processes (this one, another) stay', async () => {
+    const { spawn } = await import('node:child_process');
+    const { writeFileSync, existsSync, mkdirSync } = await import('node:fs');
+    const { newTempPath } = await import('../../src/hub/upload-dir.js');
+    const dir = join(mkdtempSync(join(tmpdir(), 'maru-sweep-')), 'tmp');
+    mkdirSync(dir);
+    const mine = newTempPath(dir);
+    const host = /upload-([0-9a-f]{8})-/.exec(mine)![1]!;
+    // a process that ran and is gone: its pid is free
+    const gone = spawn(process.execPath, ['-e', '0']);
+    await new Promise((r) => gone.once('exit', r));
+    const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
+    const name = (pid: number) => join(dir, `upload-${host}-${pid}-${'ab'.repeat(16)}`);
+    const dead = name(gone.pid!);
+    const other = name(live.pid!);
+    for (const f of [dead, other, mine]) writeFileSync(f, 'partial');
+    const h = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: dir, shutdownGraceMs: 50, uploads: { tempDir: dir } });
+    try {
+      await waitFor(() => !existsSync(dead), 3000, 'dead writer swept');
+      expect(existsSync(other)).toBe(true);
+      expect(existsSync(mine)).toBe(true);
+    } finally {
+      live.kill('SIGKILL');
+      await h.stop();
+    }
+  });
+});
