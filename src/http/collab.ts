@@ -30,7 +30,14 @@ const editorOf = (ctx: RequestContext<any, any, any>): Editor => {
 
 export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
   const { service } = opts;
-  hub.topic({ name: 'md:*', policy: 'drop', history: 200 });
+  hub.topic({
+    name: 'md:*',
+    policy: 'drop',
+    history: 200,
+    // the list, or one document's slug: presence lives on a slug before its first save, so a
+    // well-formed slug is a topic whether or not the document exists yet
+    authorize: (topic) => (topic === LIST_TOPIC || SLUG_RE.test(topic.slice('md:'.length)) ? 'ok' : 'unknown'),
+  });
 
   const saveBody = z.strictObject({
     slug,

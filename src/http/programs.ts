@@ -23,6 +23,7 @@ import {
 } from '../trading/programs.js';
 import { STRATEGIES, STRATEGY_DEFS } from '../trading/strategies.js';
 import { SYMBOLS } from '../trading/symbols.js';
+import { forbidden, notFound } from '../errors.js';
 import { label } from '../text.js';
 import { checkParams } from '../trading/rules.js';
 
@@ -298,6 +299,16 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     history: HISTORY,
     auth: TRADER,
     query: z.object({ program: idField.optional(), last_event_id: z.string().max(256).optional() }),
+    // one program's stream: its creator's or an operator's; another trader's is refused, not an empty stream
+    guards: [
+      async (ctx) => {
+        const id = (ctx.query as { program?: string }).program;
+        if (id === undefined) return;
+        const creator = await service.creatorOf(id);
+        if (creator === undefined) throw notFound('program_not_found', `no program ${id}`, { program: id });
+        if (!mayManage({ created_by: creator }, caller(ctx))) throw forbidden(`program ${id} belongs to another trader`, { program: id });
+      },
+    ],
     // the caller's own programs (every program for an operator), one of them with ?program=
     filter: (msg, ctx) => {
       const ev = programEvents.decode(msg.message)!;

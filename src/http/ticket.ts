@@ -11,6 +11,7 @@ import {
   type TicketService,
 } from '../ticket/service.js';
 import { qInt } from './query.js';
+import { AppError } from '../errors.js';
 import { label } from '../text.js';
 
 export interface Limit {
@@ -128,7 +129,23 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     history: 1000,
     authorize: (_topic, who) => (!who ? 'unauthorized' : who.roles.some((r) => r === 'staff' || r === 'scanner' || r === 'operator') ? 'ok' : 'forbidden'),
   });
-  hub.topic({ name: 'mticket:*', policy: 'drop', history: 50 });
+  hub.topic({
+    name: 'mticket:*',
+    policy: 'drop',
+    history: 50,
+    // one ticket's changes: the topic exists while the ticket does (its code is the holder's secret)
+    authorize: async (topic) => {
+      const code = topic.slice('mticket:'.length);
+      if (parseCode(code) !== code) return 'unknown';
+      try {
+        await service.ticket(code);
+        return 'ok';
+      } catch (err) {
+        if (err instanceof AppError && err.status === 404) return 'unknown';
+        throw err;
+      }
+    },
+  });
 
   const refusedByLimit = (ctx: RequestContext, via: 'code' | 'id') => {
     const body = (ctx.body ?? {}) as Partial<z.output<typeof checkInBody>>;

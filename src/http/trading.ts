@@ -25,9 +25,12 @@ import { SYMBOLS, TIMEFRAMES } from '../trading/symbols.js';
  * meanwhile progress goes to WebSocket topic `job:<job_id>`.
  */
 
+/** A job id: chosen by the client (`job_id`) or generated. */
+const JOB_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
 const candleFields = {
   /** Client-chosen job id, so the client can subscribe to job:<id> before it posts. */
-  job_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -').optional(),
+  job_id: z.string().regex(JOB_ID_RE, 'must be 1-64 of A-Z a-z 0-9 _ -').optional(),
   symbol: z.enum(SYMBOLS),
   timeframe: z.enum(TIMEFRAMES).default('1m'),
   count: z.number().int().min(50).max(MAX_CANDLES).default(10_000),
@@ -170,7 +173,9 @@ export interface TradingRoutesOptions {
 
 export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): void {
   const { service } = opts;
-  hub.topic({ name: `${JOB_TOPIC_PREFIX}*`, policy: 'drop' });
+  // a job's progress: a client subscribes before it posts the job (docs/trading.md), so a job id
+  // not running yet is accepted; a name that cannot be a job id is not a topic
+  hub.topic({ name: `${JOB_TOPIC_PREFIX}*`, policy: 'drop', authorize: (topic) => (JOB_ID_RE.test(topic.slice(JOB_TOPIC_PREFIX.length)) ? 'ok' : 'unknown') });
 
   const answer = (out: { job: string; result: unknown }) =>
     Reply.json(out.result, 200, { 'x-job-id': out.job, 'cache-control': 'no-store' });

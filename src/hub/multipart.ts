@@ -2,6 +2,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import busboy from 'busboy';
 import { AppError } from '../errors.js';
+import { boundaryOf, PartHeaderCheck } from './part-headers.js';
 import { newTempPath } from './upload-dir.js';
 import type { HttpResponse } from './uws.js';
 
@@ -114,6 +115,7 @@ export class MultipartReader {
   private resolve!: (r: MultipartResult) => void;
   private reject!: (e: AppError) => void;
   private readonly bb: busboy.Busboy;
+  private readonly headerCheck: PartHeaderCheck | undefined;
   private readonly maxFileBytes: number;
 
   constructor(
@@ -150,6 +152,8 @@ export class MultipartReader {
     } catch {
       throw new AppError('invalid', 'invalid_multipart', 'the multipart content-type needs a boundary');
     }
+    const boundary = boundaryOf(headers['content-type']);
+    this.headerCheck = boundary === undefined ? undefined : new PartHeaderCheck(boundary);
     this.done = new Promise((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -197,6 +201,14 @@ export class MultipartReader {
   }
 
   private feed(chunk: Buffer | undefined, isLast: boolean): void {
+    if (chunk && !this.error && this.headerCheck) {
+      // a part the parser would skip without a word is refused first (hub/part-headers.ts)
+      try {
+        this.headerCheck.push(chunk);
+      } catch (err) {
+        this.fail(err as AppError);
+      }
+    }
     if (chunk && !this.error) {
       let ok = true;
       try {

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { readdirSync } from 'node:fs';
+import { z } from 'zod';
 import { Hub, Reply } from '../../src/hub/index.js';
 import { waitFor } from '../support/wait.js';
 
@@ -13,6 +15,7 @@ import { waitFor } from '../support/wait.js';
  */
 
 let hub: Hub;
+let uploadTemp = '';
 let base: string;
 const PER_ADDRESS = 6;
 const PER_IDENTITY = 3;
@@ -29,7 +32,7 @@ beforeAll(async () => {
     webDir: root,
     shutdownGraceMs: 200,
     wsMaxPayload: 1024,
-    uploads: { tempDir: join(root, 'tmp') },
+    uploads: { tempDir: (uploadTemp = join(root, 'tmp')) },
     connections: { perAddress: PER_ADDRESS, perIdentity: PER_IDENTITY },
     sse: { heartbeatMs: 60_000 },
   });
@@ -41,6 +44,12 @@ beforeAll(async () => {
   hub.route({ method: 'GET', path: '/mine', auth: { optional: true }, handler: (ctx) => ({ who: ctx.identity?.id ?? null }) });
   hub.route({ method: 'GET', path: '/public', handler: () => ({ ok: true }) });
   hub.sse({ path: '/feed', auth: { roles: ['staff'] }, open: (_ctx, stream) => void stream.comment('open') });
+  hub.route({
+    method: 'POST',
+    path: '/apply',
+    body: { schema: z.object({ title: z.string().max(40) }), multipart: { files: ['doc'], fields: ['title'] } },
+    handler: (ctx) => Reply.json({ title: ctx.body.title, files: ctx.files!.map((f) => ({ field: f.field, filename: f.filename, size: f.size })) }, 201),
+  });
   hub.socket('/echo', { auth: { roles: ['staff'] }, upgrade: () => ({}), message: (ws, m, bin) => void ws.send(m, bin) });
   base = `http://127.0.0.1:${await hub.listen('127.0.0.1', 0)}`;
 });
@@ -161,5 +170,63 @@ describe('a WebSocket message over the limit', () => {
     expect(code).toBe(1009);
     expect(reason).toMatch(/message too big/);
     await waitFor(() => hub.connections().sockets === 0);
+  });
+});
+
+describe('a multipart file part with a malformed file name', () => {
+  /** A body with the title field and one `doc` file part whose Content-Disposition names `filename` as given (raw). */
+  const post = async (filename: string, content = '%PDF-1.4 hello') => {
+    const body =
+      `--XB\r\nContent-Disposition: form-data; name="title"\r\n\r\nmine\r\n` +
+      `--XB\r\nContent-Disposition: form-data; name="doc"; filename="${filename}"\r\nContent-Type: application/pdf\r\n\r\n${content}\r\n--XB--\r\n`;
+    const res = await fetch(`${base}/apply`, { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=XB' }, body });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  it('is refused with 400 invalid_filename naming the field (a raw quote, CR or LF), never dropped', async () => {
+    for (const name of ['a"b.pdf', 'a\rb.pdf', 'a\nb.pdf', 'a\r\nb.pdf', '"', 'x";.pdf']) {
+      const r = await post(name);
+      expect(r.status, JSON.stringify(name)).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'invalid_filename', details: { field: 'doc' } });
+      expect(r.body.error.message).toContain('"doc"');
+    }
+    expect(readdirSync(uploadTemp)).toEqual([]);
+  });
+
+  it('takes a good name, and file content that looks like a part header is only content', async () => {
+    const ok = await post('letter.pdf');
+    expect(ok).toMatchObject({ status: 201, body: { title: 'mine', files: [{ field: 'doc', filename: 'letter.pdf' }] } });
+    const tricky = 'Content-Disposition: form-data; name="doc"; filename="a"b.pdf"\r\n\r\n--X not the boundary';
+    const r = await post('notes.pdf', tricky);
+    expect(r).toMatchObject({ status: 201, body: { files: [{ field: 'doc', filename: 'notes.pdf', size: Buffer.byteLength(tricky) }] } });
+  });
+});
+
+describe('temporary upload files of a process killed mid-upload', () => {
+  it('are swept when a hub starts; those of live processes (this one, another) stay', async () => {
+    const { spawn } = await import('node:child_process');
+    const { writeFileSync, existsSync, mkdirSync } = await import('node:fs');
+    const { newTempPath } = await import('../../src/hub/upload-dir.js');
+    const dir = join(mkdtempSync(join(tmpdir(), 'maru-sweep-')), 'tmp');
+    mkdirSync(dir);
+    const mine = newTempPath(dir);
+    const host = /upload-([0-9a-f]{8})-/.exec(mine)![1]!;
+    // a process that ran and is gone: its pid is free
+    const gone = spawn(process.execPath, ['-e', '0']);
+    await new Promise((r) => gone.once('exit', r));
+    const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
+    const name = (pid: number) => join(dir, `upload-${host}-${pid}-${'ab'.repeat(16)}`);
+    const dead = name(gone.pid!);
+    const other = name(live.pid!);
+    for (const f of [dead, other, mine]) writeFileSync(f, 'partial');
+    const h = new Hub({ logger: pino({ level: 'silent' }), bodyLimit: 1024, webDir: dir, shutdownGraceMs: 50, uploads: { tempDir: dir } });
+    try {
+      await waitFor(() => !existsSync(dead), 3000, 'dead writer swept');
+      expect(existsSync(other)).toBe(true);
+      expect(existsSync(mine)).toBe(true);
+    } finally {
+      live.kill('SIGKILL');
+      await h.stop();
+    }
   });
 });
