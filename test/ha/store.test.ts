@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { openRedisStore, type RedisStore } from '../../src/store/redis.js';
 import { redisBinariesOrSkip, startRedisServer, type RedisServerProcess } from '../support/sentinel.js';
-import { waitFor } from '../support/wait.js';
+import { until, waitFor } from '../support/wait.js';
 
 // The Redis Store when Redis is out of reach or has too few replicas: store_unavailable (503 with
 // Retry-After), never a hang past REDIS_OP_TIMEOUT_MS; back by itself, subscriptions included.
@@ -86,4 +86,35 @@ describe.skipIf(!binaries)('Redis out of reach', () => {
     );
     expect(got).not.toContain('lost');
   }, 30_000);
+});
+
+describe.skipIf(!binaries)('backup and restore (docs/deploy.md)', () => {
+  it('a copy of the AOF directory taken after BGREWRITEAOF restores every acknowledged write on a new server', async () => {
+    const { cpSync, mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const source = await startRedisServer({ args: ['--appendfsync', 'always'] });
+    const store = await openRedisStore({ url: source.url, prefix: 'backup:' });
+    for (let i = 0; i < 50; i++) await store.set(`k${i}`, { i });
+    await store.push('list', 'x', 10);
+    // the run book's backup: rewrite the AOF, wait for it, copy the directory
+    const c = source.client();
+    await c.bgrewriteaof();
+    await until('the AOF rewrite ends', async () => /aof_rewrite_in_progress:0/.test(await c.info('persistence')) && /aof_rewrite_scheduled:0/.test(await c.info('persistence')), 10_000, 50);
+    c.disconnect();
+    const backup = mkdtempSync(join(tmpdir(), 'maru-backup-'));
+    cpSync(join(source.dir, 'appendonlydir'), join(backup, 'appendonlydir'), { recursive: true });
+    await store.close();
+    await source.kill();
+    // restore: a new server started on the copy
+    const restored = await startRedisServer({ dir: backup });
+    const again = await openRedisStore({ url: restored.url, prefix: 'backup:' });
+    try {
+      for (let i = 0; i < 50; i++) expect(await again.get(`k${i}`)).toEqual({ i });
+      expect(await again.range('list')).toEqual(['x']);
+    } finally {
+      await again.close();
+      await restored.kill();
+    }
+  }, 60_000);
 });
