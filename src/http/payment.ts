@@ -6,6 +6,8 @@ import type { Json } from '../store/port.js';
 import { fingerprint, type Idempotency, type StoredAnswer } from '../payment/idempotency.js';
 import { MAX_AMOUNT } from '../payment/ledger.js';
 import { checkLedger } from '../payment/check.js';
+import { Corrections } from '../payment/corrections.js';
+import { knownAccount, parsePeriod, statement, statementCsv, userStatementAccount } from '../payment/statements.js';
 import type { ChallengeLifecycle } from '../payment/lifecycle.js';
 import { verifyWebhook, type ChainClient } from '../payment/peers.js';
 import type { PayoutService } from '../payment/payouts.js';
@@ -72,6 +74,10 @@ const A = {
   event: z.object({ applied: z.boolean(), state: z.string(), outcome: z.string().optional() }),
   treeHead: z.object({ sth: z.object({ tree_size: z.number().int(), timestamp: z.number().int(), root: z.string(), signature: z.string() }), previous: z.unknown(), consistency: z.array(z.string()) }).loose(),
   effect: record('the effect of the request (the same answer again for a repeated Idempotency-Key)'),
+  statement: z.object({
+    account: z.string(), from: z.number().int(), to: z.number().int(), opening: z.string(), closing: z.string(), credits: z.string(), debits: z.string(),
+    transfers: z.array(record('a transfer with its signed change and the running balance')),
+  }).describe('an account statement (or text/csv with format=csv)'),
 };
 
 /** Keeps the raw text beside the parsed JSON (the webhook signature covers the exact bytes). */
@@ -226,6 +232,27 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.withdraw(uid(ctx), ctx.body.challenge_id, e)),
   });
 
+  const period = z.object({
+    account: z.string().regex(/^[A-Za-z0-9_:.-]{1,160}$/, 'must be an account name'),
+    from: z.string().min(4).max(40),
+    to: z.string().min(4).max(40),
+    format: z.enum(['json', 'csv']).default('json'),
+  }).strict();
+  const statementReply = async (account: string, q: { from: string; to: string; format: 'json' | 'csv' }) => {
+    const p = parsePeriod(q.from, q.to);
+    const s = await statement(service.store, account, p.from, p.to);
+    return q.format === 'csv' ? Reply.text(statementCsv(s), 'text/csv; charset=utf-8') : Reply.json(s as unknown as Json);
+  };
+  hub.route({
+    method: 'GET',
+    path: '/api/token/statement',
+    query: period,
+    guards: [user],
+    response: A.statement,
+    summary: 'Statement of one of the caller\'s accounts (wallet, credit, collateral or a challenge id) over [from, to), JSON or CSV',
+    handler: async (ctx) => statementReply(await userStatementAccount(service.store, uid(ctx), ctx.query.account), ctx.query),
+  });
+
   hub.route({
     method: 'GET',
     path: '/api/token/receipts',
@@ -303,6 +330,26 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     body: { schema: z.object({ reason }).strict() },
     response: A.effect,
     handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, e)),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/token/ops/statement',
+    auth: OPERATOR,
+    query: period,
+    response: A.statement,
+    summary: 'Statement of any ledger account (escrow, operating, hedge_pool, bank, a user\'s or a challenge\'s) over [from, to), JSON or CSV',
+    handler: async (ctx) => statementReply(await knownAccount(service.store, ctx.query.account), ctx.query),
+  });
+  const corrections = new Corrections(service);
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/transfers/:id/reverse',
+    auth: OPERATOR,
+    params: z.object({ id: z.string().regex(/^[A-Za-z0-9_:.-]{1,200}$/, 'must be a transfer id') }),
+    body: { schema: z.object({ reason }).strict() },
+    response: A.effect,
+    summary: 'Reverses a posted payout or on-ramp credit by a new linked transfer, once',
+    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => corrections.reverse(ctx.params.id, ctx.identity!.name, ctx.body.reason, e)),
   });
   hub.route({ method: 'GET', path: '/api/token/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
   hub.route({ method: 'GET', path: '/api/token/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });

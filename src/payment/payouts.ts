@@ -44,9 +44,14 @@ export interface PayoutOptions {
   poolFactor: bigint;
   catchUpWeeks: number;
   leaseMs: number;
+  /** How long a payout hold waits for review before it is voided (default REVIEW_HOLD_MS). */
+  reviewHoldMs?: number;
   /** Test hook: throw after this many users of a run (a crash between two payouts). */
   crashAfter?: number;
 }
+
+/** A payout held for review is voided (with a warning) after 7 days without a decision. */
+export const REVIEW_HOLD_MS = 7 * 86_400_000;
 
 export type PayoutStatus = 'paid' | 'review' | 'nothing' | 'rejected';
 
@@ -59,9 +64,12 @@ interface Expected {
 }
 
 const DAY = 86_400_000;
+/** How often open reviews are checked against their deadline. */
+const EXPIRY_SWEEP_MS = 60_000;
 
 export class PayoutService {
   private cron: Cron | undefined;
+  private expiry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly svc: PaymentService,
@@ -93,7 +101,7 @@ export class PayoutService {
   }
 
   /** Pays (or holds) one user's week, exactly once. */
-  async payout(week: string, user: string, e: Effect = {}, exp?: Expected): Promise<Json> {
+  async payout(week: string, user: string, e: Effect = {}, exp?: Expected, runHold?: string): Promise<Json> {
     const at = payoutAt(week);
     if (at > this.svc.now()) throw new AppError('invalid', 'week_not_finished', `the payout of ${week} is due ${new Date(at).toISOString()}`);
     const x = exp ?? (await this.expected(week, user));
@@ -127,6 +135,7 @@ export class PayoutService {
       const capital = balanceOf(escrow) + paidToday;
       let reason: string | undefined;
       if (recentViolation) reason = 'violation_last_7_days';
+      else if (runHold) reason = runHold;
       else if ((paidToday + x.total) * 100n > capital * this.opts.breakerPercent) reason = 'circuit_breaker';
       else if (availableOf(escrow) < this.opts.poolFactor * (x.total + escrow.debits_pending)) reason = 'pool_floor';
       const pending = reason !== undefined;
@@ -143,7 +152,8 @@ export class PayoutService {
       let body: Json;
       if (pending) {
         const rid = `rv_${week}_${user}`;
-        const review = { id: rid, week, user, reason: reason!, amount: x.total.toString(), holds: moves.map((m) => m.id), state: 'open', created_at: now };
+        const holdMs = this.opts.reviewHoldMs ?? REVIEW_HOLD_MS;
+        const review = { id: rid, week, user, reason: reason!, amount: x.total.toString(), holds: moves.map((m) => m.id), state: 'open', created_at: now, expires_at: now + holdMs };
         body = { ...base, status: 'review', reason: reason!, review: rid, receipt_hash: null };
         w.push({ op: 'set', key: PAYOUT.review(rid), value: review }, { op: 'index', key: PAYOUT.reviewsOpen, member: rid, score: now }, { op: 'index', key: PAYOUT.reviewsAll, member: rid, score: now });
         if (reason === 'violation_last_7_days') {
@@ -191,17 +201,20 @@ export class PayoutService {
       const sum = expected.reduce((s, x) => s + x.total, 0n);
       const escrow = await readAccount(this.store, 'escrow');
       const counts: Record<string, number> = {};
+      // the pool rule over the run as a whole: when paying the whole run would leave escrow below
+      // poolFactor x (the run's payouts + the holds already pending), every payout of it is held
+      const runHold = availableOf(escrow) < this.opts.poolFactor * (sum + escrow.debits_pending) ? 'pool_floor_run' : undefined;
       let n = 0;
       for (const x of expected) {
         if (this.opts.crashAfter !== undefined && n >= this.opts.crashAfter) throw new Error(`injected crash after ${n} payouts`);
-        const r = (await this.payout(week, x.user, {}, x)) as { status: string };
+        const r = (await this.payout(week, x.user, {}, x, runHold)) as { status: string };
         counts[r.status] = (counts[r.status] ?? 0) + 1;
         onPayout?.(x.user, r.status);
         n++;
       }
       const report = {
         week, status: 'done', ran_at: this.svc.now(), users: users.length, expected_total: sum.toString(),
-        pool: { escrow_available: availableOf(escrow).toString(), required: (this.opts.poolFactor * sum).toString(), ok: availableOf(escrow) >= this.opts.poolFactor * sum },
+        pool: { escrow_available: availableOf(escrow).toString(), required: (this.opts.poolFactor * (sum + escrow.debits_pending)).toString(), ok: runHold === undefined, held: runHold !== undefined },
         outcomes: counts,
       };
       await this.store.update([PAYOUT.run(week), PAYOUT.last], ([, last]) => ({
@@ -240,10 +253,13 @@ export class PayoutService {
       this.runDue().catch(onError);
     });
     this.runDue().catch(onError);
+    this.expiry = setInterval(() => this.expireReviews().catch(onError), EXPIRY_SWEEP_MS);
+    this.expiry.unref();
   }
 
   stop(): void {
     this.cron?.stop();
+    if (this.expiry) clearInterval(this.expiry);
   }
 
   async report(week: string): Promise<Json> {
@@ -260,36 +276,64 @@ export class PayoutService {
 
   // ---- manual review -----------------------------------------------------------------------------
 
+  /** Voids every open review past its deadline (a warning each); run by the payout schedule. */
+  async expireReviews(): Promise<string[]> {
+    const now = this.svc.now();
+    const open = await this.store.indexRange(PAYOUT.reviewsOpen, { limit: 1000 });
+    const recs = (await this.store.getMany(open.map((e) => PAYOUT.review(e.member)))) as ({ id: string; expires_at?: number } | undefined)[];
+    const out: string[] = [];
+    for (const r of recs) {
+      if (!r || r.expires_at === undefined || r.expires_at > now) continue;
+      try {
+        const res = (await this.decide(r.id, 'reject', 'hold-deadline', 'no decision before the hold deadline', {}, true)) as { state: string };
+        if (res.state === 'expired') out.push(r.id);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err; // decided meanwhile
+      }
+    }
+    if (out.length) await this.svc.opts.bus?.publish('payment:warnings', { reason: 'review_expired', reviews: out }).catch(() => undefined);
+    return out;
+  }
+
   async reviews(open: boolean) {
     const ids = await this.store.indexRange(open ? PAYOUT.reviewsOpen : PAYOUT.reviewsAll, { reverse: true, limit: 200 });
     return { reviews: (await this.store.getMany(ids.map((e) => PAYOUT.review(e.member)))).filter(Boolean) };
   }
 
   /** Approve (post the holds) or reject (void them): at most once. */
-  async decide(id: string, action: 'approve' | 'reject', reviewer: string, reason: string, e: Effect = {}): Promise<Json> {
+  async decide(id: string, action: 'approve' | 'reject', reviewer: string, reason: string, e: Effect = {}, expired = false): Promise<Json> {
     const rv = (await this.store.get(PAYOUT.review(id))) as { holds: string[]; user: string; week: string; amount: string } | undefined;
     if (!rv) throw new AppError('not_found', 'review_not_found', `no review ${id}`);
     const wallet = userAccount(rv.user, 'wallet');
     const resolveId = (h: string) => `${h}:${action === 'approve' ? 'post' : 'void'}`;
     const now = this.svc.now();
+    const dayKey = PAYOUT.day(utcDay(now));
+    const state = action === 'approve' ? 'approved' : expired ? 'expired' : 'rejected';
     const keys = [
       ...rv.holds.flatMap((h) => resolveKeys(h, resolveId(h))),
       K.account('escrow'), K.account(wallet), K.account('operating'),
-      PAYOUT.review(id), PAYOUT.record(rv.week, rv.user), RK.head, ...(e.ticket ? [e.ticket.storeKey] : []),
+      PAYOUT.review(id), PAYOUT.record(rv.week, rv.user), RK.head, dayKey, ...(e.ticket ? [e.ticket.storeKey] : []),
     ];
     let warned = false; // set when this call (not a replay) raised the warning
     const out = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
       warned = false;
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
       if (replay) return { result: replay.body };
-      const cur = get(PAYOUT.review(id)) as { state: string } & Record<string, Json>;
+      const cur = get(PAYOUT.review(id)) as { state: string; expires_at?: number } & Record<string, Json>;
       if (cur.state !== 'open') throw new AppError('conflict', 'review_closed', `review ${id} was already ${cur.state}`);
+      if (expired && (cur.expires_at === undefined || cur.expires_at > now)) return { result: { review: id, state: 'open', receipt_hash: null } as Json };
       for (const h of rv.holds) tx.resolve({ id: resolveId(h), pending_id: h, action: action === 'approve' ? 'post' : 'void' });
       const w: Write[] = [
-        { op: 'set', key: PAYOUT.review(id), value: { ...cur, state: action === 'approve' ? 'approved' : 'rejected', reviewer, reason, decided_at: now } },
+        { op: 'set', key: PAYOUT.review(id), value: { ...cur, state, reviewer, reason, decided_at: now } },
         { op: 'unindex', key: PAYOUT.reviewsOpen, member: id },
-        auditWrite({ action: `review_${action}`, review: id, by: reviewer, reason, ts: now }),
+        auditWrite({ action: expired ? 'review_expired' : `review_${action}`, review: id, by: reviewer, reason, ts: now }),
       ];
+      if (expired) w.push({ op: 'push', key: PAYOUT.warnings, value: { user: rv.user, week: rv.week, reason: 'review_expired', review: id, ts: now }, cap: 1000 });
+      if (action === 'approve') {
+        // an approved review is paid today: it counts toward the day's circuit-breaker total
+        const paidToday = BigInt((get(dayKey) as string | undefined) ?? '0');
+        w.push({ op: 'set', key: dayKey, value: (paidToday + BigInt(rv.amount)).toString(), ttlMs: 3 * DAY });
+      }
       let receipt_hash: string | null = null;
       if (action === 'approve') {
         const r = receiptWrites(get(RK.head), { kind: 'payout', user: rv.user, amount: rv.amount, transfers: rv.holds.map(resolveId), ref: `${rv.week}:${rv.user}`, ts: now });
@@ -297,8 +341,8 @@ export class PayoutService {
         w.push(...r.writes, ...chainEventWrites(`payout:${rv.week}:${rv.user}`, 'payout', { week: rv.week, user: rv.user, amount: rv.amount, receipt_hash: r.hash }, now));
       }
       const rec = get(PAYOUT.record(rv.week, rv.user)) as Record<string, Json>;
-      w.push({ op: 'set', key: PAYOUT.record(rv.week, rv.user), value: { ...rec, status: action === 'approve' ? 'paid' : 'rejected', receipt_hash } });
-      const body = { review: id, state: action === 'approve' ? 'approved' : 'rejected', receipt_hash };
+      w.push({ op: 'set', key: PAYOUT.record(rv.week, rv.user), value: { ...rec, status: action === 'approve' ? 'paid' : expired ? 'expired' : 'rejected', receipt_hash } });
+      const body = { review: id, state, receipt_hash };
       if (e.ticket) w.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
       return { writes: w, result: body as Json };
     });

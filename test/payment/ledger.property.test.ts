@@ -6,14 +6,19 @@ import { K, ledgerUpdate, resolveKeys, parseAccount, availableOf, transferKeys, 
 import { checkLedger } from '../../src/payment/check.js';
 import { RK, receiptWrites, verifyReceiptChain } from '../../src/payment/receipts.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
-import type { Store } from '../../src/store/port.js';
+import type { Json, Store } from '../../src/store/port.js';
+import { Corrections } from '../../src/payment/corrections.js';
+import { Idempotency } from '../../src/payment/idempotency.js';
+import { PegService } from '../../src/payment/peg.js';
+import { PaymentService } from '../../src/payment/service.js';
 import { tempDir } from '../support/process.js';
 
 /**
  * fc.commands against an in-memory model of the ledger: every command runs on the real ledger (LMDB)
  * and on the model; after each, balances agree; after each run, the log recomputes to the stored
  * totals, debits = credits, no non-boundary account is negative, holds resolved at most once, one
- * payout per (week, user), and the receipt chain verifies.
+ * payout per (week, user), operator reversals once (never of a reversal, nor overdrawing), no stored
+ * transfer ever changes (checked after every command), and the receipt chain verifies.
  */
 
 const ACCOUNTS = ['bank', 'escrow', 'operating', 'u:a:wallet', 'u:b:wallet'];
@@ -29,6 +34,26 @@ interface Model {
 interface Real {
   store: Store;
   now: number;
+  /** Every stored transfer as first seen: none may ever change. */
+  seen?: Map<string, Json | undefined>;
+}
+
+/** After each command: every transfer in the log is stored exactly as when it was first seen. */
+async function immutable(r: Real) {
+  const seen = (r.seen ??= new Map());
+  const ids = (await r.store.indexRange(K.log)).map((e) => e.member);
+  const recs = await r.store.getMany(ids.map((id) => K.transfer(id)));
+  ids.forEach((id, i) => {
+    if (seen.has(id)) expect(recs[i], `transfer ${id} changed`).toEqual(seen.get(id));
+    else seen.set(id, recs[i]);
+  });
+  expect(ids.length).toBe(seen.size);
+}
+
+function corrections(r: Real) {
+  const clock = { now: () => ++r.now };
+  const peg = new PegService([], { windowMs: 1, maxGapMs: 1, minProviders: 1 });
+  return new Corrections(new PaymentService({ store: r.store, clock, peg, idempotency: new Idempotency(r.store, clock), maxOnrampKrw: 1 }));
 }
 
 const av = (m: Model, a: string) => m.avail.get(a) ?? 0n;
@@ -66,6 +91,7 @@ class TransferCmd implements fc.AsyncCommand<Model, Real> {
     }
     expect(got).toBe(want);
     for (const a of [t.debit, t.credit]) expect(await realAvail(r, a)).toBe(av(m, a));
+    await immutable(r);
   }
   toString = () => `transfer(${this.t.id} ${this.t.debit}->${this.t.credit} ${this.t.amount}${this.t.pending ? ' pending' : ''})`;
 }
@@ -95,6 +121,7 @@ class ResolveCmd implements fc.AsyncCommand<Model, Real> {
       else m.avail.set(p.debit, av(m, p.debit) + p.amount);
     }
     expect(got).toBe(want);
+    await immutable(r);
   }
   toString = () => `resolve(${this.pending} ${this.action} #${this.n})`;
 }
@@ -133,8 +160,39 @@ class PayoutCmd implements fc.AsyncCommand<Model, Real> {
       }
     }
     expect(got).toBe(want);
+    await immutable(r);
   }
   toString = () => `payout(W${this.week} ${this.user})`;
+}
+
+class ReverseCmd implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly week: number,
+    readonly user: 'a' | 'b',
+    readonly ofReversal: boolean,
+  ) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const payout = `payout:W${this.week}:${this.user}:trader`;
+    const target = this.ofReversal ? `reversal:${payout}` : payout;
+    const got = await outcome(corrections(r).reverse(target, 'op', 'test'));
+    const w = `u:${this.user}:wallet`;
+    let want: string;
+    if (!m.transfers.has(target)) want = 'transfer_not_found';
+    else if (this.ofReversal) want = 'reversal_of_reversal';
+    else if (m.transfers.has(`reversal:${payout}`)) want = 'already_reversed';
+    else if (av(m, w) < 9n) want = 'insufficient_balance';
+    else {
+      want = 'ok';
+      m.avail.set(w, av(m, w) - 9n);
+      m.avail.set('escrow', av(m, 'escrow') + 9n);
+      m.receipts++;
+      m.transfers.set(`reversal:${payout}`, { debit: w, credit: 'escrow', amount: 9n, code: 'reversal', pending: false, state: 'posted' });
+    }
+    expect(got).toBe(want);
+    await immutable(r);
+  }
+  toString = () => `reverse(${this.ofReversal ? 'reversal of ' : ''}W${this.week} ${this.user})`;
 }
 
 const account = fc.constantFrom(...ACCOUNTS);
@@ -145,6 +203,7 @@ const commands = [
     .map((t) => new TransferCmd({ ...t, code: 'test' })),
   fc.tuple(ids, fc.constantFrom<'post' | 'void'>('post', 'void'), fc.integer({ min: 0, max: 1 })).map(([p, a, n]) => new ResolveCmd(p, a, n)),
   fc.tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<'a' | 'b'>('a', 'b')).map(([w, u]) => new PayoutCmd(w, u)),
+  fc.tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<'a' | 'b'>('a', 'b'), fc.boolean()).map(([w, u, rr]) => new ReverseCmd(w, u, rr)),
 ];
 
 describe('ledger properties (fc.commands against a model)', () => {

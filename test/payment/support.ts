@@ -8,11 +8,11 @@ import { PK, PaymentService, challengeRecords, type ChallengeRecord } from '../.
 import type { Store } from '../../src/store/port.js';
 
 /** The relay's services over one store, without peers (challenges are written as already passed). */
-export function relay(store: Store, clock: ManualClock) {
+export function relay(store: Store, clock: ManualClock, over: Partial<ConstructorParameters<typeof PayoutService>[1]> = {}) {
   const peg = new PegService([], { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
   const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
   const life = new ChallengeLifecycle(svc, { rules: { profitTarget: 0.08, dailyLoss: 0.05, maxDrawdown: 0.1 }, violationDeductPercent: 10n });
-  const pay = new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000 });
+  const pay = new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, ...over });
   return { svc, life, pay };
 }
 

@@ -1,0 +1,100 @@
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { checkLedger } from '../../src/payment/check.js';
+import { K, availableOf, balanceOf, parseAccount } from '../../src/payment/ledger.js';
+import { PAYOUT, REVIEW_HOLD_MS } from '../../src/payment/payouts.js';
+import { payoutAt, payoutUnits, payoutWeekOf, split } from '../../src/payment/rules.js';
+import { openLmdbStore } from '../../src/store/lmdb.js';
+import type { Store } from '../../src/store/port.js';
+import { tempDir } from '../support/process.js';
+import { deposit, passedChallenge, relay, wallet } from './support.js';
+
+const HOUR = 3_600_000;
+const W = payoutWeekOf(Date.parse('2026-11-18T12:00:00Z'));
+const PEG = 1_350_000_000;
+const CENTS = 40_000;
+const X = payoutUnits(CENTS, 1_000_000n, 900_000n, BigInt(PEG)); // one user's payout (80/20 split inside)
+
+describe('payout holds: deadlines, the day total, the pool rule per run', () => {
+  const open: { store: Store; dir: string }[] = [];
+  afterEach(async () => {
+    for (const o of open.splice(0)) {
+      await o.store.close();
+      rmSync(o.dir, { recursive: true, force: true });
+    }
+  });
+  async function world(users: string[], escrow: bigint, violators: string[] = []) {
+    const dir = tempDir('holds');
+    const store = await openLmdbStore({ path: dir });
+    open.push({ store, dir });
+    const clock = new ManualClock(payoutAt(W) - 2 * 86_400_000);
+    await deposit(store, clock.now(), 'fund-escrow', 'escrow', escrow);
+    const { life } = relay(store, clock);
+    for (const u of users) {
+      await passedChallenge(store, u, `c_${u}`, 'starter_10k', 10_000, PEG);
+      await life.event(`c_${u}`, { type: 'fill', event_id: 'f', realized_cents: CENTS, ts: clock.now() });
+      if (violators.includes(u)) await life.event(`c_${u}`, { type: 'violation', event_id: 'v', rule: 'daily_loss', ts: clock.now() });
+    }
+    clock.set(payoutAt(W) + HOUR);
+    const acct = async (a: string) => parseAccount(a, await store.get(K.account(a)));
+    return { store, clock, acct };
+  }
+
+  it('a held payout not decided by its deadline is voided with a warning; hold and void are in the history', async () => {
+    const { store, clock, acct } = await world(['h1'], 10n ** 18n, ['h1']);
+    const { pay, svc } = relay(store, clock);
+    const held = (await pay.payout(W, 'h1')) as { status: string; review: string };
+    expect(held).toMatchObject({ status: 'review', reason: 'violation_last_7_days' });
+    const rv = (await store.get(PAYOUT.review(held.review))) as { expires_at: number; created_at: number };
+    expect(rv.expires_at - rv.created_at).toBe(REVIEW_HOLD_MS);
+    expect(availableOf(await acct('escrow'))).toBe(10n ** 18n - X);
+
+    clock.set(rv.expires_at - 1);
+    expect(await pay.expireReviews()).toEqual([]);
+    clock.set(rv.expires_at);
+    expect(await pay.expireReviews()).toEqual([held.review]);
+    expect(await pay.expireReviews()).toEqual([]);
+    expect(await store.get(PAYOUT.review(held.review))).toMatchObject({ state: 'expired', reviewer: 'hold-deadline' });
+    expect((await pay.warnings()).warnings[0]).toMatchObject({ user: 'h1', reason: 'review_expired', review: held.review });
+    expect(balanceOf(await acct('escrow'))).toBe(10n ** 18n);
+    expect(availableOf(await acct('escrow'))).toBe(10n ** 18n);
+    expect(balanceOf(await acct(wallet('h1')))).toBe(0n);
+    await expect(pay.decide(held.review, 'approve', 'ops', 'late')).rejects.toMatchObject({ code: 'review_closed' });
+    const hist = (await svc.wallet('h1', { limit: 20, offset: 0 })).history as { id: string; status: string }[];
+    expect(hist.map((t) => [t.id, t.status])).toEqual([
+      [`payout:${W}:h1:trader:void`, 'void'],
+      [`payout:${W}:h1:trader`, 'pending'],
+    ]);
+    expect(await pay.payout(W, 'h1')).toMatchObject({ status: 'expired' });
+    expect(await checkLedger(store)).toMatchObject({ ok: true });
+  });
+
+  it('an approved review counts toward the day\'s circuit-breaker total', async () => {
+    // capital 30 X: one payout (X) is within 5 %, an approved one plus another (2 X) is not
+    const { store, clock } = await world(['a1', 'a2'], 30n * X, ['a1']);
+    const { pay } = relay(store, clock);
+    const held = (await pay.payout(W, 'a1')) as { review: string };
+    await pay.decide(held.review, 'approve', 'ops', 'checked');
+    expect(await store.get(PAYOUT.day(new Date(clock.now()).toISOString().slice(0, 10)))).toBe(X.toString());
+    expect(await pay.payout(W, 'a2')).toMatchObject({ status: 'review', reason: 'circuit_breaker' });
+  });
+
+  it('the pool rule over a whole run: a run that would leave escrow below 2 x its payouts is held as a whole', async () => {
+    // escrow 5 X, three payouts of X: each alone keeps 2 X, the run as a whole needs 6 X
+    const { store, clock, acct } = await world(['p1', 'p2', 'p3'], 5n * X);
+    const { pay } = relay(store, clock, { breakerPercent: 100n });
+    const report = (await pay.runWeek(W)) as { pool: { ok: boolean; held: boolean; required: string }; outcomes: Record<string, number> };
+    expect(report.pool).toMatchObject({ ok: false, held: true, required: (6n * X).toString() });
+    expect(report.outcomes).toEqual({ review: 3 });
+    const reviews = (await pay.reviews(true)).reviews as { reason: string }[];
+    expect(reviews.map((r) => r.reason)).toEqual(['pool_floor_run', 'pool_floor_run', 'pool_floor_run']);
+    expect(balanceOf(await acct('escrow'))).toBe(5n * X);
+
+    // with enough in the pool the run pays
+    const ok = await world(['q1', 'q2', 'q3'], 6n * X);
+    const r2 = (await relay(ok.store, ok.clock, { breakerPercent: 100n }).pay.runWeek(W)) as { pool: { ok: boolean }; outcomes: Record<string, number> };
+    expect(r2).toMatchObject({ pool: { ok: true }, outcomes: { paid: 3 } });
+    expect(split(X, 20n).trader).toBeGreaterThan(0n);
+  });
+});
