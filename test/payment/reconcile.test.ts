@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
@@ -68,6 +69,38 @@ describe('reconciliation with the bank', () => {
     const late = await peers.banking.confirm(q.get('ref')!, q);
     expect(late.webhook_status).toBe(200);
     expect(await balance('lena')).toBe(after);
+  });
+
+  it('property: webhooks (delivered, lost, repeated) and pulls in any order credit each payment once', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ lost: fc.boolean(), redeliver: fc.boolean(), pullFirst: fc.boolean() }), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.nat({ max: 5 }), { minLength: 0, maxLength: 4 }),
+        async (payments, pullsAt) => {
+          const user = `prop${++run}`;
+          const qs = [];
+          for (let i = 0; i < payments.length; i++) qs.push(await startOnramp(user, 10_000 * (i + 1)));
+          for (let i = 0; i < payments.length; i++) {
+            const p = payments[i]!;
+            const q = qs[i]!;
+            const notify = q.get('notify')!;
+            if (p.pullFirst || pullsAt.includes(i)) await pull();
+            q.set('notify', p.lost ? DEAD : notify);
+            await peers.banking.confirm(q.get('ref')!, q);
+            if (p.redeliver) {
+              q.set('notify', notify);
+              await peers.banking.confirm(q.get('ref')!, q);
+            }
+          }
+          await pull();
+          const w = (await call(maru.url, 'GET', '/api/token/wallet?limit=100', undefined, await as(user))).body;
+          const credits = w.history.filter((t: { code: string }) => t.code === 'onramp');
+          return credits.length === payments.length && new Set(credits.map((t: { id: string }) => t.id)).size === payments.length;
+        },
+      ),
+      { numRuns: 8 },
+    );
   });
 
   it('a webhook that arrived first is not credited again by the pull', async () => {
