@@ -173,6 +173,8 @@ const schema = z.object({
   PEG_TIMEOUT_MS: intFrom(1500, 50, 30_000),
   /** State-changing payment requests per SSO user per minute (429 beyond). */
   PAYMENT_POSTS_PER_MINUTE: intFrom(120, 1, 100_000),
+  /** How often the hub reads the bank's event list to settle what a lost webhook missed, ms (one process at a time, under a lease). */
+  RECONCILE_PERIOD_MS: intFrom(60_000, 200, 86_400_000),
   /** Largest single on-ramp, KRW. */
   ONRAMP_MAX_KRW: intFrom(10_000_000, 1000, 1_000_000_000),
   PAYOUT_SCALE_RATIO: z.coerce.number().positive().max(100).default(1),

@@ -13,6 +13,7 @@ import { verifyWebhook, type ChainClient } from '../payment/peers.js';
 import type { PayoutService } from '../payment/payouts.js';
 import { verifyReceiptChain } from '../payment/receipts.js';
 import type { TreeHeads } from '../payment/tree-heads.js';
+import type { Reconciler } from '../payment/reconcile.js';
 import { WEEK_RE } from '../payment/rules.js';
 import type { ChallengeProgramPort, Effect, PaymentService } from '../payment/service.js';
 import { USER_ID_RE, type SsoVerifier } from '../payment/sso.js';
@@ -35,6 +36,8 @@ export interface PaymentRoutesOptions {
   /** The chain's signed tree heads, verified (set when CHAIN_PUBLIC_KEY is). */
   treeHeads?: TreeHeads;
   program?: ChallengeProgramPort;
+  /** Reconciliation with the bank (set when BANKING_URL is). */
+  reconciler?: Reconciler;
   /** The configured CHAIN_PUBLIC_KEY (shown to pages that verify tree heads themselves). */
   chainPublicKey?: string;
   /** The hub's public address (PUBLIC_URL, else its listening address once it listens). */
@@ -312,6 +315,28 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     summary: 'Checks a signed tree head seen elsewhere against the last verified one (400 forged, 409 out of order or inconsistent)',
     handler: async (ctx) => (await heads().accept(ctx.body, `operator:${ctx.identity!.name}`)) as unknown as Json,
   });
+  const recon = () => {
+    if (!opts.reconciler) throw new AppError('unavailable', 'banking_not_configured', 'BANKING_URL is not configured');
+    return opts.reconciler;
+  };
+  hub.route({
+    method: 'GET',
+    path: '/api/token/offramp/:id',
+    params: z.object({ id: z.string().regex(/^off_[0-9a-f]{32}$/, 'must be an off-ramp id') }),
+    guards: [user],
+    response: record('an off-ramp\'s state: sent, paid or returned'),
+    handler: (ctx) => recon().offrampStatus(ctx.params.id, uid(ctx)),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/token/ops/reconcile',
+    auth: OPERATOR,
+    body: { schema: z.object({}).strict().optional(), optional: true },
+    response: record('what the pull of the bank\'s events settled'),
+    summary: 'Reads the bank\'s events since the cursor now and settles what the webhook missed (once each)',
+    handler: async () => (await recon().pull()) as unknown as Json,
+  });
+  hub.route({ method: 'GET', path: '/api/token/ops/reconcile/differences', auth: OPERATOR, response: record('bank events that moved nothing'), handler: async () => ({ differences: await recon().differences() }) });
   hub.route({ method: 'GET', path: '/api/token/ops/chain/alarms', auth: OPERATOR, response: z.object({ alarms: z.array(z.unknown()) }), handler: async () => ({ alarms: await heads().alarms() }) });
   hub.route({ method: 'GET', path: '/api/token/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
   hub.route({

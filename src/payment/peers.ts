@@ -118,6 +118,13 @@ export class BankingClient {
     readonly url: string,
     private readonly timeoutMs: number,
   ) {}
+  /** The bank's events after `after` (a sequence number), oldest first. */
+  events(after: number, limit = 100): Promise<{ events?: unknown[]; has_more?: boolean }> {
+    return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/events?after=${after}&limit=${limit}`, { timeoutMs: this.timeoutMs });
+  }
+  payment(id: string): Promise<Record<string, unknown>> {
+    return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/payments/${encodeURIComponent(id)}`, { timeoutMs: this.timeoutMs });
+  }
   offramp(id: string, payload: Json, signal?: AbortSignal) {
     return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/offramp`, {
       method: 'POST',

@@ -17,6 +17,7 @@ import { PaymentService, type ChallengeProgramPort, type ChallengeRecord } from 
 import { SsoVerifier } from './sso.js';
 import { chainPublicKey, rawPublicKey } from './sth.js';
 import { TreeHeads } from './tree-heads.js';
+import { Reconciler } from './reconcile.js';
 
 /**
  * Builds the payment relay from the config (src/app.ts calls this): peers' clients (or the embedded
@@ -83,11 +84,13 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     leaseMs: 10 * 60_000,
   });
   const sso = new SsoVerifier({ jwksUrl: cfg.SSO_JWKS_URL, publicKeyPem: cfg.SSO_PUBLIC_KEY, issuer: cfg.SSO_ISSUER, audience: cfg.SSO_AUDIENCE, clock: deps.clock });
+  const banking = cfg.BANKING_URL ? new BankingClient(cfg.BANKING_URL, t) : undefined;
+  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: 60_000, logger: deps.logger }) : undefined;
   const deliverers: Record<string, Deliver> = paymentDeliverers(
     {
       chain,
       broker: cfg.BROKER_URL ? new BrokerClient(cfg.BROKER_URL, t) : undefined,
-      banking: cfg.BANKING_URL ? new BankingClient(cfg.BANKING_URL, t) : undefined,
+      banking,
     },
     (id, _kind, link) => service.onChainRecorded(id, link),
   );
@@ -137,6 +140,7 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     idempotency,
     chain,
     treeHeads,
+    reconciler,
     chainPublicKey: treeHeads ? rawPublicKey(chainPublicKey(cfg.CHAIN_PUBLIC_KEY!)) : undefined,
     program,
     deliverers,
@@ -147,10 +151,12 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     },
     start(listening?: { url: string }) {
       publicUrl ??= listening?.url || undefined;
+      reconciler?.start();
       payouts.start((err) => deps.logger.warn({ err }, 'weekly payout run failed'));
     },
     async stop() {
       unbind?.();
+      reconciler?.stop();
       payouts.stop();
       await standins?.close();
     },

@@ -43,8 +43,12 @@ export interface BankingState {
   publicPem?: string;
   /** Confirmed payments by banking payment id. */
   payments: Map<string, { id: string; ref: string; amount_krw: number; usd_micro: number; user: string; delivered: boolean }>;
-  offramps: Map<string, { key: string; body: unknown }>;
+  offramps: Map<string, { key: string; body: unknown; status: 'pending' | 'paid' | 'failed' }>;
   webhooksSent: number;
+  /** Declined on-ramps by ref. */
+  declined: Map<string, { ref: string; amount_krw: number; user: string }>;
+  /** The event list (as Stripe's events API): what happened, in order, read with a cursor. */
+  events: { id: string; seq: number; type: string; created: number; data: Record<string, unknown> }[];
 }
 
 export interface BankingOptions extends StandinOptions {
@@ -60,13 +64,21 @@ export interface BankingStandin extends Standin<BankingState> {
   issueToken(user: string, opts?: { expiresInS?: number; audience?: string }): Promise<string>;
   /** Confirms an on-ramp payment as the page's button does; resolves with the webhook's HTTP status. */
   confirm(ref: string, query: URLSearchParams): Promise<{ payment_id: string; webhook_status: number }>;
+  /** Declines an on-ramp payment (no webhook: the hub learns it from the event list). */
+  decline(ref: string, query: URLSearchParams): void;
+  /** The bank pays or rejects an off-ramp it received (by its Idempotency-Key). */
+  settleOfframp(key: string, outcome: 'paid' | 'failed', reason?: string): void;
 }
 
 export async function startBankingStandin(opts: BankingOptions): Promise<BankingStandin> {
   const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid: 'bank-1', alg: 'ES256', use: 'sig' };
   const { exportSPKI } = await import('jose');
-  const state: BankingState = { privateKey, jwk, publicPem: await exportSPKI(publicKey), payments: new Map(), offramps: new Map(), webhooksSent: 0 };
+  const state: BankingState = { privateKey, jwk, publicPem: await exportSPKI(publicKey), payments: new Map(), offramps: new Map(), webhooksSent: 0, declined: new Map(), events: [] };
+  const event = (type: string, data: Record<string, unknown>) => {
+    const seq = state.events.length + 1;
+    state.events.push({ id: `evt_${seq}`, seq, type, created: Date.now(), data });
+  };
   const krwPerUsd = opts.krwPerUsd ?? 1350;
   let issuer = opts.issuer ?? '';
   const audience = opts.audience ?? 'maru';
@@ -92,6 +104,7 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
     if (!p) {
       p = { id: `bp_${randomUUID()}`, ref, amount_krw: amount, usd_micro: Math.floor((amount * 1_000_000) / krwPerUsd), user, delivered: false };
       state.payments.set(p.id, p);
+      event('payment.confirmed', { payment_id: p.id, ref, amount_krw: p.amount_krw, usd_micro: p.usd_micro, user });
     }
     const body = JSON.stringify({ type: 'payment.confirmed', data: { payment_id: p.id, ref, amount_krw: p.amount_krw, usd_micro: p.usd_micro, user } });
     const ts = Math.floor(Date.now() / 1000);
@@ -113,7 +126,20 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
     return { payment_id: p.id, webhook_status: status };
   };
 
-  const routes = ['GET /.well-known/jwks.json', 'GET /sso/login', 'POST /sso/token', 'GET /pay', 'POST /pay/confirm', 'POST /api/offramp'];
+  const decline = (ref: string, q: URLSearchParams) => {
+    if (state.declined.has(ref) || [...state.payments.values()].some((x) => x.ref === ref)) return;
+    const d = { ref, amount_krw: Number(q.get('amount_krw')), user: q.get('user') ?? '' };
+    state.declined.set(ref, d);
+    event('payment.declined', d);
+  };
+  const settleOfframp = (key: string, outcome: 'paid' | 'failed', reason = 'account closed') => {
+    const o = state.offramps.get(key);
+    if (!o || o.status !== 'pending') return;
+    o.status = outcome;
+    event(outcome === 'paid' ? 'offramp.paid' : 'offramp.failed', { key, ...(outcome === 'failed' ? { reason } : {}) });
+  };
+
+  const routes = ['GET /.well-known/jwks.json', 'GET /sso/login', 'POST /sso/token', 'GET /pay', 'POST /pay/confirm', 'POST /api/offramp', 'GET /api/payments/:id', 'GET /api/events'];
   const s = await startStandin(opts, state, async (req, url, reply) => {
     const key = `${req.method} ${url.pathname}`;
     if (key === 'GET /.well-known/jwks.json') return reply(200, { keys: [jwk] });
@@ -150,14 +176,30 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
       const b = obj(await readJsonBody(req));
       const idem = String(req.headers['idempotency-key'] ?? '');
       if (!idem) throw new HttpError(400, 'missing_idempotency_key', 'Idempotency-Key is required');
-      if (!state.offramps.has(idem)) state.offramps.set(idem, { key: idem, body: b });
+      if (!state.offramps.has(idem)) state.offramps.set(idem, { key: idem, body: b, status: 'pending' });
       return reply(200, { payout_id: `bo_${idem}` });
+    }
+    if (key === 'GET /api/events') {
+      // events after a cursor (a sequence number), oldest first, at most `limit`
+      const after = Number(url.searchParams.get('after') ?? 0);
+      const limit = Number(url.searchParams.get('limit') ?? 100);
+      if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1 || limit > 500) throw new HttpError(400, 'invalid_range', 'after >= 0 and 1 <= limit <= 500');
+      const events = state.events.slice(after, after + limit);
+      return reply(200, { events, has_more: after + limit < state.events.length });
+    }
+    const pm = /^\/api\/payments\/([A-Za-z0-9_.-]{1,100})$/.exec(url.pathname);
+    if (req.method === 'GET' && pm) {
+      const p = state.payments.get(pm[1]!) ?? [...state.payments.values()].find((x) => x.ref === pm[1]);
+      if (p) return reply(200, { payment_id: p.id, ref: p.ref, status: 'confirmed', amount_krw: p.amount_krw, usd_micro: p.usd_micro, user: p.user });
+      const d = state.declined.get(pm[1]!);
+      if (d) return reply(200, { ref: d.ref, status: 'declined', amount_krw: d.amount_krw, user: d.user });
+      throw new HttpError(404, 'not_found', 'no such payment');
     }
     const [status, body] = routeMiss(req.method, url.pathname, routes);
     return reply(status, body);
   });
   issuer ||= s.url;
-  return Object.assign(s, { issueToken, confirm });
+  return Object.assign(s, { issueToken, confirm, decline, settleOfframp });
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { AppError } from '../errors.js';
+import type { Json } from '../store/port.js';
+import { K, ledgerUpdate, parseTransfer, transferKeys, type TransferInput } from './ledger.js';
+import type { BankingClient } from './peers.js';
+import { RK, receiptWrites } from './receipts.js';
+import { PK, type PaymentService } from './service.js';
+
+/**
+ * Reconciliation with the bank (issue 23, defect 4): the bank's webhook can be lost, so the hub also
+ * reads the bank's event list after a stored cursor, on a schedule (under a store lease: one process
+ * pulls at a time) and on demand (POST /api/token/ops/reconcile). A confirmed payment is settled
+ * through the same PaymentService.confirmOnramp as the webhook (once per banking payment id, in any
+ * order); a declined on-ramp is marked declined; an off-ramp is tracked until the bank pays it or
+ * rejects it, and a rejected one is returned to the wallet with its fee by a new transfer. The cursor
+ * moves only after an event is settled, so a crash between the two re-reads the event and settles it
+ * once. An event that cannot be settled (unknown payment, another amount) moves nothing and is kept as
+ * a difference.
+ */
+
+export const RECON = {
+  cursor: 'pay:recon:cursor',
+  lease: 'pay:recon:lease',
+  differences: 'pay:recon:differences',
+  offramp: (id: string) => `pay:offramp:${id}`,
+};
+
+export interface BankEvent {
+  id: string;
+  seq: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface PullReport {
+  status: 'done' | 'busy';
+  events: number;
+  credited: number;
+  declined: number;
+  offramps_paid: number;
+  offramps_returned: number;
+  differences: number;
+  cursor: number;
+}
+
+const isEvent = (e: unknown): e is BankEvent => {
+  const x = e as BankEvent;
+  return !!x && typeof x === 'object' && Number.isSafeInteger(x.seq) && typeof x.type === 'string' && !!x.data && typeof x.data === 'object';
+};
+
+export class Reconciler {
+  private timer?: NodeJS.Timeout;
+  constructor(
+    private readonly svc: PaymentService,
+    private readonly bank: BankingClient,
+    private readonly opts: { periodMs: number; leaseMs: number; logger?: Logger },
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      void this.pull().catch((err: unknown) => this.opts.logger?.warn({ err }, 'bank reconciliation failed'));
+    }, this.opts.periodMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One pull of the bank's events since the cursor (at most 20 pages of 100). */
+  async pull(): Promise<PullReport> {
+    const store = this.svc.store;
+    const token = randomUUID();
+    const now = this.svc.now();
+    const got = await store.update([RECON.lease], ([cur]) => {
+      const c = cur as { until?: number } | undefined;
+      if (c && (c.until ?? 0) > now) return { writes: [], result: false };
+      return { writes: [{ op: 'set', key: RECON.lease, value: { token, until: now + this.opts.leaseMs } }], result: true };
+    });
+    const report: PullReport = { status: 'busy', events: 0, credited: 0, declined: 0, offramps_paid: 0, offramps_returned: 0, differences: 0, cursor: 0 };
+    if (!got) return report;
+    report.status = 'done';
+    try {
+      let cursor = Number((await store.get(RECON.cursor)) ?? 0);
+      for (let page = 0; page < 20; page++) {
+        const answer = await this.bank.events(cursor, 100).catch((err: unknown) => {
+          throw new AppError('unavailable', 'bank_unavailable', `the bank did not answer: ${(err as Error).message}`);
+        });
+        const events = (answer.events ?? []).filter(isEvent).filter((e) => e.seq > cursor);
+        for (const ev of events) {
+          const outcome = await this.apply(ev);
+          report.events++;
+          if (outcome !== 'none') report[outcome]++;
+          cursor = ev.seq;
+          await store.set(RECON.cursor, cursor);
+        }
+        if (!answer.has_more || events.length === 0) break;
+      }
+      report.cursor = cursor;
+      return report;
+    } finally {
+      await store.update([RECON.lease], ([cur]) => ({ writes: (cur as { token?: string } | undefined)?.token === token ? [{ op: 'del', key: RECON.lease }] : [], result: null }));
+    }
+  }
+
+  private async apply(ev: BankEvent): Promise<'credited' | 'declined' | 'offramps_paid' | 'offramps_returned' | 'differences' | 'none'> {
+    try {
+      if (ev.type === 'payment.confirmed') {
+        const d = ev.data as { payment_id: string; ref: string; amount_krw: number; usd_micro: number };
+        const r = await this.svc.confirmOnramp({ payment_id: String(d.payment_id), ref: String(d.ref), amount_krw: Number(d.amount_krw), usd_micro: Number(d.usd_micro) });
+        return r.credited ? 'credited' : 'none';
+      }
+      if (ev.type === 'payment.declined') return (await this.declined(String(ev.data.ref))) ? 'declined' : 'none';
+      if (ev.type === 'offramp.paid' || ev.type === 'offramp.failed') {
+        const key = String(ev.data.key ?? '');
+        if (!key.startsWith('offramp:')) throw new AppError('not_found', 'offramp_not_found', `no off-ramp ${key}`);
+        const done = await this.offrampOutcome(key.slice('offramp:'.length), ev.type === 'offramp.paid' ? 'paid' : 'returned', String(ev.data.reason ?? ''));
+        return done ? (ev.type === 'offramp.paid' ? 'offramps_paid' : 'offramps_returned') : 'none';
+      }
+      return 'none';
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      await this.svc.store.push(RECON.differences, { event: ev.id, type: ev.type, code: err.code, message: err.message, data: ev.data as Json, ts: this.svc.now() }, 10_000);
+      this.opts.logger?.warn({ event: ev.id, code: err.code }, 'bank event not settled: kept as a difference');
+      return 'differences';
+    }
+  }
+
+  private declined(ref: string): Promise<boolean> {
+    return this.svc.store.update([PK.onramp(ref)], ([cur]) => {
+      const o = cur as { state?: string } | undefined;
+      if (!o) throw new AppError('not_found', 'onramp_not_found', `no on-ramp ${ref}`);
+      if (o.state !== 'open') return { writes: [], result: false };
+      return { writes: [{ op: 'set', key: PK.onramp(ref), value: { ...(o as object), state: 'declined' } as Json }], result: true };
+    });
+  }
+
+  /** Marks an off-ramp paid, or returns it (net + fee) to the wallet by a new transfer; once. */
+  private async offrampOutcome(id: string, outcome: 'paid' | 'returned', reason: string): Promise<boolean> {
+    const [netV, feeV] = await this.svc.store.getMany([K.transfer(`${id}:net`), K.transfer(`${id}:fee`)]);
+    const net = parseTransfer(netV);
+    const fee = parseTransfer(feeV);
+    if (!net || !fee || net.code !== 'offramp') throw new AppError('not_found', 'offramp_not_found', `no off-ramp ${id}`);
+    const back: TransferInput = { id: `${id}:return`, debit: 'bank', credit: net.debit, amount: net.amount + fee.amount, code: 'offramp_return', meta: { offramp: id, reason } };
+    const now = this.svc.now();
+    const user = net.debit.split(':')[1] ?? null;
+    return ledgerUpdate(this.svc.store, () => now, [RECON.offramp(id), RK.head, ...(outcome === 'returned' ? transferKeys([back]) : [])], (tx, get) => {
+      if (get(RECON.offramp(id))) return { result: false };
+      if (outcome === 'paid') return { writes: [{ op: 'set', key: RECON.offramp(id), value: { state: 'paid', ts: now } }], result: true };
+      tx.transfer(back);
+      const r = receiptWrites(get(RK.head), { kind: 'offramp_return', user, amount: back.amount.toString(), transfers: [back.id], ref: id, ts: now });
+      return { writes: [...r.writes, { op: 'set', key: RECON.offramp(id), value: { state: 'returned', reason, transfer: back.id, ts: now } }], result: true };
+    });
+  }
+
+  /** An off-ramp's status for its owner: sent (waiting for the bank), paid or returned. */
+  async offrampStatus(id: string, user: string): Promise<Json> {
+    const [netV, rec] = await this.svc.store.getMany([K.transfer(`${id}:net`), RECON.offramp(id)]);
+    const net = parseTransfer(netV);
+    if (!net || net.debit !== `u:${user}:wallet`) throw new AppError('not_found', 'offramp_not_found', `no off-ramp ${id}`);
+    const r = rec as { state?: string; reason?: string; ts?: number } | undefined;
+    return { offramp: id, state: r?.state ?? 'sent', reason: r?.reason ?? null, settled_at: r?.ts ?? null };
+  }
+
+  async differences(): Promise<Json[]> {
+    return this.svc.store.range(RECON.differences, -100, -1);
+  }
+}
