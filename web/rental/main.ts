@@ -104,7 +104,7 @@ function submit(ev: Event): void {
     $('receipt').textContent = body.receiptNo;
     $('done-fee').textContent = won(body.monthlyFee);
     $('access-key').textContent = body.accessKey;
-    $<HTMLAnchorElement>('track').href = `/api/subscriptions/${encodeURIComponent(body.receiptNo)}?key=${encodeURIComponent(body.accessKey)}`;
+    $<HTMLAnchorElement>('track').href = `/applicant.html#receipt=${encodeURIComponent(body.receiptNo)}&key=${encodeURIComponent(body.accessKey)}`;
   };
   xhr.onerror = () => {
     $<HTMLButtonElement>('submit').disabled = false;
