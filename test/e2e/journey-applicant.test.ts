@@ -49,9 +49,18 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
     const row = `#rows tr.app:has(td:text-is("${receiptNo}"))`;
     await page.waitForSelector(row);
     await page.click(row);
+    // product by its code, building type in Korean; a reject without a reason is refused beside the control
+    expect(await page.textContent(`${row} + tr.detail .product`)).toContain('SOL-702');
+    expect(await page.textContent(`${row} + tr.detail`)).toContain('관공서·청사');
+    await page.click('.doc[data-doc="uniqueNumber"] button.reject');
+    expect(await page.textContent('.doc[data-doc="uniqueNumber"] .doc-error')).toBe('반려 사유를 입력하세요.');
     await page.fill('.doc[data-doc="uniqueNumber"] input', '사업자 번호가 보이지 않습니다');
     await page.click('.doc[data-doc="uniqueNumber"] button.reject');
     await page.waitForSelector('.doc[data-doc="uniqueNumber"][data-check="rejected"]');
+    // the counters add up: the rejected card counts it
+    expect(Number(await page.textContent('#c-rejected'))).toBeGreaterThanOrEqual(1);
+    // the readable table at any width: no syllable-per-line wrapping in the rows
+    expect(await page.$$eval('#rows tr.app td', (tds) => tds.every((td) => getComputedStyle(td).whiteSpace === 'nowrap'))).toBe(true);
     await page.close();
   }
 
