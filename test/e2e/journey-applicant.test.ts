@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_TEST_ENV, bearer, signIn, TEST_PARTNER_PASSWORD } from '../support/auth.js';
@@ -66,7 +67,8 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
 
   for (const size of SIZES) {
     it(`at ${size.width} px: track opens the page; a rejection shows its reason in Korean; the re-upload goes back to review`, async () => {
-      const form = watch(await browser.newPage({ viewport: size }));
+      const context = await browser.newContext({ viewport: size });
+      const form = watch(await context.newPage());
       await form.goto(`${hub.url}/rental.html`);
       await form.waitForSelector('body[data-ready="true"]');
       await form.fill('#organization', '부산남부초등학교');
@@ -94,9 +96,14 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
       await partnerRejects(receiptNo, size);
 
       // the rejection mail names the document in Korean and links to the page
+      // (the outbox delivers after the check: read until it is kept)
       const operator = await signIn(hub.url, ['operator']);
-      const mails = await call(hub.url, 'GET', '/api/mail?limit=1000', undefined, bearer(operator));
-      const mail = (mails.body.mails as { subject: string; text?: string }[]).find((m) => m.subject.includes(receiptNo) && m.subject.includes('반려'));
+      let mail: { subject: string; text?: string } | undefined;
+      for (let i = 0; i < 100 && !mail; i++) {
+        const mails = await call(hub.url, 'GET', '/api/mail?limit=1000', undefined, bearer(operator));
+        mail = (mails.body.mails as { subject: string; text?: string }[]).find((m) => m.subject.includes(receiptNo) && m.subject.includes('반려'));
+        if (!mail) await new Promise((r) => setTimeout(r, 100));
+      }
       expect(mail?.text).toContain('- 고유번호증: 사업자 번호가 보이지 않습니다');
       expect(mail?.text).toContain(`https://maru.example.kr/applicant.html#receipt=${receiptNo}`);
       expect(mail?.text).not.toContain('uniqueNumber');
@@ -118,8 +125,11 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
       expect(await form.textContent(`${doc} .result`)).toBe('검토 대기');
       expect(await form.textContent('#notice')).toContain('고유번호증');
       expect(await form.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+      // the applicant page with data passes axe-core: no serious or critical violation
+      const axe = await new AxeBuilder({ page: form }).analyze();
+      expect(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)).toEqual([]);
       expect(errors).toEqual([]);
-      await form.close();
+      await context.close();
     });
   }
 });
