@@ -11,6 +11,8 @@ const intFrom = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
 const schema = z.object({
   PORT: intFrom(8080, 0, 65535),
   HOST: z.string().min(1).default('0.0.0.0'),
+  /** Where people open the hub (https://maru.example.kr): the links in the applicants' mails. */
+  PUBLIC_URL: z.string().url().optional(),
   DATA_DIR: z.string().min(1).default('./data'),
   REDIS_URL: z.string().url().optional(),
   /** Namespace of every Redis key and channel, so several deployments can share one server. */

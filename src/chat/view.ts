@@ -18,7 +18,7 @@ export interface Choice {
 export type Card =
   | { type: 'product'; code: number; name: string; category: Need; categoryLabel: string; summary: string; monthlyFee: number }
   | { type: 'upsell'; code: number; name: string; baseName: string; summary: string; monthlyFee: number }
-  | { type: 'receipt'; receiptNo: string; trackUrl?: string }
+  | { type: 'receipt'; receiptNo: string; trackUrl?: string; pageUrl?: string; accessKey?: string }
   | { type: 'progress'; receiptNo: string; status: string; label: string }
   | { type: 'callback'; receiptNo: string }
   | { type: 'share'; title: string; text: string; url: string; referralCode?: string };
@@ -119,7 +119,14 @@ export function view(state: StateName, ctx: ChatContext, welcome = false): View 
             {
               type: 'receipt',
               receiptNo: ctx.receiptNo,
-              ...(ctx.accessKey ? { trackUrl: `/api/subscriptions/${ctx.receiptNo}?key=${ctx.accessKey}` } : {}),
+              ...(ctx.accessKey
+                ? {
+                    trackUrl: `/api/subscriptions/${ctx.receiptNo}?key=${ctx.accessKey}`,
+                    // the applicant's page (status, documents, uploads); the key stays in the fragment
+                    pageUrl: `/applicant.html#receipt=${ctx.receiptNo}&key=${ctx.accessKey}`,
+                    accessKey: ctx.accessKey,
+                  }
+                : {}),
             },
           )
         : at('received', '접수하고 있어요. 잠시 후 다시 눌러 주세요.', [{ label: '진행 상황 보기', answer: { yes: true } }, person]);

@@ -133,6 +133,10 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     title: '렌탈 신청 · Rental application',
     description: 'Public offices and schools apply for a 36-month rental with three documents and get a receipt number.',
   });
+  hub.page('/applicant.html', '/applicant.html', {
+    title: '렌탈 신청 조회 · My application',
+    description: 'The applicant opens the application with the receipt number and access key: status, each document and its result, and uploads.',
+  });
   hub.page('/partner.html', '/partner.html', {
     title: '렌탈 파트너 심사 · Partner review',
     description: 'The rental partner signs in, reviews each document, and sees new applications live.',

@@ -22,6 +22,7 @@ export async function rentalModule(p: Platform, deps: { mailer: Mailer }): Promi
     bus,
     blobs,
     onBlobError: (err, key) => logger.warn({ err, key }, 'rental file not deleted'),
+    ...(config.PUBLIC_URL ? { publicUrl: config.PUBLIC_URL } : {}),
   });
   // uploaded files no record names (a crash between storing a file and writing its record)
   const sweep = () =>

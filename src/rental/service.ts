@@ -78,6 +78,8 @@ export interface RentalServiceOptions {
   bus: Bus;
   blobs: Pick<BlobStore, 'get' | 'delete'>;
   onBlobError?: (err: unknown, key: string) => void;
+  /** The hub's public address, for the applicant page links in mails. */
+  publicUrl?: string;
 }
 
 /** The rental part of an intake record, the status events and the live feed's messages. */
@@ -107,7 +109,7 @@ export class RentalService {
         if (files.length > 0) throw badRequest('unexpected_files', `an intake of type ${input.type} takes no files`);
         if (input.buildingType !== undefined) throw invalidField('buildingType', `only rental applications have a building type`);
         const { record, accessKey } = await intake.registerParsed(input, {
-          writes: (rec) => (rec.email ? mailWrites(`intake:${rec.id}:receipt`, receiptMail(rec), clock.now()) : []),
+          writes: (rec) => (rec.email ? mailWrites(`intake:${rec.id}:receipt`, receiptMail(rec, this.opts.publicUrl), clock.now()) : []),
         });
         return { application: view(record), accessKey };
       }
@@ -143,7 +145,7 @@ export class RentalService {
             { op: 'index', key: K.all, member: id, score: now },
             { op: 'index', key: K.status(status), member: id, score: now },
             ...files.map((f): Write => ({ op: 'set', key: K.blob(f.blobKey), value: id })),
-            ...(options.writes ? options.writes(rec) : rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec), now) : []),
+            ...(options.writes ? options.writes(rec) : rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec, this.opts.publicUrl), now) : []),
           ],
         },
       );
@@ -205,7 +207,7 @@ export class RentalService {
         moved = { at, id, receiptNo: rec.receiptNo, from: rec.status as RentalStatus, to: status, by: actor.id };
         writes.push(...this.moveWrites(rec, status, moved));
         if ((status === 'approved' || status === 'rejected') && rec.email) {
-          writes.push(...mailWrites(`rental:${id}:${status}:${x.rev + 1}`, decisionMail(next, status), now));
+          writes.push(...mailWrites(`rental:${id}:${status}:${x.rev + 1}`, decisionMail(next, status, this.opts.publicUrl), now));
         }
       }
       return { record: next, writes, result: { record: next, moved, changed: true } };

@@ -52,6 +52,13 @@ describe.skipIf(!hasBrowser)('journey: a rental application made in the conversa
     await page.waitForSelector('#receipt:not([hidden])');
     const receiptNo = (await page.textContent('#receipt-no'))!;
     expect(receiptNo).toMatch(/^R\d{6}-\d{6,}$/);
+    // the receipt card opens the applicant's page, where the documents are added
+    const link = page.locator('#log li.card[data-card="receipt"] a.track');
+    await page.goto(new URL((await link.getAttribute('href'))!, hub.url).toString());
+    await page.waitForSelector('#app:not([hidden])');
+    expect(await page.textContent('#app-receipt')).toBe(receiptNo);
+    expect(await page.textContent('#status')).toBe('서류 제출 대기');
+    expect(await page.textContent('#product')).toContain('SOL-702');
     await page.close();
     return receiptNo;
   }

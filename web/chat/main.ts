@@ -53,6 +53,16 @@ function renderCard(card: Card): void {
     case 'receipt':
     case 'callback':
       el.append(p('card-title', card.type === 'receipt' ? '접수 완료' : '상담원 연결 요청'), p('card-fee', `${card.receiptNo}`));
+      if (card.type === 'receipt' && typeof card.pageUrl === 'string') {
+        el.append(p('card-meta', `조회 키 (한 번만 표시됩니다): ${String(card.accessKey ?? '')}`));
+        const a = document.createElement('a');
+        a.href = card.pageUrl;
+        a.target = '_blank';
+        a.rel = 'noopener';
+        a.className = 'track';
+        a.textContent = '신청 조회 · 서류 제출';
+        el.append(a);
+      }
       break;
     case 'progress':
       el.append(p('card-title', `진행 상황: ${card.label}`), p('card-meta', `접수번호 ${card.receiptNo}`));

@@ -59,7 +59,7 @@ async function load(): Promise<void> {
     return;
   }
   const list = (await res.json()) as ListAnswer;
-  for (const k of ['total', 'pending', 'documents_submitted', 'approved']) $(`c-${k}`).textContent = String(list.counters[k] ?? 0);
+  for (const k of ['total', 'pending', 'documents_submitted', 'under_review', 'approved', 'rejected']) $(`c-${k}`).textContent = String(list.counters[k] ?? 0);
   $('page-info').textContent = `${list.page} / ${list.pages} (${list.matched})`;
   $<HTMLButtonElement>('prev').disabled = list.page <= 1;
   $<HTMLButtonElement>('next').disabled = list.page >= list.pages;
@@ -85,20 +85,42 @@ async function load(): Promise<void> {
   document.body.dataset.ready = 'true';
 }
 
+const MESSAGES: Record<string, string> = {
+  application_closed: '승인된 신청의 서류는 더 바꿀 수 없습니다.',
+  document_missing: '아직 제출되지 않은 서류입니다.',
+  invalid_body: '입력을 확인하세요.',
+  unauthorized: '다시 로그인하세요.',
+  rate_limited: '요청이 많습니다. 잠시 후 다시 시도하세요.',
+};
+const problem = async (res: Response) => {
+  const code = ((await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined)?.error?.code ?? '';
+  return MESSAGES[code] ?? `처리하지 못했습니다 (${res.status}).`;
+};
+const INLINE = ['application/pdf', 'image/jpeg', 'image/png'];
+const size = (n: number) => (n >= 1_048_576 ? `${(n / 1_048_576).toFixed(1)} MB` : `${Math.max(1, Math.round(n / 1024))} KB`);
+
 function detail(a: App): HTMLTableRowElement {
   const docs = el('div', { class: 'docs' });
+  const closed = a.status === 'approved';
   for (const [field, label] of DOCS) {
     const d = a.documents?.[field] ?? null;
-    const row = el('div', { class: 'doc', 'data-doc': field, 'data-check': d?.check ?? 'none' }, el('b', {}, label), d ? d.filename : '미제출 · not uploaded');
+    const row = el('div', { class: 'doc', 'data-doc': field, 'data-check': d?.check ?? 'none' }, el('b', {}, label), d ? `${d.filename} (${size(d.size)})` : '미제출 · not uploaded');
     if (d) {
-      const view = el('button', { type: 'button', class: 'link' }, '보기 · view');
-      view.addEventListener('click', () => void viewFile(d));
+      const inline = INLINE.includes(d.mediaType);
+      const view = el('button', { type: 'button', class: 'link view' }, inline ? '미리보기 · preview' : '내려받기 · download');
+      const preview = el('div', { class: 'preview', hidden: '' });
+      view.addEventListener('click', () => void viewFile(d, preview));
+      const msg = el('p', { class: 'error doc-error', role: 'alert' });
       const ok = el('button', { type: 'button', class: 'approve' }, '승인 · approve');
       const no = el('button', { type: 'button', class: 'reject' }, '반려 · reject');
       const reason = el('input', { 'aria-label': `${label} 반려 사유 · reason`, placeholder: '반려 사유 · reason', maxlength: '500' });
-      ok.addEventListener('click', () => void check(a.id, field, 'approved'));
-      no.addEventListener('click', () => void check(a.id, field, 'rejected', reason.value.trim()));
-      row.append(el('span', { class: 'check' }, d.check === 'approved' ? '승인됨' : d.check === 'rejected' ? `반려됨 (${d.reason ?? ''})` : '미확인'), view, ok, reason, no);
+      // only what can happen: nothing on an approved application, no second approval
+      if (closed || d.check === 'approved') ok.setAttribute('disabled', '');
+      if (closed) for (const x of [no, reason]) x.setAttribute('disabled', '');
+      ok.addEventListener('click', () => void check(a.id, field, 'approved', undefined, msg));
+      no.addEventListener('click', () => void check(a.id, field, 'rejected', reason.value.trim(), msg));
+      row.append(el('span', { class: 'check' }, d.check === 'approved' ? '승인됨' : d.check === 'rejected' ? `반려됨 (${d.reason ?? ''})` : '미확인'), view, ok, reason, no, msg, preview);
+      if (!inline) row.append(el('small', { class: 'muted' }, '한글(HWP) 파일은 내려받아 한컴오피스 또는 한컴독스에서 확인하세요.'));
     }
     docs.append(row);
   }
@@ -106,27 +128,38 @@ function detail(a: App): HTMLTableRowElement {
     el('p', { class: 'product' }, a.product ? `${a.product.code} ${a.product.name}` : a.type),
     el('p', {}, [a.organization, a.department, a.contactName, a.email, a.buildingType ? `건물 유형: ${BUILDING[a.buildingType] ?? a.buildingType}` : '', `접수 경로: ${SOURCE[a.source ?? 'form']}`].filter(Boolean).join(' · ')),
     el('p', {}, `월 ${won(a.monthlyFee)} · ${a.termMonths ?? '-'}개월 · 총 ${won(a.totalFee)}`),
+    closed ? el('p', { class: 'muted' }, '승인된 신청입니다. 서류 판정은 더 바꿀 수 없습니다.') : '',
     a.remarks ? el('p', {}, a.remarks) : '', docs));
 }
 
-async function check(id: string, doc: string, result: 'approved' | 'rejected', reason?: string): Promise<void> {
-  $('error').textContent = '';
+async function check(id: string, doc: string, result: 'approved' | 'rejected', reason: string | undefined, msg: HTMLElement): Promise<void> {
+  msg.textContent = '';
   if (result === 'rejected' && !reason) {
-    $('error').textContent = '반려 사유를 입력하세요 · a reason is required to reject';
+    msg.textContent = '반려 사유를 입력하세요.';
     return;
   }
   const res = await api(`/api/partner/applications/${id}/documents/${doc}/check`, { method: 'PUT', body: reason ? { result, reason } : { result } });
-  if (!res.ok) $('error').textContent = ((await res.json()) as any)?.error?.message ?? `HTTP ${res.status}`;
+  if (!res.ok) {
+    msg.textContent = await problem(res);
+    return;
+  }
   await load();
 }
 
-async function viewFile(d: DocEntry): Promise<void> {
+/** PDF and images open inline under the document; other kinds (HWP) are downloaded. */
+async function viewFile(d: DocEntry, box: HTMLElement): Promise<void> {
   if (!d.url) return;
   const res = await api(d.url);
   if (!res.ok) return;
   const url = URL.createObjectURL(await res.blob());
-  const a = el('a', { href: url, download: d.filename });
-  a.click();
+  if (INLINE.includes(d.mediaType)) {
+    box.replaceChildren(d.mediaType === 'application/pdf'
+      ? el('iframe', { src: url, title: `${d.filename} 미리보기` })
+      : el('img', { src: url, alt: `${d.filename} 미리보기` }));
+    box.hidden = false;
+    return;
+  }
+  el('a', { href: url, download: d.filename }).click();
   setTimeout(() => URL.revokeObjectURL(url), 30_000);
 }
 

@@ -42,8 +42,14 @@ async function load(): Promise<void> {
   for (const b of catalogue.buildingTypes) bt.append(el('option', { value: b.value }, b.label));
   bt.addEventListener('change', showFee);
   for (const d of catalogue.documents) {
-    const input = el('input', { type: 'file', id: d.field, name: d.field, accept: ACCEPT.join(',') });
-    $('documents').append(el('label', { for: d.field }, `${d.label} (${d.field})`, input));
+    const input = el('input', { type: 'file', id: d.field, name: d.field, accept: ACCEPT.join(','), 'aria-describedby': `${d.field}-error` });
+    const err = el('p', { class: 'error', id: `${d.field}-error`, role: 'alert' });
+    // checked as the file is chosen, in Korean
+    input.addEventListener('change', () => {
+      const f = input.files?.[0];
+      err.textContent = f ? (fileProblem(d.label, f) ?? '') : '';
+    });
+    $('documents').append(el('label', { for: d.field }, d.label, input), err);
   }
   showFee();
   document.body.dataset.ready = 'true';
@@ -54,12 +60,33 @@ function precheck(): string | undefined {
   if (!$<HTMLInputElement>('contactPhone').value.trim()) return '연락처를 입력하세요 · contact phone is required';
   for (const d of catalogue.documents) {
     const f = $<HTMLInputElement>(d.field).files?.[0];
-    if (!f) continue;
-    const ext = f.name.slice(f.name.lastIndexOf('.')).toLowerCase();
-    if (!ACCEPT.includes(ext)) return `${d.label}: ${ACCEPT.join(' ')} 파일만 받습니다`;
-    if (f.size > MAX_BYTES) return `${d.label}: 20 MB 이하만 받습니다`;
+    const why = f && fileProblem(d.label, f);
+    if (why) return why;
   }
   return undefined;
+}
+
+function fileProblem(label: string, f: File): string | undefined {
+  const ext = f.name.includes('.') ? f.name.slice(f.name.lastIndexOf('.')).toLowerCase() : '';
+  if (!ACCEPT.includes(ext)) return `${label}: ${ACCEPT.join(' ')} 파일만 받습니다`;
+  if (f.size > MAX_BYTES) return `${label}: 20 MB 이하만 받습니다`;
+  if (f.size === 0) return `${label}: 빈 파일입니다`;
+  return undefined;
+}
+
+const LABELS: Record<string, string> = { contactPhone: '연락처', email: '이메일', organization: '기관명', department: '부서', contactName: '담당자', remarks: '비고', buildingType: '건물 유형' };
+/** The server's refusal in Korean, naming the field or document by its label. */
+function serverProblem(err: { code?: string; details?: { field?: string; issues?: { field: string }[] } } | undefined, status: number): string {
+  const field = err?.details?.field ?? err?.details?.issues?.[0]?.field ?? '';
+  const label = LABELS[field] ?? catalogue.documents.find((d) => d.field === field)?.label ?? '';
+  switch (err?.code) {
+    case 'invalid_body': return `${label || '입력'}을(를) 확인하세요.`;
+    case 'unsupported_file_type': case 'type_mismatch': return `${label || '서류'}: hwp, hwpx, pdf, jpg, png 파일만 받습니다 (확장자와 내용이 맞아야 합니다).`;
+    case 'infected': return `${label || '서류'}: 악성 코드가 발견되어 받지 않았습니다.`;
+    case 'payload_too_large': return '파일이 너무 큽니다 (20 MB 이하).';
+    case 'rate_limited': return '신청이 많습니다. 잠시 후 다시 시도하세요.';
+    default: return `신청을 받지 못했습니다 (${status}). 잠시 후 다시 시도하세요.`;
+  }
 }
 
 function submit(ev: Event): void {
@@ -95,7 +122,7 @@ function submit(ev: Event): void {
       body = undefined;
     }
     if (xhr.status !== 201) {
-      $('error').textContent = body?.error?.message ?? `HTTP ${xhr.status}`;
+      $('error').textContent = serverProblem(body?.error, xhr.status);
       return;
     }
     bar.value = 100;
@@ -104,7 +131,7 @@ function submit(ev: Event): void {
     $('receipt').textContent = body.receiptNo;
     $('done-fee').textContent = won(body.monthlyFee);
     $('access-key').textContent = body.accessKey;
-    $<HTMLAnchorElement>('track').href = `/api/subscriptions/${encodeURIComponent(body.receiptNo)}?key=${encodeURIComponent(body.accessKey)}`;
+    $<HTMLAnchorElement>('track').href = `/applicant.html#receipt=${encodeURIComponent(body.receiptNo)}&key=${encodeURIComponent(body.accessKey)}`;
   };
   xhr.onerror = () => {
     $<HTMLButtonElement>('submit').disabled = false;
