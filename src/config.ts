@@ -11,7 +11,10 @@ const intFrom = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
 const schema = z.object({
   PORT: intFrom(8080, 0, 65535),
   HOST: z.string().min(1).default('0.0.0.0'),
-  /** Where people open the hub (https://maru.example.kr): the links in the applicants' mails. */
+  /**
+   * Where people and peers reach the hub (https://maru.example.kr): the links in the applicants'
+   * mails, the on-ramp's webhook and return addresses; never taken from a request's Host header.
+   */
   PUBLIC_URL: z.string().url().optional(),
   DATA_DIR: z.string().min(1).default('./data'),
   REDIS_URL: z.string().url().optional(),
@@ -160,8 +163,6 @@ const schema = z.object({
   SSO_ISSUER: z.string().min(1).optional(),
   SSO_AUDIENCE: z.string().min(1).optional(),
   BANKING_URL: z.string().url().optional(),
-  /** The hub's address as the banking service and browsers reach it (the on-ramp's webhook and return addresses); unset, the address it listens on. */
-  PUBLIC_URL: z.string().url().optional(),
   /** Standard Webhooks secret (whsec_...) of the banking service's confirmation webhook. */
   BANKING_WEBHOOK_SECRET: z.string().min(16).optional(),
   CHAIN_URL: z.string().url().optional(),
