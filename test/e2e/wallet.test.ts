@@ -4,9 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
-import { AUTH_TEST_ENV } from '../support/auth.js';
+import { paymentHubEnv } from '../support/payment.js';
 import { browserAvailable, launchChromium } from '../support/browser.js';
-import { tempDir } from '../support/process.js';
 
 const hasBrowser = browserAvailable();
 
@@ -19,12 +18,7 @@ describe.skipIf(!hasBrowser)('wallet page in Chromium', () => {
   beforeAll(async () => {
     peers = await startPaymentStandins({ webhookSecret: secret });
     maru = await startMaru(
-      loadConfig({
-        ...AUTH_TEST_ENV, HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('wallet-e2e'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
-        SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret,
-        CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url, PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','),
-        OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
-      }),
+      loadConfig(paymentHubEnv(peers, secret, 'wallet-e2e', { extra: { OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200' } })),
       { logger: pino({ level: 'silent' }) },
     );
     browser = await launchChromium();

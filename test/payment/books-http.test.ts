@@ -4,9 +4,9 @@ import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
-import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { signIn } from '../support/auth.js';
+import { paymentHubEnv } from '../support/payment.js';
 import { call } from '../support/http.js';
-import { tempDir } from '../support/process.js';
 
 // The routes of the books: operator reversals and statements, over HTTP against the loopback peers.
 
@@ -27,13 +27,7 @@ describe('reversals and statements over HTTP', () => {
   beforeAll(async () => {
     peers = await startPaymentStandins({ webhookSecret: secret });
     maru = await startMaru(
-      loadConfig({
-        ...AUTH_TEST_ENV,
-        HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-books'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
-        SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
-        BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url,
-        PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), PEG_TIMEOUT_MS: '1500',
-      }),
+      loadConfig(paymentHubEnv(peers, secret, 'payment-books', { extra: { PEG_TIMEOUT_MS: '1500' } })),
       { clock, logger: silent },
     );
     base = maru.url;

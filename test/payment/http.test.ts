@@ -5,9 +5,9 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { leafHash, verifyInclusion } from '../../src/payment/merkle.js';
 import { chainLeafData, newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
-import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { signIn } from '../support/auth.js';
+import { paymentHubEnv } from '../support/payment.js';
 import { call, until } from '../support/http.js';
-import { tempDir } from '../support/process.js';
 
 const silent = pino({ level: process.env.TEST_LOG ? 'error' : 'silent' });
 let n = 0;
@@ -24,13 +24,7 @@ describe('payment relay over HTTP', () => {
   beforeAll(async () => {
     peers = await startPaymentStandins({ webhookSecret: secret });
     maru = await startMaru(
-      loadConfig({
-        ...AUTH_TEST_ENV,
-        HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-http'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
-        SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
-        BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, CHAIN_PUBLIC_KEY: peers.chain.state.publicKey, BROKER_URL: peers.broker.url,
-        PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), PEG_TIMEOUT_MS: '1500', PAYMENT_POSTS_PER_MINUTE: '40', OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
-      }),
+      loadConfig(paymentHubEnv(peers, secret, 'payment-http', { chainKey: true, extra: { PEG_TIMEOUT_MS: '1500', PAYMENT_POSTS_PER_MINUTE: '40', OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200' } })),
       { clock, logger: silent },
     );
     base = maru.url;

@@ -4,8 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
-import { AUTH_TEST_ENV } from '../support/auth.js';
-import { tempDir } from '../support/process.js';
+import { paymentHubEnv } from '../support/payment.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -31,15 +30,7 @@ describe('on-ramp addresses come from configuration, never from the Host header'
   const hubs: Maru[] = [];
   const secret = newWebhookSecret();
 
-  const env = (extra: Record<string, string>) =>
-    loadConfig({
-      ...AUTH_TEST_ENV,
-      HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-public-url'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
-      SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
-      BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url,
-      PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','),
-      ...extra,
-    });
+  const env = (extra: Record<string, string>) => loadConfig(paymentHubEnv(peers, secret, 'payment-public-url', { extra }));
 
   beforeAll(async () => {
     peers = await startPaymentStandins({ webhookSecret: secret });

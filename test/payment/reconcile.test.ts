@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
-import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { signIn } from '../support/auth.js';
+import { paymentHubEnv } from '../support/payment.js';
 import { call, until } from '../support/http.js';
-import { tempDir } from '../support/process.js';
 
 const silent = pino({ level: 'silent' });
 let n = 0;
@@ -21,14 +21,8 @@ describe('reconciliation with the bank', () => {
   beforeAll(async () => {
     peers = await startPaymentStandins({ webhookSecret: secret });
     maru = await startMaru(
-      loadConfig({
-        ...AUTH_TEST_ENV,
-        HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-recon'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
-        SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
-        BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url,
-        PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','), OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
-        RECONCILE_PERIOD_MS: '86400000',
-      }),
+      loadConfig(paymentHubEnv(peers, secret, 'payment-recon', { extra: { OUTBOX_RETRY_MIN_MS: '50', OUTBOX_RETRY_MAX_MS: '200',
+        RECONCILE_PERIOD_MS: '86400000' } })),
       { logger: silent },
     );
     op = await signIn(maru.url, ['operator'], 'reconops');

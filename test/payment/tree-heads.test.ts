@@ -6,9 +6,9 @@ import { loadConfig } from '../../src/config.js';
 import { leafHash, verifyConsistency } from '../../src/payment/merkle.js';
 import { signTreeHead, verifyTreeHead, chainPublicKey } from '../../src/payment/sth.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
-import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
+import { signIn } from '../support/auth.js';
+import { paymentHubEnv } from '../support/payment.js';
 import { call } from '../support/http.js';
-import { tempDir } from '../support/process.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -21,13 +21,7 @@ describe('signed tree heads and consistency, checked by the hub', () => {
   beforeAll(async () => {
     peers = await startPaymentStandins({ webhookSecret: secret });
     maru = await startMaru(
-      loadConfig({
-        ...AUTH_TEST_ENV,
-        HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('payment-sth'), LOG_LEVEL: 'silent', TRADING_WORKERS: '1',
-        SSO_JWKS_URL: `${peers.banking.url}/.well-known/jwks.json`, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru',
-        BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret, CHAIN_URL: peers.chain.url, CHAIN_PUBLIC_KEY: peers.chain.state.publicKey,
-        BROKER_URL: peers.broker.url, PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','),
-      }),
+      loadConfig(paymentHubEnv(peers, secret, 'payment-sth', { chainKey: true })),
       { logger: silent },
     );
     op = await signIn(maru.url, ['operator'], 'chainops');
