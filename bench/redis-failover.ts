@@ -9,71 +9,26 @@
  *
  * Usage: node dist/bench/redis-failover.js
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { AppError } from '../src/errors.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/port.js';
+import { freePort, ping, redisServer, run, sleep, stopAll, tempDirFor } from './redis-servers.js';
 
 const DOWN_AFTER_MS = Number(process.env.BENCH_DOWN_AFTER_MS ?? 1000);
 const NAME = 'bench';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-
-async function ping(port: number): Promise<void> {
-  for (let tries = 0; ; tries++) {
-    const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      await c.ping();
-      return;
-    } catch (err) {
-      if (tries > 200) throw err;
-      await sleep(50);
-    } finally {
-      c.disconnect();
-    }
-  }
-}
-
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-function run(cmd: string, args: string[]): ChildProcess {
-  const c = spawn(cmd, args, { stdio: 'ignore' });
-  children.push(c);
-  return c;
-}
-async function server(extra: string[], port?: number, dir?: string) {
-  const p = port ?? (await freePort());
-  const d = dir ?? mkdtempSync(join(tmpdir(), 'maru-bench-fo-'));
-  if (!dir) dirs.push(d);
-  const child = run('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--dir', d, '--save', '', '--appendonly', 'yes', ...extra]);
-  await ping(p);
-  return { port: p, dir: d, child };
-}
-
-const primary = await server([]);
-const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
+const primary = await redisServer();
+const replica = await redisServer(['--replicaof', '127.0.0.1', String(primary.port)]);
 const probe = new Redis({ port: primary.port, host: '127.0.0.1' });
 while (!/slave0:.*state=online/.test(await probe.info('replication'))) await sleep(50);
 probe.disconnect();
 const sentinels: number[] = [];
 for (let i = 0; i < 3; i++) {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'maru-bench-sentinel-'));
-  dirs.push(dir);
+  const dir = tempDirFor('sentinel');
   const conf = join(dir, 'sentinel.conf');
   writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor ${NAME} 127.0.0.1 ${primary.port} 2\nsentinel down-after-milliseconds ${NAME} ${DOWN_AFTER_MS}\nsentinel failover-timeout ${NAME} 10000\n`);
   run('redis-sentinel', [conf]);
@@ -138,7 +93,7 @@ for (;;) {
   await sleep(20);
 }
 // the old primary back on its data: the Sentinels make it a replica, so WAIT 1 can be met again
-await server([], primary.port, primary.dir);
+await redisServer([], { port: primary.port, dir: primary.dir });
 while (windows.length < stores.length) await sleep(50);
 await sleep(500);
 stop = true;
@@ -148,9 +103,7 @@ for (const id of acknowledged) if ((await stores[0]!.get(`idem:${id}`)) === unde
 const balance = (await stores[0]!.get('balance')) as number;
 for (const s of stores) await s.close();
 s0.disconnect();
-for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-await sleep(200);
-for (const d of dirs) rmSync(d, { recursive: true, force: true });
+await stopAll();
 console.log(
   JSON.stringify({
     bench: 'redis-failover',

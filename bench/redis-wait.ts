@@ -7,47 +7,15 @@
  *
  * Usage: node dist/bench/redis-wait.js   (env: BENCH_MS per round, default 3000; BENCH_ROUNDS, default 3; BENCH_CONCURRENCY, default 32)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { openRedisStore, type RedisStore } from '../src/store/redis.js';
+import { redisServer, stopAll } from './redis-servers.js';
 
 const DURATION_MS = Number(process.env.BENCH_MS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-
-async function server(args: string[]): Promise<{ port: number; child: ChildProcess; dir: string }> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'maru-bench-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', ...args], { stdio: 'ignore' });
-  for (let tries = 0; ; tries++) {
-    const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      await c.ping();
-      break;
-    } catch (err) {
-      if (tries > 200) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      c.disconnect();
-    }
-  }
-  return { port, child, dir };
-}
 
 async function round(store: RedisStore, tag: string): Promise<{ credits: number; per_s: number; p50_ms: number; p99_ms: number }> {
   const lat: number[] = [];
@@ -80,8 +48,8 @@ async function round(store: RedisStore, tag: string): Promise<{ credits: number;
   return { credits: lat.length, per_s: Math.round(lat.length / s), p50_ms: q(0.5), p99_ms: q(0.99) };
 }
 
-const primary = await server([]);
-const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
+const primary = await redisServer([]);
+const replica = await redisServer(['--replicaof', '127.0.0.1', String(primary.port)]);
 const probe = new Redis({ port: primary.port, host: '127.0.0.1' });
 while (!/slave0:.*state=online/.test(await probe.info('replication'))) await new Promise((r) => setTimeout(r, 50));
 probe.disconnect();
@@ -97,10 +65,7 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 await plain.close();
 await waited.close();
-for (const s of [replica, primary]) {
-  s.child.kill('SIGKILL');
-  rmSync(s.dir, { recursive: true, force: true });
-}
+await stopAll();
 const med = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(
   JSON.stringify({
