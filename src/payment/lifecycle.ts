@@ -1,7 +1,7 @@
 import { AppError } from '../errors.js';
 import type { Json, Write } from '../store/port.js';
 import { Idempotency as Idem } from './idempotency.js';
-import { availableOf, balanceOf, collateralAccount, ledgerUpdate, transferKeys, userAccount, type LedgerTx, type TransferInput } from './ledger.js';
+import { K, availableOf, balanceOf, collateralAccount, ledgerUpdate, parseTransfer, transferKeys, userAccount, type LedgerTx, type TransferInput } from './ledger.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
 import { bookingWeek, collateralFor, evaluateRules, learningCredit, mulDivDown, payoutWeekOf, utcDay, type ChallengeRules } from './rules.js';
 import { PK, auditWrite, challengeRecords, insufficient, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
@@ -54,7 +54,7 @@ export class ChallengeLifecycle {
     await this.svc.challenge(challengeId); // 404 for an unknown challenge
     const now = this.svc.now();
     const week = bookingWeek(ev.ts, now);
-    const col = collateralAccount(challengeId);
+    const col = await this.collateralHolder(challengeId);
     const deductId = `deduct:${challengeId}:${ev.event_id}`;
     const keys = [PK.challenge(challengeId), FILL(challengeId, ev.event_id), PNL(challengeId, week), RK.head, ...transferKeys([{ id: deductId, debit: col, credit: 'escrow', amount: 1n, code: '' }])];
     const res = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
@@ -84,7 +84,7 @@ export class ChallengeLifecycle {
         next.violations = [...next.violations, { rule: ev.rule, ts: ev.ts }].slice(-50);
         writes.push(...chainEventWrites(`violation:${challengeId}:${ev.event_id}`, 'risk_violation', { challenge: challengeId, rule: ev.rule, ts: ev.ts }, now));
         if (c.state === 'active') outcome = `fail:${ev.rule}`;
-        if (c.state === 'funded') writes.push(...this.deduct(tx, get, next, ev.ts, deductId, now));
+        if (c.state === 'funded') writes.push(...this.deduct(tx, get, next, col, ev.ts, deductId, now));
       }
       writes.push({ op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode(next) });
       return { writes, result: { applied: true, state: next.state, outcome } };
@@ -100,10 +100,9 @@ export class ChallengeLifecycle {
    * `violationDeductPercent` of the challenge's posted collateral (rounded down) from its collateral
    * sub-account to escrow, at most what the sub-account still holds. Runs inside the violation's update.
    */
-  private deduct(tx: LedgerTx, get: (k: string) => Json | undefined, c: ChallengeRecord, ts: number, id: string, now: number): Write[] {
+  private deduct(tx: LedgerTx, get: (k: string) => Json | undefined, c: ChallengeRecord, col: string, ts: number, id: string, now: number): Write[] {
     const recent = c.violations.filter((v) => v.ts > ts - 30 * DAY && v.ts <= ts);
     if (recent.length < 2) return [];
-    const col = collateralAccount(c.id);
     const amount = mulDivDown(BigInt(c.collateral), this.opts.violationDeductPercent, 100n);
     const have = balanceOf(tx.account(col));
     const take = amount < have ? amount : have;
@@ -111,6 +110,17 @@ export class ChallengeLifecycle {
     tx.transfer({ id, debit: col, credit: 'escrow', amount: take, code: 'collateral_deduction', meta: { challenge: c.id } });
     const r = receiptWrites(get(RK.head), { kind: 'collateral_deduction', user: c.user, amount: take.toString(), transfers: [id], ref: c.id, ts: now });
     return r.writes;
+  }
+
+  /**
+   * The account a challenge's collateral was posted to: its own sub-account of the collateral pool,
+   * or, for a challenge funded before collateral was kept per challenge, the user's former collateral
+   * account (which it keeps: the books are never rewritten). Read before the update that uses it:
+   * the posting transfer never changes.
+   */
+  private async collateralHolder(challengeId: string): Promise<string> {
+    const posting = parseTransfer(await this.store.get(K.transfer(`collateral:${challengeId}`)));
+    return posting?.credit ?? collateralAccount(challengeId);
   }
 
   /** Pass or fail an active challenge (by the engine's rules or an operator, audited). */
@@ -180,7 +190,8 @@ export class ChallengeLifecycle {
   async withdraw(user: string, challengeId: string, e: Effect) {
     const c0 = await this.svc.challenge(challengeId);
     if (c0.user !== user) throw new AppError('not_found', 'challenge_not_found', `no challenge ${challengeId}`);
-    const col = collateralAccount(challengeId);
+    const col = await this.collateralHolder(challengeId);
+    const legacy = col !== collateralAccount(challengeId);
     const wallet = userAccount(user, 'wallet');
     const id = `refund:${challengeId}`;
     const now = this.svc.now();
@@ -189,8 +200,10 @@ export class ChallengeLifecycle {
       if (replay) return { result: replay.body as Json };
       const c = challengeRecords.decode(get(PK.challenge(challengeId)))!;
       if (c.state !== 'funded') throw new AppError('conflict', 'challenge_not_funded', `challenge ${challengeId} is ${c.state}`);
-      // exactly what this challenge's collateral still holds (its posting less its own deductions)
-      const refund = availableOf(tx.account(col));
+      // exactly what this challenge's collateral still holds (its posting less its own deductions);
+      // from the former shared account, the challenge's figure at most (what the former rule refunded)
+      const held = availableOf(tx.account(col));
+      const refund = legacy && BigInt(c.collateral) < held ? BigInt(c.collateral) : held;
       const writes: Write[] = [
         { op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode({ ...c, state: 'withdrawn', refunded: refund.toString() }) },
         { op: 'unindex', key: PK.funded, member: challengeId },
