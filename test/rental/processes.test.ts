@@ -79,7 +79,7 @@ describe.skipIf(!redis.available)('rental review on two hub processes sharing Re
     expect(body.items.map((i: { id: string }) => i.id).sort()).toEqual([...ids].sort());
   });
 
-  it('kill -9 right after a 201 loses neither the record nor its files', async () => {
+  it('kill -9 right after a 201 loses neither the record nor its files', { timeout: 60_000 }, async () => {
     const prefix = freshPrefix('rental-kill');
     for (const store of ['lmdb', 'redis'] as const) {
       const dataDir = tempDir(`rental-kill-${store}`);
