@@ -37,7 +37,12 @@ const woff2Only = {
     }));
   },
 };
-writeFileSync(join(out, 'font-entry.css'), '@import "@fontsource/noto-sans-kr/400.css";\n@import "@fontsource/noto-sans-kr/700.css";\nhtml { font-family: "Noto Sans KR", system-ui, sans-serif; }\n');
+// web/common/emoji/ (scripts/emoji-font.mjs): the emoji the pages show, from Noto Color Emoji
+const emojiCss = join(src, 'common', 'emoji', 'emoji.css');
+writeFileSync(
+  join(out, 'font-entry.css'),
+  `@import "@fontsource/noto-sans-kr/400.css";\n@import "@fontsource/noto-sans-kr/700.css";\n${existsSync(emojiCss) ? '@import "../../web/common/emoji/emoji.css";\n' : ''}html { font-family: "Noto Sans KR", "Maru Emoji", system-ui, sans-serif; }\n`,
+);
 await build({
   entryPoints: {
     ...(existsSync(join(src, 'common', 'base.css')) ? { base: join(src, 'common', 'base.css') } : {}),

@@ -6,18 +6,10 @@ import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Hub } from './hub/index.js';
 import { createLogger } from './log.js';
-import { authModule } from './modules/auth.js';
-import { chatModule, coachModule } from './modules/chat.js';
-import { collabModule } from './modules/collab.js';
-import { demoModule } from './modules/demo.js';
-import { demoBanner } from './demo.js';
-import { runPhase, type Platform, type ServiceModule } from './modules/module.js';
-import { outboxModule } from './modules/outbox.js';
-import { paymentModule } from './modules/payment.js';
-import { rentalModule } from './modules/rental.js';
-import { rewardModule } from './modules/reward.js';
-import { ticketModule } from './modules/ticket.js';
-import { tradingModule } from './modules/trading.js';
+import { demoBanner } from './demo/page.js';
+import { runPhase, type Platform } from './modules/module.js';
+import { compose, type Built } from './modules/compose.js';
+import { SERVICES } from './modules/services.js';
 import { openStore } from './store/open.js';
 
 export interface Maru {
@@ -61,32 +53,10 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
 
   const platform: Platform = { config, logger, clock, store, bus, processId };
 
-  // the services, in start order (shutdown runs them in reverse)
-  const outbox = outboxModule(platform);
-  const rental = await rentalModule(platform, { mailer: outbox.mailer });
-  const auth = await authModule(platform, { partnerAudit: rental.partnerAudit });
-  const trading = await tradingModule(platform);
-  const reward = rewardModule(platform, { outbox: outbox.outbox });
-  const ticket = ticketModule(platform);
-  const collab = collabModule(platform);
-  const modules: ServiceModule[] = [
-    auth,
-    outbox,
-    reward,
-    ticket,
-    rental,
-    chatModule(platform, { intake: rental.intake, rental: rental.rental }),
-    coachModule(platform),
-    trading,
-    await paymentModule(platform, { programs: trading.programs, deliver: outbox.deliver, kick: () => outbox.outbox.kick() }),
-    collab,
-  ];
-  // DEMO=1 only: demo data through the services, the /demo page, and the URLs printed at start
-  const demo = config.DEMO
-    ? demoModule(platform, { auth: auth.service, tickets: ticket.service, reward: reward.service, collab: collab.service, programs: trading.programs })
-    : undefined;
-  if (demo) modules.push(demo);
-  for (const m of modules) m.routes(hub);
+  // the services: built, routed and started in the order of what each needs of the others
+  // (src/modules/compose.ts); shutdown runs them in reverse
+  const modules = await compose(SERVICES, platform);
+  for (const m of modules) hub.service(m.name, (h) => m.routes(h));
   hub.page('/reference', '/reference.html', {
     title: 'API reference',
     description: 'Every route, stream and socket of this hub, from /openapi.json (generated from the route table)',
@@ -97,7 +67,8 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   await runPhase(modules, 'start', logger, { url });
   logger.info({ url, store: store.kind, port }, 'maru listening');
-  if (demo) process.stdout.write(demoBanner(url, demo.summary));
+  const demo = modules.find((m): m is Built<'demo'> => m.name === 'demo');
+  if (demo) process.stdout.write(demoBanner(url, demo.ports.demo));
 
   let stopped: Promise<void> | undefined;
   return {

@@ -1,3 +1,4 @@
+import { isStoreUnavailable } from './errors.js';
 import type { Json, Store, Unsubscribe } from './store/port.js';
 import {
   RetentionTable,
@@ -17,6 +18,13 @@ export type { HistoryResult, Publication, Retention, StreamPosition, LostReason 
  * Topics that need it remember: `retain(pattern, {size})` keeps a capped history in the Store, each
  * publication numbered by its offset within an epoch (see bus/history.ts), and `history(topic,
  * since)` replays what a client missed. Messages of retained topics carry their offset and epoch.
+ *
+ * `emit` on a retained topic rides through a Store outage: while the Store answers store_unavailable
+ * (Redis out of reach or failing over), the message is retried until EMIT_RETRY_MS, and the messages
+ * emitted after it on the same topic wait behind it, so a stream keeps its order and a subscriber
+ * misses nothing once the Store is back. At most EMIT_BACKLOG messages wait in all; past it, or
+ * EMIT_RETRY_MS after its emit, a message is dropped with a warning. A retry after a store_unavailable that did write
+ * (a WAIT shortfall) appends the message a second time.
  */
 export interface BusMessage {
   topic: string;
@@ -57,16 +65,69 @@ export interface Bus {
 export interface BusOptions {
   /** Where emit() reports a failed publication. */
   logger?: { warn(obj: object, msg: string): void };
+  /** Longest an emitted message of a retained topic is retried while the Store is unavailable, ms. */
+  emitRetryMs?: number;
 }
+
+/** Most emitted messages of retained topics waiting, in all topics, for the Store to come back. */
+export const EMIT_BACKLOG = 10_000;
+/** Longest an emitted message of a retained topic is retried while the Store is unavailable: 5 minutes. */
+export const EMIT_RETRY_MS = 5 * 60_000;
+/** Most emitted messages of one topic written in one store write. */
+const EMIT_BATCH = 100;
+
+/** An emitted message of a retained topic waiting to be sent. */
+interface Queued {
+  message: Json | Promise<Json>;
+  /** When it is dropped if the store is still unavailable (ms since the epoch). */
+  until: number;
+  failed: (err: unknown) => void;
+}
+
+/** First pause before a retry, doubled up to EMIT_RETRY_MAX_PAUSE_MS. */
+const EMIT_RETRY_FIRST_PAUSE_MS = 50;
+const EMIT_RETRY_MAX_PAUSE_MS = 1000;
 
 /** Store channel carrying bus messages between processes. */
 export const BUS_CHANNEL = 'bus';
+
+/**
+ * Runs `op`, and again after a pause (50 ms doubling to 1 s) while it fails with store_unavailable,
+ * until `until` (ms since the epoch) or `stopped()`; then its error is thrown. For a write whose
+ * effect must not be dropped by an outage, such as publishing what the store already committed.
+ */
+export async function retryWhileUnavailable<T>(
+  op: () => Promise<T>,
+  until: number,
+  opts: { pause?: (ms: number) => Promise<void>; stopped?: () => boolean } = {},
+): Promise<T> {
+  const pause = opts.pause ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  for (let wait = EMIT_RETRY_FIRST_PAUSE_MS; ; wait = Math.min(wait * 2, EMIT_RETRY_MAX_PAUSE_MS)) {
+    try {
+      return await op();
+    } catch (err) {
+      if (!isStoreUnavailable(err) || opts.stopped?.() || Date.now() + wait > until) throw err;
+      await pause(wait);
+    }
+  }
+}
 
 export function createBus(store: Store, origin: string, opts: BusOptions = {}): Bus {
   const handlers = new Set<BusHandler>();
   const retention = new RetentionTable();
   const history = new TopicHistory(store);
   let unsubscribe: Unsubscribe | undefined;
+  const retryMs = opts.emitRetryMs ?? EMIT_RETRY_MS;
+  /** The emits of each retained topic not yet sent, oldest first (present while its drain runs). */
+  const queues = new Map<string, Queued[]>();
+  let waiting = 0;
+  let closed = false;
+  const pauses = new Set<{ timer: NodeJS.Timeout; wake: () => void }>();
+  const pause = (ms: number) =>
+    new Promise<void>((wake) => {
+      const p = { timer: setTimeout(() => (pauses.delete(p), wake()), ms), wake };
+      pauses.add(p);
+    });
 
   const deliver = (msg: BusMessage) => {
     for (const h of handlers) {
@@ -107,11 +168,64 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
     return positions.map((p) => p.offset);
   };
 
+  /**
+   * Sends a retained topic's queued emits, oldest first, in batches of up to EMIT_BATCH (one store
+   * write each, publishMany), each retried while the Store is unavailable until its first message's
+   * time runs out. One drain per topic at a time: emits made while a batch is written (or waits out
+   * an outage) form the next one, so the topic keeps its order and a hot topic costs one write per
+   * batch, not one per message.
+   */
+  const drain = async (topic: string, q: Queued[]) => {
+    while (q.length > 0) {
+      const batch = q.splice(0, EMIT_BATCH);
+      try {
+        const ready: { message: Json; failed: (err: unknown) => void }[] = [];
+        for (const item of batch) {
+          if (Date.now() > item.until) {
+            item.failed(new Error(`the store was unavailable for more than ${retryMs} ms`));
+            continue;
+          }
+          try {
+            ready.push({ message: await item.message, failed: item.failed });
+          } catch (err) {
+            item.failed(err); // the message's own computation failed
+          }
+        }
+        if (ready.length === 0) continue;
+        try {
+          await retryWhileUnavailable(() => publishMany(topic, ready.map((r) => r.message)), batch[0]!.until, { pause, stopped: () => closed });
+        } catch (err) {
+          for (const r of ready) r.failed(err);
+        }
+      } finally {
+        waiting -= batch.length;
+      }
+    }
+    queues.delete(topic);
+  };
+
+  /** A retained topic's emit: queued behind the topic's earlier ones, retried through an outage. */
+  const emitRetained = (topic: string, message: Json | Promise<Json>, failed: (err: unknown) => void) => {
+    if (waiting >= EMIT_BACKLOG) {
+      if (message instanceof Promise) message.catch(() => undefined);
+      return failed(new Error(`more than ${EMIT_BACKLOG} bus messages wait for the store`));
+    }
+    waiting++;
+    // the time counts from the emit: after a long outage the messages queued behind run out at once
+    const item: Queued = { message, until: Date.now() + retryMs, failed };
+    const q = queues.get(topic);
+    if (q) return void q.push(item);
+    const fresh = [item];
+    queues.set(topic, fresh);
+    void drain(topic, fresh);
+  };
+
   return {
     publish,
     publishMany,
     emit(topic, message) {
       const failed = (err: unknown) => opts.logger?.warn({ err, topic }, 'bus message not published');
+      if (retention.get(topic)) return emitRetained(topic, message, failed);
       // a ready message is delivered locally before emit returns, as with publish
       if (message instanceof Promise) message.then((m) => publish(topic, m)).catch(failed);
       else publish(topic, message).catch(failed);
@@ -145,6 +259,12 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
       });
     },
     async close() {
+      closed = true;
+      for (const p of pauses) {
+        clearTimeout(p.timer);
+        p.wake();
+      }
+      pauses.clear();
       await unsubscribe?.();
       handlers.clear();
     },

@@ -1,8 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { AuthService, Role } from './auth/service.js';
+import type { BlobStore } from './blobs/port.js';
+import type { ChatService } from './chat/service.js';
+import type { CoachService } from './coach/service.js';
 import type { CollabService } from './collab/service.js';
 import { AppError } from './errors.js';
-import type { Hub } from './hub/index.js';
+import { seedRental, type RentalDemoState } from './demo/rental.js';
+import { seedChat, seedCoach, type ChatDemoState } from './demo/talk.js';
+import { seedWallet, type WalletDemo, type WalletDemoState } from './demo/wallet.js';
+import type { Payment } from './payment/wire.js';
+import type { RentalService } from './rental/service.js';
 import type { RewardService } from './reward/service.js';
 import type { Json, Store } from './store/port.js';
 import type { TicketService } from './ticket/service.js';
@@ -12,9 +19,12 @@ import { strategyParams, type StrategyId } from './trading/strategies.js';
 import type { SymbolId } from './trading/symbols.js';
 
 /**
- * DEMO=1 (or `npm run demo`): seeds a show with bookings, reward members with credited work,
- * documents with history and running trading programs, all through the services, and says where to
- * look. Idempotent: what was seeded is remembered under one key (`demo:state`, the ids the services
+ * DEMO=1 (or `npm run demo`): seeds all eight services through their own methods (a show with
+ * bookings, reward members with credited work, documents with history, running trading programs,
+ * rental applications in every status with their files and checks (src/demo/rental.ts),
+ * conversations and coaching owners (src/demo/talk.ts), a wallet with a bought challenge and
+ * two weekly payouts, one paid and one held for review (src/demo/wallet.ts, src/demo/payouts.ts)),
+ * and says where to look (src/demo/page.ts). Idempotent: what was seeded is remembered under one key (`demo:state`, the ids the services
  * gave back), and a second start checks each part through its service and seeds only what is
  * missing. The demo accounts get a fresh random password at every demo start (printed, never stored
  * in clear). Nothing here runs without DEMO=1.
@@ -27,6 +37,12 @@ export interface DemoParts {
   reward: RewardService;
   collab: CollabService;
   programs: ProgramService;
+  rental: RentalService;
+  blobs: BlobStore;
+  chat: ChatService;
+  coach: CoachService;
+  coachSecret?: string;
+  payment: Payment;
 }
 
 export interface DemoState {
@@ -34,16 +50,26 @@ export interface DemoState {
   tickets?: string[];
   members?: string[];
   programs?: string[];
+  rental?: RentalDemoState;
+  chat?: ChatDemoState;
+  wallet?: WalletDemoState;
 }
 
 export interface DemoSummary {
   password: string;
+  /** The tour key of this run (src/demo/sign-in.ts): printed in the tour's address, never served. */
+  tour_key?: string;
   accounts: { user: string; roles: Role[] }[];
   show_id: string;
   tickets: string[];
   members: string[];
   documents: string[];
   programs: string[];
+  rental: RentalDemoState;
+  chat: ChatDemoState;
+  coach: { owner: string; header: string }[];
+  /** Absent when the payment relay runs on configured (not embedded) peers. */
+  wallet?: WalletDemo;
 }
 
 const STATE_KEY = 'demo:state';
@@ -51,6 +77,7 @@ export const DEMO_ACCOUNTS: { user: string; name: string; roles: Role[] }[] = [
   { user: 'demo-staff', name: '입장 도우미', roles: ['staff'] },
   { user: 'demo-editor', name: '문서 편집자', roles: ['editor'] },
   { user: 'demo-trader', name: '데모 트레이더', roles: ['trader'] },
+  { user: 'demo-partner', name: '렌탈 검토자', roles: ['partner'] },
 ];
 const SEATS: [string, string | undefined][] = [
   ['A-1', '김마루'],
@@ -85,7 +112,7 @@ const PROGRAMS: { name: string; strategy: StrategyId; symbol: SymbolId }[] = [
   { name: 'GC 돌파', strategy: 'breakout', symbol: 'GC' },
 ];
 
-export async function seedDemo(parts: DemoParts): Promise<DemoSummary> {
+export async function seedDemo(parts: DemoParts, at: { url: string; local: string }): Promise<DemoSummary> {
   const { store, auth, tickets, reward, collab, programs } = parts;
   const state = ((await store.get<Json>(STATE_KEY)) ?? {}) as DemoState;
   const save = () => store.set(STATE_KEY, state as unknown as Json);
@@ -149,6 +176,21 @@ export async function seedDemo(parts: DemoParts): Promise<DemoSummary> {
     await programs.move(created.id, 'start', caller);
   }
 
+  // rental applications in every status, with their files and the partner's checks
+  const rental = (state.rental ??= { applications: [], receipts: [] });
+  await seedRental(parts.rental, parts.blobs, rental, save);
+
+  // conversations at several stages, one registered and shared as a referral code used once
+  const chat = (state.chat ??= { sessions: [], receipts: [] });
+  await seedChat(parts.chat, chat, save);
+
+  // two coaching owners
+  const coach = await seedCoach(parts.coach, parts.coachSecret);
+
+  // the wallet: an on-ramp settled through the bank stand-in, a challenge bought and running, a
+  // payout paid and one held for review
+  const wallet = await seedWallet(parts.payment, at, (state.wallet ??= {}), save);
+
   return {
     password,
     accounts: DEMO_ACCOUNTS.map(({ user, roles }) => ({ user, roles })),
@@ -157,28 +199,14 @@ export async function seedDemo(parts: DemoParts): Promise<DemoSummary> {
     members: [...members],
     documents: DOCS.map((d) => d.slug),
     programs: [...ids],
+    rental: { ...rental, applications: [...rental.applications], receipts: [...rental.receipts] },
+    chat: { ...chat, sessions: [...chat.sessions], receipts: [...chat.receipts] },
+    coach,
+    ...(wallet ? { wallet } : {}),
   };
 }
 
-/** The lines printed at a demo start: where to look, and how to sign in. */
-export function demoBanner(url: string, s: DemoSummary): string {
-  return [
-    '',
-    'maru demo is ready:',
-    `  pages         ${url}/pages`,
-    `  demo page     ${url}/demo`,
-    `  a ticket      ${url}/mticket/${s.tickets[0]}`,
-    `  door scanner  ${url}/scan            (sign in as demo-staff)`,
-    `  documents     ${url}/docs            (sign in as demo-editor)`,
-    `  trading       ${url}/trading         (sign in as demo-trader)`,
-    `  reward        ${url}/`,
-    `  API reference ${url}/reference`,
-    `  sign-in       ${s.accounts.map((a) => a.user).join(', ')}; password for this run: ${s.password}`,
-    '',
-  ].join('\n');
-}
-
-async function exists(get: () => Promise<unknown>): Promise<boolean> {
+export async function exists(get: () => Promise<unknown>): Promise<boolean> {
   try {
     await get();
     return true;
@@ -186,26 +214,4 @@ async function exists(get: () => Promise<unknown>): Promise<boolean> {
     if (err instanceof AppError && err.kind === 'not_found') return false;
     throw err;
   }
-}
-
-/**
- * The demo page (/demo, listed in /pages) and what it reads (GET /api/demo): the demo ticket links,
- * the documents, the programs and the accounts' names (never the password). Registered only with
- * DEMO=1; the ticket codes it lists are the demo's own, meant to be opened.
- */
-export function registerDemo(hub: Hub, s: DemoSummary): void {
-  hub.route({
-    method: 'GET',
-    path: '/api/demo',
-    cacheControl: 'no-store',
-    handler: () => ({
-      show_id: s.show_id,
-      tickets: s.tickets.map((code) => ({ code, page_url: `/mticket/${code}` })),
-      documents: s.documents.map((slug) => ({ slug, page_url: `/docs#${slug}` })),
-      programs: s.programs,
-      members: s.members,
-      accounts: s.accounts,
-    }),
-  });
-  hub.page('/demo', '/demo.html', { title: 'Demo', description: 'The seeded demo: a ticket to open, the door scanner, documents, trading programs and the sign-in names' });
 }

@@ -72,3 +72,8 @@ export function errorBody(err: AppError): ErrorBody {
   if (err.details !== undefined) body.error.details = err.details;
   return body;
 }
+
+/** Whether `err` is the Store's 503 store_unavailable (Redis out of reach, failing over, too few replicas). */
+export function isStoreUnavailable(err: unknown): boolean {
+  return err instanceof AppError && err.code === 'store_unavailable';
+}

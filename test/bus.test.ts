@@ -76,6 +76,40 @@ describe('Bus over LMDB', () => {
   });
 });
 
+describe('Bus.emit on a topic with a history', () => {
+  it('a burst of emits is written in batches, every message once, in the order emitted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'maru-bus-emit-'));
+    dirs.push(dir);
+    const store = await openLmdbStore({ path: dir });
+    const a = createBus(store, 'a');
+    a.retain('feed', { size: 5000 });
+    let writes = 0;
+    const counting = new Proxy(store, {
+      get(target, prop, recv) {
+        if (prop === 'update') writes++;
+        const v = Reflect.get(target, prop, recv);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const b = createBus(counting, 'b');
+    b.retain('feed', { size: 5000 });
+    const got: BusMessage[] = [];
+    b.onMessage((m) => got.push(m));
+    const N = 3000;
+    for (let n = 0; n < N; n++) b.emit('feed', n % 3 ? { n } : Promise.resolve({ n }));
+    await waitFor(() => got.length === N, 20_000, 'every emit delivered');
+    expect(got.map((m) => (m.message as { n: number }).n)).toEqual([...Array(N).keys()]);
+    expect(got.map((m) => m.offset)).toEqual(got.map((_, i) => got[0]!.offset! + i));
+    // batched: far fewer store writes than messages (one per message would be 3000)
+    expect(writes).toBeLessThanOrEqual(N / 10);
+    const h = await a.history('feed', { offset: got[0]!.offset! - 1, epoch: got[0]!.epoch! });
+    expect(h.publications).toHaveLength(N);
+    await a.close();
+    await b.close();
+    await store.close();
+  });
+});
+
 describe.runIf(redis.available)('Bus over Redis', () => {
   it('two processes: each message reaches the other exactly once and its publisher exactly once', async () => {
     const prefix = uniquePrefix('bus');

@@ -163,6 +163,30 @@ describe('outboxWrites and backoff (pure)', () => {
   });
 });
 
+describe('deliverers added by a service built after the outbox', () => {
+  it('delivers to an added destination, refuses a second deliverer for one, and refuses any once started', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'maru-outbox-add-'));
+    const store = await openLmdbStore({ path: join(dir, 'store') });
+    cleanups.push(async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const given: Record<string, Deliver> = {};
+    const outbox = makeOutbox(store, given);
+    const got: string[] = [];
+    outbox.addDeliverers({ later: async (it) => void got.push(it.id) });
+    // the map the outbox was built with is its own: adding does not change the caller's object
+    expect(Object.keys(given)).toEqual([]);
+    expect(() => outbox.addDeliverers({ later: async () => undefined })).toThrow('destination "later" already has a deliverer');
+    const one = item('later', 1);
+    await enqueue(store, [one], 'test:added');
+    outbox.start();
+    await until('delivery to the added destination', async () => got.length === 1);
+    expect(got).toEqual([one.id]);
+    expect(() => outbox.addDeliverers({ other: async () => undefined })).toThrow('deliverers are added before the outbox starts');
+  });
+});
+
 for (const kind of [lmdbKind(), redisKind()]) {
   describe.skipIf(kind.skip)(`Outbox on ${kind.name}`, () => {
     it('delivers items enqueued inside store.update to real stand-ins, once each', async () => {

@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { josa } from 'es-hangul';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import { codec } from '../store/codec.js';
-import type { Store } from '../store/port.js';
+import type { Store, Write } from '../store/port.js';
 
 /**
  * Coaching calls: an owner's vision, actions (each in one of four phases) and rewards. Setting an
@@ -65,6 +64,20 @@ export interface Nudge {
 }
 
 const key = (ownerId: string) => `coach:owner:${ownerId}`;
+/** Every registered owner, scored by registration time: written in the registration's own update. */
+const OWNERS = 'coach:owners';
+export const MAX_PAGE = 100;
+
+/** An owner as staff see it in the list: counts instead of the actions. */
+export interface OwnerSummary {
+  ownerId: string;
+  vision?: string;
+  timeZone: string;
+  points: number;
+  actions: Record<ActionState, number>;
+  createdAt: string;
+  updatedAt: string;
+}
 
 /** YYYY-MM-DD of `ms` in the time zone. */
 export function dayIn(timeZone: string, ms: number): string {
@@ -119,7 +132,12 @@ export class CoachService {
         createdAt: prev?.createdAt ?? now,
         updatedAt: now,
       };
-      return { writes: [{ op: 'set', key: k, value: owners.encode(owner) }], result: { created: !prev, profile: profileOf(owner) } };
+      // the index entry goes with the owner (an owner registered before the index joins it here)
+      const writes: Write[] = [
+        { op: 'set', key: k, value: owners.encode(owner) },
+        { op: 'index', key: OWNERS, member: ownerId, score: Date.parse(owner.createdAt) },
+      ];
+      return { writes, result: { created: !prev, profile: profileOf(owner) } };
     });
   }
 
@@ -129,21 +147,36 @@ export class CoachService {
     return o;
   }
 
+  /** Owners newest first, `limit` (at most MAX_PAGE) from `offset`, and how many there are. */
+  async list(page: { limit: number; offset: number }): Promise<{ owners: OwnerSummary[]; total: number }> {
+    const limit = Math.min(Math.max(1, page.limit), MAX_PAGE);
+    const [total, entries] = await Promise.all([
+      this.deps.store.indexCount(OWNERS),
+      this.deps.store.indexRange(OWNERS, { reverse: true, offset: page.offset, limit }),
+    ]);
+    const found = await this.deps.store.getMany(entries.map((e) => key(e.member)));
+    const list = found.flatMap((v) => {
+      const o = owners.decode(v);
+      return o ? [summaryOf(o)] : [];
+    });
+    return { owners: list, total };
+  }
+
   async profile(ownerId: string): Promise<Profile> {
     return profileOf(await this.owner(ownerId));
   }
 
   /**
-   * The card of the day: one open action picked by a hash of the owner and the owner's date, so it
-   * stays the same all day and changes the next. Undefined when every action is done (or none).
+   * The card of the day: the first open action in the order of the phases (티, 옴, 타, 음; within a
+   * phase, the owner's order). Doing another action leaves the card as it is; completing the card's
+   * own action moves it on to the next. Undefined when every action is done (or none).
    */
   async nudge(ownerId: string): Promise<Nudge | undefined> {
     const o = await this.owner(ownerId);
     const date = dayIn(o.timeZone, this.deps.clock.now());
     const open = o.actions.filter((a) => a.status !== '완료');
     if (open.length === 0) return undefined;
-    const h = createHash('sha256').update(`${o.id}\n${date}`).digest().readUInt32BE(0);
-    const action = open[h % open.length]!;
+    const action = open.reduce((best, a) => (PHASES.indexOf(a.phase) < PHASES.indexOf(best.phase) ? a : best));
     return {
       date,
       title: '오늘의 한 걸음',
@@ -176,6 +209,20 @@ export class CoachService {
       return { writes: [{ op: 'set', key: k, value: owners.encode(next) }], result };
     });
   }
+}
+
+function summaryOf(o: Owner): OwnerSummary {
+  const actions: Record<ActionState, number> = { 대기: 0, 진행: 0, 완료: 0 };
+  for (const a of o.actions) actions[a.status] += 1;
+  return {
+    ownerId: o.id,
+    ...(o.vision ? { vision: o.vision } : {}),
+    timeZone: o.timeZone,
+    points: o.points,
+    actions,
+    createdAt: o.createdAt,
+    updatedAt: o.updatedAt,
+  };
 }
 
 function profileOf(o: Owner): Profile {

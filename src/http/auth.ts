@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { ROLES, USER_RE, type AuthService } from '../auth/service.js';
 import { MAX_PASSWORD, MIN_PASSWORD } from '../auth/passwords.js';
-import { bearerToken } from '../hub/auth.js';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
 import { label } from '../text.js';
 
@@ -25,7 +24,7 @@ const device = z.object({ id: z.string(), gate: z.string(), name: z.string(), is
 const ok = z.object({ ok: z.literal(true) });
 
 /** The token the caller presented (the route's auth already accepted it). */
-const tokenOf = (ctx: RequestContext) => bearerToken(ctx.headers, ctx.query as Record<string, unknown>)!;
+const tokenOf = (ctx: RequestContext) => ctx.token!;
 
 /** A partner login or logout as the partner's audit trail records it (src/rental/audit.ts). */
 export interface PartnerAttempt {

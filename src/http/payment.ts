@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { validate, type BodyReader } from '../hub/http.js';
-import { Reply, type Hub, type RequestContext } from '../hub/index.js';
+import { Reply, type Hub, type IdempotencySpec, type RequestContext } from '../hub/index.js';
 import type { Json } from '../store/port.js';
-import { fingerprint, type Idempotency, type StoredAnswer } from '../payment/idempotency.js';
+import type { StoredAnswer } from '../idempotency.js';
 import { checkLedger } from '../payment/check.js';
 import { Corrections } from '../payment/corrections.js';
 import { knownAccount, parsePeriod, statement, statementCsv, userStatementAccount } from '../payment/statements.js';
@@ -20,7 +20,7 @@ import { qInt } from './query.js';
 
 /**
  * Routes of the token payment relay (document 2; docs/payment.md). Users: the banking service's SSO
- * token (verified here, not by the hub's identity model); operators: the hub's operator role.
+ * token, an identity provider of the hub (`auth: SSO_USER`); operators: the hub's operator role.
  * Every POST takes an Idempotency-Key.
  */
 
@@ -29,7 +29,6 @@ export interface PaymentRoutesOptions {
   lifecycle: ChallengeLifecycle;
   payouts: PayoutService;
   sso: SsoVerifier;
-  idempotency: Idempotency;
   webhookSecret?: string;
   chain?: ChainClient;
   /** The chain's signed tree heads, verified (set when CHAIN_PUBLIC_KEY is). */
@@ -37,8 +36,6 @@ export interface PaymentRoutesOptions {
   program?: ChallengeProgramPort;
   /** Reconciliation with the bank (set when BANKING_URL is). */
   reconciler?: Reconciler;
-  /** The configured CHAIN_PUBLIC_KEY (shown to pages that verify tree heads themselves). */
-  chainPublicKey?: string;
   /** The hub's public address (PUBLIC_URL, else its listening address once it listens). */
   publicUrl?: () => string | undefined;
   /** State-changing requests per user per minute (default 120), counted in the Store. */
@@ -46,6 +43,9 @@ export interface PaymentRoutesOptions {
 }
 
 const OPERATOR = { roles: ['operator'] };
+const SSO_PROVIDER = 'sso';
+/** The wallet's users: signed in at the bank (docs/payment.md), not with the hub's own tokens. */
+const SSO_USER = { provider: SSO_PROVIDER };
 /** Keeps the raw text beside the parsed JSON (the webhook signature covers the exact bytes). */
 const rawJson: BodyReader = {
   mediaTypes: ['application/json'],
@@ -60,15 +60,21 @@ const rawJson: BodyReader = {
 };
 
 export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): void {
-  const { service, lifecycle, payouts, sso, idempotency } = opts;
-  const user = async (ctx: RequestContext) => {
-    const u = await sso.user(ctx.headers.authorization);
-    ctx.state.user = u;
-  };
-  const uid = (ctx: RequestContext) => ctx.state.user as string;
-  // after `user` (guards run in order): each SSO user's POSTs are bounded
-  const userLimit = hub.rateLimit('payment-post', { limit: opts.postsPerMinute ?? 120, windowMs: 60_000, key: (ctx) => ctx.state.user as string | undefined });
-  const userPost = [user, userLimit];
+  const { service, lifecycle, payouts, sso } = opts;
+  // the bank's SSO token is a second identity provider of the hub: a route that names it gets the
+  // SSO user as ctx.identity ({id: the user id, kind: 'sso'}), checked before its inputs are read
+  hub.identityProvider(SSO_PROVIDER, {
+    authenticate: async (token) => {
+      const id = await sso.user(token);
+      return { id, name: id, roles: [], kind: 'sso' };
+    },
+    maxTokenLength: 4096,
+    missing: 'this route needs the banking SSO token (Authorization: Bearer <token>)',
+    description: "A JWT from the bank's single sign-on (the wallet's users), verified against its JWKS",
+  });
+  const uid = (ctx: RequestContext) => ctx.identity!.id;
+  // each SSO user's POSTs are bounded
+  const userLimit = hub.rateLimit('payment-post', { limit: opts.postsPerMinute ?? 120, windowMs: 60_000, key: (ctx) => ctx.identity?.id });
   const sameUser = (ctx: RequestContext, bodyUser: string) => {
     if (bodyUser !== uid(ctx)) throw new AppError('forbidden', 'forbidden', 'user_id does not match the SSO token');
   };
@@ -79,19 +85,14 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     if (a.status === 303) return wantsJson ? Reply.json(a.body, 200, h) : Reply.empty(303, h);
     return Reply.json(a.body, a.status, h);
   };
-  /** Runs a POST's effect under its Idempotency-Key, scoped to the caller. */
-  const idem = async (ctx: RequestContext, scope: string, run: (e: Effect) => Promise<Json | StoredAnswer>, stored = false) => {
-    const wantsJson = ctx.headers.accept === 'application/json';
-    const begun = await idempotency.begin(scope, ctx.headers['idempotency-key'], fingerprint(ctx.method, ctx.path, ctx.body));
-    if ('replay' in begun) return answer(begun.replay, true, wantsJson);
-    try {
-      const out = await run({ ticket: begun.ticket });
-      return stored ? answer(out as StoredAnswer, false, wantsJson) : Reply.json(out);
-    } catch (err) {
-      await idempotency.abandon(begun.ticket).catch(() => undefined);
-      throw err;
-    }
-  };
+  const wantsJson = (ctx: RequestContext) => ctx.headers.accept === 'application/json';
+  // every POST runs once per Idempotency-Key (the hub runs it: src/hub/idempotent.ts), keys kept
+  // where the relay has always kept them; a user's keys are the SSO user's, an operator's their own
+  const present = (a: StoredAnswer, ctx: RequestContext) => answer(a, true, wantsJson(ctx));
+  const perUser: IdempotencySpec = { key: 'required', namespace: 'pay:idem', scope: uid, present };
+  const perOperator: IdempotencySpec = { key: 'required', namespace: 'pay:idem', scope: (ctx) => `op:${ctx.identity!.id}`, present };
+  /** The effect's ticket: the service reads the key in its update and records its answer there. */
+  const effect = (ctx: RequestContext): Effect => ({ ticket: ctx.idempotency?.ticket });
 
   hub.page('/wallet', '/wallet.html', { title: 'Wallet', description: 'Token wallet: balances, history, challenges, peg, payouts, receipts' });
 
@@ -101,11 +102,13 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/challenge/buy',
     body: { schema: z.object({ challenge_id: id, user_id: z.string().regex(USER_ID_RE, 'must be a user id') }).strict() },
-    guards: userPost,
+    auth: SSO_USER,
+    guards: [userLimit],
+    idempotency: perUser,
     response: A.effect,
     handler: (ctx) => {
       sameUser(ctx, ctx.body.user_id);
-      return idem(ctx, uid(ctx), (e) => service.buy(uid(ctx), ctx.body.challenge_id, e, opts.program) as Promise<Json>);
+      return service.buy(uid(ctx), ctx.body.challenge_id, effect(ctx), opts.program);
     },
   });
 
@@ -113,18 +116,18 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'GET',
     path: '/api/token/wallet',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 10_000 }).default(0) }).strict(),
-    guards: [user],
+    auth: SSO_USER,
     response: A.wallet,
     handler: (ctx) => service.wallet(uid(ctx), ctx.query),
   });
 
-  hub.route({ method: 'GET', path: '/api/token/my/challenges', guards: [user], response: record('the caller\'s challenges'), handler: (ctx) => service.myChallenges(uid(ctx)) });
+  hub.route({ method: 'GET', path: '/api/token/my/challenges', auth: SSO_USER, response: record('the caller\'s challenges'), handler: (ctx) => service.myChallenges(uid(ctx)) });
 
   hub.route({
     method: 'GET',
     path: '/api/token/peg/:challenge_id',
     params: z.object({ challenge_id: id }),
-    guards: [user],
+    auth: SSO_USER,
     response: record('the peg snapshot of a challenge'),
     handler: (ctx) => service.peg(uid(ctx), ctx.params.challenge_id),
   });
@@ -133,23 +136,28 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/payout/request',
     body: { schema: z.object({ week }).strict() },
-    guards: userPost,
+    auth: SSO_USER,
+    guards: [userLimit],
+    idempotency: perUser,
     response: A.effect,
-    handler: (ctx) => idem(ctx, uid(ctx), (e) => payouts.payout(ctx.body.week, uid(ctx), e)),
+    handler: (ctx) => payouts.payout(ctx.body.week, uid(ctx), effect(ctx)),
   });
 
   hub.route({
     method: 'POST',
     path: '/api/token/onramp',
     body: { schema: z.object({ amount_krw: z.number().int('must be an integer').positive('must be positive').max(Number.MAX_SAFE_INTEGER), method: z.enum(['card', 'transfer']) }).strict() },
-    guards: userPost,
+    auth: SSO_USER,
+    guards: [userLimit],
+    idempotency: perUser,
     response: A.effect,
     summary: 'Starts a payment at the banking service: 303 to its page, or 200 with the address for Accept: application/json',
-    handler: (ctx) => {
+    handler: async (ctx) => {
       // from configuration, never from the request's Host header
       const base = opts.publicUrl?.();
       if (!base) throw new AppError('unavailable', 'public_url_not_configured', 'PUBLIC_URL is not configured');
-      return idem(ctx, uid(ctx), (e) => service.onramp(uid(ctx), ctx.body.amount_krw, ctx.body.method, base, `${base}/wallet`, e), true);
+      const started = await service.onramp(uid(ctx), ctx.body.amount_krw, ctx.body.method, base, `${base}/wallet`, effect(ctx));
+      return answer(started, false, wantsJson(ctx));
     },
   });
 
@@ -175,27 +183,33 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'POST',
     path: '/api/token/offramp',
     body: { schema: z.object({ amount: units }).strict() },
-    guards: userPost,
+    auth: SSO_USER,
+    guards: [userLimit],
+    idempotency: perUser,
     response: A.effect,
-    handler: (ctx) => idem(ctx, uid(ctx), (e) => service.offramp(uid(ctx), ctx.body.amount, e)),
+    handler: (ctx) => service.offramp(uid(ctx), ctx.body.amount, effect(ctx)),
   });
 
   hub.route({
     method: 'POST',
     path: '/api/token/challenge/scale-up',
     body: { schema: z.object({ challenge_id: id }).strict() },
-    guards: userPost,
+    auth: SSO_USER,
+    guards: [userLimit],
+    idempotency: perUser,
     response: A.effect,
-    handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.scaleUp(uid(ctx), ctx.body.challenge_id, e)),
+    handler: (ctx) => lifecycle.scaleUp(uid(ctx), ctx.body.challenge_id, effect(ctx)),
   });
 
   hub.route({
     method: 'POST',
     path: '/api/token/challenge/withdraw',
     body: { schema: z.object({ challenge_id: id }).strict() },
-    guards: userPost,
+    auth: SSO_USER,
+    guards: [userLimit],
+    idempotency: perUser,
     response: A.effect,
-    handler: (ctx) => idem(ctx, uid(ctx), (e) => lifecycle.withdraw(uid(ctx), ctx.body.challenge_id, e)),
+    handler: (ctx) => lifecycle.withdraw(uid(ctx), ctx.body.challenge_id, effect(ctx)),
   });
 
   const period = z.object({
@@ -213,7 +227,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'GET',
     path: '/api/token/statement',
     query: period,
-    guards: [user],
+    auth: SSO_USER,
     response: A.statement,
     summary: 'Statement of one of the caller\'s accounts (wallet, credit, collateral or a challenge id) over [from, to), JSON or CSV',
     handler: async (ctx) => statementReply(await userStatementAccount(service.store, uid(ctx), ctx.query.account), ctx.query),
@@ -223,7 +237,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'GET',
     path: '/api/token/receipts',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 100_000 }).default(0) }).strict(),
-    guards: [user],
+    auth: SSO_USER,
     response: A.receipts,
     handler: (ctx) => service.receipts(uid(ctx), ctx.query),
   });
@@ -232,7 +246,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'GET',
     path: '/api/token/receipt/:hash',
     params: z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits') }),
-    guards: [user],
+    auth: SSO_USER,
     response: A.receipt,
     handler: async (ctx) => {
       const r = await service.receipt(ctx.params.hash, uid(ctx));
@@ -256,28 +270,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     },
   });
 
-  const heads = () => {
-    if (!opts.treeHeads) throw new AppError('unavailable', 'chain_key_not_configured', 'CHAIN_URL and CHAIN_PUBLIC_KEY are not configured');
-    return opts.treeHeads;
-  };
-  hub.route({
-    method: 'GET',
-    path: '/api/token/chain/sth',
-    response: A.treeHead,
-    summary: 'The chain\'s current signed tree head, verified by the hub, with the consistency proof from the last head it had verified',
-    handler: async () => ({ ...(await heads().refresh()), public_key: opts.chainPublicKey ?? null }) as unknown as Json,
-  });
-
   // ---- operators ------------------------------------------------------------------------------
-  hub.route({
-    method: 'POST',
-    path: '/api/token/ops/chain/sth',
-    auth: OPERATOR,
-    body: { schema: z.object({ tree_size: z.number().int().min(0), timestamp: z.number().int().min(0), root: z.string(), signature: z.string().max(200) }).strict() },
-    response: A.treeHead,
-    summary: 'Checks a signed tree head seen elsewhere against the last verified one (400 forged, 409 out of order or inconsistent)',
-    handler: async (ctx) => (await heads().accept(ctx.body, `operator:${ctx.identity!.name}`)) as unknown as Json,
-  });
   const recon = () => {
     if (!opts.reconciler) throw new AppError('unavailable', 'banking_not_configured', 'BANKING_URL is not configured');
     return opts.reconciler;
@@ -286,7 +279,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     method: 'GET',
     path: '/api/token/offramp/:id',
     params: z.object({ id: z.string().regex(/^off_[0-9a-f]{32}$/, 'must be an off-ramp id') }),
-    guards: [user],
+    auth: SSO_USER,
     response: record('an off-ramp\'s state: sent, paid or returned'),
     handler: (ctx) => recon().offrampStatus(ctx.params.id, uid(ctx)),
   });
@@ -300,7 +293,6 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: async () => (await recon().pull()) as unknown as Json,
   });
   hub.route({ method: 'GET', path: '/api/token/ops/reconcile/differences', auth: OPERATOR, response: record('bank events that moved nothing'), handler: async () => ({ differences: await recon().differences() }) });
-  hub.route({ method: 'GET', path: '/api/token/ops/chain/alarms', auth: OPERATOR, response: z.object({ alarms: z.array(z.unknown()) }), handler: async () => ({ alarms: await heads().alarms() }) });
   hub.route({ method: 'GET', path: '/api/token/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
   hub.route({
     method: 'GET',
@@ -316,8 +308,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     auth: OPERATOR,
     params: z.object({ id: z.string().regex(/^rv_[A-Za-z0-9_.-]{1,100}$/, 'must be a review id'), action: z.enum(['approve', 'reject']) }),
     body: { schema: z.object({ reason }).strict() },
+    idempotency: perOperator,
     response: A.effect,
-    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, e)),
+    handler: (ctx) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
   hub.route({
     method: 'GET',
@@ -335,9 +328,10 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     auth: OPERATOR,
     params: z.object({ id: z.string().regex(/^[A-Za-z0-9_:.-]{1,200}$/, 'must be a transfer id') }),
     body: { schema: z.object({ reason }).strict() },
+    idempotency: perOperator,
     response: A.effect,
     summary: 'Reverses a posted payout or on-ramp credit by a new linked transfer, once',
-    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => corrections.reverse(ctx.params.id, ctx.identity!.name, ctx.body.reason, e)),
+    handler: (ctx) => corrections.reverse(ctx.params.id, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
   hub.route({ method: 'GET', path: '/api/token/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
   hub.route({ method: 'GET', path: '/api/token/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });
@@ -347,8 +341,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     auth: OPERATOR,
     params: z.object({ week }),
     body: { schema: z.object({}).strict().optional(), optional: true },
+    idempotency: perOperator,
     response: A.effect,
-    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, async () => payouts.runWeek(ctx.params.week)),
+    handler: (ctx) => payouts.runWeek(ctx.params.week),
   });
   hub.route({
     method: 'POST',
@@ -356,8 +351,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     auth: OPERATOR,
     params: z.object({ id }),
     body: { schema: z.object({ outcome: z.enum(['pass', 'fail']), reason }).strict() },
+    idempotency: perOperator,
     response: A.effect,
-    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => lifecycle.judge(ctx.params.id, ctx.body.outcome, ctx.identity!.name, ctx.body.reason, e)),
+    handler: (ctx) => lifecycle.judge(ctx.params.id, ctx.body.outcome, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
   hub.route({
     method: 'POST',
@@ -370,16 +366,17 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
         z.object({ type: z.literal('violation'), event_id: id, rule: z.string().regex(/^[a-z_]{1,40}$/), ts: z.number().int().positive().optional() }).strict(),
       ]),
     },
+    idempotency: perOperator,
     response: A.event,
-    handler: (ctx) =>
-      idem(ctx, `op:${ctx.identity!.id}`, async () => lifecycle.event(ctx.params.id, { ...ctx.body, ts: ctx.body.ts ?? service.now() }) as unknown as Json),
+    handler: (ctx) => lifecycle.event(ctx.params.id, { ...ctx.body, ts: ctx.body.ts ?? service.now() }),
   });
   hub.route({
     method: 'POST',
     path: '/api/token/ops/pool/fund',
     auth: OPERATOR,
     body: { schema: z.object({ amount: units }).strict() },
+    idempotency: perOperator,
     response: A.effect,
-    handler: (ctx) => idem(ctx, `op:${ctx.identity!.id}`, (e) => service.fundPool(ctx.body.amount, ctx.identity!.name, e)),
+    handler: (ctx) => service.fundPool(ctx.body.amount, ctx.identity!.name, effect(ctx)),
   });
 }

@@ -3,13 +3,14 @@ import type { BlobStore } from '../blobs/port.js';
 import { AppError, badRequest } from '../errors.js';
 import { Reply, type Hub, type Principal, type RequestContext, type UploadedFile } from '../hub/index.js';
 import { parseIntakeInput } from '../intake/input.js';
-import { RECEIPT_RE, type IntakeService } from '../intake/service.js';
+import { RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/service.js';
 import type { Mailer } from '../mail/mailer.js';
 import type { PartnerAudit } from '../rental/audit.js';
 import { DOC_TYPES, STATUSES, catalogue } from '../rental/catalog.js';
 import type { StoredFile } from '../rental/files.js';
 import type { Review } from '../rental/review.js';
 import { PARTNER_TOPIC, SOURCES, type RentalService } from '../rental/service.js';
+import type { Json } from '../store/port.js';
 import { inspectUpload, type Scanner } from '../uploads/index.js';
 import { note } from '../text.js';
 import { qInt } from './query.js';
@@ -159,13 +160,17 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       multipart: { files: DOC_TYPES, fields: FORM_FIELDS, maxFields: 16 },
     },
     guards: [submitLimit],
+    // a retry with the same Idempotency-Key (after a 503 or a lost answer) replays the first answer
+    idempotency: { key: 'optional' },
     response: { 201: submitted },
     cacheControl: 'no-store',
     handler: async (ctx) => {
       // the fields first: a bad form is refused before any file is scanned or stored
       parseIntakeInput(ctx.body);
       const files = await storeFiles(ctx.files ?? [], blobs, scanner);
-      const { application, accessKey } = await service.submit(ctx.body, files);
+      const finish = ctx.idempotency?.finish;
+      const answer = finish && ((application: SubscriptionView, accessKey: string) => finish(201, { ...application, accessKey } as unknown as Json));
+      const { application, accessKey } = await service.submit(ctx.body, files, answer ? { answer } : {});
       return Reply.json({ ...application, accessKey }, 201);
     },
   });
@@ -271,7 +276,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     path: '/api/uploads/:subId/:filename',
     auth: { optional: true },
     params: z.object({ subId, filename: z.string().max(100) }),
-    query: z.object({ key: key.optional(), access_token: z.string().optional() }).strict(),
+    query: z.object({ key: key.optional() }).strict(),
     summary: 'A stored document (its own media type), for the partner or the applicant',
     cacheControl: 'private, no-store',
     handler: async (ctx) => {

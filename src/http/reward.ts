@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { Reply, type AuthSpec, type Hub, type RouteDef } from '../hub/index.js';
+import { Reply, type AuthSpec, type Hub, type IdempotencySpec, type RequestContext, type RouteDef } from '../hub/index.js';
 import { validate } from '../hub/http.js';
 import { AppError } from '../errors.js';
 import type { Outbox } from '../outbox.js';
+import type { Json } from '../store/port.js';
 import { V_MAX, V_MIN, UNITS_PER_WORK_MONTH } from '../reward/plan.js';
 import { REWARD_TOPIC, type RewardService, type WorkVerifier } from '../reward/service.js';
 import type { WorkSignatureGuard } from '../reward/signing.js';
@@ -53,26 +54,29 @@ function readWrite<S extends z.ZodType>(
   path: string,
   schema: S,
   response: z.ZodType,
-  run: (input: z.output<S>) => Promise<unknown>,
+  run: (input: z.output<S>, ctx: RequestContext) => Promise<unknown>,
   auth?: AuthSpec,
+  idempotency?: IdempotencySpec,
 ): void {
   hub.route({
     method: 'GET',
     path,
     auth,
+    idempotency,
     query: schema,
     response,
     cacheControl: 'no-store',
-    handler: (ctx) => run(ctx.query as z.output<S>),
+    handler: (ctx) => run(ctx.query as z.output<S>, ctx),
   } as RouteDef<any, any, any>);
   hub.route({
     method: 'POST',
     path,
     auth,
+    idempotency,
     body: paramsBody,
     response,
     cacheControl: 'no-store',
-    handler: (ctx) => run(validate(schema, { ...(ctx.query as object), ...(ctx.body ?? {}) }, 'query') as z.output<S>),
+    handler: (ctx) => run(validate(schema, { ...(ctx.query as object), ...(ctx.body ?? {}) }, 'query') as z.output<S>, ctx),
   } as RouteDef<any, any, any>);
 }
 
@@ -97,18 +101,21 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     handler: (ctx) => service.member(ctx.query.id),
   });
 
-  readWrite(hub, '/work', workQuery, R.work, (q) => {
+  // a credit retried with the same Idempotency-Key (after a 503 or a lost answer) is made once
+  readWrite(hub, '/work', workQuery, R.work, (q, ctx) => {
     let verify: WorkVerifier | undefined;
     if (signatures) {
       verify = async (publicKey, member) => {
         await signatures.check({ publicKey, id: member.id, kc: q.kc, v: q.v, ts: q.ts ?? null, sig: q.sig ?? null });
       };
     }
-    return service.work({ id: q.id, kc: q.kc, v: q.v, verify }).then((r) => {
+    const finish = ctx.idempotency?.finish;
+    const answer = finish && ((result: Json) => finish(200, result));
+    return service.work({ id: q.id, kc: q.kc, v: q.v, verify, ...(answer ? { answer } : {}) }).then((r) => {
       outbox.kick();
       return r;
     });
-  });
+  }, undefined, { key: 'optional' });
   readWrite(hub, '/exchange', exchangeQuery, R.exchange, (q) => {
     // with REWARD_SIGNING=required an exchange is signed by the member, as work is
     const verify: WorkVerifier | undefined = signatures

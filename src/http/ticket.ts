@@ -2,17 +2,35 @@ import { z } from 'zod';
 import { validate } from '../hub/http.js';
 import { Reply, type Hub, type RequestContext } from '../hub/index.js';
 import { THEME_IDS } from '../ticket/bingo.js';
-import { CODE_ALPHABET, parseCode } from '../ticket/code.js';
-import {
-  CHECKIN_TOPIC,
-  RESERVATION_ID_RE,
-  SHOW_ID_RE,
-  type CheckInInput,
-  type TicketService,
-} from '../ticket/service.js';
-import { qInt } from './query.js';
+import { parseCode } from '../ticket/code.js';
+import { CHECKIN_TOPIC, type CheckInInput, type TicketService } from '../ticket/service.js';
+import { qInt, qText } from './query.js';
 import { AppError } from '../errors.js';
 import { label } from '../text.js';
+import {
+  auditEntry,
+  bookingRow,
+  brief,
+  cancelled,
+  checkedIn,
+  checkInBody,
+  checkInByIdBody,
+  checkInEvent,
+  conflictRecord,
+  offlineBatch,
+  offlineResults,
+  pageInfo,
+  pageQuery,
+  reservationId,
+  show,
+  showId,
+  showSummary,
+  signedList,
+  ticketCode,
+  ticketView,
+} from './ticket-schemas.js';
+
+export { ticketCode } from './ticket-schemas.js';
 
 export interface Limit {
   limit: number;
@@ -27,81 +45,21 @@ export interface TicketLimits {
   checkin: Limit;
   /** Ticket lookups (GET /api/mticket/:qrCode and its QR image). */
   lookup: Limit;
+  /** Offline list downloads and offline scan uploads of a device. */
+  offline: Limit;
 }
 
 export const DEFAULT_TICKET_LIMITS: TicketLimits = {
   manual: { limit: 20, windowMs: 60_000 },
   checkin: { limit: 600, windowMs: 60_000 },
   lookup: { limit: 120, windowMs: 60_000 },
+  offline: { limit: 60, windowMs: 60_000 },
 };
 
 export interface TicketRoutesOptions {
   service: TicketService;
   limits?: Partial<TicketLimits>;
 }
-
-const codeMessage = `must be TK- followed by 8 characters of ${CODE_ALPHABET}`;
-/** A ticket code as typed or scanned; normalised to "TK-XXXXXXXX" (see parseCode). */
-export const ticketCode = z
-  .string()
-  .max(64)
-  .transform((s, ctx) => {
-    const code = parseCode(s);
-    if (!code) {
-      ctx.addIssue({ code: 'custom', message: codeMessage });
-      return z.NEVER;
-    }
-    return code;
-  });
-const reservationId = z.string().regex(RESERVATION_ID_RE, 'must be a reservation id (r_ and 10 characters)');
-const showId = z.string().regex(SHOW_ID_RE, 'must be a show id (s_ and 10 characters)');
-const nonce = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1 to 64 of A-Z a-z 0-9 _ . : -');
-
-/** What a scanner may say about itself; every field optional. */
-const scanFields = {
-  nonce: nonce.optional(),
-  scanner: label(64).optional(),
-  gate: label(64).optional(),
-};
-const checkInBody = z.object({ code: z.string().max(256), source: z.enum(['camera', 'manual']).default('manual'), ...scanFields }).strict();
-const checkInByIdBody = z.object(scanFields).strict().optional();
-
-// answers (docs/ticket.md)
-const nullable = z.string().nullable();
-const status = z.enum(['entry_allowed', 'checked_in', 'cancelled']);
-const source = z.enum(['camera', 'manual', 'api']);
-const show = z.object({ id: z.string(), name: z.string(), venue: z.string(), date: z.string(), created_at: z.string() }).loose();
-const brief = z.object({ reservation_id: z.string(), code: z.string(), show_id: z.string(), show_name: z.string(), venue: z.string(), date: z.string(), seat: z.string(), status });
-const ticketView = z.object({
-  reservation_id: z.string(),
-  code: z.string(),
-  show_id: z.string(),
-  show_name: z.string(),
-  venue: z.string(),
-  date: z.string(),
-  seat: z.string(),
-  amount_paid: z.number(),
-  holder: nullable,
-  status,
-  checked_in_at: nullable,
-  checked_in_by: z.object({ scanner: z.string(), gate: nullable }).nullable(),
-  cancelled_at: nullable,
-  qr_code: z.string(),
-  qr_image: z.string(),
-  bingo_cards: z.array(z.object({}).loose()),
-  page_url: z.string(),
-});
-const checkedIn = z.object({
-  status: z.literal('ok'),
-  replayed: z.boolean(),
-  ticket: brief,
-  checkin: z.object({ at: z.string(), scanner: z.string(), gate: nullable, nonce: nullable }),
-});
-const cancelled = brief.extend({ cancelled_at: nullable, cancel_reason: nullable });
-const checkInEvent = brief.omit({ status: true }).extend({ type: z.literal('checkin'), at: z.string(), scanner: z.string(), gate: nullable, source }).loose();
-const auditEntry = z
-  .object({ at: z.string(), result: z.string(), code: nullable, reservation_id: nullable, scanner: z.string(), gate: nullable, source, nonce: nullable, via: z.enum(['code', 'id']), replayed: z.boolean() })
-  .loose();
 
 /**
  * Who a check-in counts against: the scanner device (or staff account) from its token, so the
@@ -167,6 +125,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   const checkinLimit = (via: 'code' | 'id') =>
     hub.rateLimit('ticket-checkin', { ...limits.checkin, onLimited: (ctx) => refusedByLimit(ctx, via) });
   const lookupLimit = hub.rateLimit('ticket-lookup', limits.lookup);
+  const offlineLimit = hub.rateLimit('ticket-offline', { ...limits.offline, key: client });
 
   // ---- pages ---------------------------------------------------------------------------------
   hub.page('/mticket/:code', '/mticket.html', {
@@ -177,6 +136,10 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   hub.page('/scan', '/scan.html', {
     title: '입장 스캐너 · Check-in scanner',
     description: 'Staff scanner: camera QR scanning, manual code entry, live list of check-ins.',
+  });
+  hub.page('/shows', '/shows.html', {
+    title: '공연·예매 관리 · Shows and bookings',
+    description: 'Staff back office: shows with their door counters, bookings, ticket links, cancellation and the check-in audit.',
   });
 
   // ---- shows and booking ---------------------------------------------------------------------
@@ -195,6 +158,27 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     },
     response: { 201: show },
     handler: async (ctx) => Reply.json(await service.createShow(ctx.body), 201),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/shows',
+    auth: STAFF,
+    query: z.object(pageQuery).strict(),
+    response: z.object({ shows: z.array(showSummary), page: pageInfo }),
+    summary: 'Shows, newest first, with their door counters (paged)',
+    cacheControl: 'no-store',
+    handler: (ctx) => service.shows(ctx.query),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/shows/:id/tickets',
+    auth: STAFF,
+    params: z.object({ id: showId }),
+    query: z.object({ ...pageQuery, q: qText(100).optional() }).strict(),
+    response: z.object({ tickets: z.array(bookingRow), page: pageInfo }),
+    summary: 'One show\'s bookings, newest first, optionally those whose holder or seat contains q (paged)',
+    cacheControl: 'no-store',
+    handler: (ctx) => service.bookings(ctx.params.id, ctx.query),
   });
   hub.route({
     method: 'GET',
@@ -321,12 +305,56 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     path: '/api/checkins/audit',
     auth: STAFF,
     query: z
-      .object({ limit: qInt({ min: 1, max: 1000 }).optional(), reservation_id: reservationId.optional() })
-      .strict(),
+      .object({ limit: qInt({ min: 1, max: 1000 }).optional(), reservation_id: reservationId.optional(), show_id: showId.optional() })
+      .strict()
+      .refine((q) => !(q.reservation_id && q.show_id), { message: 'give reservation_id or show_id, not both', path: ['show_id'] }),
     response: z.object({ entries: z.array(auditEntry) }),
     cacheControl: 'no-store',
     handler: async (ctx) => ({
-      entries: await service.auditLog({ limit: ctx.query.limit ?? 100, reservation_id: ctx.query.reservation_id }),
+      entries: await service.auditLog({ limit: ctx.query.limit ?? 100, reservation_id: ctx.query.reservation_id, show_id: ctx.query.show_id }),
     }),
+  });
+  // ---- offline mode (docs/ticket.md, "Offline mode") ----------------------------------------------
+  hub.route({
+    method: 'GET',
+    path: '/api/checkin/list',
+    auth: SCANNER,
+    query: z.object({ show_id: showId }).strict(),
+    guards: [offlineLimit],
+    response: signedList,
+    summary: 'The signed offline check-in list of one show (hashed codes, status, seat; no names); ETag = version',
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      const list = await service.checkInList(ctx.query.show_id);
+      const etag = `"${list.version}"`;
+      const asked = ctx.headers['if-none-match'];
+      if (asked !== undefined && asked.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) return Reply.empty(304, { etag });
+      return Reply.json(list, 200, { etag });
+    },
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/checkin/offline',
+    auth: SCANNER,
+    body: { schema: offlineBatch },
+    guards: [offlineLimit],
+    response: offlineResults,
+    summary: 'Uploads scans made without network; each is settled in order, exactly once, with a result (ok, conflict, invalid)',
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      const origin = scanOrigin(ctx, {});
+      const results = await service.settleOffline(ctx.body.scans, { ...origin, client: client(ctx), device: client(ctx) });
+      return { results };
+    },
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/checkin/conflicts',
+    auth: STAFF,
+    query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional(), show_id: showId.optional() }).strict(),
+    response: z.object({ conflicts: z.array(conflictRecord) }),
+    summary: 'Offline scans of tickets that were already in or cancelled (both scans), newest first',
+    cacheControl: 'no-store',
+    handler: async (ctx) => ({ conflicts: await service.conflicts({ limit: ctx.query.limit ?? 100, show_id: ctx.query.show_id }) }),
   });
 }

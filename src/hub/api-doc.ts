@@ -15,12 +15,27 @@ export class ApiTable {
   private readonly entries: RouteEntry[] = [];
   private readonly sockets: { path: string; description: string }[] = [];
   private cached?: Record<string, unknown>;
+  private service?: string;
 
-  constructor(private readonly topics: Topics) {}
+  constructor(
+    private readonly topics: Topics,
+    private readonly identities: () => Record<string, string> = () => ({}),
+  ) {}
 
   add(entry: RouteEntry): void {
-    this.entries.push(entry);
+    this.entries.push(this.service ? { ...entry, service: this.service } : entry);
     this.cached = undefined;
+  }
+
+  /** Routes added while `register` runs belong to `service` (the document's tag for them). */
+  within(service: string, register: () => void): void {
+    const before = this.service;
+    this.service = service;
+    try {
+      register();
+    } finally {
+      this.service = before;
+    }
   }
 
   markPage(path: string): void {
@@ -45,6 +60,7 @@ export class ApiTable {
       description: 'One real-time hub: HTTP routes, Server-Sent Events and WebSocket topics for every service.',
       sockets: this.sockets,
       topics: this.topics.names(),
+      identities: this.identities(),
     }));
   }
 

@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js';
-import type { AuthSpec, Authenticator, Principal } from './http.js';
+import type { AuthSpec, Authenticator, IdentityProvider, Principal } from './http.js';
 
 /**
  * The hub's credential check, the one place a bearer token is read. The identity model
@@ -15,9 +15,22 @@ export class AuthGate {
   private authenticator: Authenticator = async () => undefined;
   private superRole: string | undefined;
 
+  private readonly providers = new Map<string, IdentityProvider>();
+
   use(authenticator: Authenticator, opts: { superRole?: string } = {}): void {
     this.authenticator = authenticator;
     this.superRole = opts.superRole;
+  }
+
+  /** Adds an identity provider routes name in `auth.provider`; a name is given once. */
+  provide(name: string, provider: IdentityProvider): void {
+    if (this.providers.has(name)) throw new Error(`identity provider "${name}" is already registered`);
+    this.providers.set(name, provider);
+  }
+
+  /** The providers (for /openapi.json). */
+  providerList(): ReadonlyMap<string, IdentityProvider> {
+    return this.providers;
   }
 
   /** Whether the principal holds one of `roles` (or the super role); no roles: any principal. */
@@ -41,12 +54,14 @@ export class AuthGate {
    * none given).
    */
   async check(spec: AuthSpec, headers: Record<string, string>, query?: Record<string, unknown>): Promise<{ principal: Principal; token: string } | undefined> {
-    const token = bearerToken(headers, query);
+    const provider = spec.provider === undefined ? undefined : this.providers.get(spec.provider);
+    if (spec.provider !== undefined && !provider) throw new Error(`no identity provider "${spec.provider}" is registered`);
+    const token = bearerToken(headers, query, provider?.maxTokenLength);
     if (token === undefined) {
       if (spec.optional) return undefined;
-      throw new AppError('unauthorized', 'unauthorized', 'this route needs a bearer token (Authorization: Bearer <token>)');
+      throw new AppError('unauthorized', 'unauthorized', provider?.missing ?? 'this route needs a bearer token (Authorization: Bearer <token>)');
     }
-    const principal = await this.resolve(token);
+    const principal = provider ? await provider.authenticate(token) : await this.resolve(token);
     if (!this.allows(principal, spec.roles)) {
       throw new AppError('forbidden', 'forbidden', `this route needs the role ${spec.roles!.join(' or ')}`, {
         needs: spec.roles,
@@ -65,11 +80,11 @@ export const invalidToken = () => new AppError('unauthorized', 'invalid_token', 
  * clients, which cannot set headers) the `access_token` query parameter as RFC 6750 allows.
  * A malformed Authorization header counts as a wrong token, not as none.
  */
-export function bearerToken(headers: Record<string, string>, query?: Record<string, unknown>): string | undefined {
+export function bearerToken(headers: Record<string, string>, query?: Record<string, unknown>, maxLength = 512): string | undefined {
   const h = headers.authorization;
   if (h !== undefined) {
-    const m = /^Bearer +([\x21-\x7e]{1,512})\s*$/i.exec(h);
-    return m ? m[1]! : '\0';
+    const m = /^Bearer +([\x21-\x7e]+?)\s*$/i.exec(h);
+    return m && m[1]!.length <= maxLength ? m[1]! : '\0';
   }
   const q = query?.access_token;
   if (typeof q === 'string' && q.length > 0) return q;

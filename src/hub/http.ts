@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import { AppError } from '../errors.js';
+import type { IdemTicket, StoredAnswer } from '../idempotency.js';
+import type { Json, Write } from '../store/port.js';
 import type { MultipartOptions, UploadedFile } from './multipart.js';
 
 /** What a handler sees. Built before any await, so nothing here touches the uWS request. */
@@ -20,6 +22,8 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   state: Record<string, unknown>;
   /** The caller, when the route declares `auth` and a valid token was given. */
   identity?: Principal;
+  /** The bearer token that caller presented (a logout revokes it). */
+  token?: string;
   /**
    * Routes with `body.multipart`: the files of a multipart request, in temporary files the hub
    * deletes after the handler (move what you keep with BlobStore.putFile); [] for a JSON request.
@@ -27,6 +31,36 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   files?: UploadedFile[];
   /** Aborted when the client's connection closes before the answer is written. */
   readonly signal: AbortSignal;
+  /** Routes that declare `idempotency`, when the request carries a key: see IdempotentRun. */
+  idempotency?: IdempotentRun;
+}
+
+/**
+ * A route's effect that runs once per Idempotency-Key (IETF draft; src/idempotency.ts, run by the
+ * hub in src/hub/idempotent.ts): a retry with the same key and request replays the first answer.
+ */
+export interface IdempotencySpec {
+  /** `required`: a request without the header is refused (400 idempotency_key_missing); `optional`: it runs as it comes. */
+  key: 'required' | 'optional';
+  /** Whose keys these are; default the signed-in caller's id, or `anon`. */
+  scope?: (ctx: RequestContext<any, any, any>) => string;
+  /** The store namespace of the keys; default `idem`. */
+  namespace?: string;
+  /** How a replayed answer is sent (default: as it was recorded, JSON unless it names its type). */
+  present?: (answer: StoredAnswer, ctx: RequestContext<any, any, any>) => Reply;
+}
+
+/** What a handler of an idempotent route is given (ctx.idempotency). */
+export interface IdempotentRun {
+  /**
+   * The writes that record this route's answer. Put them in the effect's own atomic update: the
+   * effect and its answer then land together, so a retry after an answer lost on the way (a 503
+   * whose write had landed) replays it and never runs the effect twice. A handler that does not
+   * call it has its answer recorded by the hub after the effect, which leaves that window open.
+   */
+  finish(status: number, body: Json, headers?: Record<string, string>): Write[];
+  /** The key's ticket, for a service that reads the key in its update and finishes with Idempotency.finishWrites. */
+  ticket: IdemTicket;
 }
 
 /**
@@ -54,6 +88,27 @@ export type Authenticator = (token: string) => Promise<Principal | undefined>;
 export interface AuthSpec {
   roles?: readonly string[];
   optional?: boolean;
+  /**
+   * The identity provider that reads the credential (`hub.identityProvider`); omitted: the hub's own
+   * tokens (`hub.authenticate`). Either way the handler learns who calls from ctx.identity alone.
+   */
+  provider?: string;
+}
+
+/**
+ * A second source of identities beside the hub's own tokens, e.g. a bank's single sign-on JWT. It
+ * resolves a bearer token to a principal, or throws an AppError (401 invalid_token, 503 when its keys
+ * cannot be had): its refusals are its own.
+ */
+export interface IdentityProvider {
+  /** Resolves a bearer token (never called without one). */
+  authenticate(token: string): Promise<Principal>;
+  /** Longest token it takes (default 512, the hub's own). */
+  maxTokenLength?: number;
+  /** What a caller without a token is told (401 unauthorized). */
+  missing?: string;
+  /** How /openapi.json describes its token. */
+  description?: string;
 }
 
 /** A non-JSON or non-200 answer. Handlers may also return plain data, sent as JSON with 200. */
@@ -144,6 +199,8 @@ export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
   response?: ResponseSpec;
   /** One line for the API reference. */
   summary?: string;
+  /** The effect runs once per Idempotency-Key (IdempotencySpec). */
+  idempotency?: IdempotencySpec;
   handler(ctx: RequestContext<Q, B, P>): unknown;
 }
 

@@ -8,7 +8,7 @@ import { AuthGate } from './auth.js';
 import { ConnectionCaps, type ConnectionCapSettings } from './connection-caps.js';
 import { recheckCredentials } from './credentials.js';
 import { rateLimit, type RateLimitOptions } from './guards.js';
-import type { Authenticator, Guard, RouteDef } from './http.js';
+import type { Authenticator, Guard, IdentityProvider, RouteDef } from './http.js';
 import { inject, type InjectAnswer, type InjectOptions } from './inject.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { prepareUploadDir, sweepTempUploads, type UploadSettings } from './multipart.js';
@@ -19,6 +19,7 @@ import { ApiTable } from './api-doc.js';
 import type { RouteEntry } from './openapi.js';
 import { Pipeline, type SseRouteDef } from './pipeline.js';
 import { AppError } from '../errors.js';
+import { Idempotency } from '../idempotency.js';
 import { fileReply } from './respond.js';
 import type { SseOptions } from './sse.js';
 import { busStream, type BusSseDef } from './sse-route.js';
@@ -28,7 +29,7 @@ import { Topics, type TopicSpec } from './topics.js';
 import { loadNativeUws, type TemplatedApp } from './uws.js';
 
 export { Reply, route } from './http.js';
-export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader } from './http.js';
+export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader, IdempotencySpec, IdempotentRun } from './http.js';
 export type { SseStream } from './sse.js';
 export type { MultipartOptions, UploadedFile } from './multipart.js';
 export type { BusSseDef } from './sse-route.js';
@@ -101,6 +102,7 @@ export class Hub {
   private readonly credentialCheck: NodeJS.Timeout;
   private rechecking: Promise<number> | undefined;
   private state: { store: Store; clock: Clock } | undefined;
+  private idempotency: Idempotency | undefined;
 
   constructor(private readonly opts: HubOptions) {
     this.uws = loadNativeUws();
@@ -109,7 +111,7 @@ export class Hub {
     this.app = this.uws.App();
     this.topics = new Topics(this.app, this.metrics);
     this.live = new Live(this.topics);
-    this.api = new ApiTable(this.topics);
+    this.api = new ApiTable(this.topics, () => Object.fromEntries([...this.auth.providerList()].map(([name, p]) => [name, p.description ?? name])));
     this.statics = loadStatic(opts.webDir);
     const uploads = { tempDir: join(tmpdir(), 'maru-uploads'), maxFileBytes: 20 << 20, ...opts.uploads };
     prepareUploadDir(uploads.tempDir);
@@ -132,6 +134,10 @@ export class Hub {
         uploads,
         sse: { heartbeatMs: 15_000, maxBacklog: 1 << 20, retryMs: 3000, ...opts.sse },
         statics: this.statics,
+        idempotency: () => {
+          if (!this.state) throw new AppError('unavailable', 'not_ready', 'the hub has no store yet');
+          return (this.idempotency ??= new Idempotency(this.state.store, this.state.clock));
+        },
       },
       randomBytes(4).toString('hex'),
     );
@@ -154,6 +160,12 @@ export class Hub {
     this.route(healthz!).route(readyz!).route(metrics!);
     this.api.install(this);
     this.route(pages!);
+  }
+
+  /** Registers a service's routes: the API document lists what `register` adds under `name`. */
+  service(name: string, register: (hub: this) => void): this {
+    this.api.within(name, () => register(this));
+    return this;
   }
 
   route<Q, B, P>(def: RouteDef<Q, B, P>): this {
@@ -260,6 +272,12 @@ export class Hub {
   /** Installs the identity model: how a bearer token becomes a principal; `superRole` passes every role check. */
   authenticate(authenticator: Authenticator, opts: { superRole?: string } = {}): this {
     this.auth.use(authenticator, opts);
+    return this;
+  }
+
+  /** Adds a second source of identities routes can name (`auth: {provider: name}`); see IdentityProvider. */
+  identityProvider(name: string, provider: IdentityProvider): this {
+    this.auth.provide(name, provider);
     return this;
   }
 

@@ -9,6 +9,15 @@ export type BusListener = (msg: BusMessage) => void;
 
 /** Live messages a recovering subscriber may hold while its history is read; past it, it reloads. */
 const MAX_RECOVERY_BUFFER = 10_000;
+/** Retained topics whose last delivered position the hub remembers (least recently used dropped). */
+const MAX_TRACKED_TOPICS = 10_000;
+
+/** Where a retained topic's delivery stands here, and what waits while a gap is filled. */
+interface TopicPosition {
+  epoch: string;
+  offset: number;
+  filling?: BusMessage[];
+}
 
 /**
  * The hub's side of the Bus: every bus message goes to the WebSocket topics and to the SSE streams
@@ -16,11 +25,17 @@ const MAX_RECOVERY_BUFFER = 10_000;
  * Bus history first (Centrifuge's recovery). While the history is read, live messages of the topic
  * are held back and sent after it, without the ones the history already gave, so nothing is lost
  * or doubled between the two.
+ *
+ * Each retained topic is delivered here in offset order, once: a message of another process that
+ * arrives past a gap (the pub/sub connection was down while it was published: a Redis restart or
+ * failover) first brings the missing ones from the history, so the sockets and streams of this
+ * process miss nothing; one already delivered (through such a fill) is not delivered again.
  */
 export class Live {
   private bus?: HistoryBus;
   private readonly retentions: [string, number][] = [];
   private readonly listeners = new Map<string, Set<BusListener>>();
+  private readonly positions = new Map<string, TopicPosition>();
 
   constructor(private readonly topics: Topics) {}
 
@@ -56,7 +71,61 @@ export class Live {
     };
   }
 
+  /** A bus message: in offset order and once for a retained topic (see the class), else at once. */
   dispatch(msg: BusMessage): void {
+    if (msg.offset === undefined || msg.epoch === undefined) return this.deliver(msg);
+    let p = this.positions.get(msg.topic);
+    if (p) {
+      this.positions.delete(msg.topic); // least recently used last
+      this.positions.set(msg.topic, p);
+    }
+    if (!p || p.epoch !== msg.epoch) {
+      this.track(msg.topic, { epoch: msg.epoch, offset: msg.offset });
+      return this.deliver(msg);
+    }
+    if (p.filling) {
+      p.filling.push(msg);
+      return;
+    }
+    if (msg.offset <= p.offset) return; // delivered already
+    if (msg.offset === p.offset + 1 || !this.bus) {
+      p.offset = msg.offset;
+      return this.deliver(msg);
+    }
+    p.filling = [msg];
+    void this.fill(msg.topic, p);
+  }
+
+  private track(topic: string, p: TopicPosition): void {
+    this.positions.set(topic, p);
+    if (this.positions.size > MAX_TRACKED_TOPICS) this.positions.delete(this.positions.keys().next().value!);
+  }
+
+  /** Delivers what the history holds between the topic's position and the messages waiting. */
+  private async fill(topic: string, p: TopicPosition): Promise<void> {
+    try {
+      const h = await this.bus!.history(topic, { offset: p.offset, epoch: p.epoch });
+      if (h.recovered && h.position.epoch === p.epoch) {
+        for (const pub of h.publications) {
+          if (pub.offset <= p.offset) continue;
+          p.offset = pub.offset;
+          this.deliver({ topic, message: pub.message, offset: pub.offset, epoch: p.epoch });
+        }
+      }
+    } catch {
+      // the store is out again: what waits is delivered as it is, with its gap
+    }
+    const waiting = (p.filling ?? []).sort((a, b) => a.offset! - b.offset!);
+    p.filling = undefined;
+    for (const m of waiting) {
+      if (m.epoch !== p.epoch) p.epoch = m.epoch!; // the history was reset meanwhile: start over from it
+      else if (m.offset! <= p.offset) continue;
+      p.offset = m.offset!;
+      this.deliver(m);
+    }
+  }
+
+  private deliver(msg: BusMessage): void {
     const pos = msg.offset !== undefined && msg.epoch !== undefined ? { offset: msg.offset, epoch: msg.epoch } : undefined;
     this.topics.deliver(msg.topic, msg.message, pos);
     const set = this.listeners.get(msg.topic);

@@ -139,12 +139,14 @@ export class MultipartReader {
         preservePath: true,
         defParamCharset: 'utf8',
         limits: {
-          fileSize: this.maxFileBytes,
+          // busboy reports a part as over its limit once it *reaches* the limit: one byte more, so a
+          // file or field of exactly the limit is taken and only a larger one is refused
+          fileSize: this.maxFileBytes + 1,
           // one more than accepted, so a fourth file is named (unexpected_file / duplicate_file) before the count refuses it
           files: opts.files.length + 1,
           fields: maxFields,
           parts: opts.files.length + 1 + maxFields,
-          fieldSize: opts.maxFieldBytes ?? 16 * 1024,
+          fieldSize: (opts.maxFieldBytes ?? 16 * 1024) + 1,
           fieldNameSize: 100,
           headerPairs: 16,
         },

@@ -15,7 +15,9 @@ export interface RouteEntry {
   method: string;
   path: string;
   kind: 'route' | 'sse' | 'page';
-  def: Pick<RouteDef, 'query' | 'params' | 'body' | 'auth' | 'guards'> & { response?: ResponseSpec; summary?: string };
+  /** The service that registered it (its tag in the document); the hub's own routes have none. */
+  service?: string;
+  def: Pick<RouteDef, 'query' | 'params' | 'body' | 'auth' | 'guards' | 'idempotency'> & { response?: ResponseSpec; summary?: string };
 }
 
 export interface ApiInfo {
@@ -25,6 +27,8 @@ export interface ApiInfo {
   /** WebSocket endpoints and topics, described in words. */
   sockets: { path: string; description: string }[];
   topics: string[];
+  /** Identity providers beside the hub's own tokens (name -> how their token is had). */
+  identities?: Record<string, string>;
 }
 
 const isSchema = (v: unknown): v is z.ZodType => typeof v === 'object' && v !== null && '_zod' in v;
@@ -66,6 +70,7 @@ const ERROR_TEXT: Record<number, string> = {
   409: 'Conflict with the current state (domain code)',
   413: 'Body larger than the limit (code payload_too_large)',
   415: 'Unsupported Content-Type (code unsupported_media_type)',
+  422: 'The Idempotency-Key was used with another request (code idempotency_key_reused)',
   429: 'Rate limited (code rate_limited; Retry-After)',
   500: 'Internal error (code internal; details.requestId)',
   503: 'Shutting down or a dependency is not reachable',
@@ -88,16 +93,27 @@ function parameters(e: RouteEntry): unknown[] {
       out.push({ name, in: 'query', required: required.has(name), schema });
     }
   }
+  if (e.def.idempotency) {
+    out.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: e.def.idempotency.key === 'required',
+      schema: { type: 'string', minLength: 1, maxLength: 255 },
+      description:
+        'The effect runs once per key (kept 24 hours, per caller): a retry with the same key and request replays the first answer (header Idempotent-Replayed: true); the same key with another request is 422 idempotency_key_reused; while the first request runs, 409 idempotency_in_progress.',
+    });
+  }
   return out;
 }
 
 function security(auth: AuthSpec | undefined): unknown[] | undefined {
   if (!auth) return undefined;
-  return auth.optional ? [{}, { bearer: [] }] : [{ bearer: [] }];
+  const scheme = { [auth.provider ?? 'bearer']: [] };
+  return auth.optional ? [{}, scheme] : [scheme];
 }
 
 function operation(e: RouteEntry): Record<string, unknown> {
-  const op: Record<string, unknown> = { operationId: `${e.method.toLowerCase()} ${e.path}` };
+  const op: Record<string, unknown> = { operationId: `${e.method.toLowerCase()} ${e.path}`, tags: [e.service ?? HUB_TAG] };
   if (e.def.summary) op.summary = e.def.summary;
   const params = parameters(e);
   if (params.length) op.parameters = params;
@@ -126,6 +142,7 @@ function operation(e: RouteEntry): Record<string, unknown> {
   if (e.def.body) (errors.add(413), errors.add(415));
   if (e.def.auth) (errors.add(401), e.def.auth.roles?.length && errors.add(403));
   if (e.def.guards?.length) errors.add(429);
+  if (e.def.idempotency) (errors.add(400), errors.add(409), errors.add(422));
   for (const s of [...errors].sort()) {
     responses[String(s)] = { description: ERROR_TEXT[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   }
@@ -140,11 +157,17 @@ function operation(e: RouteEntry): Record<string, unknown> {
   return op;
 }
 
+/** The tag of the hub's own routes (health, metrics, this document, the page index). */
+export const HUB_TAG = 'hub';
+
 export function buildOpenApi(routes: readonly RouteEntry[], info: ApiInfo): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const tags: string[] = [];
   for (const e of routes) {
     const p = (paths[openApiPath(e.path)] ??= {});
     p[e.method.toLowerCase()] = operation(e);
+    const tag = e.service ?? HUB_TAG;
+    if (!tags.includes(tag)) tags.push(tag);
   }
   const sockets = info.sockets.map((s) => `- \`${s.path}\`: ${s.description}`).join('\n');
   const topics = info.topics.map((t) => `\`${t}\``).join(', ');
@@ -155,10 +178,14 @@ export function buildOpenApi(routes: readonly RouteEntry[], info: ApiInfo): Reco
       version: info.version,
       description: `${info.description}\n\n## Errors\n\nEvery error answers \`{"error": {"code", "message", "details"?}}\` with the status named per operation.\n\n## WebSocket endpoints\n\n${sockets}\n\nTopics: ${topics || '(none)'}.`,
     },
+    tags: tags.map((name) => ({ name })),
     paths,
     components: {
       schemas: { Error: jsonSchema(errorSchema, 'output') },
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An opaque token from POST /api/auth/login (or a scanner device token)' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'An opaque token from POST /api/auth/login (or a scanner device token)' },
+        ...Object.fromEntries(Object.entries(info.identities ?? {}).map(([name, description]) => [name, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description }])),
+      },
     },
   };
 }

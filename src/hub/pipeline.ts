@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import { refuseQueryToken, type AuthGate } from './auth.js';
 import { Reply, jsonBody, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
+import type { Idempotency } from '../idempotency.js';
 import type { ConnectionCaps } from './connection-caps.js';
+import { runIdempotent } from './idempotent.js';
 import type { Metrics, RouteSeries } from './metrics.js';
 import { MultipartReader, type UploadedFile, type UploadSettings } from './multipart.js';
 import { errorReply, fileReply, writeReply } from './respond.js';
@@ -43,6 +45,8 @@ export interface PipelineDeps {
   sse: SseOptions;
   caps: ConnectionCaps;
   statics: Map<string, StaticFile>;
+  /** The hub's idempotency keys (routes that declare `idempotency`); throws until the hub has a store. */
+  idempotency: () => Idempotency;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -280,6 +284,7 @@ export class Pipeline {
       this.openSse(ctx, entry.def, release);
       return SSE_OPEN;
     }
+    if (entry.def.idempotency) return runIdempotent(entry.def, ctx, this.deps.idempotency(), this.deps.log);
     return entry.def.handler(ctx);
   }
 

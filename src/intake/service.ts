@@ -71,8 +71,8 @@ export interface RegisterOptions {
   /** Initial status; default `pending`. */
   status?: string;
   ext?: { [key: string]: Json };
-  /** More writes for the same atomic update (indexes, outbox items, events of the type). */
-  writes?: (record: SubscriptionRecord) => Write[];
+  /** More writes for the same atomic update (indexes, outbox items, events of the type); `accessKey` is the applicant's key, given once. */
+  writes?: (record: SubscriptionRecord, accessKey: string) => Write[];
 }
 
 export interface IntakeServiceOptions {
@@ -151,7 +151,7 @@ export class IntakeService {
           { op: 'set', key: K.receipt(receiptNo), value: id },
           { op: 'index', key: K.all, member: id, score: now },
           { op: 'index', key: K.byType(record.type), member: id, score: now },
-          ...(options.writes?.(record) ?? []),
+          ...(options.writes?.(record, accessKey) ?? []),
         ],
         result: undefined,
       };

@@ -1,27 +1,38 @@
-import type { AuthService } from '../auth/service.js';
-import type { CollabService } from '../collab/service.js';
-import { registerDemo, seedDemo, type DemoSummary } from '../demo.js';
-import type { RewardService } from '../reward/service.js';
-import type { TicketService } from '../ticket/service.js';
-import type { ProgramService } from '../trading/programs.js';
-import type { Platform, ServiceModule } from './module.js';
+import { DEMO_ACCOUNTS, seedDemo, type DemoSummary } from '../demo.js';
+import { DemoSignIn } from '../demo/sign-in.js';
+import { registerDemo } from '../http/demo.js';
+import { defineService } from './compose.js';
 
 /**
- * DEMO=1 only: the demo data, seeded through the services once they run (the programs' market
- * included), the /demo page and GET /api/demo (src/demo.ts).
+ * DEMO=1 only: the demo data of all eight services, seeded through the services once they run (the
+ * programs' market and the payment stand-ins included, the hub listening for the bank's webhook),
+ * the /demo tour with its signed-in links, and GET /api/demo (src/demo.ts, src/demo/).
  */
-export function demoModule(
-  p: Platform,
-  parts: { auth: AuthService; tickets: TicketService; reward: RewardService; collab: CollabService; programs: ProgramService },
-): ServiceModule & { summary: DemoSummary } {
-  // filled at start; the demo routes read it when asked
-  const summary = {} as DemoSummary;
-  return {
-    name: 'demo',
-    summary,
-    routes: (hub) => registerDemo(hub, summary),
-    async start() {
-      Object.assign(summary, await seedDemo({ store: p.store, ...parts }));
-    },
-  };
-}
+export const demoModule = defineService({
+  name: 'demo',
+  needs: ['auth', 'tickets', 'reward', 'collab', 'programs', 'rental', 'rentalFiles', 'chat', 'coach', 'payment'],
+  provides: ['demo'],
+  enabled: (p) => p.config.DEMO,
+  build(p, { rentalFiles, ...parts }) {
+    // filled at start; the demo routes and the start banner read it
+    const summary = {} as DemoSummary;
+    const signIn = new DemoSignIn({
+      store: p.store,
+      clock: p.clock,
+      auth: parts.auth,
+      users: DEMO_ACCOUNTS.map((a) => a.user),
+      password: () => summary.password,
+    });
+    return {
+      name: 'demo',
+      ports: { demo: summary },
+      routes: (hub) => registerDemo(hub, summary, signIn),
+      async start(listening) {
+        const local = listening?.url ?? '';
+        const url = p.config.PUBLIC_URL?.replace(/\/+$/, '') ?? local;
+        const coachSecret = p.config.COACH_OWNER_SECRET ? { coachSecret: p.config.COACH_OWNER_SECRET } : {};
+        Object.assign(summary, await seedDemo({ store: p.store, blobs: rentalFiles, ...parts, ...coachSecret }, { url, local }), { tour_key: signIn.key });
+      },
+    };
+  },
+});

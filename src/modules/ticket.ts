@@ -1,16 +1,21 @@
 import { registerTicketRoutes } from '../http/ticket.js';
 import { TicketService } from '../ticket/service.js';
-import type { Platform, ServiceModule } from './module.js';
+import { defineService } from './compose.js';
 
 /** Mobile ticketing and check-in (docs/ticket.md). */
-export function ticketModule(p: Platform): ServiceModule & { service: TicketService } {
-  const { store, clock, bus } = p;
-  const service = new TicketService({ store, clock, bus });
-  return {
-    name: 'ticket',
-    service,
-    routes(hub) {
-      registerTicketRoutes(hub, { service });
-    },
-  };
-}
+export const ticketModule = defineService({
+  name: 'ticket',
+  needs: [],
+  provides: ['tickets'],
+  build(p) {
+    const { store, clock, bus } = p;
+    const service = new TicketService({ store, clock, bus });
+    return {
+      name: 'ticket',
+      ports: { tickets: service },
+      routes(hub) {
+        registerTicketRoutes(hub, { service });
+      },
+    };
+  },
+});

@@ -46,10 +46,7 @@ export interface OutboxOptions {
   logger?: OutboxLogger;
   /** Jitter source in [0, 1) (tests may fix it). */
   random?: () => number;
-  /**
-   * How often items held by another process (one without this peer configured) are taken back
-   * into delivery (default 30000). They are always taken back at start.
-   */
+  /** How often items held by a process without this peer are taken back (default 30000; always at start). */
   releaseEveryMs?: number;
 }
 
@@ -88,7 +85,7 @@ export class Outbox {
   constructor(opts: OutboxOptions) {
     this.store = opts.store;
     this.clock = opts.clock;
-    this.deliver = opts.deliver;
+    this.deliver = { ...opts.deliver };
     this.retryMinMs = Math.max(1, opts.retryMinMs);
     this.retryMaxMs = Math.max(this.retryMinMs, opts.retryMaxMs);
     this.pollMs = Math.max(1, opts.pollMs ?? 1000);
@@ -100,6 +97,15 @@ export class Outbox {
     this.random = opts.random ?? Math.random;
     this.releaseEveryMs = Math.max(1, opts.releaseEveryMs ?? 30_000);
     this.holds = new Holds(this.store, this.clock, this.deliver, this.logger);
+  }
+
+  /** Deliverers of more destinations (a service built later); before start, one per destination. */
+  addDeliverers(more: Record<string, Deliver>): void {
+    if (this.started) throw new Error('deliverers are added before the outbox starts');
+    for (const [dest, deliver] of Object.entries(more)) {
+      if (Object.hasOwn(this.deliver, dest)) throw new Error(`destination "${dest}" already has a deliverer`);
+      this.deliver[dest] = deliver;
+    }
   }
 
   /** Starts the background loop (idempotent). */
@@ -314,6 +320,11 @@ export class Outbox {
       try {
         const deliver = this.deliver[rec.dest];
         if (!deliver) throw new Error(`no deliverer for dest "${rec.dest}"`);
+        if (!(await this.stillClaimed(rec.id, token))) {
+          clearTimeout(timer);
+          this.logger?.warn({ id: rec.id, dest: rec.dest }, 'outbox claim lost before delivery; not delivered here');
+          return;
+        }
         await raceAbort(deliver(item, controller.signal), controller.signal);
         clearTimeout(timer);
         await this.settleSuccess(rec, token);
@@ -328,6 +339,17 @@ export class Outbox {
         this.kick();
       });
     this.inflight.set(rec.id, { controller, done });
+  }
+
+  /**
+   * The fence before a peer is called: the claim is read back from the store. A claim written on a
+   * Redis primary that failed over before a replica had it (REDIS_MIN_REPLICAS=0) is gone from the
+   * promoted one, which another process may already have claimed the item on; this process then
+   * leaves the item to it instead of delivering it a second time.
+   */
+  private async stillClaimed(id: string, token: string): Promise<boolean> {
+    const cur = parseRecord(await this.store.get(outboxKey(id)));
+    return cur?.claim === token;
   }
 
   private async settleSuccess(rec: OutboxRecord, token: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config.js';
 import { systemClock } from '../clock.js';
 import { openStore } from '../store/open.js';
-import { Idempotency } from './idempotency.js';
+import { Idempotency } from '../idempotency.js';
 import { checkLedger } from './check.js';
 import { PegService } from './peg.js';
 import { PayoutService } from './payouts.js';

@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import type { Json, Write } from '../store/port.js';
-import { Idempotency as Idem } from './idempotency.js';
+import { Idempotency as Idem } from '../idempotency.js';
 import { K, ledgerUpdate, parseTransfer, transferJson } from './ledger.js';
 import { RK, receiptWrites } from './receipts.js';
 import { auditWrite, type Effect, type PaymentService } from './service.js';

@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import type { Json, Write } from '../store/port.js';
-import { Idempotency as Idem } from './idempotency.js';
+import { Idempotency as Idem } from '../idempotency.js';
 import { K, availableOf, balanceOf, collateralAccount, ledgerUpdate, parseTransfer, transferKeys, userAccount, type LedgerTx, type TransferInput } from './ledger.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
 import { bookingWeek, collateralFor, evaluateRules, learningCredit, mulDivDown, payoutWeekOf, utcDay, type ChallengeRules } from './rules.js';

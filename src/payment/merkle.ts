@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
+import { consistencyWalk, inclusionSides } from './merkle-walk.js';
 
 /**
  * RFC 6962 / 9162 Merkle tree hashing: leaf = SHA-256(0x00 || data), node = SHA-256(0x01 || left ||
  * right), audit paths for inclusion proofs and their verification. Used by the chain stand-in (the
  * append-only log) and by the hub to check what the chain answers; the /wallet page runs the same
- * verification with WebCrypto.
+ * verification with WebCrypto; both fold the index walks of merkle-walk.ts.
  */
 
 const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
@@ -44,27 +45,10 @@ export function auditPath(leaves: Buffer[], m: number, from = 0, to = leaves.len
 
 /** RFC 9162 2.1.3.2: does `path` prove leaf `index` of a tree of `size` leaves with `root`? */
 export function verifyInclusion(leaf: Buffer, index: number, size: number, path: Buffer[], root: Buffer): boolean {
-  if (!Number.isInteger(index) || !Number.isInteger(size) || index < 0 || index >= size) return false;
-  let fn = index;
-  let sn = size - 1;
-  let r = leaf;
-  for (const p of path) {
-    if (sn === 0) return false;
-    if (fn % 2 === 1 || fn === sn) {
-      r = nodeHash(p, r);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
-    } else {
-      r = nodeHash(r, p);
-    }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 && r.equals(root);
+  const sides = inclusionSides(index, size, path.length);
+  if (!sides) return false;
+  const r = path.reduce((acc, p, i) => (sides[i] ? nodeHash(p, acc) : nodeHash(acc, p)), leaf);
+  return r.equals(root);
 }
 
 /** RFC 6962 2.1.2 PROOF(m, D[n]): the consistency proof from the first `m` leaves to all of them (0 < m <= n). */
@@ -84,32 +68,19 @@ export function verifyConsistency(first: number, second: number, path: Buffer[],
   if (!Number.isInteger(first) || !Number.isInteger(second) || first < 0 || second < first) return false;
   if (first === 0) return path.length === 0;
   if (first === second) return path.length === 0 && firstRoot.equals(secondRoot);
-  const c = (first & (first - 1)) === 0 ? [firstRoot, ...path] : [...path];
-  if (c.length === 0) return false;
-  let fn = first - 1;
-  let sn = second - 1;
-  while (fn % 2 === 1) {
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
+  const walk = consistencyWalk(first, second, path.length);
+  if (!walk) return false;
+  const c = walk.seedIsFirstRoot ? [firstRoot, ...path] : path;
   let fr = c[0]!;
   let sr = c[0]!;
-  for (const p of c.slice(1)) {
-    if (sn === 0) return false;
-    if (fn % 2 === 1 || fn === sn) {
+  walk.steps.forEach((both, i) => {
+    const p = c[i + 1]!;
+    if (both) {
       fr = nodeHash(p, fr);
       sr = nodeHash(p, sr);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
     } else {
       sr = nodeHash(sr, p);
     }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 && fr.equals(firstRoot) && sr.equals(secondRoot);
+  });
+  return fr.equals(firstRoot) && sr.equals(secondRoot);
 }

@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { Json, Write } from '../store/port.js';
-import { Idempotency as Idem } from './idempotency.js';
+import { Idempotency as Idem } from '../idempotency.js';
 import { availableOf, balanceOf, K, ledgerUpdate, resolveKeys, readAccount, transferKeys, userAccount, type TransferInput } from './ledger.js';
 import { PNL } from './lifecycle.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
@@ -253,6 +253,8 @@ export class PayoutService {
       this.runDue().catch(onError);
     });
     this.runDue().catch(onError);
+    // holds that passed their deadline while the hub was down are voided at start, not a period later
+    this.expireReviews().catch(onError);
     this.expiry = setInterval(() => this.expireReviews().catch(onError), EXPIRY_SWEEP_MS);
     this.expiry.unref();
   }
@@ -322,6 +324,10 @@ export class PayoutService {
       const cur = get(PAYOUT.review(id)) as { state: string; expires_at?: number } & Record<string, Json>;
       if (cur.state !== 'open') throw new AppError('conflict', 'review_closed', `review ${id} was already ${cur.state}`);
       if (expired && (cur.expires_at === undefined || cur.expires_at > now)) return { result: { review: id, state: 'open', receipt_hash: null } as Json };
+      // a hold waits at most its deadline: past it, only the sweep resolves it (a void, with a warning)
+      if (!expired && cur.expires_at !== undefined && cur.expires_at <= now) {
+        throw new AppError('conflict', 'review_expired', `review ${id} passed its deadline (${new Date(cur.expires_at).toISOString()}); its hold is voided`);
+      }
       for (const h of rv.holds) tx.resolve({ id: resolveId(h), pending_id: h, action: action === 'approve' ? 'post' : 'void' });
       const w: Write[] = [
         { op: 'set', key: PAYOUT.review(id), value: { ...cur, state, reviewer, reason, decided_at: now } },

@@ -122,6 +122,10 @@ export class BankingClient {
   events(after: number, limit = 100): Promise<{ events?: unknown[]; has_more?: boolean }> {
     return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/events?after=${after}&limit=${limit}`, { timeoutMs: this.timeoutMs });
   }
+  /** The bank's own settlement of a UTC day (the stand-in's: src/peers/bank-settlement.ts). */
+  settlement(date: string): Promise<{ payments?: unknown[]; onramps?: unknown; offramps?: unknown }> {
+    return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/settlement?date=${encodeURIComponent(date)}`, { timeoutMs: this.timeoutMs });
+  }
   payment(id: string): Promise<Record<string, unknown>> {
     return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/payments/${encodeURIComponent(id)}`, { timeoutMs: this.timeoutMs });
   }
@@ -195,4 +199,19 @@ export function paymentDeliverers(c: PaymentPeerClients, onRecorded: (id: string
         }
       : missing('banking service'),
   };
+}
+
+/** One payment of the bank's daily settlement (`GET /api/settlement?date=`), as the bank lists it. */
+export interface BankSettlementPayment {
+  kind: 'onramp' | 'offramp';
+  /** An on-ramp's banking payment id (a declined one: its ref); an off-ramp's id (its Idempotency-Key without `offramp:`). */
+  id: string;
+  status: 'confirmed' | 'declined' | 'pending' | 'paid' | 'failed';
+  ts: number;
+  amount_krw?: number;
+  usd_micro?: number;
+  ref?: string;
+  /** An off-ramp's net token units and fee (decimal strings, as the hub sent them). */
+  amount?: string;
+  fee?: string;
 }

@@ -93,7 +93,12 @@ export class Reconciler {
           report.events++;
           if (outcome !== 'none') report[outcome]++;
           cursor = ev.seq;
-          await store.set(RECON.cursor, cursor);
+          if (!(await this.advance(cursor, token))) {
+            // the lease ran out (or was lost in a failover) and another pull holds it: it goes on from
+            // the stored cursor; the events applied here are settled once whoever applies them
+            report.cursor = cursor;
+            return report;
+          }
         }
         if (!answer.has_more || events.length === 0) break;
       }
@@ -102,6 +107,17 @@ export class Reconciler {
     } finally {
       await store.update([RECON.lease], ([cur]) => ({ writes: (cur as { token?: string } | undefined)?.token === token ? [{ op: 'del', key: RECON.lease }] : [], result: null }));
     }
+  }
+
+  /**
+   * Moves the stored cursor forward to `seq`, only while this pull's lease is still its own and
+   * never backwards: a pull that lost its lease cannot take the cursor back behind a newer pull's.
+   */
+  private advance(seq: number, token: string): Promise<boolean> {
+    return this.svc.store.update([RECON.cursor, RECON.lease], ([cur, lease]) => {
+      if ((lease as { token?: string } | undefined)?.token !== token) return { writes: [], result: false };
+      return { writes: Number(cur ?? 0) < seq ? [{ op: 'set', key: RECON.cursor, value: seq }] : [], result: true };
+    });
   }
 
   private async apply(ev: BankEvent): Promise<'credited' | 'declined' | 'offramps_paid' | 'offramps_returned' | 'differences' | 'none'> {

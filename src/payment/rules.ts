@@ -89,7 +89,8 @@ export const usdMicroToUnits = (usdMicro: bigint, pegPpm: bigint) => (usdMicro *
 // ---- ISO weeks --------------------------------------------------------------------------------
 
 export const WEEK_RE = /^(\d{4})-W(\d{2})$/;
-const DAY = 86_400_000;
+export const DAY_MS = 86_400_000;
+const DAY = DAY_MS;
 
 /** ISO week of an instant (UTC), as 'YYYY-Www'. */
 export function isoWeek(ms: number): string {
@@ -143,3 +144,11 @@ export function lastPayableWeek(ms: number): string {
 }
 
 export const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/** A UTC day `YYYY-MM-DD` as [from, to) in ms, or undefined when malformed or impossible (2026-02-30). */
+export function utcDayRange(date: string): { from: number; to: number } | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) return undefined;
+  const from = Date.parse(`${date}T00:00:00.000Z`);
+  if (!Number.isFinite(from) || utcDay(from) !== date) return undefined;
+  return { from, to: from + DAY_MS };
+}

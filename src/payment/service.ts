@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import { outboxWrites } from '../outbox.js';
 import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { Idempotency, type IdemTicket, type StoredAnswer } from './idempotency.js';
+import { Idempotency, type IdemTicket, type StoredAnswer } from '../idempotency.js';
 import { K, collateralAccount, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
 import type { PegService, PegSnapshot } from './peg.js';
 import { BANKING_DEST, BROKER_DEST, type ChainLink } from './peers.js';
@@ -248,7 +248,7 @@ export class PaymentService {
     return this.store.update([PK.onramp(id), ...this.idemKeys(e)], ([, idem]) => {
       const replay = Idempotency.done(idem);
       if (replay) return { writes: [], result: replay };
-      const answer: StoredAnswer = { status: 303, body: { payment: id, location }, headers: { location } };
+      const answer: StoredAnswer = { status: 303, body: { payment: id, location, peg_rate: peg.peg_rate }, headers: { location } };
       return {
         writes: [
           { op: 'set', key: PK.onramp(id), value: { id, user, amount_krw: amountKrw, method, peg_ppm: peg.peg_ppm, created_at: now, state: 'open' } },

@@ -38,15 +38,16 @@ export class SsoVerifier {
     return this.key !== undefined;
   }
 
-  /** The user id of a bearer header value; throws 401. */
-  async user(authorization: string | undefined): Promise<string> {
-    if (!authorization) throw new AppError('unauthorized', 'unauthorized', 'this route needs the banking SSO token (Authorization: Bearer <token>)');
-    const m = /^Bearer +([A-Za-z0-9_.-]{1,4096})\s*$/i.exec(authorization);
-    if (!m) throw new AppError('unauthorized', 'invalid_token', 'the SSO token is malformed');
+  /**
+   * The user id of an SSO token (the bearer token the hub read); throws 401 invalid_token, or 503
+   * when no key is configured or the bank's keys cannot be fetched.
+   */
+  async user(token: string): Promise<string> {
+    if (!/^[A-Za-z0-9_.-]{1,4096}$/.test(token)) throw new AppError('unauthorized', 'invalid_token', 'the SSO token is malformed');
     if (!this.key) throw new AppError('unavailable', 'sso_not_configured', 'no SSO_JWKS_URL or SSO_PUBLIC_KEY is configured');
     const key = await this.key;
     try {
-      const { payload } = await jwtVerify(m[1]!, key as any, {
+      const { payload } = await jwtVerify(token, key as any, {
         algorithms: ['ES256', 'EdDSA'],
         issuer: this.opts.issuer,
         audience: this.opts.audience,

@@ -7,7 +7,7 @@ import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '..
 import type { Store } from '../store/port.js';
 import { settingsSchema } from '../trading/engine.js';
 import { PROGRAM_EVENTS_TOPIC, programEvents } from '../trading/programs.js';
-import { Idempotency } from './idempotency.js';
+import { Idempotency } from '../idempotency.js';
 import { ChallengeLifecycle } from './lifecycle.js';
 import { PegService } from './peg.js';
 import { BankingClient, BrokerClient, ChainClient, PriceProviderClient, paymentDeliverers } from './peers.js';
@@ -18,6 +18,7 @@ import { SsoVerifier } from './sso.js';
 import { chainPublicKey, rawPublicKey } from './sth.js';
 import { TreeHeads } from './tree-heads.js';
 import { Reconciler } from './reconcile.js';
+import { Settlement } from './settlement.js';
 
 /**
  * Builds the payment relay from the config (src/app.ts calls this): peers' clients (or the embedded
@@ -32,6 +33,9 @@ export interface ProgramsPort {
 }
 
 const PROGRAM_CHALLENGE = (program: string) => `pay:progchal:${program}`;
+
+/** The payment relay as built: its services, peers' clients and (PAYMENT_PEERS=embedded) stand-ins. */
+export type Payment = Awaited<ReturnType<typeof createPayment>>;
 
 export async function createPayment(config: Config, deps: { store: Store; clock: Clock; bus: Bus; logger: Logger; programs?: ProgramsPort }) {
   let standins: PaymentStandins | undefined;
@@ -59,7 +63,7 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     providers.map((u, i) => new PriceProviderClient(`provider${i + 1}`, u, cfg.PEG_TIMEOUT_MS)),
     { windowMs: cfg.PEG_WINDOW_MS, maxGapMs: cfg.PEG_MAX_GAP_MS, minProviders: 2 },
   );
-  const idempotency = new Idempotency(deps.store, deps.clock);
+  const idempotency = new Idempotency(deps.store, deps.clock, undefined, 'pay:idem');
   let kick: () => void = () => undefined;
   const service = new PaymentService({
     store: deps.store,
@@ -85,7 +89,7 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
   });
   const sso = new SsoVerifier({ jwksUrl: cfg.SSO_JWKS_URL, publicKeyPem: cfg.SSO_PUBLIC_KEY, issuer: cfg.SSO_ISSUER, audience: cfg.SSO_AUDIENCE, clock: deps.clock });
   const banking = cfg.BANKING_URL ? new BankingClient(cfg.BANKING_URL, t) : undefined;
-  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: 60_000, logger: deps.logger }) : undefined;
+  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: cfg.RECONCILE_LEASE_MS, logger: deps.logger }) : undefined;
   const deliverers: Record<string, Deliver> = paymentDeliverers(
     {
       chain,
@@ -137,10 +141,11 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     lifecycle,
     payouts,
     sso,
-    idempotency,
     chain,
     treeHeads,
     reconciler,
+    settlement: banking ? new Settlement(deps.store, banking, () => deps.clock.now()) : undefined,
+    bankingUrl: cfg.BANKING_URL,
     chainPublicKey: treeHeads ? rawPublicKey(chainPublicKey(cfg.CHAIN_PUBLIC_KEY!)) : undefined,
     program,
     deliverers,

@@ -3,6 +3,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'j
 import { canonicalJson } from '../reward/signing.js';
 import { auditPath, consistencyProof, leafHash, treeHash } from '../payment/merkle.js';
 import { rawPublicKey, signTreeHead } from '../payment/sth.js';
+import { bankSettlement } from './bank-settlement.js';
 import { HttpError, readJsonBody, routeMiss, startStandin, type Standin, type StandinOptions } from './value-standin.js';
 
 /**
@@ -42,11 +43,12 @@ export interface BankingState {
   jwk?: JWK;
   publicPem?: string;
   /** Confirmed payments by banking payment id. */
-  payments: Map<string, { id: string; ref: string; amount_krw: number; usd_micro: number; user: string; delivered: boolean }>;
-  offramps: Map<string, { key: string; body: unknown; status: 'pending' | 'paid' | 'failed' }>;
+  payments: Map<string, { id: string; ref: string; amount_krw: number; usd_micro: number; user: string; delivered: boolean; ts: number }>;
+  /** Off-ramp instructions by Idempotency-Key; `ts` is when the bank received one. */
+  offramps: Map<string, { key: string; body: unknown; status: 'pending' | 'paid' | 'failed'; ts: number }>;
   webhooksSent: number;
   /** Declined on-ramps by ref. */
-  declined: Map<string, { ref: string; amount_krw: number; user: string }>;
+  declined: Map<string, { ref: string; amount_krw: number; user: string; ts: number }>;
   /** The event list (as Stripe's events API): what happened, in order, read with a cursor. */
   events: { id: string; seq: number; type: string; created: number; data: Record<string, unknown> }[];
 }
@@ -102,7 +104,7 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
     if (!/^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//.test(notify)) throw new HttpError(400, 'invalid_notify', 'notify must be a loopback URL');
     let p = [...state.payments.values()].find((x) => x.ref === ref);
     if (!p) {
-      p = { id: `bp_${randomUUID()}`, ref, amount_krw: amount, usd_micro: Math.floor((amount * 1_000_000) / krwPerUsd), user, delivered: false };
+      p = { id: `bp_${randomUUID()}`, ref, amount_krw: amount, usd_micro: Math.floor((amount * 1_000_000) / krwPerUsd), user, delivered: false, ts: Date.now() };
       state.payments.set(p.id, p);
       event('payment.confirmed', { payment_id: p.id, ref, amount_krw: p.amount_krw, usd_micro: p.usd_micro, user });
     }
@@ -129,7 +131,7 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
   const decline = (ref: string, q: URLSearchParams) => {
     if (state.declined.has(ref) || [...state.payments.values()].some((x) => x.ref === ref)) return;
     const d = { ref, amount_krw: Number(q.get('amount_krw')), user: q.get('user') ?? '' };
-    state.declined.set(ref, d);
+    state.declined.set(ref, { ...d, ts: Date.now() });
     event('payment.declined', d);
   };
   const settleOfframp = (key: string, outcome: 'paid' | 'failed', reason = 'account closed') => {
@@ -139,7 +141,7 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
     event(outcome === 'paid' ? 'offramp.paid' : 'offramp.failed', { key, ...(outcome === 'failed' ? { reason } : {}) });
   };
 
-  const routes = ['GET /.well-known/jwks.json', 'GET /sso/login', 'POST /sso/token', 'GET /pay', 'POST /pay/confirm', 'POST /api/offramp', 'GET /api/payments/:id', 'GET /api/events'];
+  const routes = ['GET /.well-known/jwks.json', 'GET /sso/login', 'POST /sso/token', 'GET /pay', 'POST /pay/confirm', 'POST /api/offramp', 'GET /api/payments/:id', 'GET /api/events', 'GET /api/settlement'];
   const s = await startStandin(opts, state, async (req, url, reply) => {
     const key = `${req.method} ${url.pathname}`;
     if (key === 'GET /.well-known/jwks.json') return reply(200, { keys: [jwk] });
@@ -151,6 +153,10 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
       // a development login: signs the user in and returns to the page with the token in the fragment
       const user = url.searchParams.get('user') ?? '';
       const back = url.searchParams.get('return') ?? '';
+      if (!user && /^https?:\/\//.test(back)) {
+        // the bank's own sign-in form (a page sends its users here with only `return`)
+        return reply(200, `<!doctype html><html lang="ko"><meta charset="utf-8"><title>은행 로그인</title><main><h1>은행 로그인</h1><form method="get" action="/sso/login"><label>사용자 ID <input id="user" name="user" required pattern="[A-Za-z0-9_.\\-]{1,64}" autocomplete="username"></label><input type="hidden" name="return" value="${esc(back)}"><button id="login">로그인</button></form></main></html>`, HTML);
+      }
       if (!/^[A-Za-z0-9_.-]{1,64}$/.test(user) || !/^https?:\/\//.test(back)) throw new HttpError(400, 'invalid_login', 'user and return are required');
       return reply(303, '', { 'content-type': 'text/plain', location: `${back}#token=${await issueToken(user)}` });
     }
@@ -176,7 +182,7 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
       const b = obj(await readJsonBody(req));
       const idem = String(req.headers['idempotency-key'] ?? '');
       if (!idem) throw new HttpError(400, 'missing_idempotency_key', 'Idempotency-Key is required');
-      if (!state.offramps.has(idem)) state.offramps.set(idem, { key: idem, body: b, status: 'pending' });
+      if (!state.offramps.has(idem)) state.offramps.set(idem, { key: idem, body: b, status: 'pending', ts: Date.now() });
       return reply(200, { payout_id: `bo_${idem}` });
     }
     if (key === 'GET /api/events') {
@@ -187,6 +193,7 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
       const events = state.events.slice(after, after + limit);
       return reply(200, { events, has_more: after + limit < state.events.length });
     }
+    if (key === 'GET /api/settlement') return reply(200, bankSettlement(state, url.searchParams.get('date') ?? ''));
     const pm = /^\/api\/payments\/([A-Za-z0-9_.-]{1,100})$/.exec(url.pathname);
     if (req.method === 'GET' && pm) {
       const p = state.payments.get(pm[1]!) ?? [...state.payments.values()].find((x) => x.ref === pm[1]);

@@ -1,6 +1,6 @@
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
-import { AppError, badRequest, conflict, notFound } from '../errors.js';
+import { AppError, badRequest, conflict, isStoreUnavailable, notFound } from '../errors.js';
 import { parseIntakeInput } from '../intake/input.js';
 import { newSubscriptionId, view, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/service.js';
 import { mailWrites } from '../mail/mailer.js';
@@ -50,6 +50,11 @@ export interface SubmitOptions {
   source?: Source;
   /** Replaces the receipt mail: the caller's own writes in the same atomic update (the conversation's mail). */
   writes?: (record: SubscriptionRecord) => Write[];
+  /**
+   * Writes that record the caller's answer (the application and its access key) in the same atomic
+   * update as the application: the hub's idempotency (a retry with the same key replays it).
+   */
+  answer?: (application: SubscriptionView, accessKey: string) => Write[];
 }
 
 export interface Actor {
@@ -141,7 +146,8 @@ export class RentalService {
           id,
           status,
           ext: rentalExts.encode(rentalExt) as { [k: string]: Json },
-          writes: (rec) => [
+          writes: (rec, key) => [
+            ...(options.answer ? options.answer(view(rec), key) : []),
             { op: 'index', key: K.all, member: id, score: now },
             { op: 'index', key: K.status(status), member: id, score: now },
             ...files.map((f): Write => ({ op: 'set', key: K.blob(f.blobKey), value: id })),
@@ -153,7 +159,7 @@ export class RentalService {
       this.publish({ kind: 'application', application: publicView(application) });
       return { application, accessKey };
     } catch (err) {
-      await this.discard(files);
+      await this.discard(files, err);
       throw err;
     }
   }
@@ -261,7 +267,7 @@ export class RentalService {
       }
       return application;
     } catch (err) {
-      await this.discard([file]);
+      await this.discard([file], err);
       throw err;
     }
   }
@@ -331,7 +337,13 @@ export class RentalService {
     ];
   }
 
-  private async discard(files: StoredFile[]): Promise<void> {
+  /**
+   * Deletes the files of a failed write. Not after store_unavailable: that write may have happened
+   * (a WAIT shortfall, docs/deploy.md), and its record would then name deleted files; a file it
+   * did not keep stays as an orphan blob, which costs space, not data.
+   */
+  private async discard(files: StoredFile[], cause: unknown): Promise<void> {
+    if (isStoreUnavailable(cause)) return;
     for (const f of files) await this.opts.blobs.delete(f.blobKey).catch((err) => this.opts.onBlobError?.(err, f.blobKey));
   }
 

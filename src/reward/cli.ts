@@ -88,9 +88,29 @@ function strFlag(values: Record<string, unknown>, name: string, required: boolea
 
 type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
 
+/**
+ * A signature is base64url and may begin with "-"; parseArgs refuses `--sig -abc` as ambiguous. A
+ * string option always takes the next argument as its value, so the pair is joined as `--sig=-abc`.
+ */
+function joinStringValues(args: string[], options: Options): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
+    const next = args[i + 1];
+    if (name !== undefined && options?.[name]?.type === 'string' && next !== undefined && next.startsWith('-')) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
 function parse(args: string[], options: Options): Record<string, unknown> {
   try {
-    const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals: true });
+    const { values, positionals } = parseArgs({ args: joinStringValues(args, options), options, strict: true, allowPositionals: true });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     return values as Record<string, unknown>;
   } catch (err) {

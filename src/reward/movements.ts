@@ -3,12 +3,15 @@ import { outboxWrites } from '../outbox.js';
 import { drawn, type Drawn, type Json, type UpdatePlan, type Write } from '../store/port.js';
 import { K, SEQ_WIDTH } from './keys.js';
 import {
+  PLAN_END,
+  PLAN_START,
   UNITS_PER_DAY,
   UNITS_PER_WORK_MONTH,
   earned,
   excessOf,
   gradeFor,
   maturityValue,
+  planPhase,
   scoreOf,
   splitAmount,
   toWire,
@@ -79,7 +82,25 @@ export interface CreditOutcome {
   unitsMonth: number;
 }
 
-export function planCredit(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditOutcome> {
+/** Work is credited only while the plan runs: 409 plan_not_started before it, plan_ended after. */
+export function refuseOutsidePlan(now: number): void {
+  const phase = planPhase(now);
+  if (phase === 'before') throw conflict('plan_not_started', `the reward plan starts on ${PLAN_START} (KST)`, { starts: PLAN_START });
+  if (phase === 'ended') throw conflict('plan_ended', `the reward plan ended on ${PLAN_END} (KST)`, { ended: PLAN_END });
+}
+
+/**
+ * The credit's update. With `answer`, also the caller's writes recording the answer the credit will
+ * give (creditWire's, its seq a placeholder the commit fills in), in the same update.
+ */
+export function planCredit(c: CreditInput, current: (Json | undefined)[], answer?: (result: Json) => Write[]): UpdatePlan<CreditOutcome> {
+  const plan = planCreditOnly(c, current);
+  if (!answer) return plan;
+  const { result } = creditWire(c.id, c.creditId, c.stage, plan.result, drawn(0) as unknown as number);
+  return { writes: [...plan.writes, ...answer(result as unknown as Json)], result: plan.result };
+}
+
+function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditOutcome> {
   const [m, s] = current;
   const { id, kc, v, now, today, month, stage, creditId } = c;
   const member = memberCodec.decode(m);

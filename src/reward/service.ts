@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
-import { conflict, notFound } from '../errors.js';
-import type { Json, Store } from '../store/port.js';
+import { notFound } from '../errors.js';
+import type { Json, Store, Write } from '../store/port.js';
 import { readRuEarned, upgradeLayout } from './aggregates.js';
 import { principles, type Principle } from './charter.js';
 import { decodeList } from '../store/codec.js';
@@ -20,20 +20,18 @@ import {
   readRewardLedger,
   type ListOptions,
 } from './ledgers.js';
-import { creditDraws, creditKeys, creditWire, exchangeDraws, exchangeKeys, planCredit, planExchange } from './movements.js';
+import { creditDraws, creditKeys, creditWire, exchangeDraws, exchangeKeys, planCredit, planExchange, refuseOutsidePlan } from './movements.js';
 import {
   DEFAULT_SPLIT,
   PLAN_DAYS,
   PLAN_END,
   PLAN_END_YEAR,
-  PLAN_START,
   ZONE_CAPACITY,
   checkSplit,
   daysLeft,
   kstDate,
   kstMonth,
   maturityValue,
-  planPhase,
   progress,
   stageFor,
   toWire,
@@ -72,6 +70,11 @@ export interface WorkInput {
   kc: number;
   v: number;
   verify?: WorkVerifier;
+  /**
+   * Writes that record the caller's answer in the credit's own atomic update (the hub's
+   * idempotency): the credit and its answer land together, so a retried request replays it.
+   */
+  answer?: (result: Json) => Write[];
 }
 
 const RANDOM_ID_CHARS = 10;
@@ -299,13 +302,7 @@ export class RewardService {
   async work(input: WorkInput) {
     const { id, kc, v } = parseInput(workSchema, { id: input.id, kc: input.kc, v: input.v });
     const now = this.clock.now();
-    const phase = planPhase(now);
-    if (phase === 'before') {
-      throw conflict('plan_not_started', `the reward plan starts on ${PLAN_START} (KST)`, { starts: PLAN_START });
-    }
-    if (phase === 'ended') {
-      throw conflict('plan_ended', `the reward plan ended on ${PLAN_END} (KST)`, { ended: PLAN_END });
-    }
+    refuseOutsidePlan(now);
     const meta = memberMetaCodec.decode(await this.store.get(K.memberMeta(id)));
     if (!meta) throw notFound('member_not_found', `no member ${id}`);
     if (input.verify) await input.verify(meta.public_key ?? undefined, { id });
@@ -318,7 +315,7 @@ export class RewardService {
 
     const { result: r, drawn: [seq] } = await this.store.update(
       creditKeys(id, month),
-      (cur) => planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur),
+      (cur) => planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur, input.answer),
       { draw: creditDraws() },
     );
 

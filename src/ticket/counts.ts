@@ -23,7 +23,7 @@ export async function showCounts(store: Store, showId: string): Promise<ShowCoun
   return { show_id: showId, tickets, checked_in: typeof checkedIn === 'number' ? checkedIn : 0, cancelled: typeof cancelled === 'number' ? cancelled : 0 };
 }
 
-async function countByScan(store: Store, showId: string): Promise<ShowCounts> {
+export async function countByScan(store: Store, showId: string): Promise<ShowCounts> {
   const ids = (await store.indexRange(K.reservations)).map((e) => e.member);
   const out: ShowCounts = { show_id: showId, tickets: 0, checked_in: 0, cancelled: 0 };
   for (let i = 0; i < ids.length; i += BATCH) {

@@ -17,7 +17,7 @@ export type TicketStatus = 'entry_allowed' | 'checked_in' | 'cancelled';
 /** How the code reached the server: a camera scan, typed by staff, or another system by id. */
 export type CheckInSource = 'camera' | 'manual' | 'api';
 /** Audit results: pretix's answers, plus the two refusals that happen before a ticket is looked up. */
-export type AttemptResult = 'ok' | 'already_redeemed' | 'canceled' | 'invalid' | 'malformed' | 'rate_limited';
+export type AttemptResult = 'ok' | 'already_redeemed' | 'canceled' | 'invalid' | 'malformed' | 'rate_limited' | 'conflict';
 
 export interface ShowRecord {
   id: string;
@@ -34,6 +34,8 @@ export interface CheckInMark {
   gate: string | null;
   nonce: string | null;
   source: CheckInSource;
+  /** Set when the check-in was made at a door without network and uploaded later. */
+  offline?: boolean;
 }
 
 /** A reservation is the ticket: one seat of one show, with its code and bingo cards. */
@@ -71,6 +73,52 @@ export interface AuditEntry {
   /** Which route: by code (POST /api/checkin) or by reservation id (POST /api/tickets/:id/checkin). */
   via: 'code' | 'id';
   replayed: boolean;
+  /** An offline scan: its id, when the door scanned it, when the hub received it. */
+  offline?: { id: string; scanned_at: string; received_at: string };
+  /** Result `conflict`: why, and the check-in that came first. */
+  conflict?: { reason: ConflictReason; first_checkin: OfflineConflict['first_checkin'] };
+}
+
+/** One check-in made at a door without network, uploaded later (POST /api/checkin/offline). */
+export interface OfflineScan {
+  /** Made by the device, unique per scan: the check-in's nonce; a re-sent scan is settled once. */
+  id: string;
+  code: string;
+  /** When the door scanned it (the device's clock). */
+  scanned_at: string;
+  source: 'camera' | 'manual';
+}
+
+export type ConflictReason = 'already_redeemed' | 'canceled';
+
+/** An offline scan of a ticket that was already in (or cancelled): both scans, for staff. */
+export interface OfflineConflict {
+  /** When this (the later settled) scan was made, and when it reached the hub. */
+  at: string;
+  received_at: string;
+  reason: ConflictReason;
+  code: string;
+  reservation_id: string;
+  show_id: string;
+  seat: string;
+  scanner: string;
+  gate: string | null;
+  offline_id: string;
+  client: string | null;
+  /** The check-in that stands (null for a ticket cancelled before any check-in). */
+  first_checkin: { at: string; scanner: string; gate: string | null; offline: boolean } | null;
+  cancelled_at: string | null;
+}
+
+/** What the device learns of each offline scan it uploaded. */
+export interface OfflineResult {
+  id: string;
+  result: 'ok' | 'conflict' | 'invalid';
+  /** True when this scan had been settled before (the batch was sent again). */
+  replayed: boolean;
+  ticket?: TicketBrief;
+  checkin?: { at: string; scanner: string; gate: string | null };
+  conflict?: OfflineConflict;
 }
 
 /** A successful check-in as scanner pages see it: the ticket's brief without its status, and the mark. */

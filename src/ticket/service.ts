@@ -7,6 +7,8 @@ import { CheckIns } from './checkin.js';
 import { showCounts, type ShowCounts } from './counts.js';
 import { generateCode } from './code.js';
 import { K } from './keys.js';
+import { listBookings, listShows, type Page } from './lists.js';
+import { OfflineLists, type SignedList } from './offline.js';
 import { qrImage } from './qr.js';
 import {
   brief,
@@ -19,6 +21,9 @@ import {
   type BookInput,
   type CheckInEvent,
   type CheckInInput,
+  type OfflineConflict,
+  type OfflineResult,
+  type OfflineScan,
   type ReservationRecord,
   type ShowRecord,
 } from './records.js';
@@ -41,6 +46,7 @@ export class TicketService {
   private readonly bus: Bus;
   private readonly rng: Rng;
   private readonly checkins: CheckIns;
+  private readonly lists: OfflineLists;
   /** Card sets written by the lazy migration in this process (tests and metrics). */
   cardMigrations = 0;
 
@@ -50,6 +56,7 @@ export class TicketService {
     this.bus = opts.bus;
     this.rng = opts.rng ?? cryptoRng;
     this.checkins = new CheckIns(this.store, this.clock, this.bus);
+    this.lists = new OfflineLists(this.store, this.clock);
   }
 
   // ---- shows and booking ---------------------------------------------------------------------
@@ -62,6 +69,7 @@ export class TicketService {
         { op: 'set', key: K.show(show.id), value: shows.encode(show) },
         { op: 'index', key: K.shows, member: show.id, score: now },
         { op: 'set', key: K.count(show.id, 'tickets'), value: 0 },
+        { op: 'set', key: K.showIndexed(show.id), value: 1 },
       ],
       result: undefined,
     }));
@@ -122,6 +130,7 @@ export class TicketService {
           { op: 'set', key: K.code(code), value: id },
           { op: 'set', key: K.seat(s.id, input.seat), value: id },
           { op: 'index', key: K.reservations, member: id, score: now },
+          { op: 'index', key: K.showReservations(s.id), member: id, score: now },
           { op: 'incr', key: K.count(s.id, 'tickets'), by: 1 },
         ];
         return { writes, result: rec };
@@ -230,6 +239,29 @@ export class TicketService {
     return this.checkins.recordRefusal(result, input);
   }
 
+  // ---- offline mode (docs/ticket.md, "Offline mode") ----------------------------------------------
+
+  /** The signed offline check-in list of one show. 404 show_not_found, 413 list_too_large. */
+  async checkInList(showId: string): Promise<SignedList & { version: string }> {
+    return this.lists.list(await this.show(showId));
+  }
+
+  /**
+   * Settles a device's offline scans one after another, in the order given, each through the
+   * check-in transition (exactly once per scan id and device); a result for each.
+   */
+  async settleOffline(scans: OfflineScan[], input: CheckInInput & { device: string }): Promise<OfflineResult[]> {
+    const out: OfflineResult[] = [];
+    for (const scan of scans) out.push(await this.checkins.settleOffline(scan, input));
+    return out;
+  }
+
+  /** Offline-scan conflicts, newest first; of one show when given (404 for an unknown show). */
+  async conflicts(opts: { limit: number; show_id?: string | undefined }): Promise<OfflineConflict[]> {
+    if (opts.show_id) await this.show(opts.show_id);
+    return this.checkins.conflicts(opts);
+  }
+
   // ---- cancel --------------------------------------------------------------------------------
 
   /**
@@ -270,13 +302,24 @@ export class TicketService {
 
   // ---- lists ---------------------------------------------------------------------------------
 
+  /** Shows, newest first, with their door counters. */
+  shows(page: Page) {
+    return listShows(this.store, page);
+  }
+
+  /** One show's bookings, newest first, optionally those whose holder or seat contains `q`. 404 for an unknown show. */
+  async bookings(showId: string, page: Page & { q?: string | undefined }) {
+    await this.show(showId);
+    return listBookings(this.store, showId, page);
+  }
+
   /** Successful check-ins, newest first. */
   recentCheckIns(limit: number): Promise<CheckInEvent[]> {
     return this.checkins.recentCheckIns(limit);
   }
 
-  /** Audit entries (every attempt), newest first; of one reservation when given. */
-  auditLog(opts: { limit: number; reservation_id?: string | undefined }): Promise<AuditEntry[]> {
+  /** Audit entries (every attempt), newest first; of one reservation, or of one show's tickets, when given. */
+  auditLog(opts: { limit: number; reservation_id?: string | undefined; show_id?: string | undefined }): Promise<AuditEntry[]> {
     return this.checkins.auditLog(opts);
   }
 

@@ -1,4 +1,4 @@
-import type { Bus } from '../bus.js';
+import { EMIT_RETRY_MS, retryWhileUnavailable, type Bus } from '../bus.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { K, PROGRAM_EVENTS_TOPIC, runOf, type ProgramEvent, type ProgramRecord, programRecords, programEvents } from './program-model.js';
 
@@ -7,7 +7,9 @@ import { K, PROGRAM_EVENTS_TOPIC, runOf, type ProgramEvent, type ProgramRecord, 
  * Entries queued while a batch commits go into the next batch; a batch is one atomic store update
  * (statistics, book, signals, logs and equity points together), and its events are published on the
  * Bus only after it committed, so a subscriber never sees an event the store lost. The Bus numbers
- * and keeps them (topic `program:events`, its history): their stream positions are the SSE ids.
+ * and keeps them (topic `program:events`, its history): their stream positions are the SSE ids. A
+ * store outage between the commit and the publication is waited out (up to EMIT_RETRY_MS), so a
+ * committed event is not missing from the stream.
  *
  * An entry of a run (`run`) is the output of one processed bar (or of the flatten at a pause): it is
  * committed only while this process holds the program's lease, the program is still on that run
@@ -77,7 +79,12 @@ export class Journal {
           });
           return { writes, result: { committed: ok, events: out } };
         }));
-        if (events.length > 0) await bus.publishMany(PROGRAM_EVENTS_TOPIC, events.map(programEvents.encode));
+        // committed: the events must reach the stream, so a store outage here is waited out (in
+        // order: the next batch waits behind this one)
+        if (events.length > 0) {
+          const encoded = events.map(programEvents.encode);
+          await retryWhileUnavailable(() => bus.publishMany(PROGRAM_EVENTS_TOPIC, encoded), Date.now() + EMIT_RETRY_MS);
+        }
       } catch (err) {
         this.opts.onError?.(err);
       } finally {

@@ -1,10 +1,16 @@
 import { AppError } from '../errors.js';
-import type { UploadedFile } from '../hub/multipart.js';
 import { assertClean, type Scanner } from './scan.js';
 import { sniff, type Sniffed } from './sniff.js';
 
 export { sniff, MEDIA_TYPES, HWP_FLAGS, type DocumentKind, type Sniffed } from './sniff.js';
 export { ClamdScanner, assertClean, parseClamdUrl, type Scanner, type ScanVerdict } from './scan.js';
+
+/** An uploaded file as the transport hands it over: in a temporary file, with its form field and name. */
+export interface UploadPart {
+  field: string;
+  filename: string;
+  tempPath: string;
+}
 
 /**
  * The checks every uploaded file passes before its record commits: when a scanner is configured,
@@ -12,7 +18,7 @@ export { ClamdScanner, assertClean, parseClamdUrl, type Scanner, type ScanVerdic
  * malicious is reported as such whatever its type; then the type by content (415, or 422 for an
  * encrypted HWP). Errors name the form field in `details.field`.
  */
-export async function inspectUpload(file: UploadedFile, scanner?: Scanner): Promise<Sniffed> {
+export async function inspectUpload(file: UploadPart, scanner?: Scanner): Promise<Sniffed> {
   try {
     if (scanner) assertClean(await scanner.scan(file.tempPath), file.filename);
     return await sniff(file.tempPath, file.filename);

@@ -93,6 +93,8 @@ describe.skipIf(!hasBrowser)('conversation and coaching pages in Chromium', () =
     await page.goto(`${hub.url}/coach?owner=${reg.body.header}`);
     await page.waitForSelector('#actions li');
     expect(await page.textContent('#vision')).toBe('매일 한 걸음씩');
+    // the nudge comes from its own request: wait for it to show rather than racing it
+    await page.waitForSelector('#nudge', { state: 'visible', timeout: 10_000 });
     expect(await page.isVisible('#nudge')).toBe(true);
     // each phase in its own colour
     const colours = await page.$$eval('#actions li .phase', (els) => els.map((e) => getComputedStyle(e).backgroundColor));

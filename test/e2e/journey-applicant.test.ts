@@ -47,7 +47,7 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
     await page.waitForSelector('body[data-ready="true"][data-auth="none"]');
     await page.fill('#password', TEST_PARTNER_PASSWORD);
     await page.click('#login button[type="submit"]');
-    const row = `#rows tr.app:has(td:text-is("${receiptNo}"))`;
+    const row = `#rows tr.app:has(button.expand:text-is("${receiptNo}"))`;
     await page.waitForSelector(row);
     await page.click(row);
     // product by its code, building type in Korean; a reject without a reason is refused beside the control
@@ -61,7 +61,10 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
     // the counters add up: the rejected card counts it
     expect(Number(await page.textContent('#c-rejected'))).toBeGreaterThanOrEqual(1);
     // the readable table at any width: no syllable-per-line wrapping in the rows
-    expect(await page.$$eval('#rows tr.app td', (tds) => tds.every((td) => getComputedStyle(td).whiteSpace === 'nowrap'))).toBe(true);
+    // (the rows are drawn again by the live update of the rejection: judged once the table is settled)
+    const wrapping = () => page.$$eval('#rows tr.app td', (tds) => tds.filter((td) => getComputedStyle(td).whiteSpace !== 'nowrap').map((td) => `${td.textContent}: ${getComputedStyle(td).whiteSpace}`));
+    await page.waitForFunction(() => [...document.querySelectorAll('#rows tr.app td')].every((td) => getComputedStyle(td).whiteSpace === 'nowrap'), undefined, { timeout: 5000 }).catch(() => undefined);
+    expect(await wrapping()).toEqual([]);
     await page.close();
   }
 

@@ -73,7 +73,7 @@ describe.skipIf(!hasBrowser)('journey: a rental application made in the conversa
       await page.fill('#password', TEST_PARTNER_PASSWORD);
       await page.click('#login button[type="submit"]');
       await page.waitForSelector('body[data-auth="partner"]');
-      const row = `#rows tr.app:has(td:text-is("${receiptNo}"))`;
+      const row = `#rows tr.app:has(button.expand:text-is("${receiptNo}"))`;
       await page.waitForSelector(row);
       expect(await page.textContent(`${row} td.source`)).toBe('상담');
       // only the conversation's applications under the chat filter; none under the form's

@@ -41,8 +41,8 @@ describe.skipIf(!hasBrowser)('main tasks with the keyboard alone', () => {
     await tabTo(page, 'a[href="/demo"]');
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/demo$/);
-    await page.waitForSelector('#tickets a');
-    await tabTo(page, '#tickets a');
+    await page.waitForSelector('#tour-ticket a[href^="/mticket/"]');
+    await tabTo(page, '#tour-ticket a[href^="/mticket/"]');
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/mticket\/TK-/);
     await page.waitForSelector('body[data-ready="true"]');

@@ -1,4 +1,6 @@
 import { writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,7 +75,7 @@ describe.skipIf(!hasBrowser)('rental form and partner dashboard in Chromium', ()
     const p2 = await partnerPage(browser, hub.url);
     for (const p of [p1, p2]) p.on('pageerror', (e) => errors.push(e.message));
     await p2.waitForSelector('#conn.on');
-    const row = `#rows tr.app:has(td:text-is("${receipt}"))`;
+    const row = `#rows tr.app:has(button.expand:text-is("${receipt}"))`;
     await p1.waitForSelector(row);
     expect(await p1.textContent('#c-documents_submitted')).toBe('1');
     await p1.click(row);
@@ -87,4 +89,68 @@ describe.skipIf(!hasBrowser)('rental form and partner dashboard in Chromium', ()
     expect(await p2.textContent('#c-approved')).toBe('1');
     expect(errors).toEqual([]);
   });
+
+  it('a submission whose answer was lost (a 503 after the application was made): submitting again shows the one receipt', async () => {
+    const dir = tempDir('rental-retry-files');
+    const paths = threeFiles().map((f) => {
+      const path = join(dir, f.filename);
+      writeFileSync(path, f.data);
+      return [f.field, path] as const;
+    });
+    const page = await browser.newPage({ viewport: { width: 360, height: 780 } });
+    const keys: string[] = [];
+    let lose = true;
+    // a proxy in front of the hub loses the first submission's answer on the way back: the hub made
+    // the application, the page hears a 503
+    const target = new URL(hub.url);
+    const proxy = createServer((req, res) => {
+      const submission = req.method === 'POST' && req.url === '/api/subscriptions';
+      if (submission) keys.push(String(req.headers['idempotency-key'] ?? ''));
+      const up = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        if (submission && lose) {
+          lose = false;
+          answer.resume();
+          answer.on('end', () => {
+            res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+            res.end(JSON.stringify({ error: { code: 'store_unavailable', message: 'try again', upstream: answer.statusCode } }));
+          });
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const via = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    await page.goto(`${via}/rental.html`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.fill('#contactName', '재신청');
+    await page.fill('#contactPhone', '010-2222-3333');
+    for (const [field, path] of paths) await page.setInputFiles(`#${field}`, path);
+    await page.click('#submit');
+    await page.waitForFunction(() => (document.querySelector('#error')?.textContent ?? '') !== '');
+    expect(await page.isHidden('#done')).toBe(true);
+    await page.click('#submit');
+    await page.waitForSelector('#done:not([hidden])');
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f]{32}$/);
+    expect(keys[1]).toBe(keys[0]);
+    const receipt = (await page.textContent('#receipt'))!;
+    const { token } = await fetch(`${hub.url}/api/partner/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ password: TEST_PARTNER_PASSWORD }) }).then((r) => r.json());
+    const listed = await fetch(`${hub.url}/api/partner/applications?q=${encodeURIComponent('재신청')}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json());
+    expect(listed.matched).toBe(1);
+    expect(listed.items[0].receiptNo).toBe(receipt);
+    // a changed form is a new submission: a new key
+    await page.goto(`${via}/rental.html`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.fill('#contactName', '다른신청');
+    await page.fill('#contactPhone', '010-2222-4444');
+    await page.click('#submit');
+    await page.waitForSelector('#done:not([hidden])');
+    expect(keys).toHaveLength(3);
+    expect(keys[2]).not.toBe(keys[0]);
+    await page.close();
+    proxy.close();
+  }, 60_000);
 });

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
@@ -81,6 +82,8 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     const log = await page.$$eval('#log li', (li) => li.map((x) => x.textContent ?? ''));
     expect(log.join('\n')).toContain('following the market');
     expect(log.join('\n')).not.toMatch(/\d+-[0-9a-f]{8}|driven by|from bar|->/);
+    // log and signal times in KST, the zone written (the pages' one rule), not UTC
+    for (const line of [...log, ...(await page.$$eval('#signals li', (li) => li.map((x) => x.textContent ?? '')))]) expect(line).toMatch(/^\d{2}:\d{2}:\d{2} KST /);
     expect(await page.$$eval('#equity-chart polyline', (p) => p.length)).toBe(1);
     // the live market as candles (lightweight-charts) with the signals and fills marked on them
     await page.waitForFunction(() => Number(document.querySelector('#live-candles')?.getAttribute('data-bars')) >= 1, null, { timeout: 15_000 });
@@ -118,6 +121,16 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#compare-table', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#compare-table tbody tr', (r) => r.length)).toBe(5);
+    // the figures under Korean names (the API's key only in the title), ratios as percentages
+    const heads = await page.$$eval('#compare-table th', (th) => th.map((x) => ({ text: x.textContent!, title: x.getAttribute('title') })));
+    for (const h of heads) expect(h.text).toMatch(/[가-힣]/);
+    expect(heads.map((h) => h.text).join(' ')).not.toMatch(/_/);
+    expect(heads.find((h) => h.title === 'win_rate')?.text).toBe('승률 win rate');
+    const winCol = heads.findIndex((h) => h.title === 'win_rate') + 1;
+    for (const v of await page.$$eval(`#compare-table tbody td:nth-child(${winCol})`, (td) => td.map((x) => x.textContent!))) expect(v).toMatch(/^\d{1,3}\.\d%$/);
+    const ddCol = heads.findIndex((h) => h.title === 'max_drawdown') + 1;
+    for (const v of await page.$$eval(`#compare-table tbody td:nth-child(${ddCol})`, (td) => td.map((x) => x.textContent!))) expect(v).toMatch(/^\d{1,3}\.\d%$/);
+    expect(await page.textContent('#lab-result h3')).not.toMatch(/\(sharpe\)|_/);
     // the legend is the ranked table: row k's swatch has the colour of line k
     const swatches = await page.$$eval('#compare-table .swatch', (s) => s.map((x) => getComputedStyle(x).backgroundColor));
     const strokes = await page.$$eval('#compare-chart polyline', (p) => p.map((x) => x.getAttribute('stroke')));
@@ -138,9 +151,10 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.waitForSelector('#wf-table', { timeout: 30_000 });
     await finished();
     expect(await page.$$eval('#wf-table tbody tr', (r) => r.length)).toBeGreaterThan(1);
-    // windows as readable dates, not ISO stamps
+    // windows as readable dates with their year, in KST with the zone written (not ISO stamps, not UTC)
     const windowCell = await page.textContent('#wf-table tbody tr:first-child td:nth-child(2)');
-    expect(windowCell).toMatch(/^\d{2}\. \d{2}\. \d{2}:\d{2} – \d{2}\. \d{2}\. \d{2}:\d{2}$/);
+    expect(windowCell).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2} – \d{4}-\d{2}-\d{2} \d{2}:\d{2} KST$/);
+    expect(await page.$$eval('#wf-table th', (th) => th.map((x) => x.textContent!).join(' '))).not.toMatch(/UTC|_/);
 
     await page.click('#bt-mc');
     await page.waitForSelector('#fan', { timeout: 30_000 });
@@ -152,6 +166,36 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     expect(await page.textContent('#lab-result')).toContain('probability of ruin');
     expect(errors).toEqual([]);
   }, 120_000);
+
+  it('shows each program whole on a phone (360 px): P&L and its buttons on the screen, nothing to scroll sideways to', async () => {
+    await page.fill('#cf-name', 'phone-one');
+    await page.click('#cf-submit');
+    await page.waitForSelector(row('phone-one'));
+    for (const width of [360, 1280]) {
+      await page.setViewportSize({ width, height: 900 });
+      const tr = page.locator(row('phone-one'));
+      await tr.scrollIntoViewIfNeeded();
+      // every cell that matters lies within the viewport and within its card (no clipping by the scroller)
+      for (const sel of ['td.pnl', 'td.equity', 'button[data-move="start"]', 'button[data-move="pause"]', 'button[data-move="stop"]', 'button[data-move="delete"]']) {
+        const box = (await tr.locator(sel).boundingBox())!;
+        expect(box.width, `${sel} at ${width}`).toBeGreaterThan(0);
+        expect(box.x, `${sel} at ${width}`).toBeGreaterThanOrEqual(0);
+        expect(box.x + box.width, `${sel} at ${width}`).toBeLessThanOrEqual(width);
+      }
+      const scroll = await page.$eval('#programs', (b) => { const s = b.closest('.scroll')!; return { content: s.scrollWidth, shown: s.clientWidth }; });
+      if (width === 360) {
+        expect(scroll.content).toBeLessThanOrEqual(scroll.shown);
+        // the figures keep their names where the header row is not shown
+        expect(await tr.locator('td.pnl').evaluate((td) => getComputedStyle(td, '::before').content)).toContain('P&L');
+        mkdirSync('.tmp/screens', { recursive: true });
+        await page.screenshot({ path: '.tmp/screens/trading-programs-360.png' });
+      }
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    }
+    await page.click(`${row('phone-one')} button[data-move="delete"]`);
+    await page.waitForFunction(() => document.querySelectorAll('#programs tr[data-id]').length === 0);
+    expect(errors).toEqual([]);
+  }, 60_000);
 
   it('a token revoked elsewhere ends the program stream: the page stops it and asks to sign in again', async () => {
     await page.waitForSelector('#conn.on');

@@ -358,3 +358,31 @@ describe('reward plan peers and signatures', () => {
     }
   });
 });
+
+describe('a work credit retried with its Idempotency-Key', () => {
+  it('credits once: the retry replays the answer recorded with the credit, its sequence number included', async () => {
+    const clock = new ManualClock(KST_NOON('2026-11-21'));
+    const maru = await start(config(), { clock, logger: silent });
+    try {
+      const zone = (await get(maru.url, '/culture?country=KR&lang=ko&name=daegu')).body.id;
+      const id = (await post(maru.url, '/api/reward/members', { name: 'retry test', zone })).body.id;
+      const key = { 'idempotency-key': 'work-3f9a' };
+      const first = await get(maru.url, `/work?id=${id}&kc=1&v=100`, key);
+      expect(first.status).toBe(200);
+      expect(first.body.seq).toEqual(expect.any(Number));
+      const again = await get(maru.url, `/work?id=${id}&kc=1&v=100`, key);
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body).toEqual(first.body);
+      expect((await get(maru.url, `/member?id=${id}`)).body.kc).toBe(1);
+      // the same key with other units is another request
+      const other = await get(maru.url, `/work?id=${id}&kc=2&v=100`, key);
+      expect(other.status).toBe(422);
+      expect(other.body.error.code).toBe('idempotency_key_reused');
+      // without a key each request credits, as the document's /work does
+      expect((await get(maru.url, `/work?id=${id}&kc=1&v=100`)).body.new_total_kc).toBe(2);
+    } finally {
+      await maru.stop();
+    }
+  });
+});

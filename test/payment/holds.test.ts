@@ -70,6 +70,27 @@ describe('payout holds: deadlines, the day total, the pool rule per run', () => 
     expect(await checkLedger(store)).toMatchObject({ ok: true });
   });
 
+  it('a hold past its deadline is no longer decided, even before the sweep voids it', async () => {
+    const { store, clock, acct } = await world(['d1', 'd2'], 10n ** 18n, ['d1', 'd2']);
+    const { pay } = relay(store, clock);
+    const a = (await pay.payout(W, 'd1')) as { review: string };
+    const b = (await pay.payout(W, 'd2')) as { review: string };
+    // past the deadline, the sweep not yet run (it runs every minute; a process may have been down)
+    clock.advance(REVIEW_HOLD_MS);
+    await expect(pay.decide(a.review, 'approve', 'ops', 'late')).rejects.toMatchObject({ code: 'review_expired', status: 409 });
+    await expect(pay.decide(b.review, 'reject', 'ops', 'late')).rejects.toMatchObject({ code: 'review_expired', status: 409 });
+    // nothing moved: the holds still reserve the payouts, nothing reached the wallets
+    expect(availableOf(await acct('escrow'))).toBe(10n ** 18n - 2n * X);
+    expect(balanceOf(await acct(wallet('d1')))).toBe(0n);
+    expect(await store.get(PAYOUT.review(a.review))).toMatchObject({ state: 'open' });
+    // the sweep voids both, once, with a warning each, and the funds return
+    expect((await pay.expireReviews()).sort()).toEqual([a.review, b.review].sort());
+    expect(availableOf(await acct('escrow'))).toBe(10n ** 18n);
+    expect((await pay.warnings()).warnings.filter((w) => (w as { reason: string }).reason === 'review_expired')).toHaveLength(2);
+    expect(await pay.payout(W, 'd1')).toMatchObject({ status: 'expired' });
+    expect(await checkLedger(store)).toMatchObject({ ok: true });
+  });
+
   it('an approved review counts toward the day\'s circuit-breaker total', async () => {
     // capital 30 X: one payout (X) is within 5 %, an approved one plus another (2 X) is not
     const { store, clock } = await world(['a1', 'a2'], 30n * X, ['a1']);

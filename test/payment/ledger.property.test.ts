@@ -8,7 +8,7 @@ import { RK, receiptWrites, verifyReceiptChain } from '../../src/payment/receipt
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store } from '../../src/store/port.js';
 import { Corrections } from '../../src/payment/corrections.js';
-import { Idempotency } from '../../src/payment/idempotency.js';
+import { Idempotency } from '../../src/idempotency.js';
 import { PegService } from '../../src/payment/peg.js';
 import { PaymentService } from '../../src/payment/service.js';
 import { tempDir } from '../support/process.js';

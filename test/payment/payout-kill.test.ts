@@ -3,19 +3,18 @@ import { existsSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { Idempotency } from '../../src/payment/idempotency.js';
-import { K, ledgerUpdate, transferKeys, userAccount } from '../../src/payment/ledger.js';
+import { Idempotency } from '../../src/idempotency.js';
+import { K } from '../../src/payment/ledger.js';
 import { checkLedger } from '../../src/payment/check.js';
-import { ChallengeLifecycle } from '../../src/payment/lifecycle.js';
 import { PegService } from '../../src/payment/peg.js';
-import { PriceProviderClient } from '../../src/payment/peers.js';
 import { PayoutService } from '../../src/payment/payouts.js';
-import { DEFAULT_RULES, payoutAt, payoutWeekOf } from '../../src/payment/rules.js';
+import { payoutAt, payoutWeekOf } from '../../src/payment/rules.js';
 import { PaymentService } from '../../src/payment/service.js';
 import { startPriceStandin, type PriceState } from '../../src/peers/payment-standins.js';
 import type { Standin } from '../../src/peers/value-standin.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import { tempDir } from '../support/process.js';
+import { seedProfitableChallenges } from './support.js';
 
 const CLI = resolve(import.meta.dirname, '../../dist/src/payment/cli.js');
 const T0 = Date.parse('2026-11-11T12:00:00Z');
@@ -31,19 +30,7 @@ describe('weekly payout killed in the middle', () => {
     if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build`);
     prices = await Promise.all([0, 0.001, -0.001].map((bias) => startPriceStandin({ bias })));
     const store = await openLmdbStore({ path: join(dir, 'store') });
-    const clock = new ManualClock(T0);
-    const peg = new PegService(prices.map((p, i) => new PriceProviderClient(`p${i}`, p.url, 2000)), { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
-    const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
-    const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
-    const fund = (id: string, credit: string, amount: bigint) =>
-      ledgerUpdate(store, () => clock.now(), transferKeys([{ id, debit: 'bank', credit, amount, code: 'test' }]), (tx) => (tx.transfer({ id, debit: 'bank', credit, amount, code: 'test' }), { result: undefined }));
-    await fund('fund-escrow', 'escrow', 10n ** 16n);
-    for (const u of USERS) {
-      await fund(`fund-${u}`, userAccount(u, 'wallet'), 200n * 10n ** 6n);
-      const c = ((await svc.buy(u, 'starter_10k', {})) as { challenge: string }).challenge;
-      await life.event(c, { type: 'fill', event_id: 'pass', realized_cents: 100_000, ts: clock.now() });
-      await life.event(c, { type: 'fill', event_id: 'w', realized_cents: 5_000, ts: clock.now() });
-    }
+    await seedProfitableChallenges(store, new ManualClock(T0), prices.map((p) => p.url), USERS);
     await store.close();
   }, 120_000);
   afterAll(async () => {

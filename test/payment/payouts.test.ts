@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { Idempotency } from '../../src/payment/idempotency.js';
+import { Idempotency } from '../../src/idempotency.js';
 import { ChallengeLifecycle } from '../../src/payment/lifecycle.js';
 import { K, ledgerUpdate, readAccount, transferKeys, userAccount } from '../../src/payment/ledger.js';
 import { checkLedger } from '../../src/payment/check.js';

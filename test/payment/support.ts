@@ -1,8 +1,10 @@
 import { ManualClock } from '../../src/clock.js';
-import { Idempotency } from '../../src/payment/idempotency.js';
+import { Idempotency } from '../../src/idempotency.js';
 import { ChallengeLifecycle } from '../../src/payment/lifecycle.js';
 import { K, ledgerUpdate, transferKeys, userAccount } from '../../src/payment/ledger.js';
 import { PegService } from '../../src/payment/peg.js';
+import { PriceProviderClient } from '../../src/payment/peers.js';
+import { DEFAULT_RULES } from '../../src/payment/rules.js';
 import { PayoutService } from '../../src/payment/payouts.js';
 import { PK, PaymentService, challengeRecords, type ChallengeRecord } from '../../src/payment/service.js';
 import type { Store } from '../../src/store/port.js';
@@ -44,3 +46,20 @@ export async function logTransfers(store: Store): Promise<{ id: string; code: st
 }
 
 export const wallet = (u: string) => userAccount(u, 'wallet');
+
+/**
+ * Escrow funded, and each user with a starter_10k bought at the peg of the given price providers,
+ * passed, and 50 USD realised at the clock's time (so each has the same payout in that week).
+ */
+export async function seedProfitableChallenges(store: Store, clock: ManualClock, priceUrls: string[], users: string[]): Promise<void> {
+  const peg = new PegService(priceUrls.map((url, i) => new PriceProviderClient(`p${i}`, url, 2000)), { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
+  const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
+  const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
+  await deposit(store, clock.now(), 'fund-escrow', 'escrow', 10n ** 16n);
+  for (const u of users) {
+    await deposit(store, clock.now(), `fund-${u}`, userAccount(u, 'wallet'), 200n * 10n ** 6n);
+    const c = ((await svc.buy(u, 'starter_10k', {})) as { challenge: string }).challenge;
+    await life.event(c, { type: 'fill', event_id: 'pass', realized_cents: 100_000, ts: clock.now() });
+    await life.event(c, { type: 'fill', event_id: 'w', realized_cents: 5_000, ts: clock.now() });
+  }
+}

@@ -58,6 +58,34 @@ describe('signed tree heads and consistency, checked by the hub', () => {
     expect(verifyConsistency(5, 13, path, Buffer.from(first.root, 'hex'), Buffer.from(b.body.sth.root, 'hex'))).toBe(true);
   });
 
+  it('gives a page what it checks the chain with: the chain\'s key, the bank\'s sign-in, consistency proofs between any two sizes; bad ranges are 400', async () => {
+    const cfg = await call(maru.url, 'GET', '/api/token/config');
+    expect(cfg.status).toBe(200);
+    expect(cfg.body).toEqual({ sso_login_url: `${peers.banking.url}/sso/login`, chain_public_key: peers.chain.state.publicKey });
+    const c = await call(maru.url, 'GET', '/api/token/chain/consistency?first=5&second=13');
+    expect(c.status).toBe(200);
+    const path = c.body.consistency.map((x: string) => Buffer.from(x, 'hex'));
+    const head = (await call(maru.url, 'GET', '/api/token/chain/sth')).body.sth;
+    expect(head.tree_size).toBe(13);
+    expect(verifyConsistency(5, 13, path, Buffer.from(first.root, 'hex'), Buffer.from(head.root, 'hex'))).toBe(true);
+    for (const q of ['first=13&second=5', 'first=5&second=999', 'first=-1&second=3', 'first=x&second=3', 'first=1']) {
+      const bad = await call(maru.url, 'GET', `/api/token/chain/consistency?${q}`);
+      expect(bad.status, q).toBe(400);
+      expect(typeof bad.body.error.code, q).toBe('string');
+    }
+    // open to anyone, a chain call each: 60 a minute per client (the calls above count), then 429
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) statuses.push((await call(maru.url, 'GET', '/api/token/chain/consistency?first=1&second=13')).status);
+    const firstRefused = statuses.indexOf(429);
+    expect(firstRefused).toBeGreaterThan(50);
+    expect(statuses.slice(0, firstRefused).every((s) => s === 200)).toBe(true);
+    expect(statuses.slice(firstRefused).every((s) => s === 429)).toBe(true);
+    const over = await fetch(`${maru.url}/api/token/chain/consistency?first=1&second=13`);
+    expect(over.status).toBe(429);
+    expect(over.headers.get('retry-after')).toBeTruthy();
+    expect(((await over.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+  });
+
   it('refuses a forged head (another key) and an out-of-order one, keeping the verified head', async () => {
     const before = await call(maru.url, 'GET', '/api/token/chain/sth');
     const forgedKey = generateKeyPairSync('ed25519').privateKey;

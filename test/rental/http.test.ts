@@ -243,6 +243,30 @@ describe('rental intake and partner review over HTTP', () => {
   });
 });
 
+describe('a submission retried with its Idempotency-Key', () => {
+  it('makes one application: the retry replays the first answer, access key included; other files under the same key are 422', async () => {
+    const key = { 'idempotency-key': 'apply-7c1e' };
+    const fields = { ...applicant, contactName: '재시도' };
+    const send = async (files: FilePart[]) => answer(await fetch(`${base}/api/subscriptions`, { method: 'POST', headers: key, body: form(fields, files) }));
+    const files = threeFiles();
+    const first = await send(files);
+    expect(first.status).toBe(201);
+    const again = await send(files);
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const listed = await get(base, `/api/partner/applications?q=${encodeURIComponent('재시도')}`, bearer(partner));
+    expect(listed.body.matched).toBe(1);
+    // the replayed key opens the application it names
+    const tracked = await get(base, `/api/subscriptions/${first.body.receiptNo}?key=${encodeURIComponent(first.body.accessKey)}`);
+    expect(tracked.status).toBe(200);
+    const changed = await send([files[0]!, files[1]!, { ...files[2]!, data: hwp(1, 10) }]);
+    expect(changed.status).toBe(422);
+    expect(changed.body.error.code).toBe('idempotency_key_reused');
+    expect((await get(base, `/api/partner/applications?q=${encodeURIComponent('재시도')}`, bearer(partner))).body.matched).toBe(1);
+  });
+});
+
 describe('bad input: a clear 4xx, nothing stored', () => {
   const cases: [string, () => Promise<Answer>, number, string | RegExp][] = [
     ['missing contactPhone', () => submit({ ...applicant, contactPhone: undefined }, threeFiles()), 400, 'invalid_body'],

@@ -287,3 +287,42 @@ describe('RentalService', () => {
     }
   });
 });
+
+describe('RentalService after store_unavailable', () => {
+  it('keeps the uploaded files when the write may have happened (a WAIT shortfall), so the record never names deleted files', async () => {
+    const { storeUnavailable } = await import('../../src/store/redis-unavailable.js');
+    const inner = await openLmdbStore({ path: tempDir('rental-wait') });
+    stores.push(inner);
+    // the update lands, then the answer is store_unavailable, as WAIT with too few replicas answers
+    let shortfall = true;
+    const store = new Proxy(inner, {
+      get(target, prop, recv) {
+        if (prop === 'update') {
+          return async (...args: Parameters<Store['update']>) => {
+            const out = await target.update(...args);
+            if (shortfall) throw storeUnavailable('the write reached 0 of 1 required replica(s)');
+            return out;
+          };
+        }
+        const v = Reflect.get(target, prop, recv);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    }) as Store;
+    const h = harness(store, await new FsBlobStore(tempDir('rental-wait-blobs')).init());
+    const files = await h.three();
+    expect(await error(h.service.submit(form(), files))).toMatchObject({ status: 503, code: 'store_unavailable' });
+    shortfall = false;
+    const ids = await h.intake.ids('rental-ipa');
+    expect(ids).toHaveLength(1);
+    const app = await h.service.application(ids[0]!);
+    const urls = Object.values(app.documents as Record<string, { url: string } | null>).flatMap((d) => (d ? [d.url] : []));
+    expect(urls).toHaveLength(3);
+    for (const url of urls) (await h.service.file(ids[0]!, url.split('/').pop()!, { partner: true })).stream.destroy();
+    expect((await stored(h.blobs)).sort()).toEqual(files.map((f) => f.blobKey).sort());
+
+    // any other failure still deletes the files it was given
+    const more = await h.three();
+    expect(await error(h.service.submit(form({ contactPhone: undefined }), more))).toMatchObject({ status: 400 });
+    expect((await stored(h.blobs)).sort()).toEqual(files.map((f) => f.blobKey).sort());
+  });
+});

@@ -229,6 +229,19 @@ describe('reward CLI as a child process', () => {
     expect(JSON.parse(fixed.stdout)).toMatchObject({ ts: 1780000000000, message: 'maru-work/1\nm_1\n1\n100\n1780000000000' });
   });
 
+  it('takes a signature or key that begins with "-" as the value of its option', async () => {
+    const keys = generateMemberKeys();
+    let ts = 1780000000000;
+    let sig = signWork(keys.privateKey, { id: 'm_1', kc: 27, v: 150, ts });
+    while (!sig.startsWith('-')) sig = signWork(keys.privateKey, { id: 'm_1', kc: 27, v: 150, ts: ++ts });
+    const ok = await run('verify-work', '--id', 'm_1', '--kc', '27', '--v', '150', '--ts', String(ts), '--sig', sig, '--public-key', keys.publicKey);
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toEqual({ valid: true });
+    const missing = await run('verify-work', '--id', 'm_1', '--kc', '27', '--v', '150', '--ts', String(ts), '--public-key', keys.publicKey, '--sig');
+    expect(missing.code).toBe(2);
+  });
+
   it('register prints the registration hash and canonical payload', async () => {
     const r = await run('register', '--name', 'Maru', '--country', 'KR', '--lang', 'ko', '--zone', 'seoul-1', '--nonce', 'abc');
     expect(r.code).toBe(0);

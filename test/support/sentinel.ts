@@ -117,6 +117,38 @@ export interface SentinelSetup {
   stop(): Promise<void>;
 }
 
+/** What one Sentinel says of the primary: its address, and whether a failover is in progress. */
+async function sentinelView(port: number, name: string): Promise<{ addr: string; failingOver: boolean } | undefined> {
+  const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    const flat = (await c.call('SENTINEL', 'MASTER', name)) as string[];
+    const m = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) m.set(flat[i]!, flat[i + 1]!);
+    return { addr: `${m.get('ip')}:${m.get('port')}`, failingOver: /failover_in_progress|promoted/.test(m.get('flags') ?? '') };
+  } catch {
+    return undefined;
+  } finally {
+    c.disconnect();
+  }
+}
+
+/** Whether the server at `addr` says it is a primary. */
+async function isPrimary(addr: string): Promise<boolean> {
+  const [host, port] = addr.split(':');
+  const c = new Redis({ host, port: Number(port), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    return /role:master/.test(await c.info('replication'));
+  } catch {
+    return false;
+  } finally {
+    c.disconnect();
+  }
+}
+
 /**
  * One primary, one replica and three Sentinels (quorum 2, down-after 1 s) on free loopback ports.
  * `primaryArgs` go to both servers (e.g. min-replicas-to-write).
@@ -195,11 +227,15 @@ export async function startSentinelSetup(opts: { name?: string; serverArgs?: str
     sentinels,
     sentinelList: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
     currentPrimary: ask,
+    // done, not only begun: every Sentinel names the same new primary, none has a failover in
+    // progress, and the promoted server says it is a primary (bringing the old one back while a
+    // failover can still be aborted would let it win back and resync the new one from itself)
     waitFailover: async (old, timeoutMs = 30_000) => {
       const end = Date.now() + timeoutMs;
       for (;;) {
-        const now = await ask();
-        if (now && now !== old) return now;
+        const views = await Promise.all(sentinels.map((s) => sentinelView(s.port, name)));
+        const now = views[0]?.addr;
+        if (now && now !== old && views.every((v) => v?.addr === now && !v.failingOver) && (await isPrimary(now))) return now;
         if (Date.now() > end) throw new Error(`no failover away from ${old} within ${timeoutMs} ms`);
         await sleep(100);
       }

@@ -1,19 +1,10 @@
 /** Upload fixtures made by the tests themselves, and a raw multipart/form-data builder. */
 import { randomBytes } from 'node:crypto';
 import CFB from 'cfb';
+import { demoHwp } from '../../src/demo/rental.js';
 
-/** An HWP 5 compound file: a `FileHeader` stream (256 bytes: signature, version 5.1.0.1, flags) and a body stream. */
-export function makeHwp(flags = 1, extraBytes = 0): Buffer {
-  const header = Buffer.alloc(256);
-  header.write('HWP Document File', 0, 'latin1');
-  header.writeUInt32LE(0x05010001, 32);
-  header.writeUInt32LE(flags, 36);
-  const cfb = CFB.utils.cfb_new();
-  CFB.utils.cfb_add(cfb, '/FileHeader', header);
-  CFB.utils.cfb_add(cfb, '/DocInfo', randomBytes(64));
-  CFB.utils.cfb_add(cfb, '/BodyText/Section0', randomBytes(4096 + extraBytes));
-  return Buffer.from(CFB.write(cfb, { type: 'buffer' }) as Uint8Array);
-}
+/** An HWP 5 compound file: a `FileHeader` stream (signature, version 5.1.0.1, flags) and a body stream of 4096 + `extraBytes`. */
+export const makeHwp = (flags = 1, extraBytes = 0): Buffer => demoHwp(flags, 4096 + extraBytes);
 
 /** A compound file that is not HWP (no FileHeader stream), as a Word 97 document would be. */
 export function makeOtherCfb(): Buffer {

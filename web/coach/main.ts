@@ -13,13 +13,19 @@ interface Nudge { date: string; title: string; message: string; action: Action }
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const KEY = 'maru:coach:owner';
 const params = new URLSearchParams(location.search);
-let owner = params.get('owner') ?? localStorage.getItem(KEY) ?? '';
-
+// the personal link staff send (/coach#owner=<header>): the fragment never reaches the server, and
+// it is taken off the address at once so it stays out of the history and of shared screenshots
+const fromLink = new URLSearchParams(location.hash.slice(1)).get('owner');
+if (fromLink !== null) history.replaceState(null, '', location.pathname + location.search);
+let owner = fromLink ?? params.get('owner') ?? localStorage.getItem(KEY) ?? '';
+// another owner's link opened in this tab changes only the fragment: take it as a new page
+window.addEventListener('hashchange', () => {
+  if (new URLSearchParams(location.hash.slice(1)).has('owner')) location.reload();
+});
 
 const headers = () => ({ 'x-service-owner': owner });
 
 function setPoints(n: number): void {
-
   $('points').textContent = `${n.toLocaleString('ko-KR')}점`;
 }
 

@@ -1,4 +1,5 @@
 import { LiveTopics, el, getJson } from '../common/live.js';
+import { kst } from '../common/time.js';
 
 interface BingoCard { no: number; theme: string; kind: 'emoji' | 'text'; header: string[]; cells: string[][] }
 interface Ticket {
@@ -24,15 +25,8 @@ const STATUS_TEXT: Record<Ticket['status'], string> = {
   cancelled: '취소됨 · cancelled',
 };
 const won = new Intl.NumberFormat('ko-KR', { style: 'currency', currency: 'KRW' });
-const when = (s: string) => {
-  const d = new Date(s);
-  if (Number.isNaN(d.getTime())) return s;
-  // a date without time stays a date
-  const opts: Intl.DateTimeFormatOptions = /T/.test(s)
-    ? { dateStyle: 'medium', timeStyle: 'short', timeZone: 'Asia/Seoul' }
-    : { dateStyle: 'medium', timeZone: 'UTC' };
-  return new Intl.DateTimeFormat('ko-KR', opts).format(d);
-};
+/** An instant in KST with the zone (web/common/time.ts); a date without a time stays that date. */
+const when = (s: string) => (/T/.test(s) ? kst(s) : s);
 
 const code = decodeURIComponent(location.pathname.split('/').pop() ?? '');
 

@@ -1,5 +1,6 @@
 /** The rental partner's dashboard (doc 1 §1): counters, filter, table with expandable rows, per-document checks, live. */
 import { Session } from '../common/auth.js';
+import { demoSignIn } from '../common/demo-sign-in.js';
 import { el, LiveTopics } from '../common/live.js';
 
 interface DocEntry { filename: string; size: number; mediaType: string; check: 'approved' | 'rejected' | null; reason: string | null; url?: string }
@@ -14,6 +15,7 @@ interface ListAnswer { items: App[]; page: number; pages: number; matched: numbe
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 /** The partner's token, kept for this tab (web/common/auth.ts); a 401 anywhere shows the login again. */
 const session = new Session('partner:token');
+await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
 const STATUS: Record<string, string> = { pending: '대기', documents_submitted: '서류 제출', under_review: '심사 중', approved: '승인', rejected: '반려' };
 const DOCS: [string, string][] = [['bizCard', '명함'], ['uniqueNumber', '고유번호증'], ['internalResolution', '내부 결의서']];
 const BUILDING: Record<string, string> = { school: '학교', office: '관공서·청사', welfare: '복지·보육시설', culture: '문화·체육시설', other: '기타' };
@@ -52,6 +54,8 @@ function query(extra = ''): string {
   return p.toString() + extra;
 }
 
+let refocus: string | undefined;
+
 async function load(): Promise<void> {
   const res = await api(`/api/partner/applications?${query(`&page=${page}`)}`);
   if (!res.ok) {
@@ -66,22 +70,28 @@ async function load(): Promise<void> {
   const rows = $('rows');
   rows.replaceChildren();
   for (const a of list.items) {
-    const tr = el('tr', { class: 'app', tabindex: '0', 'data-id': a.id, 'data-status': a.status, 'aria-expanded': String(open.has(a.id)) },
-      el('td', {}, a.receiptNo),
+    // the receipt number is the row's button (a table row itself may not carry aria-expanded)
+    const expand = el('button', { type: 'button', class: 'expand', 'aria-expanded': String(open.has(a.id)), 'aria-label': `${a.receiptNo} 상세 · details` }, a.receiptNo);
+    const tr = el('tr', { class: 'app', 'data-id': a.id, 'data-status': a.status },
+      el('td', {}, expand),
       el('td', {}, el('span', { class: `badge ${a.product?.badge ?? ''}`, title: a.product?.name ?? '' }, a.product ? `${a.product.code} ${a.product.badge}` : a.type)),
       el('td', { class: 'source', 'data-source': a.source ?? 'form' }, SOURCE[a.source ?? 'form']),
       el('td', {}, a.organization || '-'), el('td', {}, a.contactName || '-'), el('td', {}, a.contactPhone),
       el('td', { class: 'status' }, STATUS[a.status] ?? a.status), el('td', {}, date(a.createdAt)));
     const toggle = () => {
+      refocus = a.id;
       if (open.has(a.id)) open.delete(a.id);
       else open.add(a.id);
       void load();
     };
+    // the whole row opens it by pointer; the button by keyboard (Enter and Space are a button's own)
     tr.addEventListener('click', toggle);
-    tr.addEventListener('keydown', (e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), toggle()));
     rows.append(tr);
     if (open.has(a.id)) rows.append(detail(a));
   }
+  // the row drawn again keeps the keyboard where it was
+  if (refocus) rows.querySelector<HTMLElement>(`tr[data-id="${CSS.escape(refocus)}"] button.expand`)?.focus();
+  refocus = undefined;
   document.body.dataset.ready = 'true';
 }
 
@@ -176,11 +186,23 @@ session.onChange((me) => (me ? signedIn() : signedOut()));
 live.onConnection((on) => $('conn').classList.toggle('on', on));
 live.on('rental:partner', () => void load());
 
+// ?user= fills the sign-in name (the demo tour links /partner.html?user=demo-partner)
+const asked = new URLSearchParams(location.search).get('user');
+if (asked) $<HTMLInputElement>('partner-user').value = asked;
 $('login').addEventListener('submit', (ev) => {
   ev.preventDefault();
   $('login-error').textContent = '';
   void (async () => {
-    const res = await fetch('/api/partner/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ password: $<HTMLInputElement>('password').value }) });
+    // the rental partner signs in on its own route (recorded in the partner audit); another account
+    // with the partner role (the demo's demo-partner) through the common sign-in
+    const user = $<HTMLInputElement>('partner-user').value.trim();
+    const password = $<HTMLInputElement>('password').value;
+    const own = user === '' || user === 'partner';
+    const res = await fetch(own ? '/api/partner/login' : '/api/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(own ? { password } : { user, password }),
+    });
     const body = (await res.json()) as any;
     if (!res.ok) {
       $('login-error').textContent = body?.error?.message ?? `HTTP ${res.status}`;

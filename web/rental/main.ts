@@ -85,9 +85,17 @@ function serverProblem(err: { code?: string; details?: { field?: string; issues?
     case 'infected': return `${label || '서류'}: 악성 코드가 발견되어 받지 않았습니다.`;
     case 'payload_too_large': return '파일이 너무 큽니다 (20 MB 이하).';
     case 'rate_limited': return '신청이 많습니다. 잠시 후 다시 시도하세요.';
+    case 'idempotency_in_progress': return '앞서 보낸 신청을 처리하고 있습니다. 잠시 후 다시 신청하세요.';
     default: return `신청을 받지 못했습니다 (${status}). 잠시 후 다시 시도하세요.`;
   }
 }
+
+/**
+ * The Idempotency-Key of the submission being made: sent again when the same form is submitted again
+ * after a network error or a 5xx (whose application may have been made), so the hub makes one
+ * application and answers the first one's receipt; any change to the form starts a new one.
+ */
+let attemptKey: string | undefined;
 
 function submit(ev: Event): void {
   ev.preventDefault();
@@ -122,9 +130,12 @@ function submit(ev: Event): void {
       body = undefined;
     }
     if (xhr.status !== 201) {
+      // a refusal is final: the corrected form is a new submission (a 5xx may have made one: same key)
+      if (xhr.status < 500 && body?.error?.code !== 'idempotency_in_progress') attemptKey = undefined;
       $('error').textContent = serverProblem(body?.error, xhr.status);
       return;
     }
+    attemptKey = undefined;
     bar.value = 100;
     $('apply').hidden = true;
     $('done').hidden = false;
@@ -139,10 +150,14 @@ function submit(ev: Event): void {
   };
   xhr.open('POST', '/api/subscriptions');
   xhr.setRequestHeader('accept', 'application/json');
+  // getRandomValues, not randomUUID: the page may be served over plain HTTP on a LAN address
+  attemptKey ??= Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+  xhr.setRequestHeader('idempotency-key', attemptKey);
   xhr.send(form);
 }
 
 $('apply').addEventListener('submit', submit);
+for (const type of ['input', 'change']) $('apply').addEventListener(type, () => (attemptKey = undefined));
 void load().catch((err) => {
   $('error').textContent = String(err);
 });

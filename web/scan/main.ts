@@ -1,6 +1,9 @@
 import jsQR from 'jsqr';
 import { Session, mountSignIn } from '../common/auth.js';
+import { demoSignIn } from '../common/demo-sign-in.js';
 import { LiveTopics, el } from '../common/live.js';
+import { OfflineDoor, type OfflineAnswer } from './offline.js';
+import { kstTime } from '../common/time.js';
 
 interface CheckInEvent {
   type: 'checkin';
@@ -21,13 +24,13 @@ type Answer =
 // The code alphabet of docs/ticket.md: digits 2-9, capitals without I, L, O.
 const CODE_IN_TEXT = /TK-?[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{8}/;
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-const time = (iso: string) =>
-  new Intl.DateTimeFormat('ko-KR', { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false, timeZone: 'Asia/Seoul' }).format(new Date(iso));
+const time = (iso: string) => kstTime(iso);
 
 // ---- who am I: a scanner device token kept in this browser (pretixSCAN's model) -------------
 // Staff sign in once and register the device for a gate; the device token then identifies the
 // scanner and its gate on every check-in (the server takes them from the token).
 const session = new Session('scan:token', localStorage);
+await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
 const scannerInput = $<HTMLInputElement>('scanner');
 const gateInput = $<HTMLInputElement>('gate');
 scannerInput.value = localStorage.getItem('scan:scanner') ?? `scanner-${Math.random().toString(36).slice(2, 6)}`;
@@ -45,6 +48,10 @@ session.onChange((me) => {
   document.body.dataset.auth = device ? 'device' : me ? 'staff' : 'none';
   if (device) $('device-label').textContent = `${me!.name} @ ${me!.gate ?? ''}`;
   live.reauthenticate();
+  if (me) {
+    door.resume();
+    void door.sync(localStorage.getItem('scan:show') ?? undefined);
+  } else if (!session.token) void door.wipe();
   if (me) void loadRecent().catch(() => undefined);
   if (me) void loadCount().catch(() => undefined);
 });
@@ -100,15 +107,19 @@ const TITLES: Record<string, string> = {
   error: '오류 · error',
 };
 
-function show(result: string, detail: string): void {
+function show(result: string, detail: string, how: { offline?: boolean; started?: number } = {}): void {
   const box = $('result');
   box.dataset.result = result === 'invalid_body' ? 'invalid' : result;
+  box.dataset.offline = how.offline ? 'true' : 'false';
+  // from the scan to the answer on screen, in ms (the offline answer must be well under 100)
+  if (how.started !== undefined) box.dataset.ms = (performance.now() - how.started).toFixed(1);
   $('result-title').textContent = TITLES[result] ?? result;
   $('result-detail').textContent = detail;
   box.classList.remove('flash');
   void box.offsetWidth;
   box.classList.add('flash');
-  beep(result === 'ok');
+  // after the answer is on screen: making the first AudioContext can take a moment
+  window.setTimeout(() => beep(result === 'ok'), 0);
 }
 
 // ---- check-in -------------------------------------------------------------------------------
@@ -130,6 +141,72 @@ function nonceFor(code: string, scanner: string): { nonce: string; again: boolea
   return { nonce, again: false };
 }
 
+// ---- offline mode: the show's signed list on the device, a queue of offline check-ins ----------
+const door = new OfflineDoor(async (url, init = {}) => {
+  const res = await fetch(url, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: { ...session.headers(init.body !== undefined), ...init.headers },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  // a refused token: the page learns who it is (nobody), as after any 401
+  if (res.status === 401) void session.restore().catch(() => undefined);
+  return res;
+}, renderOffline);
+
+/** Normalises a typed or scanned code as the hub does (docs/ticket.md): "TK-" and 8 characters. */
+function normalCode(input: string): string {
+  const s = input.trim().toUpperCase().replace(/\s+/g, '');
+  if (/^TK[^-]/.test(s) && s.length === 10) return `TK-${s.slice(2)}`;
+  if (s.length === 8 && !s.startsWith('TK-')) return `TK-${s}`;
+  return s;
+}
+
+async function answerOffline(input: string, source: 'camera' | 'manual', nonce: string, started: number): Promise<void> {
+  const code = normalCode(input);
+  const a: OfflineAnswer | undefined = door.answer(code, source, nonce);
+  const how = { offline: true, started };
+  if (!a) return show('error', '서버에 연결할 수 없고 오프라인 명단이 없습니다 · network error, no offline list', how);
+  const tag = ' · 오프라인 (offline)';
+  if (a.result === 'ok') {
+    show('ok', `${code} · ${door.show?.name ?? ''} · ${a.seat}${a.same ? ' · 같은 스캔 (same scan)' : ''}${tag}`, how);
+    void a.saved?.catch(() => show('error', `${code} · 저장 실패 · could not keep the offline scan`));
+    return;
+  }
+  if (a.result === 'already_redeemed') return show('already_redeemed', `${code} · ${a.at ? time(a.at) : ''} · ${a.seat}${tag}`, how);
+  if (a.result === 'canceled') return show('canceled', `${code} · ${a.seat}${tag}`, how);
+  show('invalid', `${code} · 이 공연 명단에 없음 · not in this show's list${tag}`, how);
+}
+
+function renderOffline(): void {
+  const q = door.pending;
+  document.body.dataset.list = door.wiped ? 'wiped' : door.ready ? 'ready' : 'none';
+  document.body.dataset.queue = String(q.length);
+  $('queue-count').textContent = String(q.length);
+  $('queue').replaceChildren(
+    ...q.map((item) => el('li', { 'data-code': item.code, 'data-id': item.id }, el('time', { datetime: item.scanned_at }, time(item.scanned_at)), el('span', { class: 'code' }, item.code), ` · ${item.seat}`)),
+  );
+  const state = $('list-state');
+  if (door.wiped) state.textContent = '이 기기의 오프라인 명단을 지웠습니다 (기기 해제됨) · offline list wiped: device no longer registered';
+  else if (!door.ready) state.textContent = '오프라인 명단 없음 · no offline list yet';
+  else state.textContent = `${door.show!.name} · ${door.size}장 · ${door.fetchedAt ? `${time(door.fetchedAt)} 갱신 · updated` : ''}`;
+  const last = door.lastSync;
+  const conflicts = last?.conflicts ?? [];
+  $('sync-result').textContent = !last
+    ? ''
+    : `${time(last.at)} · 업로드 ${last.uploaded} · uploaded${conflicts.length ? ` · 충돌 ${conflicts.length} conflict(s): ${conflicts.map((c) => c.conflict?.code ?? c.id).join(', ')}` : ''}${last.error ? ` · ${last.error}` : ''}`;
+  $('sync-result').dataset.conflicts = String(conflicts.length);
+}
+
+/** Upload and refresh while online: when the network returns, every 15 s, and on demand. */
+function syncNow(): void {
+  if (navigator.onLine && session.token) void door.sync(localStorage.getItem('scan:show') ?? undefined);
+}
+window.addEventListener('online', syncNow);
+window.addEventListener('offline', () => renderOffline());
+window.setInterval(syncNow, 15_000);
+$('sync-now').addEventListener('click', syncNow);
+
 let busy = false;
 async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void> {
   if (busy) return;
@@ -143,8 +220,17 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
     scanner: device ? undefined : scannerInput.value.trim() || undefined,
     gate: device ? undefined : gateInput.value.trim() || undefined,
   });
+  const started = performance.now();
   try {
+    // no network and a list on the device: the list answers, without trying the network
+    if (door.ready && !navigator.onLine) return await answerOffline(code, source, nonce, started);
     let res: Response | undefined;
+    if (door.ready) {
+      // one try: without an answer the list answers; the scan is queued with this nonce, so a
+      // check-in the hub did make before the answer was lost is the same check-in, not a conflict
+      res = await fetch('/api/checkin', { method: 'POST', headers: session.headers(true), body, signal: AbortSignal.timeout(4000) }).catch(() => undefined);
+      if (!res || res.status >= 502) return await answerOffline(code, source, nonce, started);
+    }
     for (let attempt = 0; attempt < 3 && !res; attempt++) {
       try {
         res = await fetch('/api/checkin', { method: 'POST', headers: session.headers(true), body });
@@ -155,6 +241,7 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
     if (!res) return show('error', '서버에 연결할 수 없습니다 · network error');
     const a = (await res.json()) as Answer;
     if ('status' in a && a.status === 'ok') {
+      door.checkedInOnline(a.ticket.code, a.checkin.at);
       followShow(a.ticket.show_id, a.ticket.show_name);
       return show('ok', `${a.ticket.code} · ${a.ticket.show_name} · ${a.ticket.seat}${a.replayed ? ' · 같은 스캔 (same scan)' : ''}`);
     }
@@ -321,6 +408,7 @@ function followShow(id: string | undefined, name: string): void {
   if (localStorage.getItem('scan:show') !== id) {
     localStorage.setItem('scan:show', id);
     localStorage.setItem('scan:show-name', name);
+    void door.sync(id);
   }
   window.clearTimeout(counted);
   counted = window.setTimeout(() => void loadCount(), 300);
@@ -354,6 +442,7 @@ live.onConnection((on) => {
   $('conn').classList.toggle('on', on);
   document.body.dataset.live = on ? 'on' : 'off';
 });
+void door.load().catch(() => undefined);
 void session
   .restore()
   .catch(() => undefined)

@@ -5,21 +5,32 @@ import {
   createChart,
   createSeriesMarkers,
   LineSeries,
+  TickMarkType,
   type IChartApi,
   type SeriesMarker,
   type Time,
   type UTCTimestamp,
 } from 'lightweight-charts';
+import { kst, kstDate, kstTime } from '../common/time.js';
 import { drawdowns, type EquityPoint, type Trade } from './report.js';
 
 /** Charts of the dashboard with TradingView's lightweight-charts (canvas; resizes with its box). */
 const sec = (ms: number) => Math.floor(ms / 1000) as UTCTimestamp;
+/** The time axis in KST like every time on the pages (the library would write UTC): ticks short, the crosshair in full. */
+const ms = (t: Time) => (typeof t === 'number' ? t * 1000 : typeof t === 'string' ? Date.parse(t) : Date.UTC(t.year, t.month - 1, t.day));
+function tick(t: Time, type: TickMarkType): string {
+  const at = ms(t);
+  if (type === TickMarkType.Year) return kstDate(at).slice(0, 4);
+  if (type === TickMarkType.Month) return kstDate(at).slice(0, 7);
+  if (type === TickMarkType.DayOfMonth) return kstDate(at).slice(5);
+  return kstTime(at, { seconds: type === TickMarkType.TimeWithSeconds }).replace(' KST', '');
+}
 const BASE = {
   autoSize: true,
   layout: { background: { type: ColorType.Solid, color: '#ffffff' }, textColor: '#3d4754', fontFamily: '"Noto Sans KR", system-ui, sans-serif', attributionLogo: true },
   grid: { vertLines: { color: '#eef0f3' }, horzLines: { color: '#eef0f3' } },
-  timeScale: { timeVisible: true, secondsVisible: false },
-  localization: { locale: 'ko-KR' },
+  timeScale: { timeVisible: true, secondsVisible: false, tickMarkFormatter: tick },
+  localization: { locale: 'ko-KR', timeFormatter: (t: Time) => kst(ms(t)) },
 } as const;
 // colour-blind-safe pair (blue / orange) for long and short; red-green is avoided
 const LONG = '#1f6fd1';

@@ -1,11 +1,13 @@
 import { Session, mountSignIn } from '../common/auth.js';
+import { demoSignIn } from '../common/demo-sign-in.js';
 import { LiveTopics, el } from '../common/live.js';
 import { LiveCandles } from './charts.js';
 import { fanChart } from './fan.js';
 import { COLORS, lineChart, plot } from './svgchart.js';
 import { heatmap, type OptimizeRow } from './heatmap.js';
 import { renderBacktest, type BacktestAnswer } from './report-view.js';
-import { logWords } from './words.js';
+import { kstSpan, kstTime } from '../common/time.js';
+import { logWords, metricText, metricWords, pct, usd } from './words.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
 
@@ -24,7 +26,8 @@ interface TickEntry { program: string; price: number | null; equity: number; pnl
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const nf = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
-const time = (t: number) => new Date(t).toISOString().slice(11, 19);
+/** Log and signal times: KST, the zone written (web/common/time.ts). */
+const time = (t: number) => kstTime(t);
 
 let info: ListAnswer;
 const programs = new Map<string, Program>();
@@ -34,6 +37,7 @@ const liveCandles = new LiveCandles($('live-candles'));
 
 /** Programs belong to the trader who signed in (an operator sees all); the token stays in this tab. */
 const session = new Session('trading:token');
+await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
 
 async function getJson<T>(url: string): Promise<T> {
   const res = await session.fetch(url);
@@ -68,21 +72,22 @@ function renderRow(p: Program): HTMLTableRowElement {
   const tr = el(
     'tr',
     { 'data-id': p.id, class: p.id === selected ? 'selected' : '' },
-    el('td', {}, p.name),
-    el('td', {}, p.strategy),
-    el('td', {}, p.symbol),
-    el('td', {}, el('span', { class: 'state', 'data-state': p.state }, p.state + (p.reason && p.state !== 'running' ? ` · ${p.reason}` : ''))),
-    el('td', { class: 'pnl' }, money(p.stats.pnl)),
-    el('td', { class: 'equity' }, nf.format(p.stats.equity)),
-    el('td', {}, String(p.stats.trades)),
-    el('td', { class: 'position' }, `${p.stats.position}${p.stats.open_positions > 1 ? ` ×${p.stats.open_positions}` : ''}`),
+    // data-label: the column's name, written before the value where a phone shows each program as a card
+    el('td', { class: 'name' }, p.name),
+    el('td', { 'data-label': '전략' }, p.strategy),
+    el('td', { 'data-label': '종목' }, p.symbol),
+    el('td', { 'data-label': '상태' }, el('span', { class: 'state', 'data-state': p.state }, p.state + (p.reason && p.state !== 'running' ? ` · ${p.reason}` : ''))),
+    el('td', { class: 'pnl', 'data-label': '손익 P&L' }, money(p.stats.pnl)),
+    el('td', { class: 'equity', 'data-label': '자산' }, nf.format(p.stats.equity)),
+    el('td', { 'data-label': '체결' }, String(p.stats.trades)),
+    el('td', { class: 'position', 'data-label': '포지션' }, `${p.stats.position}${p.stats.open_positions > 1 ? ` ×${p.stats.open_positions}` : ''}`),
     el(
       'td',
-      {},
-      btn('start', '▶ start', moves.start!.from.includes(p.state)),
-      btn('pause', '⏸ pause', moves.pause!.from.includes(p.state)),
-      btn('stop', '■ stop', moves.stop!.from.includes(p.state)),
-      btn('delete', '✕ delete', true),
+      { class: 'moves' },
+      btn('start', '시작 start', moves.start!.from.includes(p.state)),
+      btn('pause', '일시정지 pause', moves.pause!.from.includes(p.state)),
+      btn('stop', '정지 stop', moves.stop!.from.includes(p.state)),
+      btn('delete', '삭제 delete', true),
     ),
   );
   return tr;
@@ -225,7 +230,8 @@ function connectStream(): void {
   let reload: number | undefined;
   const later = () => {
     clearTimeout(reload);
-    reload = window.setTimeout(() => void loadList(), 150);
+    // a reload that fails (signed out meanwhile: the session shows the sign-in form) says so in place
+    reload = window.setTimeout(() => void loadList().catch((err) => void ($('programs-error').textContent = session.token ? String(err instanceof Error ? err.message : err) : '트레이더로 로그인하세요 · sign in as a trader')), 150);
   };
   // the events missed while disconnected are no longer known: reload what the page shows
   es.addEventListener('reset', () => later());
@@ -286,9 +292,8 @@ function labBase(): Record<string, unknown> {
   return { symbol: f.get('symbol'), timeframe: f.get('timeframe'), count: Number(f.get('count')), seed: Number(f.get('seed')) };
 }
 const labStrategy = () => ($('lab-strategy') as HTMLSelectElement).value;
-/** A walk-forward window as readable dates: "01.02 09:00 – 01.04 13:15" (UTC). */
-const day = (iso: string) => new Date(iso).toLocaleString('ko-KR', { timeZone: 'UTC', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
-const span = (from: string, to: string) => `${day(from)} – ${day(to)}`;
+/** A walk-forward window as readable dates: "2026-01-02 09:00 – 2026-01-04 13:15 KST". */
+const span = (from: string, to: string) => kstSpan(from, to);
 const labObjective = () => ($('lab-objective') as HTMLSelectElement).value;
 
 async function runJob(path: string, body: Record<string, unknown>): Promise<any> {
@@ -330,11 +335,12 @@ async function runJob(path: string, body: Record<string, unknown>): Promise<any>
   }
 }
 
-function table(head: string[], rows: (string | number | Node)[][], attrs: Record<string, string> = {}): HTMLTableElement {
+/** A result table; a heading given as [label, key] shows the label and keeps the API's key in its title. */
+function table(head: (string | [string, string])[], rows: (string | number | Node)[][], attrs: Record<string, string> = {}): HTMLTableElement {
   return el(
     'table',
     attrs,
-    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('thead', {}, el('tr', {}, ...head.map((h) => (typeof h === 'string' ? el('th', { scope: 'col' }, h) : el('th', { scope: 'col', title: h[1], 'data-key': h[1] }, h[0]))))),
     el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', {}, typeof c === 'number' ? nf.format(c) : c))))),
   );
 }
@@ -359,8 +365,13 @@ $('bt-compare').addEventListener('click', async () => {
     return el('span', {}, s, String(k + 1));
   };
   $('lab-result').replaceChildren(
-    el('h3', {}, `compare (${r.objective}), candles ${r.candles.checksum}`),
-    table(['rank', 'strategy', 'score', ...METRICS], ranked.map((x, i) => [swatch(i), x.strategy, x.score, ...METRICS.map((m) => r.results[x.index].metrics[m])]), { id: 'compare-table' }),
+    el('h3', {}, `비교 compare · 목표 objective ${metricWords(r.objective)} · 캔들 candles ${r.candles.checksum}`),
+    table(
+      ['순위 rank', '전략 strategy', [`점수 score (${metricWords(r.objective)})`, 'score'], ...METRICS.map((m): [string, string] => [metricWords(m), m])],
+      // the score of max_drawdown is its negative (higher is better): shown as the drawdown itself
+      ranked.map((x, i) => [swatch(i), x.strategy, metricText(r.objective, r.objective === 'max_drawdown' ? -x.score : x.score), ...METRICS.map((m) => metricText(m, r.results[x.index].metrics[m]))]),
+      { id: 'compare-table' },
+    ),
     lineChart('compare-chart', ranked.map((x) => r.results[x.index].equity_curve)),
   );
 });
@@ -372,7 +383,7 @@ $('bt-optimize').addEventListener('click', async () => {
   const obj = r.objective as string;
   const heat = heatmap(r.results as OptimizeRow[], obj);
   $('lab-result').replaceChildren(
-    el('h3', {}, `optimize ${strategy}: ${r.combinations} combinations (${r.skipped} skipped), ${obj}; best ${Object.entries(r.best.params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', ')}`),
+    el('h3', {}, `최적화 optimize ${strategy}: 조합 ${r.combinations} combinations (${r.skipped} skipped), 목표 ${metricWords(obj)}; 최적 best ${Object.entries(r.best.params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', ')}`),
     heat,
   );
 });
@@ -389,10 +400,10 @@ $('bt-walk').addEventListener('click', async () => {
   if (!r) return;
   const s = r.summary;
   $('lab-result').replaceChildren(
-    el('h3', {}, `walk-forward: ${s.windows} windows, robustness ${nf.format(s.robustness_score)}, OOS net ${nf.format(s.oos_net_profit)}`),
+    el('h3', {}, `워크포워드 walk-forward: 구간 ${s.windows} windows, 견고성 robustness ${nf.format(s.robustness_score)}, 검증 순손익 OOS net ${usd(s.oos_net_profit)}`),
     table(
-      ['window', 'in-sample (UTC)', 'best params', 'IS net', 'out-of-sample (UTC)', 'OOS net', 'efficiency'],
-      r.windows.map((w: any) => [w.index + 1, span(w.in_sample.from, w.in_sample.to), Object.entries(w.in_sample.best_params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', '), w.in_sample.metrics.net_profit, span(w.out_of_sample.from, w.out_of_sample.to), w.out_of_sample.metrics.net_profit, w.efficiency ?? '—']),
+      ['구간 window', '학습 구간 in-sample', '최적 파라미터 best params', ['학습 순손익 IS net', 'in_sample.net_profit'], '검증 구간 out-of-sample', ['검증 순손익 OOS net', 'out_of_sample.net_profit'], ['효율 efficiency', 'efficiency']],
+      r.windows.map((w: any) => [w.index + 1, span(w.in_sample.from, w.in_sample.to), Object.entries(w.in_sample.best_params as Record<string, number>).map(([k, v]) => `${k}=${v}`).join(', '), usd(w.in_sample.metrics.net_profit), span(w.out_of_sample.from, w.out_of_sample.to), usd(w.out_of_sample.metrics.net_profit), w.efficiency == null ? '—' : pct(w.efficiency)]),
       { id: 'wf-table' },
     ),
   );
@@ -405,11 +416,11 @@ $('bt-mc').addEventListener('click', async () => {
   const bm = r.backtest.metrics ?? r.backtest;
   const fan = fanChart(bm.final_equity - bm.net_profit, fe, r.lowest_equity as Record<string, number>, r.trades);
   $('lab-result').replaceChildren(
-    el('h3', {}, `Monte Carlo: ${r.runs} shuffles of ${r.trades} trades, probability of ruin ${nf.format(r.probability_of_ruin * 100)}%`),
+    el('h3', {}, `몬테카를로 Monte Carlo: 거래 ${r.trades}건을 ${r.runs}번 섞음 (${r.runs} shuffles of ${r.trades} trades), 파산 확률 probability of ruin ${pct(r.probability_of_ruin)}`),
     fan,
     table(['', 'p5', 'p25', 'p50', 'p75', 'p95'], [
-      ['final equity', fe.p5!, fe.p25!, fe.p50!, fe.p75!, fe.p95!],
-      ['max drawdown', ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => `${((r.max_drawdown[k] as number) * 100).toFixed(1)}%`)],
+      [metricWords('final_equity'), ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => usd(fe[k]))],
+      [metricWords('max_drawdown'), ...(['p5', 'p25', 'p50', 'p75', 'p95'] as const).map((k) => pct(r.max_drawdown[k] as number))],
     ], { id: 'mc-table' }),
   );
 });
@@ -444,8 +455,10 @@ function main(): void {
   session.onChange((me) => {
     $('programs-error').textContent = me ? '' : '트레이더로 로그인하세요 · sign in as a trader';
     if (!me) {
+      // signed out (here, or the token refused by any request): the stream ends and says so
       stream?.close();
       stream = undefined;
+      $('conn').classList.remove('on');
       programs.clear();
       if (info) renderPrograms();
       return;

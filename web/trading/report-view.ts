@@ -1,8 +1,10 @@
 import { candleChecksum, candleRows, candlesFor } from '../../src/trading/candles.js';
 import type { SymbolId, Timeframe } from '../../src/trading/symbols.js';
 import { el } from '../common/live.js';
+import { kst, kstSpan } from '../common/time.js';
 import { candleChart, equityChart } from './charts.js';
 import { calmar, duration, longestDrawdown, sortino, tradesCsv, type EquityPoint, type Trade } from './report.js';
+import { num, pct, usd } from './words.js';
 
 /** The backtest report: parameters, figures, candles with trades, equity with drawdown, trade list. */
 export interface BacktestAnswer {
@@ -17,10 +19,8 @@ export interface BacktestAnswer {
 }
 
 export const PAGE_SIZE = 25;
-const pct = (v: number | null | undefined, digits = 1) => (v == null || !Number.isFinite(v) ? '—' : `${(v * 100).toFixed(digits)}%`);
-const num = (v: number | null | undefined, digits = 2) => (v == null || !Number.isFinite(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
-const usd = (v: number | null | undefined) => (v == null ? '—' : `${v < 0 ? '−' : ''}$${Math.abs(v).toLocaleString('en-US', { maximumFractionDigits: 2, minimumFractionDigits: 2 })}`);
-const when = (iso: string) => new Date(iso).toLocaleString('ko-KR', { timeZone: 'UTC', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
+/** Candle and trade times in KST with the year (web/common/time.ts). */
+const when = (iso: string) => kst(iso);
 
 function kv(caption: string, rows: [string, string][], attrs: Record<string, string> = {}): HTMLTableElement {
   return el('table', { class: 'kv', ...attrs }, el('caption', {}, caption), el('tbody', {}, ...rows.map(([k, v]) => el('tr', {}, el('th', { scope: 'row' }, k), el('td', { 'data-key': k }, v)))));
@@ -62,7 +62,7 @@ export function renderBacktest(target: HTMLElement, r: BacktestAnswer): void {
   });
 
   target.replaceChildren(
-    el('h3', {}, `백테스트 ${r.strategy} · ${r.candles.symbol} ${r.candles.timeframe} · ${when(r.candles.from)} – ${when(r.candles.to)} (UTC)`),
+    el('h3', {}, `백테스트 ${r.strategy} · ${r.candles.symbol} ${r.candles.timeframe} · ${kstSpan(r.candles.from, r.candles.to)}`),
     el('div', { class: 'report' }, kv('성과 performance', figures, { id: 'bt-metrics' }), kv('파라미터 parameters', params, { id: 'bt-params' })),
     candleBox,
     equityBox,
@@ -109,7 +109,7 @@ function showTrades(box: HTMLElement, list: Trade[], page: number): void {
       el(
         'table',
         { class: 'trades' },
-        el('thead', {}, el('tr', {}, ...['#', '방향 side', '진입 entry (UTC)', '청산 exit (UTC)', '진입가', '청산가', '계약', '손익 P&L', '사유 reason'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('thead', {}, el('tr', {}, ...['#', '방향 side', '진입 entry', '청산 exit', '진입가', '청산가', '계약', '손익 P&L', '사유 reason'].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', {}, ...rows),
       ),
     ),

@@ -47,3 +47,29 @@ export function logWords(l: LogLine): string {
   // anything else: the message without "bar N" numbers or process names
   return m.replace(/ from bar \d+/g, '').replace(/;? ?processes bars after \S+/g, '');
 }
+
+/** The figures of a backtest, compare or optimize answer: a Korean label (the English after it, as on the rest of the page). */
+const METRIC: Record<string, string> = {
+  trades: '거래 수 trades',
+  win_rate: '승률 win rate',
+  profit_factor: '손익비 profit factor',
+  net_profit: '순손익 net profit',
+  sharpe: '샤프 Sharpe',
+  sqn: 'SQN',
+  max_drawdown: '최대 낙폭 max drawdown',
+  total_return: '총 수익률 total return',
+  final_equity: '최종 자산 final equity',
+};
+export const metricWords = (key: string) => METRIC[key] ?? key.replace(/_/g, ' ');
+
+export const pct = (v: number | null | undefined, digits = 1) => (v == null || !Number.isFinite(v) ? '—' : `${(v * 100).toFixed(digits)}%`);
+export const num = (v: number | null | undefined, digits = 2) => (v == null || !Number.isFinite(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+export const usd = (v: number | null | undefined) => (v == null || !Number.isFinite(v) ? '—' : `${v < 0 ? '−' : ''}$${Math.abs(v).toLocaleString('en-US', { maximumFractionDigits: 2, minimumFractionDigits: 2 })}`);
+
+/** A figure in its own unit: ratios as percentages, money in dollars, counts whole. */
+export function metricText(key: string, v: number | null | undefined): string {
+  if (key === 'win_rate' || key === 'max_drawdown' || key === 'total_return' || key === 'exposure') return pct(v);
+  if (key === 'net_profit' || key === 'final_equity' || key === 'max_drawdown_usd') return usd(v);
+  if (key === 'trades') return v == null ? '—' : String(v);
+  return num(v);
+}

@@ -1,95 +1,67 @@
-// The wallet page: balances, history, buying a challenge, its peg, payout requests, and receipts
-// verified here (the receipt hash over its canonical JSON, then the chain's RFC 6962 inclusion proof).
+// The wallet page (issues 23 and 27): sign-in at the configured bank, balances, buying a challenge
+// (confirmed first), its peg, payout requests, the account statement with its CSV, off-ramps followed
+// until the bank settles them, and the chain checked here: the signed tree head, its consistency with
+// the last head this browser verified, and each receipt's inclusion proof (chain.ts).
+import '../common/not-configured.js'; // first: a hub without payment peers gets a message, not failing calls
+import { api, token, user } from './api.js';
+import { checkHead, verifyReceipt } from './chain.js';
+import { confirmAction } from './confirm.js';
+import { codeName, decimal, errorText, krw, tokens, when } from './format.js';
+import { setupOfframp } from './offramp.js';
+import { addStatementAccounts, setupStatement } from './statement.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
-if (fromHash) {
-  sessionStorage.setItem('sso', fromHash);
-  history.replaceState(null, '', location.pathname);
-}
-const token = sessionStorage.getItem('sso');
-let user = '';
-if (token) {
-  try {
-    user = JSON.parse(atob(token.split('.')[1]!.replace(/-/g, '+').replace(/_/g, '/'))).sub;
-  } catch {
-    user = '';
-  }
-}
-$('who').textContent = user ? `signed in as ${user}` : 'not signed in';
-$('signin').hidden = Boolean(token);
-$('sso-go').addEventListener('click', () => {
-  const u = ($('sso-url') as HTMLInputElement).value.replace(/\/+$/, '');
-  location.href = `${u}/sso/login?user=${encodeURIComponent(($('sso-user') as HTMLInputElement).value)}&return=${encodeURIComponent(location.origin + '/wallet')}`;
-});
-
-const fmt = (units: string) => {
-  const b = BigInt(units);
-  const neg = b < 0n;
-  const a = neg ? -b : b;
-  return `${neg ? '-' : ''}${a / 1_000_000n}.${(a % 1_000_000n).toString().padStart(6, '0')}`;
-};
-const auth = (): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {});
-const key = () => crypto.randomUUID();
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(path, {
-    method,
-    redirect: 'manual',
-    headers: { ...auth(), ...(body === undefined ? {} : { 'content-type': 'application/json', 'idempotency-key': key() }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: any = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, body: parsed };
-}
 const say = (s: string) => ($('message').textContent = s);
 
-async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as unknown as ArrayBuffer));
-}
-const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
-const unhex = (h: string) => new Uint8Array(h.match(/../g)!.map((x) => parseInt(x, 16)));
-const cat = (...parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) (out.set(p, o), (o += p.length));
-  return out;
-};
-function canonical(v: unknown): string {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  const o = v as Record<string, unknown>;
-  return `{${Object.keys(o).filter((k) => o[k] !== undefined).sort().map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(',')}}`;
-}
-const enc = new TextEncoder();
-
-/** Checks a receipt: its hash, then its leaf's inclusion in the chain's tree (RFC 9162 2.1.3.2). */
-async function verify(hash: string): Promise<string> {
-  const r = await api('GET', `/api/token/receipt/${hash}`);
-  if (r.status !== 200) return `not found (${r.status})`;
-  if (hex(await sha256(enc.encode(canonical(r.body.receipt)))) !== hash) return 'hash mismatch';
-  const p = r.body.proof;
-  if (!p) return 'hash ok; not yet on the chain';
-  const data = canonical({ id: `receipt:${hash}`, kind: 'receipt', data: { hash, prev_hash: r.body.receipt.prev_hash, n: r.body.receipt.n, kind: r.body.receipt.kind } });
-  let node = await sha256(cat(new Uint8Array([0]), enc.encode(data)));
-  if (hex(node) !== p.leaf_hash) return 'leaf mismatch';
-  let fn = p.leaf_index;
-  let sn = p.tree_size - 1;
-  for (const h of p.audit_path as string[]) {
-    if (sn === 0) return 'proof too long';
-    if (fn % 2 === 1 || fn === sn) {
-      node = await sha256(cat(new Uint8Array([1]), unhex(h), node));
-      if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) (fn >>= 1), (sn >>= 1);
-    } else node = await sha256(cat(new Uint8Array([1]), node, unhex(h)));
-    fn >>= 1;
-    sn >>= 1;
+$('who').textContent = user ? `${user} 님으로 로그인됨` : '로그인하지 않음';
+$('signin').hidden = Boolean(token);
+$('account').hidden = !token;
+$('signout').hidden = !token;
+$('signout').addEventListener('click', () => {
+  sessionStorage.removeItem('sso');
+  location.reload();
+});
+$('signin-go').addEventListener('click', async () => {
+  const c = await api('GET', '/api/token/config');
+  const login = c.status === 200 ? (c.body.sso_login_url as string | null) : null;
+  if (!login) {
+    $('signin-message').textContent = c.status === 200 ? '은행 로그인이 설정되어 있지 않습니다 (BANKING_URL).' : errorText(c.body, c.status, '로그인 준비');
+    return;
   }
-  return sn === 0 && hex(node) === p.root ? `verified on the chain (leaf ${p.leaf_index} of ${p.tree_size}, tx ${r.body.chain?.tx_id?.slice(0, 12)}…)` : 'proof does not match the root';
+  location.href = `${login}?return=${encodeURIComponent(`${location.origin}/wallet`)}`;
+});
+
+/** What the wallet holds now (minor units), for the confirmations' "balance after". */
+let held: { wallet: bigint; credit: bigint } | null = null;
+
+async function refresh() {
+  if (!token) return;
+  const rs = await api('GET', '/api/token/receipts?limit=20');
+  if (rs.status === 200) for (const r of [...rs.body.receipts].reverse()) addReceipt(r.receipt_hash, `${codeName(r.kind)} ${tokens(r.amount)}`);
+  const w = await api('GET', '/api/token/wallet?limit=50');
+  if (w.status !== 200) return void say(errorText(w.body, w.status, '지갑 조회'));
+  held = { wallet: BigInt(w.body.balance), credit: BigInt(w.body.learning_credit) };
+  $('balance').textContent = tokens(w.body.balance);
+  $('credit').textContent = tokens(w.body.learning_credit);
+  $('collateral').textContent = tokens(w.body.collateral);
+  $('history').replaceChildren(
+    ...w.body.history.map((t: { ts: number; code: string; amount: string; debit: string }) => {
+      const tr = document.createElement('tr');
+      const out = t.debit.startsWith(`u:${user}:`);
+      for (const s of [when(t.ts), codeName(t.code), tokens(t.amount), out ? '출금' : '입금']) tr.append(Object.assign(document.createElement('td'), { textContent: s }));
+      return tr;
+    }),
+  );
+  const mine = await api('GET', '/api/token/my/challenges');
+  if (mine.status === 200) {
+    const list = mine.body.challenges as { id: string; kind: string; peg: { peg_rate: string } }[];
+    addStatementAccounts(list.map((c) => ({ id: c.id, name: `${c.kind} (${c.id})` })));
+    // the peg of each kind the user holds (the latest challenge of that kind first)
+    for (const c of [...list].reverse()) {
+      const cell = document.querySelector(`tr[data-challenge="${CSS.escape(c.kind)}"] .peg`);
+      if (cell) cell.textContent = decimal(c.peg.peg_rate);
+    }
+  }
 }
 
 function addReceipt(hash: string, label = '') {
@@ -97,76 +69,93 @@ function addReceipt(hash: string, label = '') {
   const li = document.createElement('li');
   li.className = 'receipt';
   li.dataset.hash = hash;
-  li.innerHTML = `<code>${hash.slice(0, 16)}…</code> <span class="kind"></span> <button>verify</button> <span class="result"></span>`;
+  li.innerHTML = '<code></code> <span class="kind"></span> <button type="button">검증</button> <span class="result" role="status"></span>';
+  li.querySelector('code')!.textContent = `${hash.slice(0, 16)}…`;
   li.querySelector('.kind')!.textContent = label;
+  li.querySelector('button')!.setAttribute('aria-label', `영수증 ${hash.slice(0, 8)} 검증`);
   li.querySelector('button')!.addEventListener('click', async () => {
-    li.querySelector('.result')!.textContent = await verify(hash);
+    const out = li.querySelector<HTMLElement>('.result')!;
+    out.textContent = '검증 중…';
+    const r = await verifyReceipt(hash);
+    out.textContent = r.text;
+    out.className = `result ${r.ok ? 'ok' : 'bad'}`;
+    li.dataset.verified = r.ok ? 'yes' : 'no';
   });
   $('receipts').prepend(li);
 }
 
-async function refresh() {
-  if (!token) return;
-  const rs = await api('GET', '/api/token/receipts?limit=20');
-  if (rs.status === 200) for (const r of [...rs.body.receipts].reverse()) addReceipt(r.receipt_hash, `${r.kind} ${fmt(r.amount)}`);
-  const w = await api('GET', '/api/token/wallet?limit=50');
-  if (w.status !== 200) return say(w.body?.error?.message ?? `wallet: ${w.status}`);
-  $('balance').textContent = fmt(w.body.balance);
-  $('credit').textContent = fmt(w.body.learning_credit);
-  $('collateral').textContent = fmt(w.body.collateral);
-  $('history').replaceChildren(
-    ...w.body.history.map((t: any) => {
+async function challenges() {
+  const list = await api('GET', '/api/token/challenges');
+  if (list.status !== 200) return void say(errorText(list.body, list.status, '챌린지 조회'));
+  $('challenges').replaceChildren(
+    ...list.body.challenges.map((c: { challenge_id: string; name: string; account_size: number; entry_fee: string }) => {
       const tr = document.createElement('tr');
-      const out = t.debit.startsWith(`u:${user}:`);
-      for (const s of [new Date(t.ts).toLocaleString(), t.code, fmt(t.amount), out ? 'out' : 'in']) tr.append(Object.assign(document.createElement('td'), { textContent: s }));
+      tr.dataset.challenge = c.challenge_id;
+      tr.innerHTML = '<td class="name"></td><td class="num"></td><td class="num"></td><td class="peg">-</td><td><button type="button">구매</button></td>';
+      const tds = tr.querySelectorAll('td');
+      tds[0]!.textContent = c.name;
+      tds[1]!.textContent = c.account_size.toLocaleString('ko-KR');
+      tds[2]!.textContent = tokens(c.entry_fee);
+      const button = tr.querySelector('button')!;
+      button.setAttribute('aria-label', `${c.name} 구매`);
+      button.addEventListener('click', async () => {
+        const fee = BigInt(c.entry_fee);
+        const rows: [string, string][] = [['참가비', `${tokens(fee)} 토큰`]];
+        if (held) {
+          const fromCredit = held.credit < fee ? held.credit : fee;
+          rows.push(['학습 크레딧에서', `${tokens(fromCredit)} 토큰`], ['지갑에서', `${tokens(fee - fromCredit)} 토큰`], ['구매 후 지갑 잔액', `${tokens(held.wallet - (fee - fromCredit))} 토큰`]);
+        }
+        if (!(await confirmAction(`${c.name} 챌린지를 구매할까요?`, rows, '구매'))) return void say('구매를 취소했습니다.');
+        const r = await api('POST', '/api/token/challenge/buy', { challenge_id: c.challenge_id, user_id: user });
+        if (r.status === 200) {
+          say(`${c.name} 구매 완료: 브로커 계좌 ${r.body.broker_account}`);
+          addReceipt(r.body.receipt_hash, `${codeName('challenge_purchase')} ${tokens(c.entry_fee)}`);
+        } else say(errorText(r.body, r.status, '구매'));
+        await refresh();
+      });
       return tr;
     }),
   );
 }
 
-async function challenges() {
-  const list = await api('GET', '/api/token/challenges');
-  $('challenges').replaceChildren(
-    ...list.body.challenges.map((c: any) => {
-      const tr = document.createElement('tr');
-      tr.dataset.challenge = c.challenge_id;
-      tr.innerHTML = `<td>${c.name}</td><td>${c.account_size.toLocaleString()}</td><td>${fmt(c.entry_fee)}</td><td class="peg">-</td><td><button>Buy</button></td>`;
-      tr.querySelector('button')!.addEventListener('click', async () => {
-        const r = await api('POST', '/api/token/challenge/buy', { challenge_id: c.challenge_id, user_id: user });
-        if (r.status === 200) {
-          say(`bought ${c.name}: broker account ${r.body.broker_account}`);
-          addReceipt(r.body.receipt_hash, 'challenge_purchase');
-          const peg = await api('GET', `/api/token/peg/${c.challenge_id}`);
-          if (peg.status === 200) tr.querySelector('.peg')!.textContent = peg.body.peg_rate;
-        } else say(r.body?.error?.message ?? `buy: ${r.status}`);
-        await refresh();
-      });
-      if (token) void api('GET', `/api/token/peg/${c.challenge_id}`).then((p) => p.status === 200 && (tr.querySelector('.peg')!.textContent = p.body.peg_rate));
-      return tr;
-    }),
-  );
+async function chainCheck() {
+  const out = $('chain-result');
+  out.textContent = '검증 중…';
+  const r = await checkHead();
+  out.textContent = r.text;
+  out.className = r.ok ? 'ok' : 'bad';
+  out.dataset.verified = r.ok ? 'yes' : 'no';
 }
+$('chain-check').addEventListener('click', () => void chainCheck());
 
 $('onramp').addEventListener('submit', async (e) => {
   e.preventDefault();
-  const res = await fetch('/api/token/onramp', {
-    method: 'POST',
-    headers: { ...auth(), accept: 'application/json', 'content-type': 'application/json', 'idempotency-key': key() },
-    body: JSON.stringify({ amount_krw: Number(($('krw') as HTMLInputElement).value), method: ($('method') as HTMLSelectElement).value }),
-  });
-  const body = await res.json();
-  if (res.ok && body.location) location.href = body.location;
-  else say(body.error?.message ?? 'on-ramp refused');
+  const r = await api('POST', '/api/token/onramp', { amount_krw: Number($<HTMLInputElement>('krw').value), method: $<HTMLSelectElement>('method').value }, { accept: 'application/json' });
+  if (r.status !== 200 || !r.body.location) return void say(errorText(r.body, r.status, '충전'));
+  const rows: [string, string][] = [
+    ['충전 금액', krw(Number($<HTMLInputElement>('krw').value))],
+    ['적용 페그', `1 USD = ${decimal(String(r.body.peg_rate))} 토큰`],
+    ['원/달러 환율', '은행이 결제 화면에서 정합니다'],
+  ];
+  if (held) rows.push(['현재 지갑 잔액', `${tokens(held.wallet)} 토큰`]);
+  if (await confirmAction('은행에서 충전할까요?', rows, '은행 결제로 이동')) location.href = r.body.location;
+  else say('충전을 취소했습니다.');
 });
 
 $('payout').addEventListener('submit', async (e) => {
   e.preventDefault();
-  const r = await api('POST', '/api/token/payout/request', { week: ($('week') as HTMLInputElement).value });
+  const r = await api('POST', '/api/token/payout/request', { week: $<HTMLInputElement>('week').value });
   if (r.status === 200) {
-    say(`payout ${r.body.status}: ${fmt(r.body.amount)} tokens`);
-    if (r.body.receipt_hash) addReceipt(r.body.receipt_hash);
-  } else say(r.body?.error?.message ?? `payout: ${r.status}`);
+    say(`수익 지급 ${r.body.status}: ${tokens(r.body.amount)} 토큰`);
+    if (r.body.receipt_hash) addReceipt(r.body.receipt_hash, `${codeName('payout')} ${tokens(r.body.amount)}`);
+  } else say(errorText(r.body, r.status, '수익 지급 요청'));
   await refresh();
 });
 
-void challenges().then(refresh);
+if (token) {
+  setupStatement();
+  setupOfframp(() => held?.wallet ?? null, refresh);
+  void challenges().then(refresh).then(chainCheck).finally(() => (document.body.dataset.ready = '1'));
+} else {
+  document.body.dataset.ready = '1';
+}

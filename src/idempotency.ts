@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
-import { AppError } from '../errors.js';
-import type { Clock } from '../clock.js';
-import type { Json, Store, Write } from '../store/port.js';
+import { AppError } from './errors.js';
+import type { Clock } from './clock.js';
+import type { Json, Store, Write } from './store/port.js';
 
 /**
- * The Idempotency-Key header on every POST of the relay (IETF draft "The Idempotency-Key HTTP Header
- * Field"): missing: 400; reused with another body: 422; the first request with the key still running:
- * 409; otherwise the first answer is replayed. Keys are scoped to the caller and kept 24 hours.
+ * The Idempotency-Key header (IETF draft "The Idempotency-Key HTTP Header Field"), for every route
+ * that declares `idempotency` (the hub runs it: src/hub/pipeline.ts) and every POST of the payment
+ * relay: missing where required: 400; reused with another request: 422; the first request with the
+ * key still running: 409; otherwise the first answer is replayed. Keys are scoped to the caller and
+ * kept 24 hours.
  *
  * `begin` marks the key running (a lease of `runningMs`, so a crashed first attempt does not block
  * the key for ever); the effect's own store.update includes the key and writes the final answer with
@@ -29,6 +31,10 @@ export interface StoredAnswer {
   headers?: Record<string, string>;
 }
 
+/** Tickets whose answer went into an effect's update (finishWrites): the hub records no answer after them. */
+const finishedTickets = new WeakSet<IdemTicket>();
+export const finishedInEffect = (ticket: IdemTicket): boolean => finishedTickets.has(ticket);
+
 export const fingerprint = (method: string, path: string, body: unknown) =>
   createHash('sha256')
     .update(`${method} ${path}\n${JSON.stringify(body ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`)
@@ -39,14 +45,21 @@ export class Idempotency {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly runningMs = 30_000,
+    /** The store namespace; the payment relay keeps `pay:idem`, where its keys have always been. */
+    private readonly prefix = 'idem',
   ) {}
 
+  /** How long a first attempt holds its key before a retry may run the effect again. */
+  get leaseMs(): number {
+    return this.runningMs;
+  }
+
   /** Returns a ticket to finish, or a stored answer to replay. */
-  async begin(scope: string, header: string | undefined, fp: string): Promise<{ ticket: IdemTicket } | { replay: StoredAnswer }> {
-    if (header === undefined || header === '') throw new AppError('invalid', 'idempotency_key_missing', 'every POST of the relay needs an Idempotency-Key header');
+  async begin(scope: string, header: string | undefined, fp: string, prefix = this.prefix): Promise<{ ticket: IdemTicket } | { replay: StoredAnswer }> {
+    if (header === undefined || header === '') throw new AppError('invalid', 'idempotency_key_missing', 'this request needs an Idempotency-Key header');
     const key = header.replace(/^"(.*)"$/, '$1');
     if (!KEY_RE.test(key)) throw new AppError('invalid', 'idempotency_key_invalid', 'an Idempotency-Key is 1 to 255 visible ASCII characters');
-    const storeKey = `pay:idem:${scope}:${key}`;
+    const storeKey = `${prefix}:${scope}:${key}`;
     const token = `${this.clock.now()}-${Math.random().toString(36).slice(2)}`;
     const now = this.clock.now();
     return this.store.update<{ ticket: IdemTicket } | { replay: StoredAnswer }>([storeKey], ([cur]) => {
@@ -61,8 +74,17 @@ export class Idempotency {
 
   /** The write that records the final answer; put it into the effect's update (read `ticket.storeKey` there too). */
   finishWrites(ticket: IdemTicket, answer: StoredAnswer): Write[] {
+    finishedTickets.add(ticket);
     const value: Json = { state: 'done', fp: ticket.fingerprint, answer: answer as unknown as Json };
     return [{ op: 'set', key: ticket.storeKey, value, ttlMs: IDEMPOTENCY_TTL_MS }];
+  }
+
+  /** Records the answer of an effect that has no store write of its own to carry `finishWrites`. */
+  async finish(ticket: IdemTicket, answer: StoredAnswer): Promise<void> {
+    await this.store.update([ticket.storeKey], ([cur]) => {
+      const c = cur as { state?: string; token?: string } | undefined;
+      return { writes: c?.state === 'running' && c.token === ticket.token ? this.finishWrites(ticket, answer) : [], result: undefined };
+    });
   }
 
   /** Frees the key after a refusal (only while our run still holds it). */

@@ -1,0 +1,54 @@
+/** How the back office writes times (KST, with the zone), amounts (won) and a ticket's status. */
+
+export interface Booking {
+  reservation_id: string;
+  code: string;
+  seat: string;
+  holder: string | null;
+  amount_paid: number;
+  status: 'entry_allowed' | 'checked_in' | 'cancelled';
+  created_at: string;
+  checked_in_at: string | null;
+  checked_in_by: { scanner: string; gate: string | null } | null;
+  cancelled_at: string | null;
+  cancel_reason: string | null;
+  page_url: string;
+}
+
+const kst = new Intl.DateTimeFormat('ko-KR', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'Asia/Seoul' });
+const kstDate = new Intl.DateTimeFormat('ko-KR', { dateStyle: 'medium', timeZone: 'UTC' });
+const won = new Intl.NumberFormat('ko-KR');
+
+/** An instant in Korea Standard Time, zone named: "2026. 12. 24. 오후 7:00 KST". */
+export const when = (iso: string) => `${kst.format(new Date(iso))} KST`;
+
+/** A show's date: a date alone stays a date; a date-time is shown in KST. */
+export const showDate = (date: string) => (/^\d{4}-\d{2}-\d{2}$/.test(date) ? kstDate.format(new Date(`${date}T00:00:00Z`)) : when(date));
+
+/** Won with thousands separators: "88,000원". */
+export const amount = (n: number) => `${won.format(n)}원`;
+
+/** A datetime-local value (typed as Korean time) as an ISO date-time with the +09:00 offset. */
+export const kstInput = (value: string) => `${value.length === 16 ? `${value}:00` : value}+09:00`;
+
+export function statusText(b: Booking): string {
+  if (b.status === 'checked_in') {
+    const gate = b.checked_in_by?.gate ? ` · ${b.checked_in_by.gate}` : '';
+    return `입장 · checked in ${b.checked_in_at ? when(b.checked_in_at) : ''}${gate}`;
+  }
+  if (b.status === 'cancelled') {
+    const at = b.cancelled_at ? ` ${when(b.cancelled_at)}` : '';
+    return `취소 · cancelled${at}${b.cancel_reason ? ` — ${b.cancel_reason}` : ''}`;
+  }
+  return '유효 · valid';
+}
+
+const RESULTS: Record<string, string> = {
+  ok: '입장 · ok',
+  already_redeemed: '이미 입장 · already checked in',
+  canceled: '취소된 티켓 · cancelled ticket',
+  invalid: '없는 티켓 · invalid',
+  malformed: '잘못된 코드 · malformed',
+  rate_limited: '제한 · rate limited',
+};
+export const resultText = (r: string) => RESULTS[r] ?? r;
