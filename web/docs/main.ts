@@ -4,8 +4,10 @@ import { WebsocketProvider } from 'y-websocket';
 import { Awareness } from 'y-protocols/awareness';
 import * as Y from 'yjs';
 import { Session, mountSignIn } from '../common/auth.js';
+import { demoSignIn } from '../common/demo-sign-in.js';
 import { WS_CLOSE_INVALID_TOKEN } from '../../src/hub/credentials.js';
 import { LiveTopics, el } from '../common/live.js';
+import { kst, kstTime } from '../common/time.js';
 import { renderDiff } from './diffview.js';
 import { bindEditor, type BoundEditor } from './editor.js';
 import { splitSlides } from './slides.js';
@@ -18,6 +20,7 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getEleme
 const live = new LiveTopics();
 /** Reading is open; writing, locks, presence and live co-editing need a signed-in editor. */
 const session = new Session('docs:token');
+await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
 const canEdit = () => !!session.me?.roles.some((r) => r === 'editor' || r === 'operator');
 const isOperator = () => !!session.me?.roles.includes('operator');
 
@@ -140,7 +143,7 @@ async function showLock() {
   const who = body.holder_name ?? body.holder;
   $('lock-state').className = 'lock' + (body.locked ? ' on' : '');
   $('lock-state').textContent = body.locked
-    ? `잠김: ${lockMine ? '내 잠금' : who} · ${new Date(body.expires_at).toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit' })}까지`
+    ? `잠김: ${lockMine ? '내 잠금' : who} · ${kstTime(body.expires_at, { seconds: false })}까지`
     : '잠금 없음';
   const breakable = lockOther && isOperator();
   $('lock-btn').textContent = lockMine ? '잠금 해제' : breakable ? '잠금 풀기 · break' : '잠금';
@@ -158,10 +161,14 @@ $('lock-btn').onclick = async () => {
   void showLock();
 };
 
+let opening = 0;
 async function open(slug: string) {
   close();
+  const mine = ++opening;
   if (!slug) return;
   const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(slug)}`);
+  // a later open (or a close) superseded this one while the document was fetched
+  if (mine !== opening) return;
   if (r.status !== 200) return notice(errorText(r));
   const doc = new Y.Doc();
   const text = doc.getText('content');
@@ -187,7 +194,8 @@ async function open(slug: string) {
     }
     if (m.type === 'deleted') notice('이 문서는 삭제되었습니다 · this document was deleted', 'info');
   }, () => (void showLock(), void loadList()));
-  cur = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc };
+  const opened: Open = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc };
+  cur = opened;
   provider?.on('sync', (ok: boolean) => ok && queuePreview());
   // the hub ends the socket of a token that is no longer valid (4401, final for the provider): the
   // session check shows the sign-in form, and the document reopens read-only
@@ -200,19 +208,22 @@ async function open(slug: string) {
   $('doc-meta').textContent = `v${r.body.doc.version} · ${r.body.doc.category}`;
   for (const li of $('doc-list').children) (li as HTMLElement).toggleAttribute('aria-current', (li as HTMLElement).dataset.slug === slug);
   const join = async () => {
-    if (!cur || !provider) return;
-    const p = await api('/api/md/presence', { slug, id: cur.presenceId });
-    if (p.status !== 200 || !cur) return;
-    cur.presenceId = p.body.id;
+    if (cur !== opened || !provider) return;
+    const p = await api('/api/md/presence', { slug, id: opened.presenceId });
+    if (p.status !== 200 || cur !== opened) return;
+    opened.presenceId = p.body.id;
     peers = p.body.peers;
     provider.awareness.setLocalStateField('user', { name: session.me?.name ?? '', color: p.body.color, colorLight: `${p.body.color}33` });
     drawPresence();
   };
+  // the page may have moved on (another document, or leaving) while presence was asked for
   if (provider) {
     await join();
-    cur.heartbeat = window.setInterval(join, 15_000);
+    if (cur !== opened) return;
+    opened.heartbeat = window.setInterval(join, 15_000);
   } else {
     const p = await api<{ peers: Peer[] }>(`/api/md/presence/${encodeURIComponent(slug)}`);
+    if (cur !== opened) return;
     peers = p.status === 200 ? p.body.peers : [];
     drawPresence();
   }
@@ -220,6 +231,7 @@ async function open(slug: string) {
 }
 
 function close() {
+  opening++;
   if (!cur) return;
   // a beacon cannot carry the bearer token: a keepalive fetch outlives the page just the same
   if (cur.presenceId) void fetch('/api/md/presence/leave', { method: 'POST', keepalive: true, headers: session.headers(true), body: JSON.stringify({ slug: cur.slug, id: cur.presenceId }) }).catch(() => undefined);
@@ -289,7 +301,7 @@ $('history-btn').onclick = async () => {
       if (r.status !== 200) notice(errorText(r));
       else notice(`v${v.version}을 새 버전으로 복원함 · restored`, 'info');
     };
-    return el('li', { 'data-version': String(v.version) }, `v${v.version} · ${v.author} · ${new Date(v.modified).toLocaleString('ko-KR')} `, show, ' ', restore);
+    return el('li', { 'data-version': String(v.version) }, `v${v.version} · ${v.author} · ${kst(v.modified)} `, show, ' ', restore);
   }));
   $('history').scrollIntoView({ block: 'nearest' });
 };
@@ -308,7 +320,7 @@ $('show-stats').onclick = async () => {
       bar.style.width = `${(n / max) * 12}rem`;
       return el('div', {}, el('span', {}, c), bar, el('span', {}, String(n)));
     })),
-    el('ol', { id: 'recent' }, ...s.recent.map((d: any) => el('li', {}, `${d.title} · ${d.author} · ${new Date(d.modified).toLocaleString('ko-KR')}`))),
+    el('ol', { id: 'recent' }, ...s.recent.map((d: any) => el('li', {}, `${d.title} · ${d.author} · ${kst(d.modified)}`))),
   );
 };
 
