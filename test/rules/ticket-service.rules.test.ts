@@ -5,6 +5,7 @@ import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
 import { refusal as refused } from '../support/refusal.js';
+import { legacyReservation } from '../support/ticket.js';
 
 // The ticket service's rules (src/ticket/service.ts; doc "mobile ticket"): a booking is atomic with
 // its code, seat claim and counter, 2 bingo cards, 404 show_not_found, 409 seat_taken, 400
@@ -160,23 +161,7 @@ describe('the ticket', () => {
 
   it('gives a ticket without cards 2 on its first lookup, once', async () => {
     const { service, store, writes, race } = await setup();
-    await store.set('ticket:reservation:r_legacy0001', {
-      id: 'r_legacy0001',
-      code: 'TK-LEGACY01',
-      show_id: 's_legacy0000',
-      show_name: '옛 공연',
-      venue: '소극장',
-      date: '2026-10-01',
-      seat: 'B-3',
-      amount_paid: 30000,
-      holder: null,
-      status: 'entry_allowed',
-      created_at: '2026-09-01T00:00:00.000Z',
-      checkin: null,
-      cancelled_at: null,
-      cancel_reason: null,
-    });
-    await store.set('ticket:code:TK-LEGACY01', 'r_legacy0001');
+    await legacyReservation(store, 'r_legacy0001', 'TK-LEGACY01');
     writes.length = 0;
     const first = await service.ticket('TK-LEGACY01');
     expect(first.bingo_cards.map((c) => c.no)).toEqual([1, 2]);

@@ -3,6 +3,7 @@ import { openRedisStore } from '../../src/store/redis.js';
 import { K } from '../../src/ticket/keys.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
+import { legacyReservation } from '../support/ticket.js';
 import { connectTopics } from '../support/ws.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 
@@ -70,23 +71,7 @@ describe.skipIf(!redis.available)('tickets on two hub processes sharing Redis', 
   it('a reservation without cards gets one set under concurrent first lookups on both processes', async () => {
     const store = await openRedisStore({ url: redis.url, prefix });
     try {
-      await store.set(K.reservation('r_oldrecord1'), {
-        id: 'r_oldrecord1',
-        code: 'TK-W4V3XP7N',
-        show_id: 's_oldshow000',
-        show_name: '옛 공연',
-        venue: '소극장',
-        date: '2026-10-01',
-        seat: 'Z-9',
-        amount_paid: 0,
-        holder: null,
-        status: 'entry_allowed',
-        created_at: '2026-09-01T00:00:00.000Z',
-        checkin: null,
-        cancelled_at: null,
-        cancel_reason: null,
-      });
-      await store.set(K.code('TK-W4V3XP7N'), 'r_oldrecord1');
+      await legacyReservation(store, 'r_oldrecord1', 'TK-W4V3XP7N', { show_id: 's_oldshow000', seat: 'Z-9', amount_paid: 0 });
       const views = await Promise.all(
         Array.from({ length: 24 }, (_, i) => fetch(`${(i % 2 ? a : b).url}/api/mticket/TK-W4V3XP7N`).then((r) => r.json())),
       );

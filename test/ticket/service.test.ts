@@ -8,6 +8,7 @@ import { openRedisStore } from '../../src/store/redis.js';
 import { K } from '../../src/ticket/keys.js';
 import { CHECKIN_TOPIC, TicketService } from '../../src/ticket/service.js';
 import { tempDir } from '../support/process.js';
+import { legacyReservation } from '../support/ticket.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
 
 const redis = await redisOrSkip();
@@ -30,27 +31,6 @@ async function harness(open: () => Promise<Store>) {
   const service = new TicketService({ store, clock, bus });
   const show = await service.createShow({ name: '겨울 콘서트', venue: '세종문화회관', date: '2026-12-24T19:30:00+09:00' });
   return { store, clock, bus, messages, service, show };
-}
-
-/** A reservation as the old table held it: no bingo_cards column. */
-async function legacyReservation(store: Store, id: string, code: string) {
-  await store.set(K.reservation(id), {
-    id,
-    code,
-    show_id: 's_legacy0000',
-    show_name: '옛 공연',
-    venue: '소극장',
-    date: '2026-10-01',
-    seat: 'B-3',
-    amount_paid: 30000,
-    holder: null,
-    status: 'entry_allowed',
-    created_at: '2026-09-01T00:00:00.000Z',
-    checkin: null,
-    cancelled_at: null,
-    cancel_reason: null,
-  });
-  await store.set(K.code(code), id);
 }
 
 const error = async (p: Promise<unknown>) => {
