@@ -1,19 +1,9 @@
 /** How the back office writes times (KST, with the zone), amounts (won) and a ticket's status. */
 
-export interface Booking {
-  reservation_id: string;
-  code: string;
-  seat: string;
-  holder: string | null;
-  amount_paid: number;
-  status: 'entry_allowed' | 'checked_in' | 'cancelled';
-  created_at: string;
-  checked_in_at: string | null;
-  checked_in_by: { scanner: string; gate: string | null } | null;
-  cancelled_at: string | null;
-  cancel_reason: string | null;
-  page_url: string;
-}
+import type { BookingRow as Booking } from '../../src/ticket/lists.js';
+
+/** One booking as GET /api/shows/:id/tickets lists it. */
+export type { Booking };
 
 const kst = new Intl.DateTimeFormat('ko-KR', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'Asia/Seoul' });
 const kstDate = new Intl.DateTimeFormat('ko-KR', { dateStyle: 'medium', timeZone: 'UTC' });
