@@ -2,10 +2,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { CollabService } from '../../src/collab/service.js';
 import { LOCK_MAX_MS, LOCK_TTL_MS } from '../../src/collab/model.js';
-import { AppError } from '../../src/errors.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
+import { refusal as refused } from '../support/refusal.js';
 
 // Edit locks (doc 3; docs/collab.md "Locks"): 10 minutes, renewed by the holder up to 60 minutes
 // from the acquisition; another editor gets 423 document_locked; the holder or an operator releases;
@@ -31,14 +31,7 @@ async function setup(slug: string) {
   return { clock, service, events, store };
 }
 
-const refusal = async (p: Promise<unknown>): Promise<AppError> => {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(AppError);
-  return e as AppError;
-};
+const refusal = (p: Promise<unknown>) => refused(p, { details: true });
 
 describe('edit locks', () => {
   it('are 10 minutes long and at most 60 minutes from the acquisition', () => {

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { AppError } from '../../src/errors.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
+import { refusal as refused } from '../support/refusal.js';
 
 // Presence (docs/collab.md "Live channel"): a heartbeat joins or renews; a colour of the palette no
 // one else in the document has while the palette lasts; gone 30 s after the last heartbeat (the
@@ -32,14 +32,7 @@ async function setup() {
   return { presence, store, clock, events, writes };
 }
 
-const refusal = async (p: Promise<unknown>): Promise<AppError> => {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(AppError);
-  return e as AppError;
-};
+const refusal = (p: Promise<unknown>) => refused(p, { details: true });
 
 describe('joining', () => {
   it('gives each entry a new id and the first colour no one in the document has, and tells the room once', async () => {

@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { AppError } from '../../src/errors.js';
 import { rateLimit, rateLimitKey, type RateLimitInfo } from '../../src/hub/guards.js';
 import type { RequestContext } from '../../src/hub/http.js';
 import { CONTENT_SECURITY_POLICY, SECURITY_HEADERS, writeSecurityHeaders } from '../../src/hub/security.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
+import { refusal as refused } from '../support/refusal.js';
 
 // The fixed-window rate limit every bounded route declares (src/hub/guards.ts) and the security
 // headers of every answer (src/hub/security.ts).
@@ -19,14 +19,7 @@ const open = async () => {
   return s;
 };
 const ctx = (remoteAddress: string) => ({ remoteAddress }) as unknown as RequestContext;
-const refusal = async (p: unknown): Promise<AppError> => {
-  const e = await Promise.resolve(p).then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(AppError);
-  return e as AppError;
-};
+const refusal = (p: unknown) => refused(Promise.resolve(p), { details: true });
 
 describe('rate limits', () => {
   it('let `limit` requests through per client and window, then 429 until the window ends', async () => {

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { HWP_FLAGS, sniff } from '../../src/uploads/index.js';
 import { makeExe, makeHwp, makeHwpx, makeJpg, makeOtherCfb, makePdf, makePng, makeZip } from '../support/uploads.js';
+import { refusal as refused } from '../support/refusal.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'maru-sniff-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -14,15 +15,7 @@ const file = (data: Buffer) => {
   writeFileSync(p, data);
   return p;
 };
-const refusal = async (p: Promise<unknown>): Promise<AppError> => {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AppError);
-    return err as AppError;
-  }
-  throw new Error('expected a refusal');
-};
+const refusal = (p: Promise<unknown>) => refused(p, { details: true });
 
 describe('sniff: the type by content', () => {
   it('reads an HWP 5 compound file through its FileHeader stream', async () => {
