@@ -1,6 +1,7 @@
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUTH_TEST_ENV, login, TEST_ADMIN_PASSWORD } from '../support/auth.js';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 import { until } from '../support/http.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
@@ -22,7 +23,7 @@ describe.skipIf(!hasBrowser)('the demo tour in Chromium', () => {
   let password = '';
   let tour = '';
   beforeAll(async () => {
-    hub = await startHubProcess({ DATA_DIR: tempDir('demo-tour'), DEMO: '1' }, 90_000);
+    hub = await startHubProcess({ DATA_DIR: tempDir('demo-tour'), DEMO: '1', ...AUTH_TEST_ENV }, 90_000);
     await until('the demo banner', () => hub.output().includes('sign-in '), 10_000);
     password = /password for this run: (\S+)/.exec(hub.output())![1]!;
     tour = /guided tour +(\S+)/.exec(hub.output())![1]!;
@@ -151,6 +152,8 @@ describe.skipIf(!hasBrowser)('the demo tour in Chromium', () => {
       }
       expect(page.url()).not.toContain('demo-sign-in');
       if (l.href === '/docs') await page.waitForFunction(() => location.hash === '#welcome');
+      // signed in, with the demo's data on it: no serious or critical axe-core violation either
+      problems.push(...(await quality(page, 1280)));
       expect(problems, l.text).toEqual([]);
     }
     // each ticket was good for one exchange
@@ -158,4 +161,21 @@ describe.skipIf(!hasBrowser)('the demo tour in Chromium', () => {
     expect(again.status).toBe(401);
     await page.close();
   }, 120_000);
+  it.each([1280, 360])('at %i px: the operator pages signed in, over the demo data (accounts; coaching owners with their links), pass axe-core', async (width) => {
+    const pages: [string, string, string, string][] = [
+      ['/accounts', 'accounts:token', await login(hub.url, 'admin', TEST_ADMIN_PASSWORD), '#accounts tr'],
+      ['/coach/owners', 'coach-owners:token', await login(hub.url, 'demo-staff', password), '#owners tr'],
+    ];
+    for (const [path, key, token, rows] of pages) {
+      const { page, problems } = await watched(width);
+      await page.addInitScript(([k, t]) => sessionStorage.setItem(k!, t!), [key, token]);
+      await page.goto(hub.url + path);
+      await page.waitForSelector('#signed-in-as');
+      await page.waitForSelector(rows);
+      expect(await page.isVisible('#board'), path).toBe(true);
+      problems.push(...(await quality(page, width)));
+      expect(problems, `${path} at ${width} px`).toEqual([]);
+      await page.close();
+    }
+  }, 60_000);
 });
