@@ -1,6 +1,7 @@
 /** How the back office writes times (KST, with the zone), amounts (won) and a ticket's status. */
 
 import type { BookingRow as Booking } from '../../src/ticket/lists.js';
+import type { AttemptResult } from '../../src/ticket/records.js';
 
 /** One booking as GET /api/shows/:id/tickets lists it. */
 export type { Booking };
@@ -33,12 +34,14 @@ export function statusText(b: Booking): string {
   return '유효 · valid';
 }
 
-const RESULTS: Record<string, string> = {
+/** Every result an audit entry can carry (a new one fails the build until it is named here). */
+const RESULTS: Record<AttemptResult, string> = {
   ok: '입장 · ok',
   already_redeemed: '이미 입장 · already checked in',
   canceled: '취소된 티켓 · cancelled ticket',
   invalid: '없는 티켓 · invalid',
   malformed: '잘못된 코드 · malformed',
   rate_limited: '제한 · rate limited',
+  conflict: '충돌(오프라인 중복 입장) · offline conflict',
 };
-export const resultText = (r: string) => RESULTS[r] ?? r;
+export const resultText = (r: string) => RESULTS[r as AttemptResult] ?? r;
