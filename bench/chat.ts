@@ -83,6 +83,7 @@ async function sessionBytes(store: Store, chat: ChatService) {
   const collect = await size(s.session);
   await chat.turn(s.session, { message: 'hong@example.kr' });
   await chat.turn(s.session, { message: '오전에 연락 부탁드립니다' });
+  await chat.turn(s.session, { choice: '확인' });
   for (const c of ['진행 상황 보기', '다음', '추가할게요', '추천 코드 받기']) await chat.turn(s.session, { choice: c });
   const sharing = await size(s.session);
   return { greet, collect_mid: collect, sharing_after_receipt: sharing };

@@ -1,4 +1,5 @@
-import type { Need } from './keywords.js';
+import { IPA_BASE_FEE, PRODUCTS as RENTAL_PRODUCTS, TERM_MONTHS } from '../rental/catalog.js';
+import type { Need, Source } from './keywords.js';
 
 /**
  * The four fixed recommendation and upsell rules (category -> product code) and the products they
@@ -19,6 +20,29 @@ export const NEED_LABELS: Readonly<Record<Need, string>> = Object.freeze({
   hardware: '하드웨어',
 });
 
+/** How the customer came, as the greet choices and the receipt's remarks say it. */
+export const SOURCE_LABELS: Readonly<Record<Source, string>> = Object.freeze({
+  search: '검색',
+  sns: 'SNS',
+  referral: '추천',
+  advertisement: '광고',
+  acquaintance: '지인 소개',
+  offline: '오프라인',
+  other: '기타',
+});
+
+/**
+ * The rental the partner reviews is the form's SOL-702 (rental-ipa): the conversation names it as
+ * the rental catalogue does, product code and name ("SOL-702 디지털 화재감지기"), never by its rule
+ * number.
+ */
+const RENTAL = RENTAL_PRODUCTS['rental-ipa'];
+const RENTAL_NAME = `${RENTAL.code} ${RENTAL.name}`;
+
+/**
+ * A product of the rules. `code` is the rule's number (31, 40, 45, 20): it stays in the API's cards
+ * and the records, but the customer only ever reads `name`.
+ */
 export interface Product {
   code: number;
   name: string;
@@ -33,12 +57,11 @@ export interface Product {
 export const PRODUCTS: Readonly<Record<number, Product>> = Object.freeze({
   31: {
     code: 31,
-    // the rental the partner reviews: the form's SOL-702 (rental-ipa), by the same name
-    name: 'SOL-702 디지털 화재감지기',
+    name: RENTAL_NAME,
     category: 'rental',
-    summary: '36개월 렌탈, 설치·점검 포함',
-    monthlyFee: 300_000,
-    upsell: { name: 'SOL-702 케어 플러스', summary: '무상 교체와 분기 점검 추가', monthlyFee: 30_000 },
+    summary: `${TERM_MONTHS}개월 렌탈, 설치·점검 포함`,
+    monthlyFee: IPA_BASE_FEE,
+    upsell: { name: `${RENTAL.code} 케어 플러스`, summary: '무상 교체와 분기 점검 추가', monthlyFee: 30_000 },
   },
   40: {
     code: 40,

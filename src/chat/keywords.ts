@@ -51,7 +51,29 @@ export const NEED_RULES: KeywordRule<Need>[] = [
 ];
 
 /** Words the customer may type instead of pressing a yes/no choice. */
-export const YES_WORDS = ['네', '예', '응', '좋아', '좋습니다', '할게', '신청', '추가', '받을', '보기', '진행', 'yes', 'ok'];
+export const YES_WORDS = ['네', '예', '응', '좋아', '좋습니다', '할게', '신청', '추가', '받을', '보기', '진행', '맞아', '맞습니다', '확인', 'yes', 'ok'];
 export const NO_WORDS = ['아니', '괜찮', '됐어', '안할', '필요없', '건너', '넘어', '다음에', 'no', 'skip'];
 /** Words that ask for a person, on any stage. */
 export const HANDOFF_WORDS = ['상담원', '상담사', '직원', '사람연결', '사람이랑', '전화주', '연락주', '콜백', '통화하'];
+
+/**
+ * Whole answers that add nothing to an optional question (the remarks): a bare yes or a "nothing".
+ * Matched against the whole normalised answer (a trailing 요 ignored), never as a substring, so a
+ * remark that only contains such a word ("설치 진행 전에 전화 주세요") is kept; the yes words
+ * count too, and "없어요", "특별히 없습니다" and the like (src/chat/classify.ts, isNothing).
+ */
+export const NOTHING_WORDS = ['없음', '아니', '아니오', '아뇨', '괜찮아', '괜찮습니다', '됐어', '넵', '네네', '예예', '응응', 'ㅇㅇ', 'ㅇ', '그래', 'none', 'no', 'nope', 'nothing'];
+
+/** What the customer may change on the summary before the receipt is registered. */
+export const EDIT_TARGETS = ['name', 'contact', 'email', 'memo', 'product'] as const;
+export type EditTarget = (typeof EDIT_TARGETS)[number];
+/** Words naming a summary line to change ("연락처 바꿀게요"); the longest wins, like the other rules. */
+export const EDIT_RULES: KeywordRule<EditTarget>[] = [
+  { value: 'name', keywords: ['성함', '이름'] },
+  { value: 'contact', keywords: ['연락처', '전화번호', '휴대폰', '핸드폰', '번호'] },
+  { value: 'email', keywords: ['이메일', '메일', 'email'] },
+  { value: 'memo', keywords: ['요청사항', '요청', '메모', '비고'] },
+  { value: 'product', keywords: ['상품', '제품'] },
+];
+/** Words asking to change something on the summary. */
+export const CHANGE_WORDS = ['수정', '고칠', '고치', '고쳐', '바꿀', '바꾸', '바꿔', '변경', '틀렸', '틀려', '잘못'];

@@ -1,23 +1,25 @@
 import { assign, setup } from 'xstate';
+import { isNothing } from './classify.js';
 import { normaliseEmail, normaliseName, normalisePhone } from './contact.js';
 import { PRODUCT_RULES } from './catalog.js';
-import type { Need, Source } from './keywords.js';
+import type { EditTarget, Need, Source } from './keywords.js';
 
 /**
  * The guided conversation as one flat XState statechart: the journey greet -> need -> recommend ->
- * collect -> received -> track -> upsell -> referral -> sharing, plus the hand-off to a person
+ * collect -> confirm -> received -> track -> upsell -> referral -> sharing, plus the hand-off to a person
  * (handoffContact, handoff) that every stage offers. Guards hold the rules; the machine has no
  * delayed transitions, no children and no side effects (the service turns `pending` into the
  * intake registration and the mail, then feeds the result back as an event), so a snapshot is
  * plain JSON and any process can continue it with XState's pure `transition`.
  *
  * Bump MACHINE_VERSION whenever states or context change shape: a stored session of another version
- * starts again at greet.
+ * starts again at greet. (Version 1 gained the confirm stage and optional context keys only: every
+ * snapshot it stored is a valid snapshot of this machine, so it stands.)
  */
 export const MACHINE_VERSION = 1;
 
 /** The journey's stages in order; a stage's stageCode is its position, from 1. */
-export const STAGES = ['greet', 'need', 'recommend', 'collect', 'received', 'track', 'upsell', 'referral', 'sharing'] as const;
+export const STAGES = ['greet', 'need', 'recommend', 'collect', 'confirm', 'received', 'track', 'upsell', 'referral', 'sharing'] as const;
 export type Stage = (typeof STAGES)[number];
 /** Hand-off states (reported as stage "handoff", stageCode 0). */
 export type StateName = Stage | 'handoffContact' | 'handoff';
@@ -47,6 +49,10 @@ export interface ChatContext {
   memo?: string | null;
   /** The collect question being asked. */
   field?: Field;
+  /** Every field is answered: a changed field or product goes back to the summary (confirm). */
+  review?: boolean;
+  /** The summary's list of what can be changed is shown. */
+  editing?: boolean;
   receiptNo?: string;
   /** The receipt's access key (tracking and mail resend on the intake routes). */
   accessKey?: string;
@@ -81,6 +87,10 @@ export interface AnswerEvent {
   restart?: boolean;
   resume?: boolean;
   refresh?: boolean;
+  /** The summary line to change. */
+  edit?: EditTarget;
+  /** Asks to change something on the summary. */
+  change?: boolean;
   /** The receipt's progress, read from the intake records by the service before the turn. */
   progress?: Progress;
 }
@@ -112,7 +122,9 @@ const fieldValue = (field: Field | undefined, e: AnswerEvent): string | null | u
       return normaliseEmail(e.text);
     case 'memo': {
       const m = e.text.normalize('NFKC').trim();
-      return m.length >= 1 && m.length <= 500 ? m : undefined;
+      if (m.length < 1 || m.length > 500) return undefined;
+      // "네", "없어요": no remark, never the remark itself
+      return isNothing(m) ? null : m;
     }
     default:
       return undefined;
@@ -160,11 +172,15 @@ const handoffs = (stage: Stage, request: (a: Ctx) => boolean = wantsPerson) => (
 const resume = (when: (a: Ctx) => boolean) =>
   STAGES.map((s) => ({ guard: (a: Ctx) => when(a) && a.context.returnTo === s, target: s, actions: set({ returnTo: undefined, ...moved }) }));
 
-/** A new conversation in the same session: everything but the subject is forgotten (assign merges, so clear each key). */
+/**
+ * A new conversation in the same session: everything but the subject is forgotten (assign merges, so
+ * clear each key), and the referral code the session came with while no receipt has counted it.
+ */
 const restart = set(({ context }: Ctx) => ({
   ...Object.fromEntries(Object.keys(context).map((k) => [k, undefined])),
   subject: context.subject,
   retries: 0,
+  ...(context.referredBy && context.receiptNo === undefined ? { referredBy: context.referredBy } : {}),
 }));
 
 const journey = (stage: Stage, steps: object[], error: string, request?: (a: Ctx) => boolean) => {
@@ -211,6 +227,8 @@ export const chatMachine = setup({
     recommend: journey(
       'recommend',
       [
+        // a product chosen again from the summary goes back to it; the fields are known
+        { guard: ({ context, event }: Ctx) => ans(event).yes === true && context.review === true, target: 'confirm', actions: set({ ...moved }) },
         { guard: ({ event }: Ctx) => ans(event).yes === true, target: 'collect', actions: set({ field: 'name' as Field, ...moved }) },
         { guard: ({ event }: Ctx) => ans(event).yes === false, target: 'need', actions: set({ category: undefined, upsellCode: undefined, ...moved }) },
       ],
@@ -220,10 +238,10 @@ export const chatMachine = setup({
       'collect',
       [
         {
-          // the last field: the receipt is owed
-          guard: ({ context, event }: Ctx) => context.field === 'memo' && fieldValue('memo', ans(event)) !== undefined,
-          target: 'received',
-          actions: set(({ event }: Ctx) => ({ memo: fieldValue('memo', ans(event)), field: undefined, pending: 'receipt' as const, ...moved })),
+          // the last field, or a field changed from the summary: the summary is shown to confirm
+          guard: ({ context, event }: Ctx) => (context.field === 'memo' || context.review === true) && fieldValue(context.field, ans(event)) !== undefined,
+          target: 'confirm',
+          actions: set(({ context, event }: Ctx) => ({ [context.field!]: fieldValue(context.field, ans(event)), field: undefined, review: true, ...moved })),
         },
         {
           guard: ({ context, event }: Ctx) => fieldValue(context.field, ans(event)) !== undefined,
@@ -238,6 +256,42 @@ export const chatMachine = setup({
       'invalid_field',
       // typed words are field values here (a memo may say "전화주세요"): only the choice hands off
       wantsPersonByChoice,
+    ),
+    confirm: journey(
+      'confirm',
+      [
+        {
+          // a line named with a change asked for ("연락처 수정"), or picked from the list
+          guard: ({ context, event }: Ctx) => {
+            const e = ans(event);
+            return e.edit === 'product' && (context.editing === true || e.change === true || e.yes === false);
+          },
+          target: 'need',
+          actions: set({ editing: undefined, category: undefined, upsellCode: undefined, ...moved }),
+        },
+        {
+          guard: ({ context, event }: Ctx) => {
+            const e = ans(event);
+            return e.edit !== undefined && (context.editing === true || e.change === true || e.yes === false);
+          },
+          target: 'collect',
+          actions: set(({ event }: Ctx) => ({ field: ans(event).edit as Field, editing: undefined, ...moved })),
+        },
+        { guard: ({ event }: Ctx) => ans(event).restart === true, target: 'greet', actions: restart },
+        { guard: ({ context, event }: Ctx) => context.editing === true && ans(event).resume === true, target: 'confirm', actions: set({ editing: undefined, ...moved }) },
+        {
+          guard: ({ context, event }: Ctx) => context.editing !== true && (ans(event).change === true || ans(event).yes === false),
+          target: 'confirm',
+          actions: set({ editing: true, ...moved }),
+        },
+        // only a confirmation registers: the receipt is owed
+        {
+          guard: ({ context, event }: Ctx) => context.editing !== true && ans(event).yes === true,
+          target: 'received',
+          actions: set({ pending: 'receipt' as const, review: undefined, ...moved }),
+        },
+      ],
+      'confirm_or_change',
     ),
     received: {
       on: {

@@ -5,11 +5,11 @@ import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { codec } from '../store/codec.js';
-import { NEED_LABELS, productFor } from './catalog.js';
+import { NEED_LABELS, SOURCE_LABELS, productFor } from './catalog.js';
 import { classify } from './classify.js';
 import { chatMachine, MACHINE_VERSION, type AnswerEvent, type ChatContext, type ChatEvent, type Progress, type StateName } from './machine.js';
 import type { ReferralService } from './referral.js';
-import { view, type View } from './view.js';
+import { needText, view, type View } from './view.js';
 
 /**
  * The guided conversation. A session is the machine's persisted state (state name + context) and
@@ -179,6 +179,8 @@ export class ChatService {
             ...(c.need ? { need: c.need.value } : {}),
             ...(c.yes !== undefined ? { yes: c.yes } : {}),
             ...(c.handoff ? { handoff: true } : {}),
+            ...(c.edit ? { edit: c.edit.value } : {}),
+            ...(c.change ? { change: true } : {}),
           };
         }
         const event: ChatEvent = { type: 'ANSWER', ...answer, ...(progress ? { progress } : {}) };
@@ -259,7 +261,15 @@ export class ChatService {
   private async registerReceipt(session: string, ctx: ChatContext): Promise<ChatEvent> {
     const customerId = await this.deps.store.incr(K.customers);
     const product = productFor(ctx.category!);
-    const remarks = [`상담 경로: ${ctx.source ?? '-'}`, `필요: ${NEED_LABELS[ctx.category!]} (${ctx.need ?? ''})`, `추천 상품: ${product.name} (상담 코드 ${product.code})`, ctx.memo ? `요청 사항: ${ctx.memo}` : '']
+    const own = needText(ctx);
+    // as the summary the customer confirmed showed it
+    const remarks = [
+      `상담 경로: ${ctx.source ? SOURCE_LABELS[ctx.source] : '-'}`,
+      `필요: ${NEED_LABELS[ctx.category!]}${own ? ` (${own})` : ''}`,
+      `신청 상품: ${product.name}`,
+      ctx.referredBy ? `추천 코드: ${ctx.referredBy}` : '',
+      ctx.memo ? `요청 사항: ${ctx.memo}` : '',
+    ]
       .filter(Boolean)
       .join('\n');
     const email = ctx.email;
@@ -278,7 +288,7 @@ export class ChatService {
           ? this.deps.mail.writes(`chat:${no}:receipt`, {
               to: email,
               subject: `[maru] 상담 접수 ${no}`,
-              text: `${ctx.name}님, 상담이 접수되었습니다.\n접수번호: ${no}\n추천 상품: ${product.name} (${product.code})\n담당자가 ${ctx.contact}(으)로 연락드리겠습니다.`,
+              text: `${ctx.name}님, 상담이 접수되었습니다.\n접수번호: ${no}\n신청 상품: ${product.name}\n담당자가 ${ctx.contact}(으)로 연락드리겠습니다.`,
             })
           : [],
     );

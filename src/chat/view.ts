@@ -1,6 +1,7 @@
 import { josa } from 'es-hangul';
-import { NEED_LABELS, PRODUCTS, productFor } from './catalog.js';
-import type { Need, Source } from './keywords.js';
+import { NEED_LABELS, PRODUCTS, SOURCE_LABELS, productFor } from './catalog.js';
+import { normalise } from './classify.js';
+import { SOURCES, type Need } from './keywords.js';
 import { MAX_RETRIES, stageCode, type AnswerEvent, type ChatContext, type Field, type StateName } from './machine.js';
 import { referralCode } from './referral-code.js';
 
@@ -21,6 +22,17 @@ export type Card =
   | { type: 'receipt'; receiptNo: string; trackUrl?: string; pageUrl?: string; accessKey?: string }
   | { type: 'progress'; receiptNo: string; status: string; label: string }
   | { type: 'callback'; receiptNo: string }
+  | {
+      type: 'summary';
+      name: string;
+      contact: string;
+      email: string | null;
+      product: string;
+      need: string;
+      needText?: string;
+      memo: string | null;
+      referralCode?: string;
+    }
   | { type: 'share'; title: string; text: string; url: string; referralCode?: string };
 
 export interface View {
@@ -34,15 +46,7 @@ export interface View {
 export const PERSON = '상담원 연결';
 const person: Choice = { label: PERSON, answer: { handoff: true } };
 
-const SOURCE_CHOICES: [string, Source][] = [
-  ['검색', 'search'],
-  ['SNS', 'sns'],
-  ['추천', 'referral'],
-  ['광고', 'advertisement'],
-  ['지인 소개', 'acquaintance'],
-  ['오프라인', 'offline'],
-  ['기타', 'other'],
-];
+const SOURCE_CHOICES: Choice[] = SOURCES.map((source) => ({ label: SOURCE_LABELS[source], answer: { source } }));
 const NEED_CHOICES: [string, Need][] = (Object.keys(NEED_LABELS) as Need[]).map((n) => [NEED_LABELS[n], n]);
 
 const QUESTION: Record<Field, string> = {
@@ -64,14 +68,44 @@ const HINT: Record<string, string> = {
   restart_only: '상담이 모두 끝났어요. "처음으로"를 누르면 새 상담을 시작해요.',
   invalid_phone: '전화번호를 숫자로 적어 주세요. (예: 010-1234-5678)',
   resume_or_restart: '"이어서 진행" 또는 "처음으로"를 눌러 주세요.',
+  confirm_or_change: '내용이 맞으면 "확인"을, 고칠 곳이 있으면 "수정"을 눌러 주세요. "네"라고 적으셔도 접수돼요.',
+  pick_change: '고칠 항목을 아래에서 골라 주세요. 모두 맞으면 "돌아가기"를 눌러 주세요.',
 };
+
+/** The summary's change list: each line of it, a new start, or back to the summary. */
+const CHANGE_CHOICES: Choice[] = [
+  { label: '성함', answer: { edit: 'name' } },
+  { label: '연락처', answer: { edit: 'contact' } },
+  { label: '이메일', answer: { edit: 'email' } },
+  { label: '요청 사항', answer: { edit: 'memo' } },
+  { label: '상품', answer: { edit: 'product' } },
+  { label: '처음부터', answer: { restart: true } },
+  { label: '돌아가기', answer: { resume: true } },
+];
+
+/** Subjects that name no topic (the page's default "상담"): the greeting does not quote them. */
+const PLAIN_SUBJECTS = new Set(['상담', '문의', '상담문의', '문의하기', '상담하기', '일반', '일반문의', '기타', '맞춤상담', 'chat', 'general'].map(normalise));
+
+function greetText(ctx: ChatContext): string {
+  const about = PLAIN_SUBJECTS.has(normalise(ctx.subject)) ? '' : `"${ctx.subject}" 건으로 `;
+  // the code only: who referred is never shown here (GET /api/referral/:code masks even that)
+  const referred = ctx.referredBy ? `추천 코드를 확인했어요 (${ctx.referredBy}). 신청이 접수되면 추천해 주신 분과 함께 혜택을 받으실 수 있어요. ` : '';
+  return `안녕하세요, maru 맞춤 상담이에요. ${about}찾아 주셔서 감사합니다. ${referred}저희를 어떻게 알게 되셨나요?`;
+}
+
+/** The need as the customer said it: the category, and their own words when typed. */
+export function needText(ctx: ChatContext): string | undefined {
+  if (!ctx.need || !ctx.category) return undefined;
+  return ctx.need === ctx.category || ctx.need === NEED_LABELS[ctx.category] ? undefined : ctx.need;
+}
 
 const won = (n: number) => `${n.toLocaleString('ko-KR')}원`;
 
 /** The hint after a failed answer: clearer the second time, with the way to a person. */
 function hint(ctx: ChatContext): string {
   if (!ctx.error || ctx.retries === 0) return '';
-  const text = ctx.error === 'invalid_field' && ctx.field ? FIELD_HINT[ctx.field] : (HINT[ctx.error] ?? '');
+  const error = ctx.error === 'confirm_or_change' && ctx.editing ? 'pick_change' : ctx.error;
+  const text = error === 'invalid_field' && ctx.field ? FIELD_HINT[ctx.field] : (HINT[error] ?? '');
   const last = ctx.retries >= MAX_RETRIES - 1 ? ` 한 번 더 어려우시면 "${PERSON}"으로 직원이 직접 도와드릴게요.` : '';
   return `${text}${last}\n`;
 }
@@ -89,8 +123,8 @@ export function view(state: StateName, ctx: ChatContext, welcome = false): View 
     case 'greet':
       return at(
         'greet',
-        `${welcome ? '오랜만이에요! 상담을 처음부터 다시 시작할게요.\n' : ''}안녕하세요, maru 상담입니다. "${ctx.subject}" 문의 주셔서 감사해요. 저희를 어떻게 알게 되셨나요?`,
-        [...SOURCE_CHOICES.map(([label, source]) => ({ label, answer: { source } })), person],
+        `${welcome ? '오랜만이에요! 상담을 처음부터 다시 시작할게요.\n' : ''}${greetText(ctx)}`,
+        [...SOURCE_CHOICES, person],
       );
     case 'need':
       return at('need', '어떤 도움이 필요하세요?', [...NEED_CHOICES.map(([label, need]) => ({ label, answer: { need } })), person]);
@@ -109,6 +143,27 @@ export function view(state: StateName, ctx: ChatContext, welcome = false): View 
         f === 'email' ? [{ label: '건너뛰기', answer: { skip: true } }] : f === 'memo' ? [{ label: '없음', answer: { skip: true } }] : [];
       const greeting = f === 'contact' && ctx.name ? `${ctx.name}님, ` : '';
       return at('collect', greeting + QUESTION[f], [...skip, person]);
+    }
+    case 'confirm': {
+      if (ctx.editing) return at('confirm', '어떤 항목을 고칠까요?', [...CHANGE_CHOICES, person]);
+      const p = productFor(ctx.category!);
+      const own = needText(ctx);
+      return at(
+        'confirm',
+        '신청 내용을 확인해 주세요. 이대로 접수할까요?',
+        [{ label: '확인', answer: { yes: true } }, { label: '수정', answer: { change: true } }, person],
+        {
+          type: 'summary',
+          name: ctx.name ?? '',
+          contact: ctx.contact ?? '',
+          email: ctx.email ?? null,
+          product: p.name,
+          need: NEED_LABELS[p.category],
+          ...(own ? { needText: own } : {}),
+          memo: ctx.memo ?? null,
+          ...(ctx.referredBy ? { referralCode: ctx.referredBy } : {}),
+        },
+      );
     }
     case 'received':
       return ctx.receiptNo

@@ -22,7 +22,7 @@ async function walk(chat: ChatService, subject: string, answers: ({ choice: stri
   return v;
 }
 
-const collect = (name: string, phone: string) => [{ message: name }, { message: phone }, { choice: '건너뛰기' }, { choice: '없음' }];
+const collect = (name: string, phone: string) => [{ message: name }, { message: phone }, { choice: '건너뛰기' }, { choice: '없음' }, { choice: '확인' }];
 
 /** Seeds the conversations once (the state says whether they are); `save` after each part. */
 export async function seedChat(chat: ChatService, state: ChatDemoState, save: () => Promise<unknown>): Promise<void> {

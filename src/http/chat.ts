@@ -61,9 +61,9 @@ const turnBody = z
 
 // answers (docs/chat.md)
 const card = z
-  .object({ type: z.enum(['product', 'upsell', 'receipt', 'progress', 'callback', 'share']) })
+  .object({ type: z.enum(['product', 'summary', 'upsell', 'receipt', 'progress', 'callback', 'share']) })
   .loose()
-  .describe('product, upsell, receipt, progress, callback or share card (fields by type, docs/chat.md)');
+  .describe('product, summary, upsell, receipt, progress, callback or share card (fields by type, docs/chat.md)');
 const turnAnswer = z.object({
   session: z.string(),
   stage: z.string(),

@@ -35,7 +35,7 @@ describe('conversation mail', () => {
     const base = maru.url;
     const id = (await post(base, '/api/chat/start', { subject: '메일' })).body.session;
     for (const choice of ['SNS', '하드웨어', '신청할게요']) await post(base, '/api/chat', { session: id, choice });
-    for (const message of ['강하늘', '010-1212-3434', 'sky@example.kr', '설치 일정 문의']) await post(base, '/api/chat', { session: id, message });
+    for (const message of ['강하늘', '010-1212-3434', 'sky@example.kr', '설치 일정 문의', '네']) await post(base, '/api/chat', { session: id, message });
     const last = (await post(base, '/api/chat', { session: id, choice: '진행 상황 보기' })).body;
     expect(last.stage).toBe('track');
     const receiptNo: string = last.receiptNo;
@@ -44,7 +44,7 @@ describe('conversation mail', () => {
     expect(mail.subject).toBe(`[maru] 상담 접수 ${receiptNo}`);
     expect((mail.to as { text: string }).text).toBe('sky@example.kr');
     expect(mail.from?.text).toContain('chat@maru.test');
-    expect(mail.text).toContain('하드웨어 스타터 세트 (20)');
+    expect(mail.text).toContain('신청 상품: 하드웨어 스타터 세트\n');
     expect(mail.text).toContain('010-1212-3434');
     expect(received.filter((m) => m.subject?.includes(receiptNo))).toHaveLength(1);
   });

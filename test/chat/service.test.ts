@@ -75,7 +75,8 @@ describe('ChatService', () => {
     const c = chat(flaky);
     const id = await toMemo(c);
     const before = await real.countReceipts();
-    await expect(c.turn(id, { choice: '없음' })).rejects.toMatchObject({ status: 503, code: 'intake_unavailable' });
+    expect((await c.turn(id, { choice: '없음' })).stage).toBe('confirm');
+    await expect(c.turn(id, { choice: '확인' })).rejects.toMatchObject({ status: 503, code: 'intake_unavailable' });
     expect((await c.get(id)).stage).toBe('received');
     expect((await c.get(id)).receiptNo).toBeUndefined();
     fail = false;
@@ -92,7 +93,8 @@ describe('ChatService', () => {
     const review = new Review(store, intake);
     const c = chat(l);
     const id = await toMemo(c);
-    const v = await c.turn(id, { choice: '없음' });
+    await c.turn(id, { choice: '없음' });
+    const v = await c.turn(id, { choice: '확인' });
     expect(v.stage).toBe('received');
     const receiptNo = v.receiptNo!;
     const fromChat = await review.list({ source: 'chat', page: 1, pageSize: 100 });

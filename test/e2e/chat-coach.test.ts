@@ -47,14 +47,18 @@ describe.skipIf(!hasBrowser)('conversation and coaching pages in Chromium', () =
     await say(page, '인스타 보고 왔어요');
     expect(await stage(page)).toBe('need');
     await pick(page, '버틀러 서비스', 'recommend');
-    expect(await page.textContent('#log li.card[data-card="product"]')).toContain('상품 코드 45');
+    // the product by its name, not its rule number
+    expect(await page.textContent('#log li.card[data-card="product"] .card-title')).toBe('버틀러 케어 서비스');
+    expect(await page.textContent('#log li.card[data-card="product"]')).not.toContain('코드');
     await pick(page, '신청할게요', 'collect');
     await say(page, '한지민');
     await say(page, '잘못된 번호');
     expect(await lastBot(page)).toContain('010-1234-5678');
     await say(page, '010-3030-4040');
     await say(page, 'jimin@example.kr');
-    await pick(page, '없음', 'received');
+    await pick(page, '없음', 'confirm');
+    expect(await page.textContent('#log li.card[data-card="summary"] dd[data-field="contact"]')).toBe('010-3030-4040');
+    await pick(page, '확인', 'received');
     await page.waitForSelector('#receipt:not([hidden])');
     const receiptNo = (await page.textContent('#receipt-no'))!;
     expect(receiptNo).toMatch(/^R\d{6}-\d{6,}$/);

@@ -49,6 +49,8 @@ describe.skipIf(!hasBrowser)('journey: a rental application made in the conversa
     await page.getByRole('button', { name: '건너뛰기', exact: true }).click();
     await page.waitForFunction(() => document.querySelectorAll('#choices button').length > 0 && !document.querySelector('#choices button[disabled]'));
     await page.getByRole('button', { name: '없음', exact: true }).click();
+    // the summary: only its confirmation registers the application
+    await page.getByRole('button', { name: '확인', exact: true }).click();
     await page.waitForSelector('#receipt:not([hidden])');
     const receiptNo = (await page.textContent('#receipt-no'))!;
     expect(receiptNo).toMatch(/^R\d{6}-\d{6,}$/);

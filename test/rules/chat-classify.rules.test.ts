@@ -67,3 +67,26 @@ describe('yes, no and hand-off', () => {
     expect(Object.keys(classify('검색'))).toEqual(['handoff', 'source']);
   });
 });
+
+describe('the summary: a line to change, a change, an answer that adds nothing', () => {
+  it('names the line of the summary, the longest keyword winning, and a wish to change it', async () => {
+    const { classify } = await load();
+    expect(classify('전화번호 바꿀게요')).toMatchObject({ edit: { value: 'contact', keyword: '전화번호' }, change: true });
+    expect(classify('이메일 수정').edit?.value).toBe('email');
+    expect(classify('요청 사항 고칠게요')).toMatchObject({ edit: { value: 'memo', keyword: '요청사항' }, change: true });
+    expect(classify('성함이 틀렸어요')).toMatchObject({ edit: { value: 'name' }, change: true });
+    expect(classify('상품 변경')).toMatchObject({ edit: { value: 'product' }, change: true });
+    expect(classify('네 맞아요')).toMatchObject({ yes: true });
+    expect(classify('확인').yes).toBe(true);
+    expect(Object.keys(classify('네'))).toEqual(['handoff', 'yes']);
+  });
+
+  it('an answer adds nothing when it is, as a whole, a yes, a "nothing" or only punctuation', async () => {
+    const { isNothing } = await import('../../src/chat/classify.js');
+    for (const t of ['네', '예', '네.', ' 네 요 ', '넵', 'ㅇㅇ', '응', '좋아요', 'OK', 'yes', '없음', '없어요', '없습니다', '없네요', '특별히 없습니다', '딱히 없어요', '네 없어요', '아니요', '아뇨', '괜찮아요', '됐어요', 'none', '-', '...', ''])
+      expect(isNothing(t), t).toBe(true);
+    for (const t of ['네 오전에 전화 주세요', '설치 진행 전에 연락 바랍니다', '없는 번호예요', '주차 공간 없어요 참고하세요', '확인 후 연락 주세요', '010-1234-5678', 'x'])
+      expect(isNothing(t), t).toBe(false);
+  });
+});
+

@@ -28,8 +28,8 @@ function toCollect(): Actor {
 }
 
 describe('conversation stages', () => {
-  it('nine stages in the document order, codes from 1; hand-off states are code 0', () => {
-    expect(STAGES).toEqual(['greet', 'need', 'recommend', 'collect', 'received', 'track', 'upsell', 'referral', 'sharing']);
+  it('ten stages in the document order, codes from 1; hand-off states are code 0', () => {
+    expect(STAGES).toEqual(['greet', 'need', 'recommend', 'collect', 'confirm', 'received', 'track', 'upsell', 'referral', 'sharing']);
     STAGES.forEach((s, i) => expect(stageCode(s)).toBe(i + 1));
     expect(stageCode('handoff')).toBe(0);
     expect(stageCode('handoffContact')).toBe(0);
@@ -37,7 +37,7 @@ describe('conversation stages', () => {
     expect(FIELDS).toEqual(['name', 'contact', 'email', 'memo']);
   });
 
-  it('the whole journey, in order, with the receipt owed at received', () => {
+  it('the whole journey, in order, with the receipt owed once the summary is confirmed', () => {
     const a = actor('REF123');
     expect(at(a)).toBe('greet');
     expect(ctx(a)).toEqual({ subject: 'web:1', retries: 0, referredBy: 'REF123' });
@@ -64,8 +64,12 @@ describe('conversation stages', () => {
     expect(ctx(a)).toMatchObject({ email: null, field: 'memo' });
     expect(at(a)).toBe('collect');
     send(a, { text: '  오후에 연락 주세요 ' });
+    expect(at(a)).toBe('confirm');
+    expect(ctx(a)).toMatchObject({ memo: '오후에 연락 주세요', field: undefined, review: true });
+    expect(ctx(a).pending).toBeUndefined();
+    send(a, { yes: true });
     expect(at(a)).toBe('received');
-    expect(ctx(a)).toMatchObject({ memo: '오후에 연락 주세요', pending: 'receipt', field: undefined });
+    expect(ctx(a)).toMatchObject({ pending: 'receipt', review: undefined });
     // no move before the receipt is registered
     send(a, { yes: true });
     expect(at(a)).toBe('received');
@@ -113,14 +117,14 @@ describe('conversation stages', () => {
     send(a, { text: '   ' });
     expect(at(a)).toBe('collect');
     send(a, { text: 'x'.repeat(500) });
-    expect(at(a)).toBe('received');
+    expect(at(a)).toBe('confirm');
     expect(ctx(a).memo).toHaveLength(500);
     const b = toCollect();
     send(b, { text: '김철수' });
     send(b, { text: '010-1234-5678' });
     send(b, { text: 'a@b.kr' });
     send(b, { skip: true });
-    expect(at(b)).toBe('received');
+    expect(at(b)).toBe('confirm');
     expect(ctx(b).memo).toBeNull();
     const c = toCollect();
     send(c, { text: '김철수' });
@@ -222,6 +226,7 @@ describe('conversation stages', () => {
       { text: '010-1234-5678' },
       { skip: true },
       { skip: true },
+      { yes: true },
     ];
     const a = actor();
     const check = (stage: string) => {
@@ -234,7 +239,9 @@ describe('conversation stages', () => {
     };
     check('greet');
     for (const e of steps.slice(0, 3)) send(a, e);
-    for (const e of steps.slice(3)) send(a, e);
+    for (const e of steps.slice(3, 7)) send(a, e);
+    check('confirm');
+    send(a, steps[7]!);
     // the service registers the owed receipt before the next answer
     send(a, { type: 'REGISTERED', receiptNo: 'R1', customerId: 1 });
     check('received');
@@ -264,6 +271,7 @@ describe('conversation stages', () => {
     for (const [answers, stage] of [
       [[{ source: 'search' }, { need: 'rental' }], 'recommend'],
       [[{ source: 'search' }, { need: 'rental' }, { yes: true }], 'collect'],
+      [[{ source: 'search' }, { need: 'rental' }, { yes: true }, { text: '김철수' }, { text: '010-1234-5678' }, { skip: true }, { skip: true }], 'confirm'],
     ] as const) {
       const a = actor();
       for (const e of answers) send(a, e);
@@ -283,5 +291,121 @@ describe('conversation stages', () => {
     expect([at(a), ctx(a).error]).toEqual(['recommend', 'yes_or_no']);
     send(a, { yes: true });
     expect(at(a)).toBe('collect');
+  });
+});
+
+/** Walks to the summary (confirm) with every field answered; a rental, e-mail and memo skipped. */
+function toConfirm(referredBy?: string): Actor {
+  const a = actor(referredBy);
+  for (const e of [{ source: 'search' as const }, { need: 'rental' as const }, { yes: true }, { text: '김철수' }, { text: '010-1234-5678' }, { skip: true }, { skip: true }]) send(a, e);
+  return a;
+}
+
+describe('the summary before registration (confirm)', () => {
+  it('a bare yes or "nothing" at the remarks question is no remark; a remark containing such a word is kept', () => {
+    for (const text of ['네', '예', ' 네. ', '네요', '응', 'ㅇㅇ', '넵', '좋아요', 'yes', 'OK', '없어요', '없습니다', '특별히 없습니다', '아니요', '괜찮아요', '-']) {
+      const a = toCollect();
+      for (const e of [{ text: '김철수' }, { text: '010-1234-5678' }, { skip: true }, { text }]) send(a, e);
+      expect([at(a), ctx(a).memo], text).toEqual(['confirm', null]);
+      expect(ctx(a).pending, text).toBeUndefined();
+    }
+    for (const text of ['네 오전에 연락 주세요', '설치 진행 전에 전화 주세요', '없는 번호로 연락 주지 마세요', '확인 후 연락 부탁드립니다']) {
+      const a = toCollect();
+      for (const e of [{ text: '김철수' }, { text: '010-1234-5678' }, { skip: true }, { text, yes: true }]) send(a, e);
+      expect([at(a), ctx(a).memo], text).toEqual(['confirm', text]);
+    }
+  });
+
+  it('only a confirmation owes the receipt; a no or a change opens the list of what can be changed', () => {
+    const a = toConfirm();
+    expect(ctx(a).pending).toBeUndefined();
+    send(a, { text: '음' });
+    expect([at(a), ctx(a).error, ctx(a).pending]).toEqual(['confirm', 'confirm_or_change', undefined]);
+    send(a, { yes: false });
+    expect([at(a), ctx(a).editing]).toEqual(['confirm', true]);
+    // while the list is open a yes registers nothing
+    send(a, { yes: true });
+    expect([at(a), ctx(a).pending, ctx(a).error]).toEqual(['confirm', undefined, 'confirm_or_change']);
+    send(a, { resume: true });
+    expect([at(a), ctx(a).editing]).toEqual(['confirm', undefined]);
+    send(a, { change: true });
+    expect(ctx(a).editing).toBe(true);
+    send(a, { resume: true });
+    send(a, { yes: true });
+    expect(at(a)).toBe('received');
+    expect(ctx(a)).toMatchObject({ pending: 'receipt', review: undefined, editing: undefined });
+  });
+
+  it('a changed line is asked again and goes back to the summary, the other answers kept', () => {
+    const a = toConfirm();
+    send(a, { change: true });
+    send(a, { edit: 'contact' });
+    expect([at(a), ctx(a).field, ctx(a).editing]).toEqual(['collect', 'contact', undefined]);
+    send(a, { text: 'not a phone' });
+    expect([at(a), ctx(a).error]).toEqual(['collect', 'invalid_field']);
+    send(a, { text: '02-555-0101' });
+    expect(at(a)).toBe('confirm');
+    expect(ctx(a)).toMatchObject({ contact: '02-555-0101', name: '김철수', email: null, memo: null, field: undefined, review: true });
+    // named with a change in one answer ("이메일 수정할게요"); a line named without one is no change
+    send(a, { edit: 'email', yes: true });
+    expect(at(a)).toBe('received');
+    const b = toConfirm();
+    send(b, { edit: 'email', change: true });
+    expect([at(b), ctx(b).field]).toEqual(['collect', 'email']);
+    send(b, { text: 'kim@example.kr' });
+    expect(at(b)).toBe('confirm');
+    expect(ctx(b).email).toBe('kim@example.kr');
+    send(b, { edit: 'memo', yes: false });
+    send(b, { text: '네' });
+    expect([at(b), ctx(b).memo]).toEqual(['confirm', null]);
+    send(b, { edit: 'name', change: true });
+    send(b, { skip: true });
+    expect([at(b), ctx(b).error]).toEqual(['collect', 'invalid_field']);
+  });
+
+  it('the product is chosen again through need and recommend, then back to the summary', () => {
+    const a = toConfirm();
+    send(a, { change: true });
+    send(a, { edit: 'product' });
+    expect(at(a)).toBe('need');
+    expect(ctx(a)).toMatchObject({ category: undefined, upsellCode: undefined, review: true, name: '김철수' });
+    send(a, { need: 'butler' });
+    send(a, { yes: false });
+    expect(at(a)).toBe('need');
+    send(a, { need: 'solution', text: '업무 자동화' });
+    send(a, { yes: true });
+    expect(at(a)).toBe('confirm');
+    expect(ctx(a)).toMatchObject({ category: 'solution', upsellCode: 40, need: '업무 자동화', contact: '010-1234-5678' });
+  });
+
+  it('starting over forgets the answers but keeps the referral code no receipt has counted yet', () => {
+    const a = toConfirm('MARU-7');
+    send(a, { change: true });
+    send(a, { restart: true });
+    expect(at(a)).toBe('greet');
+    expect(ctx(a)).toEqual({ subject: 'web:1', retries: 0, referredBy: 'MARU-7' });
+    const b = toConfirm('MARU-7');
+    send(b, { yes: true });
+    send(b, { type: 'REGISTERED', receiptNo: 'R1', customerId: 3 });
+    send(b, { handoff: true });
+    send(b, { type: 'CALLBACK_REGISTERED', receiptNo: 'C1' });
+    send(b, { restart: true });
+    expect(ctx(b).referredBy).toBeUndefined();
+  });
+
+  it('a person from the summary, and back to it; a line being changed comes back to the summary after the hand-off', () => {
+    const a = toConfirm();
+    send(a, { handoff: true });
+    expect([at(a), ctx(a).returnTo, ctx(a).pending]).toEqual(['handoff', 'confirm', 'callback']);
+    send(a, { type: 'CALLBACK_REGISTERED', receiptNo: 'C1' });
+    send(a, { resume: true });
+    expect(at(a)).toBe('confirm');
+    send(a, { change: true });
+    send(a, { edit: 'name' });
+    send(a, { handoff: true });
+    send(a, { resume: true });
+    expect([at(a), ctx(a).field]).toEqual(['collect', 'name']);
+    send(a, { text: '김영희' });
+    expect([at(a), ctx(a).name]).toEqual(['confirm', '김영희']);
   });
 });

@@ -101,7 +101,7 @@ describe('sessions', () => {
       session: s.session,
       stage: 'greet',
       stageCode: 1,
-      bot: '안녕하세요, maru 상담입니다. "렌탈 문의" 문의 주셔서 감사해요. 저희를 어떻게 알게 되셨나요?',
+      bot: '안녕하세요, maru 맞춤 상담이에요. "렌탈 문의" 건으로 찾아 주셔서 감사합니다. 저희를 어떻게 알게 되셨나요?',
       choices: ['검색', 'SNS', '추천', '광고', '지인 소개', '오프라인', '기타', '상담원 연결'],
     });
     expect(await chat.get(s.session)).toStrictEqual(s);
@@ -125,7 +125,7 @@ describe('sessions', () => {
     const { chat, calls, go } = await setup({ knownCodes: ['abc123', 'ABC123'] });
     expect(await refusal(chat.start('x', 'nope'))).toEqual({ status: 404, code: 'referral_not_found', message: 'no customer holds the referral code nope' });
     const s = await chat.start('x', 'abc123');
-    await go(s.session, ...TO_MEMO, '건너뛰기', '없음');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
     expect(calls.find((c) => c.what === 'redeem')).toEqual({ what: 'redeem', args: ['ABC123', { customerId: 1, phone: '010-1234-5678' }] });
   });
 
@@ -138,7 +138,7 @@ describe('sessions', () => {
     clock.advance(IDLE + 1);
     const again = await chat.turn(s.session, { choice: '신청할게요' });
     expect(again.stage).toBe('greet');
-    expect(again.bot).toBe('오랜만이에요! 상담을 처음부터 다시 시작할게요.\n안녕하세요, maru 상담입니다. "x" 문의 주셔서 감사해요. 저희를 어떻게 알게 되셨나요?');
+    expect(again.bot).toBe('오랜만이에요! 상담을 처음부터 다시 시작할게요.\n안녕하세요, maru 맞춤 상담이에요. "x" 건으로 찾아 주셔서 감사합니다. 저희를 어떻게 알게 되셨나요?');
     // the restart was stored: the next turn continues from greet
     expect((await go(s.session, '검색')).stage).toBe('need');
   });
@@ -153,7 +153,7 @@ describe('sessions', () => {
     const again = await chat.turn(s.session, { choice: '렌탈' });
     expect(again.stage).toBe('greet');
     expect(again.bot).toContain('"주제"');
-    await go(s.session, ...TO_MEMO, '건너뛰기', '없음');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
     expect(calls.find((c) => c.what === 'redeem')?.args[0]).toBe('REF1');
   });
 });
@@ -192,9 +192,44 @@ describe('turns', () => {
     const s = await chat.start('x');
     const before = await go(s.session, ...TO_MEMO, '건너뛰기');
     expect('receiptNo' in before).toBe(false);
-    const r = await go(s.session, '없음');
+    const summary = await go(s.session, '없음');
+    expect([summary.stage, 'receiptNo' in summary]).toEqual(['confirm', false]);
+    const r = await go(s.session, '확인');
     expect([r.stage, r.receiptNo]).toEqual(['received', 'R-1']);
     expect((await chat.get(s.session)).receiptNo).toBe('R-1');
+  });
+});
+
+describe('the summary', () => {
+  it('takes typed words: "네" at the remarks is no remark, a named line with a change asks it again, "네 맞아요" confirms; nothing is registered before', async () => {
+    const { chat, go, calls } = await setup();
+    const s = await chat.start('x');
+    const c = await go(s.session, ...TO_MEMO, '건너뛰기', { message: '네' });
+    expect(c.stage).toBe('confirm');
+    expect(c.card).toEqual({ type: 'summary', name: '홍길동', contact: '010-1234-5678', email: null, product: 'SOL-702 디지털 화재감지기', need: '렌탈', memo: null });
+    expect(c.choices).toEqual(['확인', '수정', '상담원 연결']);
+    expect(calls.some((x) => x.what === 'register')).toBe(false);
+    expect((await go(s.session, { message: '연락처 바꿀게요' })).stage).toBe('collect');
+    expect((await go(s.session, { message: '02-123-4567' })).card).toMatchObject({ type: 'summary', contact: '02-123-4567' });
+    expect((await go(s.session, { message: '아니요' })).choices).toEqual(['성함', '연락처', '이메일', '요청 사항', '상품', '처음부터', '돌아가기', '상담원 연결']);
+    expect((await go(s.session, '돌아가기')).choices).toEqual(['확인', '수정', '상담원 연결']);
+    expect(calls.some((x) => x.what === 'register')).toBe(false);
+    const r = await go(s.session, { message: '네 맞아요' });
+    expect([r.stage, r.receiptNo]).toEqual(['received', 'R-1']);
+    const reg = calls.filter((x) => x.what === 'register');
+    expect(reg).toHaveLength(1);
+    expect(reg[0]!.args[0]).toMatchObject({ contactPhone: '02-123-4567', remarks: '상담 경로: 검색\n필요: 렌탈\n신청 상품: SOL-702 디지털 화재감지기' });
+  });
+
+  it('starts over from the change list, keeping the referral code', async () => {
+    const { chat, go, calls } = await setup({ knownCodes: ['C1'] });
+    const s = await chat.start('x', 'C1');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '수정');
+    const again = await go(s.session, '처음부터');
+    expect(again.stage).toBe('greet');
+    expect(again.bot).toContain('추천 코드를 확인했어요 (C1)');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
+    expect(calls.filter((x) => x.what === 'redeem').map((x) => x.args[0])).toEqual(['C1']);
   });
 });
 
@@ -202,7 +237,7 @@ describe('the receipt', () => {
   it('is registered once as a rental application for a rental, with remarks, key and mail', async () => {
     const { chat, go, calls } = await setup();
     const s = await chat.start('x');
-    const r = await go(s.session, ...TO_MEMO, { message: 'kim@example.com' }, { message: '오전에 연락 주세요' });
+    const r = await go(s.session, ...TO_MEMO, { message: 'kim@example.com' }, { message: '오전에 연락 주세요' }, '확인');
     expect(r.card).toEqual({ type: 'receipt', receiptNo: 'R-1', trackUrl: '/api/subscriptions/R-1?key=key-R-1', pageUrl: '/applicant.html#receipt=R-1&key=key-R-1', accessKey: 'key-R-1' });
     expect(calls.filter((c) => c.what === 'register')).toEqual([
       {
@@ -213,7 +248,7 @@ describe('the receipt', () => {
             contactName: '홍길동',
             contactPhone: '010-1234-5678',
             email: 'kim@example.com',
-            remarks: '상담 경로: search\n필요: 렌탈 (rental)\n추천 상품: SOL-702 디지털 화재감지기 (상담 코드 31)\n요청 사항: 오전에 연락 주세요',
+            remarks: '상담 경로: 검색\n필요: 렌탈\n신청 상품: SOL-702 디지털 화재감지기\n요청 사항: 오전에 연락 주세요',
             idempotencyKey: `chat:${s.session}:receipt`,
           },
           [
@@ -223,7 +258,7 @@ describe('the receipt', () => {
               value: {
                 to: 'kim@example.com',
                 subject: '[maru] 상담 접수 R-1',
-                text: '홍길동님, 상담이 접수되었습니다.\n접수번호: R-1\n추천 상품: SOL-702 디지털 화재감지기 (31)\n담당자가 010-1234-5678(으)로 연락드리겠습니다.',
+                text: '홍길동님, 상담이 접수되었습니다.\n접수번호: R-1\n신청 상품: SOL-702 디지털 화재감지기\n담당자가 010-1234-5678(으)로 연락드리겠습니다.',
               },
             },
           ],
@@ -239,27 +274,27 @@ describe('the receipt', () => {
   it('is a chat receipt for another need, without e-mail, memo or mail, and numbers customers in turn', async () => {
     const { chat, go, calls } = await setup({ knownCodes: ['C1'] });
     const s = await chat.start('x', 'C1');
-    await go(s.session, '검색', { message: '버틀러 서비스' }, '신청할게요', { message: '홍길동' }, { message: '010-1234-5678' }, '건너뛰기', '없음');
+    await go(s.session, '검색', { message: '버틀러 서비스' }, '신청할게요', { message: '홍길동' }, { message: '010-1234-5678' }, '건너뛰기', '없음', '확인');
     const reg = calls.find((c) => c.what === 'register')!;
     expect(reg.args).toEqual([
       {
         type: 'chat',
         contactName: '홍길동',
         contactPhone: '010-1234-5678',
-        remarks: '상담 경로: search\n필요: 버틀러 서비스 (버틀러 서비스)\n추천 상품: 버틀러 케어 서비스 (상담 코드 45)',
+        remarks: '상담 경로: 검색\n필요: 버틀러 서비스\n신청 상품: 버틀러 케어 서비스\n추천 코드: C1',
         idempotencyKey: `chat:${s.session}:receipt`,
       },
       [],
     ]);
     const s2 = await chat.start('y', 'C1');
-    await go(s2.session, ...TO_MEMO, '건너뛰기', '없음');
+    await go(s2.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
     expect(calls.filter((c) => c.what === 'redeem').map((c) => (c.args[1] as { customerId: number }).customerId)).toEqual([1, 2]);
   });
 
   it('is registered even when the referral code cannot be redeemed (said in the log)', async () => {
     const { chat, go, logs } = await setup({ knownCodes: ['C1'], redeemFails: true });
     const s = await chat.start('x', 'C1');
-    const r = await go(s.session, ...TO_MEMO, '건너뛰기', '없음');
+    const r = await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
     expect(r.receiptNo).toBe('R-1');
     expect(logs.filter((l) => l.level === 'info').map((l) => [l.msg, l.obj.code])).toEqual([['chat: referral not redeemed', 'C1']]);
   });
@@ -267,8 +302,8 @@ describe('the receipt', () => {
   it('stays owed when the intake fails: 503 intake_unavailable, said in the log; an intake refusal passes as it is', async () => {
     const { chat, go, logs, store } = await setup({ registerFails: new Error('intake down') });
     const s = await chat.start('x');
-    await go(s.session, ...TO_MEMO, '건너뛰기');
-    expect(await refusal(chat.turn(s.session, { choice: '없음' }))).toEqual({
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음');
+    expect(await refusal(chat.turn(s.session, { choice: '확인' }))).toEqual({
       status: 503,
       code: 'intake_unavailable',
       message: 'the receipt could not be registered yet; send the answer again',
@@ -279,8 +314,8 @@ describe('the receipt', () => {
     expect(await store.get(`chat:effect:${s.session}`)).toBeUndefined();
     const refused = await setup({ registerFails: (E: typeof import('../../src/errors.js').AppError) => new E('invalid', 'invalid_phone', 'bad phone') });
     const t = await refused.chat.start('x');
-    await refused.go(t.session, ...TO_MEMO, '건너뛰기');
-    expect((await refusal(refused.chat.turn(t.session, { choice: '없음' }))).code).toBe('invalid_phone');
+    await refused.go(t.session, ...TO_MEMO, '건너뛰기', '없음');
+    expect((await refusal(refused.chat.turn(t.session, { choice: '확인' }))).code).toBe('invalid_phone');
   });
 
   it('is registered by the next turn when still owed, once', async () => {
@@ -299,10 +334,10 @@ describe('the receipt', () => {
   it('waits for another process holding the lease, then finds it done or does it itself', async () => {
     const { chat, go, calls, store } = await setup();
     const s = await chat.start('x');
-    await go(s.session, ...TO_MEMO, '건너뛰기');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음');
     const lease = `chat:effect:${s.session}`;
     await store.set(lease, 'other-process');
-    const answered = chat.turn(s.session, { choice: '없음' });
+    const answered = chat.turn(s.session, { choice: '확인' });
     await new Promise((r) => setTimeout(r, 120));
     expect(calls.filter((c) => c.what === 'register')).toHaveLength(0);
     await store.del(lease);
@@ -317,7 +352,7 @@ describe('after the receipt', () => {
   it('reads the progress before the turn, and carries on without it when tracking fails', async () => {
     const ok = await setup();
     const s = await ok.chat.start('x');
-    await ok.go(s.session, ...TO_MEMO, '건너뛰기', '없음');
+    await ok.go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
     const t = await ok.go(s.session, '진행 상황 보기');
     expect(t.card).toEqual({ type: 'progress', receiptNo: 'R-1', status: 'under_review', label: '검토 중' });
     expect(ok.calls.filter((c) => c.what === 'track')).toEqual([{ what: 'track', args: ['R-1'] }]);
@@ -331,7 +366,7 @@ describe('after the receipt', () => {
 
     const bad = await setup({ trackFails: true });
     const b = await bad.chat.start('x');
-    await bad.go(b.session, ...TO_MEMO, '건너뛰기', '없음');
+    await bad.go(b.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
     const u = await bad.go(b.session, '진행 상황 보기');
     expect(u.card).toEqual({ type: 'progress', receiptNo: 'R-1', status: 'unknown', label: '확인 중' });
     expect(bad.logs.filter((l) => l.level === 'warn')).toEqual([{ level: 'warn', obj: { err: expect.any(Error), receiptNo: 'R-1' }, msg: 'chat: tracking failed' }]);
@@ -341,7 +376,7 @@ describe('after the receipt', () => {
     for (const [choice, accepted] of [['추가할게요', true], ['괜찮아요', false]] as const) {
       const { chat, go, calls } = await setup();
       const s = await chat.start('x');
-      await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '진행 상황 보기', '다음');
+      await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인', '진행 상황 보기', '다음');
       expect(calls.some((c) => c.what === 'recordUpsell')).toBe(false);
       expect((await go(s.session, choice)).stage).toBe('referral');
       expect(calls.filter((c) => c.what === 'recordUpsell')).toEqual([{ what: 'recordUpsell', args: ['R-1', { code: 31, accepted }] }]);
@@ -350,7 +385,7 @@ describe('after the receipt', () => {
     }
     const { chat, go, logs } = await setup({ upsellFails: true });
     const s = await chat.start('x');
-    await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '진행 상황 보기', '다음');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인', '진행 상황 보기', '다음');
     expect((await go(s.session, '추가할게요')).stage).toBe('referral');
     expect(logs.filter((l) => l.level === 'warn').map((l) => [l.msg, l.obj.session])).toEqual([['chat: upsell not recorded on the receipt', s.session]]);
   });
@@ -358,13 +393,13 @@ describe('after the receipt', () => {
   it('issues the customer’s referral code when asked for, with the name and phone', async () => {
     const yes = await setup();
     const s = await yes.chat.start('x');
-    await yes.go(s.session, ...TO_MEMO, '건너뛰기', '없음', '진행 상황 보기', '다음', '괜찮아요');
+    await yes.go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인', '진행 상황 보기', '다음', '괜찮아요');
     expect(yes.calls.some((c) => c.what === 'issue')).toBe(false);
     expect((await yes.go(s.session, '추천 코드 받기')).stage).toBe('sharing');
     expect(yes.calls.filter((c) => c.what === 'issue')).toEqual([{ what: 'issue', args: [{ customerId: 1, name: '홍길동', phone: '010-1234-5678' }] }]);
     const no = await setup();
     const n = await no.chat.start('x');
-    await no.go(n.session, ...TO_MEMO, '건너뛰기', '없음', '진행 상황 보기', '다음', '괜찮아요', '다음에 할게요');
+    await no.go(n.session, ...TO_MEMO, '건너뛰기', '없음', '확인', '진행 상황 보기', '다음', '괜찮아요', '다음에 할게요');
     expect(no.calls.some((c) => c.what === 'issue')).toBe(false);
   });
 });

@@ -28,9 +28,23 @@ describe('the journey’s stages', () => {
       { label: '기타', answer: { source: 'other' } },
       PERSON,
     ];
-    const bot = '안녕하세요, maru 상담입니다. "렌탈 문의" 문의 주셔서 감사해요. 저희를 어떻게 알게 되셨나요?';
+    const bot = '안녕하세요, maru 맞춤 상담이에요. "렌탈 문의" 건으로 찾아 주셔서 감사합니다. 저희를 어떻게 알게 되셨나요?';
     expect(view('greet', ctx())).toStrictEqual({ stage: 'greet', stageCode: 1, bot, choices });
     expect(view('greet', ctx(), true).bot).toBe(`오랜만이에요! 상담을 처음부터 다시 시작할게요.\n${bot}`);
+  });
+
+  it('greet: a subject that names no topic (the page’s "상담") is not quoted', async () => {
+    const { view } = await load();
+    const plain = '안녕하세요, maru 맞춤 상담이에요. 찾아 주셔서 감사합니다. 저희를 어떻게 알게 되셨나요?';
+    for (const subject of ['상담', ' 상담 ', '문의', '상담 문의', '일반 문의', 'Chat']) expect(view('greet', ctx({ subject })).bot, subject).toBe(plain);
+    expect(view('greet', ctx({ subject: '상담원' })).bot).toContain('"상담원" 건으로');
+  });
+
+  it('greet: a referral code is acknowledged by the code alone', async () => {
+    const { view } = await load();
+    expect(view('greet', ctx({ subject: '상담', referredBy: 'MARU-QGLJ' })).bot).toBe(
+      '안녕하세요, maru 맞춤 상담이에요. 찾아 주셔서 감사합니다. 추천 코드를 확인했어요 (MARU-QGLJ). 신청이 접수되면 추천해 주신 분과 함께 혜택을 받으실 수 있어요. 저희를 어떻게 알게 되셨나요?',
+    );
   });
 
   it('need: the four needs by their labels, and a person', async () => {
@@ -89,24 +103,70 @@ describe('the journey’s stages', () => {
     });
   });
 
+  it('confirm: the summary of what will be registered, 확인 or 수정; the list of what can be changed', async () => {
+    const { view } = await load();
+    const filled = ctx({ category: 'rental', need: 'rental', name: '홍길동', contact: '010-1234-5678', email: null, memo: null, review: true });
+    expect(view('confirm', filled)).toStrictEqual({
+      stage: 'confirm',
+      stageCode: 5,
+      bot: '신청 내용을 확인해 주세요. 이대로 접수할까요?',
+      choices: [{ label: '확인', answer: { yes: true } }, { label: '수정', answer: { change: true } }, PERSON],
+      card: { type: 'summary', name: '홍길동', contact: '010-1234-5678', email: null, product: 'SOL-702 디지털 화재감지기', need: '렌탈', memo: null },
+    });
+    // typed words for the need, the e-mail, the memo and the referral code are shown as given
+    expect(view('confirm', { ...filled, category: 'butler', need: '행정 업무 대행', email: 'a@b.kr', memo: '오전에', referredBy: 'MARU-7' }).card).toStrictEqual({
+      type: 'summary',
+      name: '홍길동',
+      contact: '010-1234-5678',
+      email: 'a@b.kr',
+      product: '버틀러 케어 서비스',
+      need: '버틀러 서비스',
+      needText: '행정 업무 대행',
+      memo: '오전에',
+      referralCode: 'MARU-7',
+    });
+    expect(view('confirm', { ...filled, editing: true })).toStrictEqual({
+      stage: 'confirm',
+      stageCode: 5,
+      bot: '어떤 항목을 고칠까요?',
+      choices: [
+        { label: '성함', answer: { edit: 'name' } },
+        { label: '연락처', answer: { edit: 'contact' } },
+        { label: '이메일', answer: { edit: 'email' } },
+        { label: '요청 사항', answer: { edit: 'memo' } },
+        { label: '상품', answer: { edit: 'product' } },
+        { label: '처음부터', answer: { restart: true } },
+        { label: '돌아가기', answer: { resume: true } },
+        PERSON,
+      ],
+    });
+    // a failed answer: how to confirm, or how to pick from the list
+    expect(view('confirm', { ...filled, error: 'confirm_or_change', retries: 1 }).bot.split('\n')[0]).toBe(
+      '내용이 맞으면 "확인"을, 고칠 곳이 있으면 "수정"을 눌러 주세요. "네"라고 적으셔도 접수돼요.',
+    );
+    expect(view('confirm', { ...filled, editing: true, error: 'confirm_or_change', retries: 1 }).bot.split('\n')[0]).toBe(
+      '고칠 항목을 아래에서 골라 주세요. 모두 맞으면 "돌아가기"를 눌러 주세요.',
+    );
+  });
+
   it('received: the receipt number, the mail sent, and the tracking links of its key', async () => {
     const { view } = await load();
     const choices = [{ label: '진행 상황 보기', answer: { yes: true } }, PERSON];
     expect(view('received', ctx({ receiptNo: 'R-1', accessKey: 'K9', email: 'a@b.io' }))).toStrictEqual({
       stage: 'received',
-      stageCode: 5,
+      stageCode: 6,
       bot: '접수되었어요. 접수번호는 R-1입니다. a@b.io(으)로 확인 메일을 보냈어요. 진행 상황을 보시겠어요?',
       choices,
       card: { type: 'receipt', receiptNo: 'R-1', trackUrl: '/api/subscriptions/R-1?key=K9', pageUrl: '/applicant.html#receipt=R-1&key=K9', accessKey: 'K9' },
     });
     expect(view('received', ctx({ receiptNo: 'R-1', email: null }))).toStrictEqual({
       stage: 'received',
-      stageCode: 5,
+      stageCode: 6,
       bot: '접수되었어요. 접수번호는 R-1입니다. 진행 상황을 보시겠어요?',
       choices,
       card: { type: 'receipt', receiptNo: 'R-1' },
     });
-    expect(view('received', ctx())).toStrictEqual({ stage: 'received', stageCode: 5, bot: '접수하고 있어요. 잠시 후 다시 눌러 주세요.', choices });
+    expect(view('received', ctx())).toStrictEqual({ stage: 'received', stageCode: 6, bot: '접수하고 있어요. 잠시 후 다시 눌러 주세요.', choices });
   });
 
   it('track: the progress label, or 확인 중 before it is known', async () => {
@@ -114,14 +174,14 @@ describe('the journey’s stages', () => {
     const choices = [{ label: '새로고침', answer: { refresh: true } }, { label: '다음', answer: { yes: true } }, PERSON];
     expect(view('track', ctx({ receiptNo: 'R-1', progress: { status: 'under_review', label: '검토 중' } }))).toStrictEqual({
       stage: 'track',
-      stageCode: 6,
+      stageCode: 7,
       bot: '접수번호 R-1의 진행 상황: 검토 중. 담당자가 확인하면 연락드려요.',
       choices,
       card: { type: 'progress', receiptNo: 'R-1', status: 'under_review', label: '검토 중' },
     });
     expect(view('track', ctx({ receiptNo: 'R-2' }))).toStrictEqual({
       stage: 'track',
-      stageCode: 6,
+      stageCode: 7,
       bot: '접수번호 R-2의 진행 상황: 확인 중. 담당자가 확인하면 연락드려요.',
       choices,
       card: { type: 'progress', receiptNo: 'R-2', status: 'unknown', label: '확인 중' },
@@ -132,7 +192,7 @@ describe('the journey’s stages', () => {
     const { view } = await load();
     expect(view('upsell', ctx({ upsellCode: 31 }))).toStrictEqual({
       stage: 'upsell',
-      stageCode: 7,
+      stageCode: 8,
       bot: 'SOL-702 디지털 화재감지기와 함께 많이 찾으시는 SOL-702 케어 플러스도 있어요. 추가하시겠어요?',
       choices: [{ label: '추가할게요', answer: { yes: true } }, { label: '괜찮아요', answer: { yes: false } }, PERSON],
       card: { type: 'upsell', code: 31, name: 'SOL-702 케어 플러스', baseName: 'SOL-702 디지털 화재감지기', summary: '무상 교체와 분기 점검 추가', monthlyFee: 30_000 },
@@ -145,7 +205,7 @@ describe('the journey’s stages', () => {
     const bot = '지인에게 maru를 추천하시면 두 분 모두 혜택을 드려요. 추천 코드를 받으시겠어요?';
     expect(view('referral', ctx())).toStrictEqual({
       stage: 'referral',
-      stageCode: 8,
+      stageCode: 9,
       bot,
       choices: [{ label: '추천 코드 받기', answer: { yes: true } }, { label: '다음에 할게요', answer: { yes: false } }, PERSON],
     });
@@ -160,7 +220,7 @@ describe('the journey’s stages', () => {
       const code = referralCode(id);
       expect(view('sharing', ctx({ referral: true, customerId: id }))).toStrictEqual({
         stage: 'sharing',
-        stageCode: 9,
+        stageCode: 10,
         bot: `추천 코드는 ${code}입니다. 아래 카드로 공유해 주세요. 상담해 주셔서 감사해요!`,
         choices,
         card: { type: 'share', title: 'maru 상담', text: `추천 코드 ${code}로 상담을 시작하면 두 분 모두 혜택을 받아요.`, url: `/chat?ref=${code}`, referralCode: code },
@@ -168,7 +228,7 @@ describe('the journey’s stages', () => {
     }
     const plain = {
       stage: 'sharing',
-      stageCode: 9,
+      stageCode: 10,
       bot: '상담해 주셔서 감사해요! 아래 카드로 maru를 공유해 주세요.',
       choices,
       card: { type: 'share', title: 'maru 상담', text: 'maru에서 렌탈·솔루션·버틀러·하드웨어 상담을 받아 보세요.', url: '/chat' },

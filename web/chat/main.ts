@@ -1,7 +1,7 @@
 /** The guided conversation page: choices as buttons, free text, cards, the receipt number. */
 
 interface Card {
-  type: 'product' | 'upsell' | 'receipt' | 'progress' | 'callback' | 'share';
+  type: 'product' | 'upsell' | 'receipt' | 'progress' | 'callback' | 'share' | 'summary';
   [k: string]: unknown;
 }
 interface Turn {
@@ -16,7 +16,7 @@ interface Turn {
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const STAGE_TEXT: Record<string, string> = {
-  greet: '인사', need: '필요 파악', recommend: '추천', collect: '정보 입력', received: '접수',
+  greet: '인사', need: '필요 파악', recommend: '추천', collect: '정보 입력', confirm: '신청 확인', received: '접수',
   track: '진행 조회', upsell: '추가 제안', referral: '추천 코드', sharing: '공유', handoff: '상담원 연결',
 };
 const KEY = 'maru:chat:session';
@@ -40,15 +40,41 @@ function p(cls: string, text: string): HTMLParagraphElement {
   return el;
 }
 
+/** The summary before registration: each line as a term and its value. */
+function summary(card: Card): HTMLDListElement {
+  const dl = document.createElement('dl');
+  dl.className = 'summary';
+  const need = card.needText ? `${String(card.need)} (${String(card.needText)})` : String(card.need);
+  const rows: [string, string, string][] = [
+    ['name', '성함', String(card.name)],
+    ['contact', '연락처', String(card.contact)],
+    ['email', '이메일', card.email ? String(card.email) : '없음'],
+    ['product', '상품', String(card.product)],
+    ['need', '필요', need],
+    ['memo', '요청 사항', card.memo ? String(card.memo) : '없음'],
+  ];
+  if (card.referralCode) rows.push(['referral', '추천 코드', String(card.referralCode)]);
+  for (const [key, term, value] of rows) {
+    const dt = document.createElement('dt');
+    dt.textContent = term;
+    const dd = document.createElement('dd');
+    dd.textContent = value;
+    dd.dataset.field = key;
+    dl.append(dt, dd);
+  }
+  return dl;
+}
+
 function renderCard(card: Card): void {
   const el = li('card', '');
   el.dataset.card = card.type;
   switch (card.type) {
     case 'product':
-      el.append(p('card-title', `${card.name}`), p('card-meta', `상품 코드 ${card.code} · ${card.categoryLabel}`), p('card-meta', `${card.summary}`), p('card-fee', `월 ${won.format(card.monthlyFee as number)}원`));
+      // the product by its name only: its rule number is no name a customer knows it by
+      el.append(p('card-title', `${card.name}`), p('card-meta', `${card.categoryLabel} · ${card.summary}`), p('card-fee', `월 ${won.format(card.monthlyFee as number)}원`));
       break;
     case 'upsell':
-      el.append(p('card-title', `${card.name}`), p('card-meta', `상품 코드 ${card.code} · ${card.baseName}에 추가`), p('card-meta', `${card.summary}`), p('card-fee', `월 +${won.format(card.monthlyFee as number)}원`));
+      el.append(p('card-title', `${card.name}`), p('card-meta', `${card.baseName}에 추가 · ${card.summary}`), p('card-fee', `월 +${won.format(card.monthlyFee as number)}원`));
       break;
     case 'receipt':
     case 'callback':
@@ -63,6 +89,9 @@ function renderCard(card: Card): void {
         a.textContent = '신청 조회 · 서류 제출';
         el.append(a);
       }
+      break;
+    case 'summary':
+      el.append(p('card-title', '신청 내용'), summary(card));
       break;
     case 'progress':
       el.append(p('card-title', `진행 상황: ${card.label}`), p('card-meta', `접수번호 ${card.receiptNo}`));
@@ -149,8 +178,14 @@ async function start(): Promise<void> {
     render(await api('/api/chat/start', { subject, ...(ref ? { referralCode: ref } : {}) }));
   } catch (e) {
     if (ref && (e as { status?: number }).status !== 429) {
-      // an unknown or malformed code: start without it
-      render(await api('/api/chat/start', { subject }));
+      // an unknown or malformed code: start without it, and say so
+      try {
+        const t = await api('/api/chat/start', { subject });
+        li('note', `추천 코드(${ref.slice(0, 40)})를 확인하지 못해 코드 없이 상담을 시작할게요.`);
+        render(t);
+      } catch (again) {
+        showError(again);
+      }
     } else showError(e);
   }
 }
