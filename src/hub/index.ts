@@ -67,9 +67,6 @@ export interface HubOptions {
   authRecheckMs?: number;
 }
 
-/** A route's declaration without method, path and handler (the method shortcuts' second argument). */
-export type RouteOpts<Q, B, P> = Omit<RouteDef<Q, B, P>, 'method' | 'path' | 'handler'>;
-
 /** hub.rateLimit's second argument: requests per client and window, and how a client is named. */
 export type RateLimitSpec = Omit<RateLimitOptions, 'store' | 'clock' | 'name'>;
 
@@ -172,20 +169,6 @@ export class Hub {
     this.pipeline.router.add(def.method, def.path, { kind: 'route', def });
     this.api.add({ method: def.method, path: def.path, kind: 'route', def: def as RouteEntry['def'] });
     return this;
-  }
-
-  // one-line routes: hub.get(path, {query, params, body, response, auth}, handler)
-  get<Q = Record<string, string>, P = Record<string, string>>(path: string, opts: RouteOpts<Q, undefined, P>, handler: RouteDef<Q, undefined, P>['handler']): this {
-    return this.route({ ...opts, method: 'GET', path, handler });
-  }
-  post<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
-    return this.route({ ...opts, method: 'POST', path, handler });
-  }
-  put<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
-    return this.route({ ...opts, method: 'PUT', path, handler });
-  }
-  del<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
-    return this.route({ ...opts, method: 'DELETE', path, handler });
   }
 
   /** An SSE route: a custom `open`, or Bus topics with ids and Last-Event-ID resume (BusSseDef). */
