@@ -24,6 +24,7 @@ import { fileReply } from './respond.js';
 import type { SseOptions } from './sse.js';
 import { busStream, type BusSseDef } from './sse-route.js';
 import { Sockets, topicsBehaviour, type SocketBehaviour, type SocketHandle } from './sockets.js';
+import { checkPrefix, mountPath } from './router.js';
 import { loadStatic, type StaticFile } from './static.js';
 import { Topics, type TopicSpec } from './topics.js';
 import { loadNativeUws, type TemplatedApp } from './uws.js';
@@ -65,6 +66,12 @@ export interface HubOptions {
    * (default 30 s): a token that no longer resolves ends its connections (hub/credentials.ts).
    */
   authRecheckMs?: number;
+}
+
+/** Routes under one path prefix (hub.group): each declared with its path below the prefix. */
+export interface RouteGroup {
+  readonly prefix: string;
+  route<Q, B, P>(def: RouteDef<Q, B, P>): RouteGroup;
 }
 
 /** hub.rateLimit's second argument: requests per client and window, and how a client is named. */
@@ -169,6 +176,22 @@ export class Hub {
     this.pipeline.router.add(def.method, def.path, { kind: 'route', def });
     this.api.add({ method: def.method, path: def.path, kind: 'route', def: def as RouteEntry['def'] });
     return this;
+  }
+
+  /**
+   * Routes under one path prefix, in the manner of Hono's `app.route(prefix, sub)`: a route the
+   * group declares with path `/wallet` is the hub's route `<prefix>/wallet` (path `/`: the prefix
+   * itself), registered, matched and documented exactly as if declared with its full path.
+   */
+  group(prefix: string): RouteGroup {
+    const group: RouteGroup = {
+      prefix: checkPrefix(prefix),
+      route: (def) => {
+        this.route({ ...def, path: mountPath(prefix, def.path) });
+        return group;
+      },
+    };
+    return group;
   }
 
   /** An SSE route: a custom `open`, or Bus topics with ids and Last-Event-ID resume (BusSseDef). */
