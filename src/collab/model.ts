@@ -1,6 +1,7 @@
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import type { Json, Store } from '../store/port.js';
+import { codec, F } from '../store/codec.js';
+import type { Store } from '../store/port.js';
 
 /**
  * The document service's records, numbers and rules shared by its parts (docs/collab.md):
@@ -95,6 +96,19 @@ export interface SaveResult {
   changed: boolean;
 }
 
+/** Presence of one document: its entries by presence id. */
+export type PresenceMap = Record<string, Peer>;
+
+/** What the service announces on the Bus (`md:<slug>`, `md:all`): saves, deletions, locks, presence. */
+export type DocEvent = { type: string; slug: string } & Record<string, unknown>;
+
+/** The stored records of documents (src/store/codec.ts), and the events the Bus carries and keeps. */
+export const docRecords = codec<Doc>('document', (r) => typeof r.slug === 'string' && typeof r.content === 'string' && typeof r.version === 'number');
+export const versionRecords = codec<Version>('document version', (r) => typeof r.version === 'number' && typeof r.content === 'string');
+export const lockRecords = codec<Lock>('document lock', (r) => typeof r.holder === 'string' && typeof r.expires === 'number');
+export const presenceRecords = codec<PresenceMap>('document presence', (r) => Object.values(r).every((p) => F.obj(p) && typeof p.user === 'string' && typeof p.seen === 'number'));
+export const docEvents = codec<DocEvent>('document event', (r) => typeof r.type === 'string');
+
 /** Store keys. */
 export const K = {
   doc: (s: string) => `md:doc:${s}`,
@@ -146,7 +160,7 @@ export function checkSlug(slug: string): void {
 export interface Parts {
   store: Store;
   clock: Clock;
-  publish(topic: string, msg: Json): void;
+  publish(topic: string, event: DocEvent): void;
 }
 
 /** A part of the service (locks, presence) over the shared store, clock and Bus. */
@@ -161,7 +175,7 @@ export abstract class Part {
     return this.parts.clock.now();
   }
 
-  protected publish(topic: string, msg: Json): void {
-    this.parts.publish(topic, msg);
+  protected publish(topic: string, event: DocEvent): void {
+    this.parts.publish(topic, event);
   }
 }
