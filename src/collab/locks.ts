@@ -1,5 +1,5 @@
 import { AppError, notFound } from '../errors.js';
-import { DOC_TOPIC, K, LIST_TOPIC, LOCK_MAX_MS, LOCK_TTL_MS, checkSlug, lockRecords, lockedError, type Editor, type Lock, Part } from './model.js';
+import { DOC_TOPIC, K, LIST_TOPIC, LOCK_MAX_MS, LOCK_TTL_MS, checkSlug, docEvents, lockRecords, lockedError, type Editor, type Lock, Part } from './model.js';
 
 /**
  * Edit locks (docs/collab.md "Locks"): held by a signed-in identity for LOCK_TTL_MS, renewed by the
@@ -56,8 +56,8 @@ export class Locks extends Part {
       };
     });
     const view = this.view(out.lock, now);
-    this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked', ...view });
-    this.publish(LIST_TOPIC, { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked' });
+    this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked', ...view }));
+    this.publish(LIST_TOPIC, docEvents.encode({ type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked' }));
     return { ok: true, slug, renewed: out.renewed, ...view };
   }
 
@@ -82,8 +82,8 @@ export class Locks extends Part {
     const broken = !!gone && gone.holder !== editor.id;
     if (gone) {
       const state = broken ? 'broken' : 'released';
-      this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state, locked: false, holder: gone.holder, ...(broken ? { broken_by: editor.id } : {}) });
-      this.publish(LIST_TOPIC, { type: 'lock', slug, state });
+      this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'lock', slug, state, locked: false, holder: gone.holder, ...(broken ? { broken_by: editor.id } : {}) }));
+      this.publish(LIST_TOPIC, docEvents.encode({ type: 'lock', slug, state }));
     }
     return { ok: true, slug, released: !!gone, ...(broken ? { broken: true, holder: gone.holder } : {}), locked: false };
   }
@@ -107,8 +107,8 @@ export class Locks extends Part {
       });
       if (gone) {
         locks++;
-        this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: 'expired', locked: false, holder: gone.holder });
-        this.publish(LIST_TOPIC, { type: 'lock', slug, state: 'expired' });
+        this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'lock', slug, state: 'expired', locked: false, holder: gone.holder }));
+        this.publish(LIST_TOPIC, docEvents.encode({ type: 'lock', slug, state: 'expired' }));
       }
     }
     return locks;

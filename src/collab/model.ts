@@ -1,7 +1,7 @@
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { codec, F } from '../store/codec.js';
-import type { Store } from '../store/port.js';
+import type { Json, Store } from '../store/port.js';
 
 /**
  * The document service's records, numbers and rules shared by its parts (docs/collab.md):
@@ -160,7 +160,7 @@ export function checkSlug(slug: string): void {
 export interface Parts {
   store: Store;
   clock: Clock;
-  publish(topic: string, event: DocEvent): void;
+  publish(topic: string, msg: Json): void;
 }
 
 /** A part of the service (locks, presence) over the shared store, clock and Bus. */
@@ -175,7 +175,7 @@ export abstract class Part {
     return this.parts.clock.now();
   }
 
-  protected publish(topic: string, event: DocEvent): void {
-    this.parts.publish(topic, event);
+  protected publish(topic: string, msg: Json): void {
+    this.parts.publish(topic, msg);
   }
 }

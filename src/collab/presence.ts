@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Write } from '../store/port.js';
-import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, notYours, presenceRecords, type Editor, Part, type Peer } from './model.js';
+import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, docEvents, notYours, presenceRecords, type Editor, Part, type Peer } from './model.js';
 
 /**
  * Presence (docs/collab.md "Live channel"): who has a document open, with a colour no one else in
@@ -37,7 +37,7 @@ export class Presence extends Part {
         result: { peer: map[pid]!, peers: Object.values(map), joined },
       };
     });
-    if (out.joined) this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'join', slug, peer: out.peer, peers: out.peers });
+    if (out.joined) this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'join', slug, peer: out.peer, peers: out.peers }));
     return { id: pid, color: out.peer.color, peers: out.peers };
   }
 
@@ -55,7 +55,7 @@ export class Presence extends Part {
         : [{ op: 'del', key: K.presence(slug) }, { op: 'unindex', key: K.rooms, member: slug }];
       return { writes, result: { peer, peers: Object.values(map) } };
     });
-    if (out) this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'leave', slug, reason: 'left', peer: out.peer, peers: out.peers });
+    if (out) this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'leave', slug, reason: 'left', peer: out.peer, peers: out.peers }));
     return { left: !!out };
   }
 
@@ -84,7 +84,7 @@ export class Presence extends Part {
       });
       for (const p of removed) {
         peers++;
-        this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'leave', slug, reason: 'timeout', peer: p, peers: left });
+        this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'leave', slug, reason: 'timeout', peer: p, peers: left }));
       }
     }
     return peers;

@@ -2,7 +2,7 @@ import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import { decodeList } from '../store/codec.js';
-import type { Store, Write } from '../store/port.js';
+import type { Json, Store, Write } from '../store/port.js';
 import { Locks } from './locks.js';
 import {
   DOC_TOPIC, K, LIST_TOPIC, MAX_VERSIONS, RECENT_EDITS, WEEK_MS, assertHolder, checkSlug, docEvents, docRecords, lockRecords, summary, titleOf, versionRecords,
@@ -44,7 +44,7 @@ export class CollabService {
     this.store = opts.store;
     this.clock = opts.clock;
     this.maxBytes = opts.maxBytes;
-    const parts = { store: opts.store, clock: opts.clock, publish: (topic: string, event: DocEvent) => this.publish(topic, event) };
+    const parts = { store: opts.store, clock: opts.clock, publish: (topic: string, msg: Json) => this.opts.bus.emit(topic, msg) };
     this.locks = new Locks(parts);
     this.presence = new Presence(parts);
   }

@@ -14,7 +14,7 @@ import { tempDir } from '../support/process.js';
 describe('document records in the store', () => {
   let store: Store;
   let service: CollabService;
-  const events: [string, Json][] = [];
+  const events: [string, Json | Promise<Json>][] = [];
   const clock = new ManualClock(1_700_000_000_000);
   const ann = { id: 'u-ann', name: 'ann' };
 
