@@ -1,6 +1,5 @@
 import { AppError, notFound } from '../errors.js';
-import type { Json } from '../store/port.js';
-import { DOC_TOPIC, K, LIST_TOPIC, LOCK_MAX_MS, LOCK_TTL_MS, checkSlug, lockedError, type Editor, type Lock, Part } from './model.js';
+import { DOC_TOPIC, K, LIST_TOPIC, LOCK_MAX_MS, LOCK_TTL_MS, checkSlug, docEvents, lockRecords, lockedError, type Editor, type Lock, Part } from './model.js';
 
 /**
  * Edit locks (docs/collab.md "Locks"): held by a signed-in identity for LOCK_TTL_MS, renewed by the
@@ -33,7 +32,7 @@ export class Locks extends Part {
     if (!(await this.store.get(K.doc(slug)))) throw notFound('unknown_document', `no document ${slug}`, { slug });
     const now = this.now();
     const out = await this.store.update([K.lock(slug)], ([cur]) => {
-      const lock = cur as Lock | undefined;
+      const lock = lockRecords.decode(cur);
       const live = lock && lock.expires > now ? lock : undefined;
       if (live && live.holder !== editor.id) throw lockedError(slug, live);
       const renewed = !!live;
@@ -50,15 +49,15 @@ export class Locks extends Part {
       return {
         writes: [
           // the stored TTL only cleans up; validity is judged against the (injectable) clock
-          { op: 'set', key: K.lock(slug), value: next as unknown as Json, ttlMs: LOCK_TTL_MS + 60_000 },
+          { op: 'set', key: K.lock(slug), value: lockRecords.encode(next), ttlMs: LOCK_TTL_MS + 60_000 },
           { op: 'index', key: K.locks, member: slug, score: next.expires },
         ],
         result: { lock: next, renewed },
       };
     });
     const view = this.view(out.lock, now);
-    this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked', ...view } as unknown as Json);
-    this.publish(LIST_TOPIC, { type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked' });
+    this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked', ...view }));
+    this.publish(LIST_TOPIC, docEvents.encode({ type: 'lock', slug, state: out.renewed ? 'renewed' : 'locked' }));
     return { ok: true, slug, renewed: out.renewed, ...view };
   }
 
@@ -70,7 +69,7 @@ export class Locks extends Part {
     checkSlug(slug);
     const now = this.now();
     const gone = await this.store.update([K.lock(slug)], ([cur]) => {
-      const lock = cur as Lock | undefined;
+      const lock = lockRecords.decode(cur);
       if (!lock || lock.expires <= now) return { writes: [], result: undefined };
       if (lock.holder !== editor.id && !editor.operator) {
         throw new AppError('forbidden', 'not_lock_holder', `the lock on ${slug} is held by ${lock.holder_name ?? lock.holder}; only the holder (or an operator) releases it`, {
@@ -83,15 +82,15 @@ export class Locks extends Part {
     const broken = !!gone && gone.holder !== editor.id;
     if (gone) {
       const state = broken ? 'broken' : 'released';
-      this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state, locked: false, holder: gone.holder, ...(broken ? { broken_by: editor.id } : {}) });
-      this.publish(LIST_TOPIC, { type: 'lock', slug, state });
+      this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'lock', slug, state, locked: false, holder: gone.holder, ...(broken ? { broken_by: editor.id } : {}) }));
+      this.publish(LIST_TOPIC, docEvents.encode({ type: 'lock', slug, state }));
     }
     return { ok: true, slug, released: !!gone, ...(broken ? { broken: true, holder: gone.holder } : {}), locked: false };
   }
 
   async state(slug: string) {
     checkSlug(slug);
-    const lock = await this.store.get<Lock & Json>(K.lock(slug));
+    const lock = lockRecords.decode(await this.store.get(K.lock(slug)));
     return { slug, ...this.view(lock, this.now()) };
   }
 
@@ -102,14 +101,14 @@ export class Locks extends Part {
     for (const e of await this.store.indexRange(K.locks, { max: now })) {
       const slug = e.member;
       const gone = await this.store.update([K.lock(slug)], ([cur]) => {
-        const lock = cur as Lock | undefined;
+        const lock = lockRecords.decode(cur);
         if (lock && lock.expires > now) return { writes: [{ op: 'index', key: K.locks, member: slug, score: lock.expires }], result: undefined };
         return { writes: [{ op: 'del', key: K.lock(slug) }, { op: 'unindex', key: K.locks, member: slug }], result: lock };
       });
       if (gone) {
         locks++;
-        this.publish(DOC_TOPIC(slug), { type: 'lock', slug, state: 'expired', locked: false, holder: gone.holder });
-        this.publish(LIST_TOPIC, { type: 'lock', slug, state: 'expired' });
+        this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'lock', slug, state: 'expired', locked: false, holder: gone.holder }));
+        this.publish(LIST_TOPIC, docEvents.encode({ type: 'lock', slug, state: 'expired' }));
       }
     }
     return locks;

@@ -1,5 +1,6 @@
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
+import { codec, F } from '../store/codec.js';
 import type { Json, Store } from '../store/port.js';
 
 /**
@@ -94,6 +95,19 @@ export interface SaveResult {
   doc: Doc;
   changed: boolean;
 }
+
+/** Presence of one document: its entries by presence id. */
+export type PresenceMap = Record<string, Peer>;
+
+/** What the service announces on the Bus (`md:<slug>`, `md:all`): saves, deletions, locks, presence. */
+export type DocEvent = { type: string; slug: string } & Record<string, unknown>;
+
+/** The stored records of documents (src/store/codec.ts), and the events the Bus carries and keeps. */
+export const docRecords = codec<Doc>('document', (r) => typeof r.slug === 'string' && typeof r.content === 'string' && typeof r.version === 'number');
+export const versionRecords = codec<Version>('document version', (r) => typeof r.version === 'number' && typeof r.content === 'string');
+export const lockRecords = codec<Lock>('document lock', (r) => typeof r.holder === 'string' && typeof r.expires === 'number');
+export const presenceRecords = codec<PresenceMap>('document presence', (r) => Object.values(r).every((p) => F.obj(p) && typeof p.user === 'string' && typeof p.seen === 'number'));
+export const docEvents = codec<DocEvent>('document event', (r) => typeof r.type === 'string');
 
 /** Store keys. */
 export const K = {

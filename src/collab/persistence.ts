@@ -1,6 +1,7 @@
 import * as Y from 'yjs';
 import type { Clock } from '../clock.js';
-import type { Store, Write } from '../store/port.js';
+import { F } from '../store/codec.js';
+import type { Json, Store, Write } from '../store/port.js';
 
 /**
  * Where a live document lives in the Store:
@@ -24,12 +25,9 @@ export const UNSAVED_FLUSH = 2_000;
 export const b64 = (u: Uint8Array) => Buffer.from(u).toString('base64');
 export const unb64 = (s: string) => new Uint8Array(Buffer.from(s, 'base64'));
 
-interface LogEntry {
-  s: number;
-  u: string;
-}
-const isEntry = (v: unknown): v is LogEntry =>
-  typeof v === 'object' && v !== null && typeof (v as LogEntry).s === 'number' && typeof (v as LogEntry).u === 'string';
+/** One logged update: its sequence number and the update (base64); anything else in the log is skipped. */
+type LogEntry = { s: number; u: string };
+const isEntry = (v: Json): v is LogEntry => F.obj(v) && typeof v.s === 'number' && typeof v.u === 'string';
 
 export class DocStore {
   constructor(private readonly store: Store) {}

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Json, Write } from '../store/port.js';
-import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, notYours, type Editor, Part, type Peer } from './model.js';
+import type { Write } from '../store/port.js';
+import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, docEvents, notYours, presenceRecords, type Editor, Part, type Peer } from './model.js';
 
 /**
  * Presence (docs/collab.md "Live channel"): who has a document open, with a colour no one else in
@@ -15,7 +15,7 @@ export class Presence extends Part {
     const pid = id ?? randomBytes(8).toString('hex');
     const name = editor.name;
     const out = await this.store.update([K.presence(slug)], ([cur]) => {
-      const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
+      const map = { ...presenceRecords.decode(cur) };
       for (const [k, p] of Object.entries(map)) if (p.seen <= now - PRESENCE_TIMEOUT_MS) delete map[k];
       const existing = map[pid];
       if (existing && existing.user !== editor.id) throw notYours(slug);
@@ -31,13 +31,13 @@ export class Presence extends Part {
       const oldest = Math.min(...Object.values(map).map((p) => p.seen));
       return {
         writes: [
-          { op: 'set', key: K.presence(slug), value: map as unknown as Json, ttlMs: PRESENCE_TIMEOUT_MS * 4 },
+          { op: 'set', key: K.presence(slug), value: presenceRecords.encode(map), ttlMs: PRESENCE_TIMEOUT_MS * 4 },
           { op: 'index', key: K.rooms, member: slug, score: oldest },
         ],
         result: { peer: map[pid]!, peers: Object.values(map), joined },
       };
     });
-    if (out.joined) this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'join', slug, peer: out.peer, peers: out.peers } as unknown as Json);
+    if (out.joined) this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'join', slug, peer: out.peer, peers: out.peers }));
     return { id: pid, color: out.peer.color, peers: out.peers };
   }
 
@@ -45,24 +45,24 @@ export class Presence extends Part {
   async leave(slug: string, editor: Editor, id: string): Promise<{ left: boolean }> {
     checkSlug(slug);
     const out = await this.store.update([K.presence(slug)], ([cur]) => {
-      const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
+      const map = { ...presenceRecords.decode(cur) };
       const peer = map[id];
       if (!peer) return { writes: [], result: undefined };
       if (peer.user !== editor.id && !editor.operator) throw notYours(slug);
       delete map[id];
       const writes: Write[] = Object.keys(map).length
-        ? [{ op: 'set', key: K.presence(slug), value: map as unknown as Json, ttlMs: PRESENCE_TIMEOUT_MS * 4 }]
+        ? [{ op: 'set', key: K.presence(slug), value: presenceRecords.encode(map), ttlMs: PRESENCE_TIMEOUT_MS * 4 }]
         : [{ op: 'del', key: K.presence(slug) }, { op: 'unindex', key: K.rooms, member: slug }];
       return { writes, result: { peer, peers: Object.values(map) } };
     });
-    if (out) this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'leave', slug, reason: 'left', peer: out.peer, peers: out.peers } as unknown as Json);
+    if (out) this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'leave', slug, reason: 'left', peer: out.peer, peers: out.peers }));
     return { left: !!out };
   }
 
   async peers(slug: string): Promise<Peer[]> {
     checkSlug(slug);
     const now = this.now();
-    const map = ((await this.store.get(K.presence(slug))) ?? {}) as unknown as Record<string, Peer>;
+    const map = presenceRecords.decode(await this.store.get(K.presence(slug))) ?? {};
     return Object.values(map).filter((p) => p.seen > now - PRESENCE_TIMEOUT_MS);
   }
 
@@ -73,18 +73,18 @@ export class Presence extends Part {
     for (const e of await this.store.indexRange(K.rooms, { max: now - PRESENCE_TIMEOUT_MS })) {
       const slug = e.member;
       const { removed, left } = await this.store.update([K.presence(slug)], ([cur]) => {
-        const map = { ...((cur as Record<string, Peer> | undefined) ?? {}) };
+        const map = { ...presenceRecords.decode(cur) };
         const removed: Peer[] = [];
         for (const [id, p] of Object.entries(map)) if (p.seen <= now - PRESENCE_TIMEOUT_MS) (removed.push(p), delete map[id]);
         const oldest = Math.min(...Object.values(map).map((p) => p.seen));
         const writes: Write[] = Object.keys(map).length
-          ? [{ op: 'set', key: K.presence(slug), value: map as unknown as Json }, { op: 'index', key: K.rooms, member: slug, score: oldest }]
+          ? [{ op: 'set', key: K.presence(slug), value: presenceRecords.encode(map) }, { op: 'index', key: K.rooms, member: slug, score: oldest }]
           : [{ op: 'del', key: K.presence(slug) }, { op: 'unindex', key: K.rooms, member: slug }];
         return { writes, result: { removed, left: Object.values(map) } };
       });
       for (const p of removed) {
         peers++;
-        this.publish(DOC_TOPIC(slug), { type: 'presence', event: 'leave', slug, reason: 'timeout', peer: p, peers: left } as unknown as Json);
+        this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'leave', slug, reason: 'timeout', peer: p, peers: left }));
       }
     }
     return peers;

@@ -1,11 +1,12 @@
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
+import { decodeList } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { Locks } from './locks.js';
 import {
-  DOC_TOPIC, K, LIST_TOPIC, MAX_VERSIONS, RECENT_EDITS, WEEK_MS, assertHolder, checkSlug, summary, titleOf,
-  type Doc, type Editor, type Lock, type SaveInput, type SaveResult, type Version,
+  DOC_TOPIC, K, LIST_TOPIC, MAX_VERSIONS, RECENT_EDITS, WEEK_MS, assertHolder, checkSlug, docEvents, docRecords, lockRecords, summary, titleOf, versionRecords,
+  type Doc, type DocEvent, type Editor, type SaveInput, type SaveResult, type Version,
 } from './model.js';
 import { Presence } from './presence.js';
 import { SearchIndex, type SearchHit } from './search.js';
@@ -43,7 +44,7 @@ export class CollabService {
     this.store = opts.store;
     this.clock = opts.clock;
     this.maxBytes = opts.maxBytes;
-    const parts = { store: opts.store, clock: opts.clock, publish: (topic: string, msg: Json) => this.publish(topic, msg) };
+    const parts = { store: opts.store, clock: opts.clock, publish: (topic: string, msg: Json) => this.opts.bus.emit(topic, msg) };
     this.locks = new Locks(parts);
     this.presence = new Presence(parts);
   }
@@ -69,8 +70,8 @@ export class CollabService {
     return () => this.savedHooks.delete(fn);
   }
 
-  private publish(topic: string, msg: Json): void {
-    this.opts.bus.emit(topic, msg);
+  private publish(topic: string, event: DocEvent): void {
+    this.opts.bus.emit(topic, docEvents.encode(event));
   }
 
   private now(): number {
@@ -93,13 +94,13 @@ export class CollabService {
 
   async get(slug: string): Promise<Doc> {
     this.checkSlug(slug);
-    const doc = await this.store.get<Doc & Json>(K.doc(slug));
+    const doc = docRecords.decode(await this.store.get(K.doc(slug)));
     if (!doc) throw notFound('unknown_document', `no document ${slug}`, { slug });
     return doc;
   }
 
   async find(slug: string): Promise<Doc | undefined> {
-    return (await this.store.get<Doc & Json>(K.doc(slug))) ?? undefined;
+    return docRecords.decode(await this.store.get(K.doc(slug)));
   }
 
   async save(input: SaveInput): Promise<SaveResult> {
@@ -113,8 +114,8 @@ export class CollabService {
     const author = input.editor?.id ?? input.author ?? 'live';
     const origin = input.origin ?? 'http';
     const result = await this.store.update<SaveResult>([K.doc(slug), K.lock(slug)], ([cur, lockRaw]) => {
-      const doc = cur as Doc | undefined;
-      const lock = lockRaw as Lock | undefined;
+      const doc = docRecords.decode(cur);
+      const lock = lockRecords.decode(lockRaw);
       // live co-editing is not refused by a lock (docs/collab.md "Locks"); form saves and restores are
       if (origin !== 'live') assertHolder(slug, lock, input.editor, now);
       if (doc && input.baseVersion !== undefined && input.baseVersion !== doc.version) {
@@ -154,8 +155,8 @@ export class CollabService {
       const version: Version = { version: next.version, title, category, content, modified: now, author, size };
       if (input.restoredFrom !== undefined) version.restored_from = input.restoredFrom;
       const writes: Write[] = [
-        { op: 'set', key: K.doc(slug), value: next as unknown as Json },
-        { op: 'push', key: K.versions(slug), value: version as unknown as Json, cap: MAX_VERSIONS },
+        { op: 'set', key: K.doc(slug), value: docRecords.encode(next) },
+        { op: 'push', key: K.versions(slug), value: versionRecords.encode(version), cap: MAX_VERSIONS },
         { op: 'index', key: K.docs, member: slug, score: now },
       ];
       return { writes, result: { doc: next, changed: true } };
@@ -175,7 +176,7 @@ export class CollabService {
     const now = this.now();
     await this.store.update([K.doc(slug), K.lock(slug)], ([cur, lockRaw]) => {
       if (!cur) throw notFound('unknown_document', `no document ${slug}`, { slug });
-      assertHolder(slug, lockRaw as Lock | undefined, editor, now);
+      assertHolder(slug, lockRecords.decode(lockRaw), editor, now);
       return {
         writes: [
           { op: 'del', key: K.doc(slug) },
@@ -204,26 +205,22 @@ export class CollabService {
   /** Every document, most recently modified first. */
   private async all(): Promise<Doc[]> {
     const entries = await this.store.indexRange(K.docs, { reverse: true });
-    const docs = await this.store.getMany<Doc & Json>(entries.map((e) => K.doc(e.member)));
-    return docs.filter((d): d is Doc & Json => !!d);
+    return decodeList(docRecords, await this.store.getMany(entries.map((e) => K.doc(e.member))));
   }
 
   async history(slug: string): Promise<{ slug: string; current: number; versions: Omit<Version, 'content'>[] }> {
     const doc = await this.get(slug);
-    const versions = await this.store.range<Version & Json>(K.versions(slug));
+    const versions = decodeList(versionRecords, await this.store.range(K.versions(slug)));
     return {
       slug,
       current: doc.version,
-      versions: versions.reverse().map((x) => {
-        const { content: _c, ...v } = x as Version;
-        return v;
-      }),
+      versions: versions.reverse().map(({ content: _c, ...v }) => v),
     };
   }
 
   async version(slug: string, n: number): Promise<Version> {
     await this.get(slug);
-    const versions = await this.store.range<Version & Json>(K.versions(slug));
+    const versions = decodeList(versionRecords, await this.store.range(K.versions(slug)));
     const v = versions.find((x) => x.version === n);
     if (!v) throw notFound('unknown_version', `${slug} keeps no version ${n}`, { slug, version: n, kept: versions.map((x) => x.version) });
     return v;
@@ -248,8 +245,7 @@ export class CollabService {
     for (const slug of this.index.slugs()) if (!live.has(slug)) this.index.remove(slug);
     const stale = entries.filter((e) => !this.index.has(e.member, e.score, -1));
     if (stale.length === 0) return;
-    const docs = await this.store.getMany<Doc & Json>(stale.map((e) => K.doc(e.member)));
-    for (const d of docs) if (d) this.indexDoc(d);
+    for (const d of decodeList(docRecords, await this.store.getMany(stale.map((e) => K.doc(e.member))))) this.indexDoc(d);
   }
 
   private indexDoc(d: Doc): void {

@@ -4,7 +4,7 @@ import type { Hub } from '../hub/index.js';
 import type { Json } from '../store/port.js';
 import type { ChainClient } from '../payment/peers.js';
 import type { TreeHeads } from '../payment/tree-heads.js';
-import { A } from './payment-schemas.js';
+import { A, TOKEN_API } from './payment-schemas.js';
 
 /**
  * The payment relay's chain routes (docs/payment.md "Receipts and the chain") and what a page needs to
@@ -27,14 +27,15 @@ const OPERATOR = { roles: ['operator'] };
 const HEX64 = /^[0-9a-f]{64}$/;
 
 export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOptions): void {
+  const api = hub.group(TOKEN_API);
   const heads = () => {
     if (!opts.treeHeads) throw new AppError('unavailable', 'chain_key_not_configured', 'CHAIN_URL and CHAIN_PUBLIC_KEY are not configured');
     return opts.treeHeads;
   };
 
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/config',
+    path: '/config',
     response: z.object({ sso_login_url: z.string().nullable(), chain_public_key: z.string().nullable() }),
     summary: 'Where the relay\'s users sign in (the bank\'s SSO login) and the chain\'s Ed25519 public key (base64)',
     handler: () => ({
@@ -43,9 +44,9 @@ export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOpt
     }),
   });
 
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/chain/sth',
+    path: '/chain/sth',
     response: A.treeHead,
     summary: 'The chain\'s current signed tree head, verified by the hub, with the consistency proof from the last head it had verified',
     handler: async () => ({ ...(await heads().refresh()), public_key: opts.chainPublicKey ?? null }) as unknown as Json,
@@ -53,9 +54,9 @@ export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOpt
 
   // open to anyone and a call to the chain each: bounded per client
   const proofLimit = hub.rateLimit('chain-consistency', { limit: 60, windowMs: 60_000 });
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/chain/consistency',
+    path: '/chain/consistency',
     guards: [proofLimit],
     query: z.object({ first: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER), second: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }).strict(),
     response: z.object({ first: z.number().int(), second: z.number().int(), consistency: z.array(z.string()) }),
@@ -74,14 +75,14 @@ export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOpt
     },
   });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/chain/sth',
+    path: '/ops/chain/sth',
     auth: OPERATOR,
     body: { schema: z.object({ tree_size: z.number().int().min(0), timestamp: z.number().int().min(0), root: z.string(), signature: z.string().max(200) }).strict() },
     response: A.treeHead,
     summary: 'Checks a signed tree head seen elsewhere against the last verified one (400 forged, 409 out of order or inconsistent)',
     handler: async (ctx) => (await heads().accept(ctx.body, `operator:${ctx.identity!.name}`)) as unknown as Json,
   });
-  hub.route({ method: 'GET', path: '/api/token/ops/chain/alarms', auth: OPERATOR, response: z.object({ alarms: z.array(z.unknown()) }), handler: async () => ({ alarms: await heads().alarms() }) });
+  api.route({ method: 'GET', path: '/ops/chain/alarms', auth: OPERATOR, response: z.object({ alarms: z.array(z.unknown()) }), handler: async () => ({ alarms: await heads().alarms() }) });
 }

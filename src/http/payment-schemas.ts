@@ -4,6 +4,9 @@ import { WEEK_RE } from '../payment/rules.js';
 
 /** Inputs and answers of the payment relay's routes (docs/payment.md), as /openapi.json declares them. */
 
+/** Where the payment relay's routes live: each route module declares its paths below it (hub.group). */
+export const TOKEN_API = '/api/token';
+
 export const units = z.union([z.string().regex(/^\d{1,31}$/, 'must be a positive integer (minor units)'), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]).transform((v, ctx) => {
   const b = BigInt(v);
   if (b <= 0n || b > MAX_AMOUNT) {

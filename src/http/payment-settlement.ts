@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { Hub } from '../hub/index.js';
 import type { Settlement } from '../payment/settlement.js';
+import { TOKEN_API } from './payment-schemas.js';
 
 /**
  * The payment relay's daily settlement report (docs/payment.md "Daily settlement"), operators only:
@@ -18,9 +19,10 @@ const difference = z.object({
 const totals = z.object({ onramps: z.object({ count: z.number().int(), sum_krw: z.number() }).loose(), offramps: z.object({ count: z.number().int(), sum: z.string() }).loose() }).loose();
 
 export function registerSettlementRoutes(hub: Hub, opts: { settlement?: Settlement }): void {
-  hub.route({
+  const api = hub.group(TOKEN_API);
+  api.route({
     method: 'GET',
-    path: '/api/token/ops/settlement',
+    path: '/ops/settlement',
     auth: { roles: ['operator'] },
     query: z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a UTC day YYYY-MM-DD') }).strict(),
     response: z.object({ date: z.string(), balanced: z.boolean(), hub: totals, bank: totals, differences: z.array(difference) }).loose(),

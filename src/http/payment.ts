@@ -15,7 +15,7 @@ import type { TreeHeads } from '../payment/tree-heads.js';
 import type { Reconciler } from '../payment/reconcile.js';
 import type { ChallengeProgramPort, Effect, PaymentService } from '../payment/service.js';
 import { USER_ID_RE, type SsoVerifier } from '../payment/sso.js';
-import { A, id, reason, record, units, week } from './payment-schemas.js';
+import { A, id, reason, record, units, week, TOKEN_API } from './payment-schemas.js';
 import { qInt } from './query.js';
 
 /**
@@ -60,6 +60,7 @@ const rawJson: BodyReader = {
 };
 
 export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): void {
+  const api = hub.group(TOKEN_API);
   const { service, lifecycle, payouts, sso } = opts;
   // the bank's SSO token is a second identity provider of the hub: a route that names it gets the
   // SSO user as ctx.identity ({id: the user id, kind: 'sso'}), checked before its inputs are read
@@ -96,11 +97,11 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
 
   hub.page('/wallet', '/wallet.html', { title: 'Wallet', description: 'Token wallet: balances, history, challenges, peg, payouts, receipts' });
 
-  hub.route({ method: 'GET', path: '/api/token/challenges', response: A.challenges, handler: () => service.challenges() });
+  api.route({ method: 'GET', path: '/challenges', response: A.challenges, handler: () => service.challenges() });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/challenge/buy',
+    path: '/challenge/buy',
     body: { schema: z.object({ challenge_id: id, user_id: z.string().regex(USER_ID_RE, 'must be a user id') }).strict() },
     auth: SSO_USER,
     guards: [userLimit],
@@ -112,29 +113,29 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     },
   });
 
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/wallet',
+    path: '/wallet',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 10_000 }).default(0) }).strict(),
     auth: SSO_USER,
     response: A.wallet,
     handler: (ctx) => service.wallet(uid(ctx), ctx.query),
   });
 
-  hub.route({ method: 'GET', path: '/api/token/my/challenges', auth: SSO_USER, response: record('the caller\'s challenges'), handler: (ctx) => service.myChallenges(uid(ctx)) });
+  api.route({ method: 'GET', path: '/my/challenges', auth: SSO_USER, response: record('the caller\'s challenges'), handler: (ctx) => service.myChallenges(uid(ctx)) });
 
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/peg/:challenge_id',
+    path: '/peg/:challenge_id',
     params: z.object({ challenge_id: id }),
     auth: SSO_USER,
     response: record('the peg snapshot of a challenge'),
     handler: (ctx) => service.peg(uid(ctx), ctx.params.challenge_id),
   });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/payout/request',
+    path: '/payout/request',
     body: { schema: z.object({ week }).strict() },
     auth: SSO_USER,
     guards: [userLimit],
@@ -143,9 +144,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => payouts.payout(ctx.body.week, uid(ctx), effect(ctx)),
   });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/onramp',
+    path: '/onramp',
     body: { schema: z.object({ amount_krw: z.number().int('must be an integer').positive('must be positive').max(Number.MAX_SAFE_INTEGER), method: z.enum(['card', 'transfer']) }).strict() },
     auth: SSO_USER,
     guards: [userLimit],
@@ -161,9 +162,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     },
   });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/banking/webhook',
+    path: '/banking/webhook',
     body: { schema: z.object({ raw: z.string(), json: z.unknown() }), reader: rawJson },
     response: record('the confirmed on-ramp'),
     handler: async (ctx) => {
@@ -179,9 +180,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     },
   });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/offramp',
+    path: '/offramp',
     body: { schema: z.object({ amount: units }).strict() },
     auth: SSO_USER,
     guards: [userLimit],
@@ -190,9 +191,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => service.offramp(uid(ctx), ctx.body.amount, effect(ctx)),
   });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/challenge/scale-up',
+    path: '/challenge/scale-up',
     body: { schema: z.object({ challenge_id: id }).strict() },
     auth: SSO_USER,
     guards: [userLimit],
@@ -201,9 +202,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => lifecycle.scaleUp(uid(ctx), ctx.body.challenge_id, effect(ctx)),
   });
 
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/challenge/withdraw',
+    path: '/challenge/withdraw',
     body: { schema: z.object({ challenge_id: id }).strict() },
     auth: SSO_USER,
     guards: [userLimit],
@@ -223,9 +224,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     const s = await statement(service.store, account, p.from, p.to);
     return q.format === 'csv' ? Reply.text(statementCsv(s), 'text/csv; charset=utf-8') : Reply.json(s as unknown as Json);
   };
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/statement',
+    path: '/statement',
     query: period,
     auth: SSO_USER,
     response: A.statement,
@@ -233,18 +234,18 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: async (ctx) => statementReply(await userStatementAccount(service.store, uid(ctx), ctx.query.account), ctx.query),
   });
 
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/receipts',
+    path: '/receipts',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 100_000 }).default(0) }).strict(),
     auth: SSO_USER,
     response: A.receipts,
     handler: (ctx) => service.receipts(uid(ctx), ctx.query),
   });
 
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/receipt/:hash',
+    path: '/receipt/:hash',
     params: z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits') }),
     auth: SSO_USER,
     response: A.receipt,
@@ -275,36 +276,36 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     if (!opts.reconciler) throw new AppError('unavailable', 'banking_not_configured', 'BANKING_URL is not configured');
     return opts.reconciler;
   };
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/offramp/:id',
+    path: '/offramp/:id',
     params: z.object({ id: z.string().regex(/^off_[0-9a-f]{32}$/, 'must be an off-ramp id') }),
     auth: SSO_USER,
     response: record('an off-ramp\'s state: sent, paid or returned'),
     handler: (ctx) => recon().offrampStatus(ctx.params.id, uid(ctx)),
   });
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/reconcile',
+    path: '/ops/reconcile',
     auth: OPERATOR,
     body: { schema: z.object({}).strict().optional(), optional: true },
     response: record('what the pull of the bank\'s events settled'),
     summary: 'Reads the bank\'s events since the cursor now and settles what the webhook missed (once each)',
     handler: async () => (await recon().pull()) as unknown as Json,
   });
-  hub.route({ method: 'GET', path: '/api/token/ops/reconcile/differences', auth: OPERATOR, response: record('bank events that moved nothing'), handler: async () => ({ differences: await recon().differences() }) });
-  hub.route({ method: 'GET', path: '/api/token/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
-  hub.route({
+  api.route({ method: 'GET', path: '/ops/reconcile/differences', auth: OPERATOR, response: record('bank events that moved nothing'), handler: async () => ({ differences: await recon().differences() }) });
+  api.route({ method: 'GET', path: '/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
+  api.route({
     method: 'GET',
-    path: '/api/token/ops/reviews',
+    path: '/ops/reviews',
     auth: OPERATOR,
     query: z.object({ state: z.enum(['open', 'all']).default('open') }).strict(),
     response: A.reviews,
     handler: (ctx) => payouts.reviews(ctx.query.state === 'open'),
   });
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/reviews/:id/:action',
+    path: '/ops/reviews/:id/:action',
     auth: OPERATOR,
     params: z.object({ id: z.string().regex(/^rv_[A-Za-z0-9_.-]{1,100}$/, 'must be a review id'), action: z.enum(['approve', 'reject']) }),
     body: { schema: z.object({ reason }).strict() },
@@ -312,9 +313,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     handler: (ctx) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
-  hub.route({
+  api.route({
     method: 'GET',
-    path: '/api/token/ops/statement',
+    path: '/ops/statement',
     auth: OPERATOR,
     query: period,
     response: A.statement,
@@ -322,9 +323,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: async (ctx) => statementReply(await knownAccount(service.store, ctx.query.account), ctx.query),
   });
   const corrections = new Corrections(service);
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/transfers/:id/reverse',
+    path: '/ops/transfers/:id/reverse',
     auth: OPERATOR,
     params: z.object({ id: z.string().regex(/^[A-Za-z0-9_:.-]{1,200}$/, 'must be a transfer id') }),
     body: { schema: z.object({ reason }).strict() },
@@ -333,11 +334,11 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     summary: 'Reverses a posted payout or on-ramp credit by a new linked transfer, once',
     handler: (ctx) => corrections.reverse(ctx.params.id, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
-  hub.route({ method: 'GET', path: '/api/token/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
-  hub.route({ method: 'GET', path: '/api/token/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });
-  hub.route({
+  api.route({ method: 'GET', path: '/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
+  api.route({ method: 'GET', path: '/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/payout-runs/:week',
+    path: '/ops/payout-runs/:week',
     auth: OPERATOR,
     params: z.object({ week }),
     body: { schema: z.object({}).strict().optional(), optional: true },
@@ -345,9 +346,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     handler: (ctx) => payouts.runWeek(ctx.params.week),
   });
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/challenges/:id/judge',
+    path: '/ops/challenges/:id/judge',
     auth: OPERATOR,
     params: z.object({ id }),
     body: { schema: z.object({ outcome: z.enum(['pass', 'fail']), reason }).strict() },
@@ -355,9 +356,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     handler: (ctx) => lifecycle.judge(ctx.params.id, ctx.body.outcome, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/challenges/:id/events',
+    path: '/ops/challenges/:id/events',
     auth: OPERATOR,
     params: z.object({ id }),
     body: {
@@ -370,9 +371,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.event,
     handler: (ctx) => lifecycle.event(ctx.params.id, { ...ctx.body, ts: ctx.body.ts ?? service.now() }),
   });
-  hub.route({
+  api.route({
     method: 'POST',
-    path: '/api/token/ops/pool/fund',
+    path: '/ops/pool/fund',
     auth: OPERATOR,
     body: { schema: z.object({ amount: units }).strict() },
     idempotency: perOperator,

@@ -24,6 +24,7 @@ import { fileReply } from './respond.js';
 import type { SseOptions } from './sse.js';
 import { busStream, type BusSseDef } from './sse-route.js';
 import { Sockets, topicsBehaviour, type SocketBehaviour, type SocketHandle } from './sockets.js';
+import { checkPrefix, mountPath } from './router.js';
 import { loadStatic, type StaticFile } from './static.js';
 import { Topics, type TopicSpec } from './topics.js';
 import { loadNativeUws, type TemplatedApp } from './uws.js';
@@ -67,8 +68,11 @@ export interface HubOptions {
   authRecheckMs?: number;
 }
 
-/** A route's declaration without method, path and handler (the method shortcuts' second argument). */
-export type RouteOpts<Q, B, P> = Omit<RouteDef<Q, B, P>, 'method' | 'path' | 'handler'>;
+/** Routes under one path prefix (hub.group): each declared with its path below the prefix. */
+export interface RouteGroup {
+  readonly prefix: string;
+  route<Q, B, P>(def: RouteDef<Q, B, P>): RouteGroup;
+}
 
 /** hub.rateLimit's second argument: requests per client and window, and how a client is named. */
 export type RateLimitSpec = Omit<RateLimitOptions, 'store' | 'clock' | 'name'>;
@@ -174,18 +178,20 @@ export class Hub {
     return this;
   }
 
-  // one-line routes: hub.get(path, {query, params, body, response, auth}, handler)
-  get<Q = Record<string, string>, P = Record<string, string>>(path: string, opts: RouteOpts<Q, undefined, P>, handler: RouteDef<Q, undefined, P>['handler']): this {
-    return this.route({ ...opts, method: 'GET', path, handler });
-  }
-  post<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
-    return this.route({ ...opts, method: 'POST', path, handler });
-  }
-  put<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
-    return this.route({ ...opts, method: 'PUT', path, handler });
-  }
-  del<Q = Record<string, string>, B = undefined, P = Record<string, string>>(path: string, opts: RouteOpts<Q, B, P>, handler: RouteDef<Q, B, P>['handler']): this {
-    return this.route({ ...opts, method: 'DELETE', path, handler });
+  /**
+   * Routes under one path prefix, in the manner of Hono's `app.route(prefix, sub)`: a route the
+   * group declares with path `/wallet` is the hub's route `<prefix>/wallet` (path `/`: the prefix
+   * itself), registered, matched and documented exactly as if declared with its full path.
+   */
+  group(prefix: string): RouteGroup {
+    const group: RouteGroup = {
+      prefix: checkPrefix(prefix),
+      route: (def) => {
+        this.route({ ...def, path: mountPath(prefix, def.path) });
+        return group;
+      },
+    };
+    return group;
   }
 
   /** An SSE route: a custom `open`, or Bus topics with ids and Last-Event-ID resume (BusSseDef). */

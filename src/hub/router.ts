@@ -112,3 +112,15 @@ function setOnce<V>(m: Map<string, V>, method: string, v: V, pattern: string): v
   if (m.has(method)) throw new Error(`duplicate route ${method} ${pattern}`);
   m.set(method, v);
 }
+
+/** A route group's prefix: starts with `/`, no trailing `/`, no wildcard; returned as given. */
+export function checkPrefix(prefix: string): string {
+  if (!/^(\/[^/*?#]+)+$/.test(prefix)) throw new Error(`a route prefix is /segment[/segment...] without a trailing / or *: ${prefix}`);
+  return prefix;
+}
+
+/** A path declared under a prefix: `/api/token` + `/wallet` -> `/api/token/wallet`; `/` is the prefix itself. */
+export function mountPath(prefix: string, path: string): string {
+  if (!path.startsWith('/')) throw new Error(`a route path under ${prefix} must start with /: ${path}`);
+  return path === '/' ? prefix : `${prefix}${path}`;
+}

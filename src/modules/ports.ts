@@ -12,6 +12,7 @@ import type { PartnerAudit } from '../rental/audit.js';
 import type { RentalService } from '../rental/service.js';
 import type { RewardService } from '../reward/service.js';
 import type { TicketService } from '../ticket/service.js';
+import type { LivePrograms } from '../trading/program-port.js';
 import type { ProgramService } from '../trading/programs.js';
 
 /**
@@ -33,6 +34,8 @@ export interface Ports {
   tickets: TicketService;
   reward: RewardService;
   programs: ProgramService;
+  /** Live programs another service runs as its own (the payment relay's challenges; src/trading/program-port.ts). */
+  livePrograms: LivePrograms;
   collab: CollabService;
   chat: ChatService;
   coach: CoachService;

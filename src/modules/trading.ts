@@ -1,5 +1,6 @@
 import { registerProgramRoutes } from '../http/programs.js';
 import { registerTradingRoutes } from '../http/trading.js';
+import { livePrograms } from '../trading/program-port.js';
 import { ProgramService } from '../trading/programs.js';
 import { TradingService } from '../trading/service.js';
 import { TradingPool } from '../workers/pool.js';
@@ -11,7 +12,7 @@ import { defineService } from './compose.js';
 export const tradingModule = defineService({
   name: 'trading',
   needs: [],
-  provides: ['programs'],
+  provides: ['programs', 'livePrograms'],
   async build(p) {
     const { config, store, clock, bus, logger, processId } = p;
     const pool = new TradingPool(config.TRADING_WORKERS);
@@ -51,7 +52,7 @@ export const tradingModule = defineService({
     let unlisten: (() => void) | undefined;
     return {
       name: 'trading',
-      ports: { programs },
+      ports: { programs, livePrograms: livePrograms(programs) },
       routes(hub) {
         registerTradingRoutes(hub, { service: trading });
         unlisten = registerProgramRoutes(hub, { service: programs, bus });

@@ -3,17 +3,17 @@ import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Deliver } from '../outbox.js';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../peers/payment-standins.js';
+import type { PaymentStandins } from '../peers/payment-standins.js';
 import type { Store } from '../store/port.js';
-import { settingsSchema } from '../trading/engine.js';
-import { PROGRAM_EVENTS_TOPIC, programEvents } from '../trading/programs.js';
+import type { LivePrograms } from '../trading/program-port.js';
 import { Idempotency } from '../idempotency.js';
+import { ChallengePrograms } from './challenge-programs.js';
 import { ChallengeLifecycle } from './lifecycle.js';
 import { PegService } from './peg.js';
 import { BankingClient, BrokerClient, ChainClient, PriceProviderClient, paymentDeliverers } from './peers.js';
 import { PayoutService } from './payouts.js';
 import { ppm } from './rules.js';
-import { PaymentService, type ChallengeProgramPort, type ChallengeRecord } from './service.js';
+import { PaymentService } from './service.js';
 import { SsoVerifier } from './sso.js';
 import { chainPublicKey, rawPublicKey } from './sth.js';
 import { TreeHeads } from './tree-heads.js';
@@ -21,41 +21,21 @@ import { Reconciler } from './reconcile.js';
 import { Settlement } from './settlement.js';
 
 /**
- * Builds the payment relay from the config (src/app.ts calls this): peers' clients (or the embedded
- * stand-ins), SSO, peg, ledger services, the outbox deliverers, and the binding of challenges to live
- * trading programs through the program service's public methods and its events on the Bus.
+ * The payment relay's parts, built from its settings (src/modules/payment.ts calls this with the
+ * settings resolved, the embedded peers' addresses included when it runs them): the peers' clients,
+ * SSO, peg, ledger services, the outbox deliverers, and the challenges' programs over the trading
+ * service's `livePrograms` port (challenge-programs.ts). Building starts nothing: `start` starts the
+ * reconciliation and the weekly payouts; the composition root follows the programs' events.
  */
 
-/** What the payment relay needs of the trading program service (ProgramService satisfies it). */
-export interface ProgramsPort {
-  create(input: { name?: string; strategy: 'ema_cross'; symbol: 'ES'; params: Record<string, number>; settings: ReturnType<typeof settingsSchema.parse> }): Promise<{ id: string }>;
-  move(id: string, move: 'start'): Promise<unknown>;
-}
-
-const PROGRAM_CHALLENGE = (program: string) => `pay:progchal:${program}`;
-
 /** The payment relay as built: its services, peers' clients and (PAYMENT_PEERS=embedded) stand-ins. */
-export type Payment = Awaited<ReturnType<typeof createPayment>>;
+export type Payment = ReturnType<typeof createPayment>;
 
-export async function createPayment(config: Config, deps: { store: Store; clock: Clock; bus: Bus; logger: Logger; programs?: ProgramsPort }) {
-  let standins: PaymentStandins | undefined;
-  let cfg = config;
-  if (config.PAYMENT_PEERS === 'embedded') {
-    const secret = config.BANKING_WEBHOOK_SECRET ?? newWebhookSecret();
-    standins = await startPaymentStandins({ webhookSecret: secret });
-    cfg = {
-      ...config,
-      BANKING_WEBHOOK_SECRET: secret,
-      BANKING_URL: config.BANKING_URL ?? standins.banking.url,
-      SSO_JWKS_URL: config.SSO_JWKS_URL ?? (config.SSO_PUBLIC_KEY ? undefined : `${standins.banking.url}/.well-known/jwks.json`),
-      CHAIN_URL: config.CHAIN_URL ?? standins.chain.url,
-      CHAIN_PUBLIC_KEY: config.CHAIN_PUBLIC_KEY ?? (config.CHAIN_URL ? undefined : standins.chain.state.publicKey),
-      BROKER_URL: config.BROKER_URL ?? standins.broker.url,
-      PRICE_PROVIDER_URLS: config.PRICE_PROVIDER_URLS ?? standins.prices.map((p) => p.url).join(','),
-    };
-    deps.logger.info({ banking: standins.banking.url, chain: standins.chain.url }, 'payment stand-ins started in-process');
-  }
-  const t = config.PEER_TIMEOUT_MS;
+export function createPayment(
+  cfg: Config,
+  deps: { store: Store; clock: Clock; bus: Bus; logger: Logger; programs?: LivePrograms; standins?: PaymentStandins },
+) {
+  const t = cfg.PEER_TIMEOUT_MS;
   const chain = cfg.CHAIN_URL ? new ChainClient(cfg.CHAIN_URL, t) : undefined;
   const treeHeads = chain && cfg.CHAIN_PUBLIC_KEY ? new TreeHeads(deps.store, chain, chainPublicKey(cfg.CHAIN_PUBLIC_KEY), deps.clock, deps.logger) : undefined;
   const providers = (cfg.PRICE_PROVIDER_URLS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -100,36 +80,9 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
   );
 
   // a bought challenge runs as a live trading program bound to its account size
-  let program: ChallengeProgramPort | undefined;
-  let unbind: (() => void) | undefined;
-  if (deps.programs) {
-    const programs = deps.programs;
-    program = {
-      async start(c: ChallengeRecord) {
-        const settings = settingsSchema.parse({ capital: c.account_size, daily_loss_limit: Math.round(c.account_size * cfg.CHALLENGE_DAILY_LOSS) });
-        const p = await programs.create({ name: `challenge ${c.id}`, strategy: 'ema_cross', symbol: 'ES', params: {}, settings });
-        await deps.store.set(PROGRAM_CHALLENGE(p.id), c.id);
-        await programs.move(p.id, 'start');
-        return p.id;
-      },
-    };
-    unbind = deps.bus.onMessage(({ topic, message }) => {
-      if (topic !== PROGRAM_EVENTS_TOPIC) return;
-      const ev = programEvents.decode(message)!;
-      const fill = ev.type === 'trade' && ev.kind === 'exit' && typeof ev.pnl === 'number';
-      const violation = ev.type === 'status' && ev.state === 'stopped' && ev.reason === 'daily_loss_limit';
-      if (!fill && !violation) return;
-      void deps.store
-        .get(PROGRAM_CHALLENGE(ev.program))
-        .then((cid) => {
-          if (typeof cid !== 'string') return;
-          return fill
-            ? lifecycle.event(cid, { type: 'fill', event_id: `p${ev.id}`, realized_cents: Math.round((ev as { pnl: number }).pnl * 100), ts: ev.t })
-            : lifecycle.event(cid, { type: 'violation', event_id: `p${ev.id}`, rule: 'daily_loss', ts: ev.t });
-        })
-        .catch((err: unknown) => deps.logger.warn({ err }, 'challenge event not applied'));
-    });
-  }
+  const program = deps.programs
+    ? new ChallengePrograms({ store: deps.store, programs: deps.programs, lifecycle, dailyLoss: cfg.CHALLENGE_DAILY_LOSS, logger: deps.logger })
+    : undefined;
 
   // the on-ramp's webhook and return addresses: configured, else this hub's own listening address
   // (never the request's Host header, which the caller chooses)
@@ -150,7 +103,7 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
     program,
     deliverers,
     webhookSecret: cfg.BANKING_WEBHOOK_SECRET,
-    standins,
+    standins: deps.standins,
     setKick(f: () => void) {
       kick = f;
     },
@@ -159,11 +112,9 @@ export async function createPayment(config: Config, deps: { store: Store; clock:
       reconciler?.start();
       payouts.start((err) => deps.logger.warn({ err }, 'weekly payout run failed'));
     },
-    async stop() {
-      unbind?.();
+    stop() {
       reconciler?.stop();
       payouts.stop();
-      await standins?.close();
     },
   };
 }

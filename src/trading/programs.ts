@@ -87,6 +87,13 @@ export class ProgramService {
     await this.driver.start();
   }
 
+  /** Every program's events as the Bus delivers them on this process (from any process); returns the unsubscribe. */
+  follow(listener: (event: ProgramEvent) => void): () => void {
+    return this.opts.bus.onMessage(({ topic, message }) => {
+      if (topic === PROGRAM_EVENTS_TOPIC) listener(programEvents.decode(message)!);
+    });
+  }
+
   /** Shutdown: programs stay running in the store (positions too) and continue on the next process that claims them. */
   async close(): Promise<void> {
     this.unsubscribe?.();

@@ -32,40 +32,62 @@ beforeAll(async () => {
   hub.useState(store, clock);
   hub.authenticate(async (token) => (token === 'staff-token' ? { id: 's1', name: 'staff', roles: ['staff'], kind: 'account' } : undefined));
   hub
-    .get('/sum', { query: z.object({ a: z.coerce.number().int(), b: z.coerce.number().int() }), response: z.object({ sum: z.number() }) }, (ctx) => ({ sum: ctx.query.a + ctx.query.b }))
-    .post('/echo/:id', { params: z.object({ id: z.string().regex(/^\d+$/) }), body: { schema: z.object({ text: z.string().max(2000) }) }, response: { 201: z.object({ id: z.string(), text: z.string() }) } }, (ctx) =>
-      Reply.json({ id: ctx.params.id, text: ctx.body.text }, 201),
-    )
-    .get('/teapot', {}, () => {
-      throw new AppError('conflict', 'busy', 'the pot is busy', { until: 3 });
+    .route({ method: 'GET', path: '/sum', query: z.object({ a: z.coerce.number().int(), b: z.coerce.number().int() }), response: z.object({ sum: z.number() }), handler: (ctx) => ({ sum: ctx.query.a + ctx.query.b }) })
+    .route({
+      method: 'POST',
+      path: '/echo/:id',
+      params: z.object({ id: z.string().regex(/^\d+$/) }),
+      body: { schema: z.object({ text: z.string().max(2000) }) },
+      response: { 201: z.object({ id: z.string(), text: z.string() }) },
+      handler: (ctx) => Reply.json({ id: ctx.params.id, text: ctx.body.text }, 201),
     })
-    .get('/boom', {}, () => {
-      throw new Error('secret internals');
+    .route({
+      method: 'GET',
+      path: '/teapot',
+      handler: () => {
+        throw new AppError('conflict', 'busy', 'the pot is busy', { until: 3 });
+      },
+    })
+    .route({
+      method: 'GET',
+      path: '/boom',
+      handler: () => {
+        throw new Error('secret internals');
+      },
     })
     // a handler bug: a value JSON cannot hold (BigInt), returned at once or later
-    .get('/bigint', {}, () => ({ n: 1n }) as never)
-    .get('/bigint-later', {}, async () => ({ n: 1n }) as never)
-    .get('/later', {}, async () => {
-      await new Promise((r) => setImmediate(r));
-      throw new AppError('not_found', 'gone', 'not any more');
-    })
-    .get(
-      '/guarded',
-      {
-        guards: [
-          (ctx) => {
-            if (ctx.headers['x-key'] !== 'ok') throw new AppError('forbidden', 'no_key', 'key required');
-            ctx.state.user = 'u1';
-          },
-        ],
+    .route({ method: 'GET', path: '/bigint', handler: () => ({ n: 1n }) as never })
+    .route({ method: 'GET', path: '/bigint-later', handler: async () => ({ n: 1n }) as never })
+    .route({
+      method: 'GET',
+      path: '/later',
+      handler: async () => {
+        await new Promise((r) => setImmediate(r));
+        throw new AppError('not_found', 'gone', 'not any more');
       },
-      (ctx) => ({ user: ctx.state.user, from: ctx.remoteAddress }),
-    )
-    .post('/staff', { auth: { roles: ['staff'] }, body: { schema: z.object({ n: z.number() }) } }, (ctx) => {
-      handlerRuns++;
-      return { by: ctx.identity!.id, n: ctx.body.n };
     })
-    .post('/limited', { guards: [hub.rateLimit('pipeline-test', { limit: 2, windowMs: 10_000, key: (ctx) => ctx.headers['x-client'] })] }, () => ({ ok: true }));
+    .route({
+      method: 'GET',
+      path: '/guarded',
+      guards: [
+        (ctx) => {
+          if (ctx.headers['x-key'] !== 'ok') throw new AppError('forbidden', 'no_key', 'key required');
+          ctx.state.user = 'u1';
+        },
+      ],
+      handler: (ctx) => ({ user: ctx.state.user, from: ctx.remoteAddress }),
+    })
+    .route({
+      method: 'POST',
+      path: '/staff',
+      auth: { roles: ['staff'] },
+      body: { schema: z.object({ n: z.number() }) },
+      handler: (ctx) => {
+        handlerRuns++;
+        return { by: ctx.identity!.id, n: ctx.body.n };
+      },
+    })
+    .route({ method: 'POST', path: '/limited', guards: [hub.rateLimit('pipeline-test', { limit: 2, windowMs: 10_000, key: (ctx) => ctx.headers['x-client'] })], handler: () => ({ ok: true }) });
   hub.sse({ path: '/events', query: z.object({ n: z.coerce.number().int().min(1).max(5) }), open: (_ctx, stream) => void stream.send({ event: 'tick', data: 1 }) });
   hub.page('/demo', '/demo.html', { title: 'Demo', description: 'a page' });
   hub.page('/demo/:slug', '/demo.html', { title: 'Demo item', description: 'a page at a pattern', params: z.object({ slug: z.string().regex(/^[a-z]+$/) }) });

@@ -9,6 +9,7 @@ import { createPayment } from '../../src/payment/wire.js';
 import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/peers/payment-standins.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
+import { livePrograms } from '../../src/trading/program-port.js';
 import { PROGRAM_EVENTS_TOPIC, ProgramService } from '../../src/trading/programs.js';
 import { until } from '../support/http.js';
 import { tempDir } from '../support/process.js';
@@ -24,6 +25,7 @@ describe('challenges bound to live trading programs', () => {
   let bus: Bus;
   let programs: ProgramService;
   let payment: Awaited<ReturnType<typeof createPayment>>;
+  let unfollow: (() => void) | undefined;
   const dir = tempDir('pay-programs');
 
   beforeAll(async () => {
@@ -34,14 +36,17 @@ describe('challenges bound to live trading programs', () => {
     programs = new ProgramService({ store, clock: systemClock, bus, barMs: 60_000, leaseMs: 15_000 });
     await programs.start();
     payment = await createPayment(loadConfig({ DATA_DIR: dir, PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(',') }), {
-      store, clock: systemClock, bus, logger: pino({ level: 'silent' }), programs,
+      store, clock: systemClock, bus, logger: pino({ level: 'silent' }), programs: livePrograms(programs),
     });
-    for (const u of ['pia', 'quinn']) {
+    // as the composition root does on every process (src/modules/payment.ts)
+    unfollow = payment.program!.follow();
+    for (const u of ['pia', 'quinn', 'rory']) {
       const t = { id: `fund-${u}`, debit: 'bank', credit: userAccount(u, 'wallet'), amount: 500n * 10n ** 6n, code: 'test' };
       await ledgerUpdate(store, Date.now, transferKeys([t]), (tx) => (tx.transfer(t), { result: undefined }));
     }
   });
   afterAll(async () => {
+    unfollow?.();
     await payment.stop();
     await programs.close();
     await bus.close();
@@ -72,5 +77,22 @@ describe('challenges bound to live trading programs', () => {
     const again = await payment.lifecycle.event(cb.id, { type: 'violation', event_id: 'p900002', rule: 'daily_loss', ts: Date.now() });
     expect(again.applied).toBe(false);
     expect((await payment.service.challenge(cb.id)).violations).toHaveLength(1);
+  });
+
+  it('a process started after the purchase applies the program\'s events too, and each event lands once', async () => {
+    const bought = await payment.service.buy('rory', 'starter_10k', {}, payment.program);
+    const c = await payment.service.challenge((bought as { challenge: string }).challenge);
+    // a second relay on the same store and Bus, built after the purchase: another process, or this one restarted
+    const other = createPayment(loadConfig({ DATA_DIR: dir }), { store, clock: systemClock, bus, logger: pino({ level: 'silent' }), programs: livePrograms(programs) });
+    const unfollowOther = other.program!.follow();
+    try {
+      await bus.publish(PROGRAM_EVENTS_TOPIC, { id: 900003, type: 'status', program: c.program!, t: Date.now(), state: 'stopped', previous: 'running', reason: 'daily_loss_limit' });
+      await until('failed by the daily loss limit', async () => (await payment.service.challenge(c.id)).state === 'failed');
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await payment.service.challenge(c.id)).violations).toHaveLength(1);
+      expect(availableOf(await readAccount(store, userAccount('rory', 'credit')))).toBe(30n * 10n ** 6n);
+    } finally {
+      unfollowOther();
+    }
   });
 });

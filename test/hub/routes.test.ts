@@ -15,22 +15,35 @@ beforeAll(() => {
   const id = z.object({ id: z.string().regex(/^\w{1,8}$/) });
   const item = z.object({ id: z.string(), text: z.string() });
   hub
-    .get('/items/:id', { params: id, response: item }, (ctx) => ({ id: ctx.params.id, text: items.get(ctx.params.id) ?? '' }))
-    .post('/items', { body: { schema: z.strictObject({ id: z.string().max(8), text: z.string().max(100) }) }, response: { 201: item } }, (ctx) => {
-      items.set(ctx.body.id, ctx.body.text);
-      return Reply.json(ctx.body, 201);
+    .route({ method: 'GET', path: '/items/:id', params: id, response: item, handler: (ctx) => ({ id: ctx.params.id, text: items.get(ctx.params.id) ?? '' }) })
+    .route({
+      method: 'POST',
+      path: '/items',
+      body: { schema: z.strictObject({ id: z.string().max(8), text: z.string().max(100) }) },
+      response: { 201: item },
+      handler: (ctx) => {
+        items.set(ctx.body.id, ctx.body.text);
+        return Reply.json(ctx.body, 201);
+      },
     })
-    .put('/items/:id', { params: id, body: { schema: z.strictObject({ text: z.string() }) }, response: item }, (ctx) => {
-      items.set(ctx.params.id, ctx.body.text);
-      return { id: ctx.params.id, text: ctx.body.text };
+    .route({
+      method: 'PUT',
+      path: '/items/:id',
+      params: id,
+      body: { schema: z.strictObject({ text: z.string() }) },
+      response: item,
+      handler: (ctx) => {
+        items.set(ctx.params.id, ctx.body.text);
+        return { id: ctx.params.id, text: ctx.body.text };
+      },
     })
-    .del('/items/:id', { params: id }, (ctx) => void items.delete(ctx.params.id))
-    .get('/sum', { query: z.object({ a: z.coerce.number().int(), b: z.coerce.number().int() }), response: z.object({ sum: z.number() }) }, (ctx) => ({ sum: ctx.query.a + ctx.query.b }));
+    .route({ method: 'DELETE', path: '/items/:id', params: id, handler: (ctx) => void items.delete(ctx.params.id) })
+    .route({ method: 'GET', path: '/sum', query: z.object({ a: z.coerce.number().int(), b: z.coerce.number().int() }), response: z.object({ sum: z.number() }), handler: (ctx) => ({ sum: ctx.query.a + ctx.query.b }) });
 });
 afterAll(() => hub.stop());
 
-describe('route method shortcuts', () => {
-  it('declare one route per line with the same validation, statuses and documentation as hub.route', async () => {
+describe('routes declared with hub.route', () => {
+  it('one declaration per route: validation, statuses and documentation', async () => {
     expect((await inject(hub, 'POST', '/items', { id: 'a', text: '하나' })).status).toBe(201);
     expect((await inject(hub, 'GET', '/items/a')).body).toEqual({ id: 'a', text: '하나' });
     expect((await inject(hub, 'PUT', '/items/a', { text: '둘' })).body).toEqual({ id: 'a', text: '둘' });
