@@ -8,7 +8,7 @@ import { AppError } from './errors.js';
 import { seedRental, type RentalDemoState } from './demo/rental.js';
 import { seedChat, seedCoach, type ChatDemoState } from './demo/talk.js';
 import { seedWallet, type WalletDemo, type WalletDemoState } from './demo/wallet.js';
-import type { Payment } from './payment/wire.js';
+import type { Payment } from './payment/relay.js';
 import type { RentalService } from './rental/service.js';
 import type { RewardService } from './reward/service.js';
 import type { Json, Store } from './store/port.js';

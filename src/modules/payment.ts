@@ -3,7 +3,7 @@ import { registerPaymentRoutes } from '../http/payment.js';
 import { registerSettlementRoutes } from '../http/payment-settlement.js';
 import { registerPaymentChainRoutes } from '../http/payment-chain.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../peers/payment-standins.js';
-import { createPayment } from '../payment/wire.js';
+import { createPayment } from '../payment/relay.js';
 import { defineService } from './compose.js';
 
 /**

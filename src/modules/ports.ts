@@ -7,7 +7,7 @@ import type { DemoSummary } from '../demo.js';
 import type { IntakeService } from '../intake/service.js';
 import type { Mailer } from '../mail/mailer.js';
 import type { Deliver, Outbox } from '../outbox.js';
-import type { Payment } from '../payment/wire.js';
+import type { Payment } from '../payment/relay.js';
 import type { PartnerAudit } from '../rental/audit.js';
 import type { RentalService } from '../rental/service.js';
 import type { RewardService } from '../reward/service.js';

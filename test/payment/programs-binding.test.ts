@@ -5,7 +5,7 @@ import { createBus, type Bus } from '../../src/bus.js';
 import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { availableOf, readAccount, transferKeys, ledgerUpdate, userAccount } from '../../src/payment/ledger.js';
-import { createPayment } from '../../src/payment/wire.js';
+import { createPayment } from '../../src/payment/relay.js';
 import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/peers/payment-standins.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
