@@ -20,7 +20,7 @@ describe('TWAP over a fully covered window', () => {
   it('takes the median of the providers left, leaves out a provider with a gap, and needs two', async () => {
     const ps = await Promise.all([0, 0.01, -0.01].map((bias) => startPriceStandin({ bias })));
     try {
-      const peg = new PegService(ps.map((p, i) => new PriceProviderClient(`p${i}`, p.url, 500)), { windowMs: 300_000, maxGapMs: 30_000, minProviders: 2 });
+      const peg = new PegService(ps.map((p, i) => new PriceProviderClient(`p${i}`, p.url, 5000)), { windowMs: 300_000, maxGapMs: 30_000, minProviders: 2 });
       const end = Date.parse('2026-11-22T12:00:00Z');
       const all = await peg.snapshot(end);
       expect(all.inputs.every((i) => i.twap !== undefined)).toBe(true);
