@@ -10,11 +10,11 @@ import { LiveTopics, el } from '../common/live.js';
 import { kst, kstTime } from '../common/time.js';
 import { renderDiff } from './diffview.js';
 import { bindEditor, type BoundEditor } from './editor.js';
+import { displayName, drawPeople, people, type Peer } from './people.js';
 import { splitSlides } from './slides.js';
 
 interface DocSummary { slug: string; title: string; category: string; version: number; modified: number; author: string; size: number }
 interface Doc extends DocSummary { content: string }
-interface Peer { id: string; name: string; color: string }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const live = new LiveTopics();
@@ -116,14 +116,7 @@ function queuePreview() {
   });
 }
 
-function drawPresence() {
-  $('presence').replaceChildren(...peers.map((p) => {
-    const a = el('span', { class: 'avatar', title: p.name, 'data-name': p.name });
-    a.style.background = p.color;
-    a.textContent = p.name.slice(0, 2);
-    return a;
-  }));
-}
+const drawPresence = () => drawPeople($('presence'), peers, session.me?.id);
 
 /**
  * Lock state. The lock belongs to the signed-in identity: someone else's lock makes the editor
@@ -213,7 +206,10 @@ async function open(slug: string) {
     if (p.status !== 200 || cur !== opened) return;
     opened.presenceId = p.body.id;
     peers = p.body.peers;
-    provider.awareness.setLocalStateField('user', { name: session.me?.name ?? '', color: p.body.color, colorLight: `${p.body.color}33` });
+    // remote carets carry the same name as the presence list (the display name, told apart from a namesake's)
+    const me = session.me;
+    const label = people(peers).find((x) => x.user === me?.id)?.label ?? displayName({ name: me?.name, user: me?.id });
+    provider.awareness.setLocalStateField('user', { name: label, color: p.body.color, colorLight: `${p.body.color}33` });
     drawPresence();
   };
   // the page may have moved on (another document, or leaving) while presence was asked for

@@ -1,0 +1,102 @@
+import AxeBuilder from '@axe-core/playwright';
+import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserAvailable, launchChromium } from '../support/browser.js';
+import { call, get, post } from '../support/http.js';
+import { AUTH_TEST_ENV, TEST_ADMIN_PASSWORD, bearer, login } from '../support/auth.js';
+import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
+import { tcpProxy } from '../support/proxy.js';
+import { signInOnPage, textOf, waitText } from './editor-text.js';
+
+const hasBrowser = browserAvailable();
+
+/** "2026-11-25 13:05 KST" of an instant, as web/common/time.ts writes it, computed here without a browser. */
+const kst = (ms: number) => `${new Date(ms + 9 * 3_600_000).toISOString().slice(0, 16).replace('T', ' ')} KST`;
+const STAMP = /\d{4}-\d{2}-\d{2} \d{2}:\d{2} KST/;
+
+/**
+ * The documents page tells people what is going on, in the page: who is there (by name), whose lock
+ * keeps the editor read-only and until when, whether the live socket is up, whether a save failed,
+ * and a save someone else's save overtook (the merge screen). Each journey at a desktop's and a
+ * phone's width; the tests act only through the pages (and the network under them).
+ */
+describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium)', () => {
+  let hub: HubProcess;
+  let browser: Browser;
+  let editor = '';
+
+  beforeAll(async () => {
+    hub = await startHubProcess({ DATA_DIR: tempDir('docs-journeys'), MD_PERSIST_DEBOUNCE_MS: '300', ...AUTH_TEST_ENV });
+    browser = await launchChromium();
+    // two editors whose names begin alike, and one named only by the user id (an account's default name)
+    const admin = bearer(await login(hub.url, 'admin', TEST_ADMIN_PASSWORD));
+    for (const [user, name] of [['kim', '편집자 김민지'], ['lee', '편집자 이서준'], ['park', undefined]] as const) {
+      const r = await call(hub.url, 'POST', '/api/auth/accounts', { user, password: `pw-${user}-secret`, roles: ['editor'], ...(name ? { name } : {}) }, admin);
+      expect(r.status).toBe(201);
+    }
+    editor = await login(hub.url, 'park', 'pw-park-secret');
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await hub?.stop();
+  });
+
+  const save = (slug: string, content: string) => post(hub.url, '/api/md/save', { slug, content }, bearer(editor));
+
+  async function openAs(user: string, slug: string, width: number, opts: { base?: string; ctx?: BrowserContext } = {}): Promise<Page> {
+    const ctx = opts.ctx ?? (await browser.newContext({ viewport: { width, height: width < 500 ? 780 : 900 } }));
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    (page as any).errors = errors;
+    await page.goto(`${opts.base ?? hub.url}/docs#${slug}`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await signInOnPage(page, user);
+    return page;
+  }
+  const names = (p: Page) => p.$$eval('#presence .peer-name', (els) => els.map((e) => e.textContent).sort());
+  const fits = async (p: Page, width: number) => expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+  /** Serious or critical axe-core violations of the page as it is now (the bar every page meets, test/support/pages-quality.ts). */
+  const axe = async (p: Page) =>
+    (await new AxeBuilder({ page: p as any }).analyze()).violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')}`);
+
+  for (const width of [1280, 360]) {
+    describe(`at ${width} px`, () => {
+      it('presence: each person by their own name (the user id when the account has no other), two tabs of one person are one person', async () => {
+        const slug = `people-${width}`;
+        expect((await save(slug, '# 함께\n\n본문\n')).status).toBe(200);
+        const kim = await openAs('kim', slug, width);
+        const lee = await openAs('lee', slug, width);
+        const park = await openAs('park', slug, width);
+        for (const p of [kim, lee, park]) await p.waitForFunction(() => document.querySelectorAll('#presence .peer').length === 3);
+        for (const p of [kim, lee, park]) expect(await names(p)).toEqual(['park', '편집자 김민지', '편집자 이서준']);
+        // one's own chip is marked
+        expect(await kim.getAttribute('#presence .peer[data-me]', 'data-user')).toBe('kim');
+        // the colours differ per person
+        const colours = await kim.$$eval('#presence .avatar', (els) => els.map((e) => (e as HTMLElement).style.background));
+        expect(new Set(colours).size).toBe(3);
+        // kim's remote caret on lee's page carries kim's name
+        await waitText(kim, { includes: '본문' });
+        await kim.click('#editor .cm-content');
+        await kim.keyboard.press('Control+End');
+        await kim.keyboard.type('김');
+        await waitText(lee, { endsWith: '김' });
+        await lee.waitForSelector('#editor .cm-ySelectionInfo');
+        expect(await lee.textContent('#editor .cm-ySelectionInfo')).toBe('편집자 김민지');
+        // a second tab of kim (a tab signs in for itself): still three people, kim's chip counts two tabs
+        const kim2 = await openAs('kim', slug, width, { ctx: kim.context() });
+        await lee.waitForSelector('#presence .peer[data-user="kim"] .peer-tabs');
+        expect(await lee.textContent('#presence .peer[data-user="kim"] .peer-tabs')).toContain('2 tabs');
+        expect(await lee.$$eval('#presence .peer', (els) => els.length)).toBe(3);
+        expect(await names(lee)).toEqual(['park', '편집자 김민지', '편집자 이서준']);
+        await fits(lee, width);
+        expect(await axe(lee)).toEqual([]);
+        for (const p of [kim, kim2, lee, park]) expect((p as any).errors).toEqual([]);
+        for (const p of [kim, lee, park]) await p.context().close();
+      }, 90_000);
+
+    });
+  }
+});
