@@ -97,6 +97,49 @@ describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium
         for (const p of [kim, lee, park]) await p.context().close();
       }, 90_000);
 
+      it('a lock held by someone else: the page says who holds it until when (KST), then that it was released', async () => {
+        const slug = `lock-${width}`;
+        expect((await save(slug, '# 잠금 안내\n')).status).toBe(200);
+        const kim = await openAs('kim', slug, width);
+        const lee = await openAs('lee', slug, width);
+        for (const p of [kim, lee]) await p.waitForSelector('#lock-state:has-text("잠금 없음")');
+        expect(await kim.isHidden('#lock-note')).toBe(true);
+        // lee takes the lock on her page
+        await lee.click('#lock-btn');
+        await lee.waitForSelector('#lock-state:has-text("내 잠금")');
+        const held = (await get(hub.url, `/api/md/lock/${slug}`)).body;
+        expect(held.holder).toBe('lee');
+        // kim's page: a note beside the editor names lee and the end of the lock in KST, with the zone
+        await kim.waitForSelector('#editor-card #lock-note[data-state="locked"]');
+        const note = (await kim.textContent('#lock-note'))!;
+        expect(note).toContain('편집자 이서준');
+        expect(note).toContain(`${kst(held.expires)}까지`);
+        expect(note).toContain(`until ${kst(held.expires)}`);
+        expect(note).toContain('읽기 전용');
+        expect(await kim.getAttribute('#editor .cm-content', 'contenteditable')).toBe('false');
+        // the note is in view next to the editor, and nothing is wider than the screen
+        const box = (await kim.locator('#lock-note').boundingBox())!;
+        expect(box.x + box.width).toBeLessThanOrEqual(width);
+        await fits(kim, width);
+        expect(await axe(kim)).toEqual([]);
+        // the holder's page has no such note
+        expect(await lee.isHidden('#lock-note')).toBe(true);
+        // lee releases it: kim's page says so, when, and the editor is editable again
+        const before = Date.now();
+        await lee.click('#lock-btn');
+        await kim.waitForSelector('#lock-note[data-state="released"]');
+        const released = (await kim.textContent('#lock-note'))!;
+        expect(released).toContain('편집자 이서준');
+        expect(released).toMatch(/잠금을 풀었습니다/);
+        expect(released).toMatch(/released the lock at/);
+        const stamp = STAMP.exec(released)![0];
+        expect(Math.abs(Date.parse(`${stamp.slice(0, 16).replace(' ', 'T')}:00+09:00`) - before)).toBeLessThan(120_000);
+        await kim.waitForFunction(() => document.querySelector('#editor .cm-content')?.getAttribute('contenteditable') === 'true');
+        expect(await kim.isEnabled('#save-btn')).toBe(true);
+        for (const p of [kim, lee]) expect((p as any).errors).toEqual([]);
+        for (const p of [kim, lee]) await p.context().close();
+      }, 90_000);
+
     });
   }
 });

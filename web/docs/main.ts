@@ -10,6 +10,7 @@ import { LiveTopics, el } from '../common/live.js';
 import { kst, kstTime } from '../common/time.js';
 import { renderDiff } from './diffview.js';
 import { bindEditor, type BoundEditor } from './editor.js';
+import { hideNote, showHeld, showReleased } from './lock-note.js';
 import { displayName, drawPeople, people, type Peer } from './people.js';
 import { splitSlides } from './slides.js';
 
@@ -120,15 +121,22 @@ const drawPresence = () => drawPeople($('presence'), peers, session.me?.id);
 
 /**
  * Lock state. The lock belongs to the signed-in identity: someone else's lock makes the editor
- * read-only and disables lock and save (an operator keeps the button, to break it); signed out,
+ * read-only and disables lock and save (an operator keeps the button, to break it), and the note
+ * beside the editor says who holds it until when, then that it was released; signed out,
  * everything is read-only.
  */
 let lockMine = false;
 let lockOther = false;
-async function showLock() {
+/** The other person's lock the note shows (to say whose lock was released, and whether it ran out). */
+let lockHeldBy: { who: string; until: number } | undefined;
+let lockCheck: number | undefined;
+let lockAsked = 0;
+async function showLock(event?: { state?: string }) {
   if (!cur) return;
+  const asked = ++lockAsked;
   const r = await api(`/api/md/lock/${encodeURIComponent(cur.slug)}`);
-  if (r.status !== 200 || !cur) return;
+  // a later look (a newer event) supersedes this answer
+  if (r.status !== 200 || !cur || asked !== lockAsked) return;
   const body = r.body;
   const me = session.me;
   lockMine = !!(body.locked && me && body.holder === me.id);
@@ -146,12 +154,26 @@ async function showLock() {
   for (const id of ['lock-btn', 'save-btn']) $(id).title = $<HTMLButtonElement>(id).disabled ? why : '';
   cur.editor.setEditable(canEdit() && !lockOther && !!cur.provider);
   $('editor-card').dataset.locked = lockOther ? 'other' : lockMine ? 'mine' : 'none';
+  clearTimeout(lockCheck);
+  if (lockOther) {
+    showHeld($('lock-note'), body);
+    lockHeldBy = { who, until: body.expires };
+    // its expiry is checked when due too, in case the page does not hear of it (socket down)
+    lockCheck = window.setTimeout(() => void showLock(), Math.max(1000, (body.remaining_ms ?? 0) + 500));
+  } else if (lockHeldBy !== undefined) {
+    // no event (a check when due, a reconnect): past its end it ran out, else it was released
+    const how = event?.state ?? (Date.now() >= lockHeldBy.until ? 'expired' : 'released');
+    showReleased($('lock-note'), lockHeldBy.who, how, Date.now(), canEdit());
+    lockHeldBy = undefined;
+  } else if (lockMine || $('lock-note').dataset.state !== 'released') {
+    hideNote($('lock-note'));
+  }
 }
 $('lock-btn').onclick = async () => {
   if (!cur) return;
   const r = await api(lockMine || lockOther ? '/api/md/unlock' : '/api/md/lock', { slug: cur.slug });
   if (r.status !== 200) notice(errorText(r));
-  void showLock();
+  void showLock(r.body?.broken ? { state: 'broken' } : undefined);
 };
 
 let opening = 0;
@@ -179,7 +201,7 @@ async function open(slug: string) {
   editor.setEditable(!!provider);
   const offTopic = live.on(`md:${slug}`, (m: any) => {
     if (m.type === 'presence') (peers = m.peers, drawPresence());
-    if (m.type === 'lock') void showLock();
+    if (m.type === 'lock') void showLock(m);
     if (m.type === 'saved' && cur) {
       $('doc-meta').textContent = `v${m.version} · ${m.author}${m.author !== session.me?.id ? ' 님이 저장함' : ''}`;
       cur.base.version = m.version;
@@ -228,6 +250,9 @@ async function open(slug: string) {
 
 function close() {
   opening++;
+  clearTimeout(lockCheck);
+  lockHeldBy = undefined;
+  hideNote($('lock-note'));
   if (!cur) return;
   // a beacon cannot carry the bearer token: a keepalive fetch outlives the page just the same
   if (cur.presenceId) void fetch('/api/md/presence/leave', { method: 'POST', keepalive: true, headers: session.headers(true), body: JSON.stringify({ slug: cur.slug, id: cur.presenceId }) }).catch(() => undefined);
