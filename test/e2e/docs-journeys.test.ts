@@ -140,6 +140,45 @@ describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium
         for (const p of [kim, lee]) await p.context().close();
       }, 90_000);
 
+      it('the header follows the live socket (live, offline and reconnecting, live again); a failed save stays failed until a save succeeds', async () => {
+        const slug = `conn-${width}`;
+        expect((await save(slug, '# 연결\n')).status).toBe(200);
+        const proxy = await tcpProxy(hub.url);
+        try {
+          const kim = await openAs('kim', slug, width, { base: proxy.url });
+          await waitText(kim, { includes: '연결' });
+          await kim.waitForSelector('#conn[data-state="live"]');
+          expect(await kim.textContent('#conn')).toBe('실시간 · live');
+          // the network drops: the header says so within moments
+          proxy.cut();
+          await kim.waitForSelector('#conn[data-state="offline"]', { timeout: 10_000 });
+          expect(await kim.textContent('#conn')).toBe('오프라인, 다시 연결 중 · offline, reconnecting');
+          // a save now fails, and says so beside the button
+          await kim.click('#save-btn');
+          await kim.waitForSelector('#save-state[data-state="failed"]');
+          const failedAt = Date.now();
+          expect(await kim.textContent('#save-state')).toContain('저장 실패 · save failed');
+          await fits(kim, width);
+          expect(await axe(kim)).toEqual([]);
+          // the network is back: the header is live again (the sockets reconnect by themselves)
+          proxy.restore();
+          await kim.waitForSelector('#conn[data-state="live"]', { timeout: 30_000 });
+          // past the time a passing notice disappears, the failure is still shown: nothing was saved since
+          const left = 9_000 - (Date.now() - failedAt);
+          if (left > 0) await kim.waitForTimeout(left);
+          expect(await kim.getAttribute('#save-state', 'data-state')).toBe('failed');
+          expect(await kim.isVisible('#save-state')).toBe(true);
+          // a save that succeeds replaces it
+          await kim.click('#save-btn');
+          await kim.waitForSelector('#save-state[data-state="saved"]');
+          expect(await kim.textContent('#save-state')).toMatch(/^v\d+ 저장됨 \d{2}:\d{2} KST · saved$/);
+          expect((kim as any).errors).toEqual([]);
+          await kim.context().close();
+        } finally {
+          await proxy.close();
+        }
+      }, 90_000);
+
     });
   }
 });

@@ -13,12 +13,17 @@ import { bindEditor, type BoundEditor } from './editor.js';
 import { hideNote, showHeld, showReleased } from './lock-note.js';
 import { displayName, drawPeople, people, type Peer } from './people.js';
 import { splitSlides } from './slides.js';
+import { ConnectionIndicator, SaveIndicator, type SocketState } from './status.js';
 
 interface DocSummary { slug: string; title: string; category: string; version: number; modified: number; author: string; size: number }
 interface Doc extends DocSummary { content: string }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const live = new LiveTopics();
+/** The header's indicator follows the sockets' real state, from the first one on (status.ts). */
+const conn = new ConnectionIndicator($('conn'));
+live.onConnection((open) => conn.setTopics(open));
+const saveState = new SaveIndicator($('save-state'));
 /** Reading is open; writing, locks, presence and live co-editing need a signed-in editor. */
 const session = new Session('docs:token');
 await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
@@ -211,7 +216,7 @@ async function open(slug: string) {
   }, () => (void showLock(), void loadList()));
   const opened: Open = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc };
   cur = opened;
-  provider?.on('sync', (ok: boolean) => ok && queuePreview());
+  if (provider) followSocket(opened, provider);
   // the hub ends the socket of a token that is no longer valid (4401, final for the provider): the
   // session check shows the sign-in form, and the document reopens read-only
   provider?.on('connection-close', (ev: CloseEvent | null) => {
@@ -248,8 +253,31 @@ async function open(slug: string) {
   void showLock();
 }
 
+/** The co-editing socket of an open document: its state goes to the header's indicator. */
+function followSocket(opened: Open, provider: WebsocketProvider) {
+  let state: SocketState = 'connecting';
+  const set = (s: SocketState) => {
+    state = s;
+    if (cur === opened) conn.setCoedit(s);
+  };
+  set('connecting');
+  // a socket that closed (or never opened) is offline, reconnecting, until it has synced again
+  provider.on('status', ({ status }: { status: string }) => {
+    if (status === 'disconnected') set('offline');
+    else if (status === 'connecting' && state !== 'offline') set('connecting');
+  });
+  provider.on('connection-close', () => set('offline'));
+  provider.on('sync', (synced: boolean) => {
+    if (cur !== opened || !synced) return;
+    set('live');
+    queuePreview();
+  });
+}
+
 function close() {
   opening++;
+  conn.setCoedit(undefined);
+  saveState.reset();
   clearTimeout(lockCheck);
   lockHeldBy = undefined;
   hideNote($('lock-note'));
@@ -278,25 +306,38 @@ $('view-toggle').onclick = () => {
 
 // ---- explicit save with baseVersion, conflict -> merge screen -----------------------------------
 async function saveVersion(content: string, baseVersion: number) {
-  if (!cur) return;
-  const r = await api('/api/md/save', { slug: cur.slug, content, baseVersion });
+  const opened = cur;
+  if (!opened) return;
+  saveState.saving();
+  const r = await api('/api/md/save', { slug: opened.slug, content, baseVersion });
+  if (cur !== opened) return;
   if (r.status === 409) {
     const d = r.body.error.details;
-    $('merge').hidden = false;
-    $('merge-info').textContent = `서버 v${d.current_version} (내 기준 v${d.base_version})`;
-    const mine = $<HTMLTextAreaElement>('mine');
-    mine.value = content;
-    renderDiff($('merge-diff'), d.content, content, [`서버 v${d.current_version}`, '내 것']);
-    mine.oninput = () => renderDiff($('merge-diff'), d.content, mine.value, [`서버 v${d.current_version}`, '내 것']);
-    $('merge-save').onclick = () => {
-      $('merge').hidden = true;
-      void saveVersion(mine.value, d.current_version);
-    };
+    showMerge(content, d);
+    saveState.conflict(d.current_version);
     return;
   }
-  if (r.status !== 200) return notice(errorText(r));
-  cur.base = r.body.doc;
-  notice(`v${r.body.doc.version} 저장됨 · saved`, 'info');
+  if (r.status !== 200) {
+    saveState.failed(errorText(r));
+    return notice(`저장 실패 · save failed: ${errorText(r)}`);
+  }
+  const doc = r.body.doc as Doc;
+  opened.base = doc;
+  $('merge').hidden = true;
+  saveState.saved(doc.version, doc.modified);
+  notice(`v${doc.version} 저장됨 · saved`, 'info');
+}
+function showMerge(content: string, d: { current_version: number; base_version: number; content: string; author?: string }) {
+  $('merge').hidden = false;
+  const by = d.author ? ` · ${d.author}` : '';
+  $('merge-info').textContent = `서버 v${d.current_version}${by} (내 기준 v${d.base_version}) · someone saved v${d.current_version} after v${d.base_version}, which yours is built on`;
+  const mine = $<HTMLTextAreaElement>('mine');
+  mine.value = content;
+  const heads: [string, string] = [`서버 server v${d.current_version}`, '내 것 mine'];
+  renderDiff($('merge-diff'), d.content, content, heads);
+  mine.oninput = () => renderDiff($('merge-diff'), d.content, mine.value, heads);
+  $('merge-save').onclick = () => void saveVersion(mine.value, d.current_version);
+  $('merge').scrollIntoView({ block: 'nearest' });
 }
 $('save-btn').onclick = () => cur && void saveVersion(cur.editor.text(), cur.base.version);
 $('merge-cancel').onclick = () => ($('merge').hidden = true);
@@ -386,7 +427,6 @@ session.onChange(() => {
 });
 await session.restore();
 known = true;
-live.onConnection((on) => $('conn').classList.toggle('on', on));
 live.on('md:all', () => void loadList(), () => void loadList());
 window.addEventListener('hashchange', () => void open(decodeURIComponent(location.hash.slice(1))));
 await loadList();
