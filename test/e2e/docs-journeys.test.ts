@@ -179,6 +179,70 @@ describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium
         }
       }, 90_000);
 
+      it('another editor saves first while this page is offline from the room: the save is refused and the merge screen shows both texts; the merged save is kept once', async () => {
+        const slug = `merge-${width}`;
+        const body = '# 병합\n\n첫 줄\n';
+        expect((await save(slug, body)).status).toBe(200);
+        // kim's co-editing socket goes through a switch the test can turn off (HTTP and /ws stay up)
+        const ctx = await browser.newContext({ viewport: { width, height: width < 500 ? 780 : 900 } });
+        let offline = false;
+        const open: { page: WebSocketRoute; server: WebSocketRoute }[] = [];
+        await ctx.routeWebSocket(/\/yjs\//, (ws) => {
+          if (offline) return void ws.close({ code: 4500, reason: 'offline' });
+          open.push({ page: ws, server: ws.connectToServer() });
+        });
+        const kim = await openAs('kim', slug, width, { ctx });
+        const lee = await openAs('lee', slug, width);
+        for (const p of [kim, lee]) await waitText(p, { includes: '첫 줄' });
+        await kim.waitForSelector('#conn[data-state="live"]');
+        // kim's live socket drops
+        offline = true;
+        for (const c of open.splice(0)) {
+          await c.page.close({ code: 4500, reason: 'offline' }).catch(() => undefined);
+          await c.server.close().catch(() => undefined);
+        }
+        await kim.waitForSelector('#conn[data-state="offline"]');
+        // kim writes a line offline; lee writes another and saves a version first
+        await kim.click('#editor .cm-content');
+        await kim.keyboard.press('Control+End');
+        await kim.keyboard.type('김의 줄\n');
+        await lee.click('#editor .cm-content');
+        await lee.keyboard.press('Control+End');
+        await lee.keyboard.type('이의 줄\n');
+        await lee.click('#save-btn');
+        await lee.waitForSelector('#save-state[data-state="saved"]');
+        const leeVersion = Number(/^v(\d+)/.exec((await lee.textContent('#save-state'))!)![1]);
+        // kim's page hears of lee's save (its /ws is up), but its text does not have lee's line
+        await kim.waitForFunction((v) => document.getElementById('doc-meta')!.textContent!.startsWith(`v${v} `), leeVersion);
+        expect(await textOf(kim)).toBe(`${body}김의 줄\n`);
+        // kim saves: refused as stale, the merge screen shows lee's text beside kim's
+        await kim.click('#save-btn');
+        await kim.waitForSelector('#merge', { state: 'visible' });
+        expect(await kim.textContent('#merge-info')).toContain(`v${leeVersion}`);
+        const diff = (await kim.textContent('#merge-diff'))!;
+        expect(diff).toContain('이의 줄');
+        expect(diff).toContain('김의 줄');
+        expect(await kim.inputValue('#mine')).toBe(`${body}김의 줄\n`);
+        expect(await kim.getAttribute('#save-state', 'data-state')).toBe('conflict');
+        await fits(kim, width);
+        expect(await axe(kim)).toEqual([]);
+        // kim merges by hand and saves the merge
+        const merged = `${body}이의 줄\n김의 줄\n`;
+        await kim.fill('#mine', merged);
+        await kim.click('#merge-save');
+        await kim.waitForSelector('#save-state[data-state="saved"]');
+        expect(await kim.isHidden('#merge')).toBe(true);
+        expect((await get(hub.url, `/api/md/doc/${slug}`)).body.doc.content).toBe(merged);
+        // kim's socket comes back: both pages hold the merge, every line once
+        offline = false;
+        await kim.waitForSelector('#conn[data-state="live"]', { timeout: 20_000 });
+        for (const p of [kim, lee]) await waitText(p, { equals: merged }, 15_000);
+        await lee.waitForTimeout(1000);
+        for (const p of [kim, lee]) expect(await textOf(p)).toBe(merged);
+        for (const p of [kim, lee]) expect((p as any).errors).toEqual([]);
+        await ctx.close();
+        await lee.context().close();
+      }, 90_000);
     });
   }
 });

@@ -209,7 +209,10 @@ async function open(slug: string) {
     if (m.type === 'lock') void showLock(m);
     if (m.type === 'saved' && cur) {
       $('doc-meta').textContent = `v${m.version} · ${m.author}${m.author !== session.me?.id ? ' 님이 저장함' : ''}`;
-      cur.base.version = m.version;
+      // the text in this editor contains a saved version only while it follows the room (the live
+      // socket synced): then a save builds on that version. Otherwise (offline) the base stays the
+      // version this text was built on, and a save after someone else's is a conflict (merge screen).
+      if (cur.provider?.synced) cur.base.version = Math.max(cur.base.version, m.version);
       void loadList();
     }
     if (m.type === 'deleted') notice('이 문서는 삭제되었습니다 · this document was deleted', 'info');
@@ -253,7 +256,11 @@ async function open(slug: string) {
   void showLock();
 }
 
-/** The co-editing socket of an open document: its state goes to the header's indicator. */
+/**
+ * The co-editing socket of an open document: its state goes to the header's indicator, and each
+ * time it has synced, the editor's text contains every version saved so far, so the base of the
+ * next save is the document's current version.
+ */
 function followSocket(opened: Open, provider: WebsocketProvider) {
   let state: SocketState = 'connecting';
   const set = (s: SocketState) => {
@@ -267,10 +274,12 @@ function followSocket(opened: Open, provider: WebsocketProvider) {
     else if (status === 'connecting' && state !== 'offline') set('connecting');
   });
   provider.on('connection-close', () => set('offline'));
-  provider.on('sync', (synced: boolean) => {
+  provider.on('sync', async (synced: boolean) => {
     if (cur !== opened || !synced) return;
     set('live');
     queuePreview();
+    const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(opened.slug)}`);
+    if (r.status === 200 && cur === opened && provider.synced) opened.base.version = Math.max(opened.base.version, r.body.doc.version);
   });
 }
 
@@ -305,14 +314,23 @@ $('view-toggle').onclick = () => {
 };
 
 // ---- explicit save with baseVersion, conflict -> merge screen -----------------------------------
+/**
+ * Saves `content` as a version built on `baseVersion` (the version the editor's text was built on:
+ * see the `saved` handler and followSocket). A save someone else's save overtook is a 409
+ * version_conflict: the merge screen shows their text beside yours. A save made while the live
+ * socket was not synced reopens the document afterwards: the saved text comes back from the room,
+ * and the edits this page had not yet sent are not merged in a second time.
+ */
 async function saveVersion(content: string, baseVersion: number) {
   const opened = cur;
   if (!opened) return;
   saveState.saving();
   const r = await api('/api/md/save', { slug: opened.slug, content, baseVersion });
   if (cur !== opened) return;
-  if (r.status === 409) {
+  if (r.status === 409 && r.body.error?.code === 'version_conflict') {
     const d = r.body.error.details;
+    // the other save already holds exactly this text: nothing to merge
+    if (d.content === content) return saveVersion(content, d.current_version);
     showMerge(content, d);
     saveState.conflict(d.current_version);
     return;
@@ -324,6 +342,7 @@ async function saveVersion(content: string, baseVersion: number) {
   const doc = r.body.doc as Doc;
   opened.base = doc;
   $('merge').hidden = true;
+  if (!opened.provider?.synced) await open(opened.slug);
   saveState.saved(doc.version, doc.modified);
   notice(`v${doc.version} 저장됨 · saved`, 'info');
 }
