@@ -52,6 +52,8 @@ describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium
     await page.goto(`${opts.base ?? hub.url}/docs#${slug}`);
     await page.waitForSelector('body[data-ready="true"]');
     await signInOnPage(page, user);
+    // signing in reopens the document for editing: wait until it is (not the read-only one before)
+    await page.waitForSelector('#editor .cm-content[contenteditable="true"]');
     return page;
   }
   const names = (p: Page) => p.$$eval('#presence .peer-name', (els) => els.map((e) => e.textContent).sort());

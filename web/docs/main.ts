@@ -186,10 +186,15 @@ async function open(slug: string) {
   close();
   const mine = ++opening;
   if (!slug) return;
+  // a document opened for editing is not live until its co-editing socket has synced
+  if (canEdit()) conn.setCoedit('connecting');
   const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(slug)}`);
   // a later open (or a close) superseded this one while the document was fetched
   if (mine !== opening) return;
-  if (r.status !== 200) return notice(errorText(r));
+  if (r.status !== 200) {
+    conn.setCoedit(undefined);
+    return notice(errorText(r));
+  }
   const doc = new Y.Doc();
   const text = doc.getText('content');
   // live co-editing needs an editor's token; the browser cannot set headers on a WebSocket, so it
