@@ -16,6 +16,8 @@ export interface Maru {
   hub: Hub;
   port: number;
   url: string;
+  /** Passwords this start made (the operator's and partner's at the first start, the demo accounts'): the banner prints them (src/banner.ts). */
+  passwords: { user: string; password: string }[];
   stop(): Promise<void>;
 }
 
@@ -69,12 +71,18 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   logger.info({ url, store: store.kind, port }, 'maru listening');
   const demo = modules.find((m): m is Built<'demo'> => m.name === 'demo');
   if (demo) process.stdout.write(demoBanner(url, demo.ports.demo));
+  const auth = modules.find((m): m is Built<'auth'> => m.name === 'auth');
+  const passwords = [
+    ...(auth?.ports.auth.generated ?? []),
+    ...(demo ? demo.ports.demo.accounts.map((a) => ({ user: a.user, password: demo.ports.demo.password })) : []),
+  ];
 
   let stopped: Promise<void> | undefined;
   return {
     hub,
     port,
     url,
+    passwords,
     stop: () =>
       (stopped ??= (async () => {
         await runPhase(modules, 'stop', logger);

@@ -1,4 +1,5 @@
 import { startMaru, type Maru } from './app.js';
+import { banner, bannerStream } from './banner.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './log.js';
 import { StartupRefusal } from './store/redis-startup.js';
@@ -37,6 +38,10 @@ process.on('SIGINT', () => shutdown('SIGINT'));
 try {
   maru = await startMaru(config, { logger });
   if (signalled) void stopNow(maru);
+  else {
+    const configured = { admin: !!config.ADMIN_PASSWORD, partner: !!config.PARTNER_PASSWORD };
+    await printBanner(maru, configured).catch((err) => logger.warn({ err }, 'the start-up banner was not printed'));
+  }
 } catch (err) {
   if (err instanceof StartupRefusal) {
     // a setting the operator has to change (the message names it): exit 2, like a bad configuration
@@ -46,4 +51,13 @@ try {
   }
   logger.fatal({ err }, 'maru did not start');
   process.exit(1);
+}
+
+/** The plain start-up banner for a person at a terminal (src/banner.ts); the JSON logs stay as they are. */
+async function printBanner(m: Maru, configured: { admin: boolean; partner: boolean }): Promise<void> {
+  const out = bannerStream();
+  if (!out) return;
+  const index = await m.hub.inject('GET', '/pages', { headers: { accept: 'application/json' } });
+  const pages = index.status === 200 ? (index.body.pages as { path: string; title: string }[]) : [];
+  out.write(banner({ url: m.url, pages, passwords: m.passwords, configured }));
 }

@@ -129,6 +129,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 export class AuthService {
   private readonly limits: LoginLimits;
+  /** The passwords this start generated (bootstrap), for the start-up banner (src/banner.ts). */
+  readonly generated: { user: string; password: string }[] = [];
 
   constructor(private readonly opts: AuthServiceOptions) {
     this.limits = { ...DEFAULT_LOGIN_LIMITS, ...opts.limits };
@@ -155,6 +157,7 @@ export class AuthService {
     const generated = password ?? randomBytes(12).toString('base64url');
     const created = await this.writeNewAccount({ user, name, roles, password: generated });
     if (created && !password) {
+      this.generated.push({ user, password: generated });
       this.opts.logger.warn(
         { user, password: generated },
         `generated a password for "${user}" (shown once; set ${user === ADMIN_USER ? 'ADMIN_PASSWORD' : 'PARTNER_PASSWORD'} to choose it)`,

@@ -13,7 +13,8 @@ export class Presence extends Part {
     checkSlug(slug);
     const now = this.now();
     const pid = id ?? randomBytes(8).toString('hex');
-    const name = editor.name;
+    // the person's display name: the account's name, else the user id (never an empty label)
+    const name = editor.name.trim() || editor.id;
     const out = await this.store.update([K.presence(slug)], ([cur]) => {
       const map = { ...presenceRecords.decode(cur) };
       for (const [k, p] of Object.entries(map)) if (p.seen <= now - PRESENCE_TIMEOUT_MS) delete map[k];

@@ -10,14 +10,20 @@ import { LiveTopics, el } from '../common/live.js';
 import { kst, kstTime } from '../common/time.js';
 import { renderDiff } from './diffview.js';
 import { bindEditor, type BoundEditor } from './editor.js';
+import { hideNote, showHeld, showReleased } from './lock-note.js';
+import { displayName, drawPeople, people, type Peer } from './people.js';
 import { splitSlides } from './slides.js';
+import { ConnectionIndicator, SaveIndicator, type SocketState } from './status.js';
 
 interface DocSummary { slug: string; title: string; category: string; version: number; modified: number; author: string; size: number }
 interface Doc extends DocSummary { content: string }
-interface Peer { id: string; name: string; color: string }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const live = new LiveTopics();
+/** The header's indicator follows the sockets' real state, from the first one on (status.ts). */
+const conn = new ConnectionIndicator($('conn'));
+live.onConnection((open) => conn.setTopics(open));
+const saveState = new SaveIndicator($('save-state'));
 /** Reading is open; writing, locks, presence and live co-editing need a signed-in editor. */
 const session = new Session('docs:token');
 await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
@@ -116,26 +122,26 @@ function queuePreview() {
   });
 }
 
-function drawPresence() {
-  $('presence').replaceChildren(...peers.map((p) => {
-    const a = el('span', { class: 'avatar', title: p.name, 'data-name': p.name });
-    a.style.background = p.color;
-    a.textContent = p.name.slice(0, 2);
-    return a;
-  }));
-}
+const drawPresence = () => drawPeople($('presence'), peers, session.me?.id);
 
 /**
  * Lock state. The lock belongs to the signed-in identity: someone else's lock makes the editor
- * read-only and disables lock and save (an operator keeps the button, to break it); signed out,
+ * read-only and disables lock and save (an operator keeps the button, to break it), and the note
+ * beside the editor says who holds it until when, then that it was released; signed out,
  * everything is read-only.
  */
 let lockMine = false;
 let lockOther = false;
-async function showLock() {
+/** The other person's lock the note shows (to say whose lock was released, and whether it ran out). */
+let lockHeldBy: { who: string; until: number } | undefined;
+let lockCheck: number | undefined;
+let lockAsked = 0;
+async function showLock(event?: { state?: string }) {
   if (!cur) return;
+  const asked = ++lockAsked;
   const r = await api(`/api/md/lock/${encodeURIComponent(cur.slug)}`);
-  if (r.status !== 200 || !cur) return;
+  // a later look (a newer event) supersedes this answer
+  if (r.status !== 200 || !cur || asked !== lockAsked) return;
   const body = r.body;
   const me = session.me;
   lockMine = !!(body.locked && me && body.holder === me.id);
@@ -153,12 +159,26 @@ async function showLock() {
   for (const id of ['lock-btn', 'save-btn']) $(id).title = $<HTMLButtonElement>(id).disabled ? why : '';
   cur.editor.setEditable(canEdit() && !lockOther && !!cur.provider);
   $('editor-card').dataset.locked = lockOther ? 'other' : lockMine ? 'mine' : 'none';
+  clearTimeout(lockCheck);
+  if (lockOther) {
+    showHeld($('lock-note'), body);
+    lockHeldBy = { who, until: body.expires };
+    // its expiry is checked when due too, in case the page does not hear of it (socket down)
+    lockCheck = window.setTimeout(() => void showLock(), Math.max(1000, (body.remaining_ms ?? 0) + 500));
+  } else if (lockHeldBy !== undefined) {
+    // no event (a check when due, a reconnect): past its end it ran out, else it was released
+    const how = event?.state ?? (Date.now() >= lockHeldBy.until ? 'expired' : 'released');
+    showReleased($('lock-note'), lockHeldBy.who, how, Date.now(), canEdit());
+    lockHeldBy = undefined;
+  } else if (lockMine || $('lock-note').dataset.state !== 'released') {
+    hideNote($('lock-note'));
+  }
 }
 $('lock-btn').onclick = async () => {
   if (!cur) return;
   const r = await api(lockMine || lockOther ? '/api/md/unlock' : '/api/md/lock', { slug: cur.slug });
   if (r.status !== 200) notice(errorText(r));
-  void showLock();
+  void showLock(r.body?.broken ? { state: 'broken' } : undefined);
 };
 
 let opening = 0;
@@ -166,10 +186,15 @@ async function open(slug: string) {
   close();
   const mine = ++opening;
   if (!slug) return;
+  // a document opened for editing is not live until its co-editing socket has synced
+  if (canEdit()) conn.setCoedit('connecting');
   const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(slug)}`);
   // a later open (or a close) superseded this one while the document was fetched
   if (mine !== opening) return;
-  if (r.status !== 200) return notice(errorText(r));
+  if (r.status !== 200) {
+    conn.setCoedit(undefined);
+    return notice(errorText(r));
+  }
   const doc = new Y.Doc();
   const text = doc.getText('content');
   // live co-editing needs an editor's token; the browser cannot set headers on a WebSocket, so it
@@ -186,17 +211,20 @@ async function open(slug: string) {
   editor.setEditable(!!provider);
   const offTopic = live.on(`md:${slug}`, (m: any) => {
     if (m.type === 'presence') (peers = m.peers, drawPresence());
-    if (m.type === 'lock') void showLock();
+    if (m.type === 'lock') void showLock(m);
     if (m.type === 'saved' && cur) {
       $('doc-meta').textContent = `v${m.version} · ${m.author}${m.author !== session.me?.id ? ' 님이 저장함' : ''}`;
-      cur.base.version = m.version;
+      // the text in this editor contains a saved version only while it follows the room (the live
+      // socket synced): then a save builds on that version. Otherwise (offline) the base stays the
+      // version this text was built on, and a save after someone else's is a conflict (merge screen).
+      if (cur.provider?.synced) cur.base.version = Math.max(cur.base.version, m.version);
       void loadList();
     }
     if (m.type === 'deleted') notice('이 문서는 삭제되었습니다 · this document was deleted', 'info');
   }, () => (void showLock(), void loadList()));
   const opened: Open = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc };
   cur = opened;
-  provider?.on('sync', (ok: boolean) => ok && queuePreview());
+  if (provider) followSocket(opened, provider);
   // the hub ends the socket of a token that is no longer valid (4401, final for the provider): the
   // session check shows the sign-in form, and the document reopens read-only
   provider?.on('connection-close', (ev: CloseEvent | null) => {
@@ -213,7 +241,10 @@ async function open(slug: string) {
     if (p.status !== 200 || cur !== opened) return;
     opened.presenceId = p.body.id;
     peers = p.body.peers;
-    provider.awareness.setLocalStateField('user', { name: session.me?.name ?? '', color: p.body.color, colorLight: `${p.body.color}33` });
+    // remote carets carry the same name as the presence list (the display name, told apart from a namesake's)
+    const me = session.me;
+    const label = people(peers).find((x) => x.user === me?.id)?.label ?? displayName({ name: me?.name, user: me?.id });
+    provider.awareness.setLocalStateField('user', { name: label, color: p.body.color, colorLight: `${p.body.color}33` });
     drawPresence();
   };
   // the page may have moved on (another document, or leaving) while presence was asked for
@@ -230,8 +261,40 @@ async function open(slug: string) {
   void showLock();
 }
 
+/**
+ * The co-editing socket of an open document: its state goes to the header's indicator, and each
+ * time it has synced, the editor's text contains every version saved so far, so the base of the
+ * next save is the document's current version.
+ */
+function followSocket(opened: Open, provider: WebsocketProvider) {
+  let state: SocketState = 'connecting';
+  const set = (s: SocketState) => {
+    state = s;
+    if (cur === opened) conn.setCoedit(s);
+  };
+  set('connecting');
+  // a socket that closed (or never opened) is offline, reconnecting, until it has synced again
+  provider.on('status', ({ status }: { status: string }) => {
+    if (status === 'disconnected') set('offline');
+    else if (status === 'connecting' && state !== 'offline') set('connecting');
+  });
+  provider.on('connection-close', () => set('offline'));
+  provider.on('sync', async (synced: boolean) => {
+    if (cur !== opened || !synced) return;
+    set('live');
+    queuePreview();
+    const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(opened.slug)}`);
+    if (r.status === 200 && cur === opened && provider.synced) opened.base.version = Math.max(opened.base.version, r.body.doc.version);
+  });
+}
+
 function close() {
   opening++;
+  conn.setCoedit(undefined);
+  saveState.reset();
+  clearTimeout(lockCheck);
+  lockHeldBy = undefined;
+  hideNote($('lock-note'));
   if (!cur) return;
   // a beacon cannot carry the bearer token: a keepalive fetch outlives the page just the same
   if (cur.presenceId) void fetch('/api/md/presence/leave', { method: 'POST', keepalive: true, headers: session.headers(true), body: JSON.stringify({ slug: cur.slug, id: cur.presenceId }) }).catch(() => undefined);
@@ -256,26 +319,49 @@ $('view-toggle').onclick = () => {
 };
 
 // ---- explicit save with baseVersion, conflict -> merge screen -----------------------------------
+/**
+ * Saves `content` as a version built on `baseVersion` (the version the editor's text was built on:
+ * see the `saved` handler and followSocket). A save someone else's save overtook is a 409
+ * version_conflict: the merge screen shows their text beside yours. A save made while the live
+ * socket was not synced reopens the document afterwards: the saved text comes back from the room,
+ * and the edits this page had not yet sent are not merged in a second time.
+ */
 async function saveVersion(content: string, baseVersion: number) {
-  if (!cur) return;
-  const r = await api('/api/md/save', { slug: cur.slug, content, baseVersion });
-  if (r.status === 409) {
+  const opened = cur;
+  if (!opened) return;
+  saveState.saving();
+  const r = await api('/api/md/save', { slug: opened.slug, content, baseVersion });
+  if (cur !== opened) return;
+  if (r.status === 409 && r.body.error?.code === 'version_conflict') {
     const d = r.body.error.details;
-    $('merge').hidden = false;
-    $('merge-info').textContent = `서버 v${d.current_version} (내 기준 v${d.base_version})`;
-    const mine = $<HTMLTextAreaElement>('mine');
-    mine.value = content;
-    renderDiff($('merge-diff'), d.content, content, [`서버 v${d.current_version}`, '내 것']);
-    mine.oninput = () => renderDiff($('merge-diff'), d.content, mine.value, [`서버 v${d.current_version}`, '내 것']);
-    $('merge-save').onclick = () => {
-      $('merge').hidden = true;
-      void saveVersion(mine.value, d.current_version);
-    };
+    // the other save already holds exactly this text: nothing to merge
+    if (d.content === content) return saveVersion(content, d.current_version);
+    showMerge(content, d);
+    saveState.conflict(d.current_version);
     return;
   }
-  if (r.status !== 200) return notice(errorText(r));
-  cur.base = r.body.doc;
-  notice(`v${r.body.doc.version} 저장됨 · saved`, 'info');
+  if (r.status !== 200) {
+    saveState.failed(errorText(r));
+    return notice(`저장 실패 · save failed: ${errorText(r)}`);
+  }
+  const doc = r.body.doc as Doc;
+  opened.base = doc;
+  $('merge').hidden = true;
+  if (!opened.provider?.synced) await open(opened.slug);
+  saveState.saved(doc.version, doc.modified);
+  notice(`v${doc.version} 저장됨 · saved`, 'info');
+}
+function showMerge(content: string, d: { current_version: number; base_version: number; content: string; author?: string }) {
+  $('merge').hidden = false;
+  const by = d.author ? ` · ${d.author}` : '';
+  $('merge-info').textContent = `서버 v${d.current_version}${by} (내 기준 v${d.base_version}) · someone saved v${d.current_version} after v${d.base_version}, which yours is built on`;
+  const mine = $<HTMLTextAreaElement>('mine');
+  mine.value = content;
+  const heads: [string, string] = [`서버 server v${d.current_version}`, '내 것 mine'];
+  renderDiff($('merge-diff'), d.content, content, heads);
+  mine.oninput = () => renderDiff($('merge-diff'), d.content, mine.value, heads);
+  $('merge-save').onclick = () => void saveVersion(mine.value, d.current_version);
+  $('merge').scrollIntoView({ block: 'nearest' });
 }
 $('save-btn').onclick = () => cur && void saveVersion(cur.editor.text(), cur.base.version);
 $('merge-cancel').onclick = () => ($('merge').hidden = true);
@@ -365,7 +451,6 @@ session.onChange(() => {
 });
 await session.restore();
 known = true;
-live.onConnection((on) => $('conn').classList.toggle('on', on));
 live.on('md:all', () => void loadList(), () => void loadList());
 window.addEventListener('hashchange', () => void open(decodeURIComponent(location.hash.slice(1))));
 await loadList();
