@@ -62,8 +62,11 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
     expect(Number(await page.textContent('#c-rejected'))).toBeGreaterThanOrEqual(1);
     // the readable table at any width: no syllable-per-line wrapping in the rows
     // (the rows are drawn again by the live update of the rejection: judged once the table is settled)
-    const wrapping = () => page.$$eval('#rows tr.app td', (tds) => tds.filter((td) => getComputedStyle(td).whiteSpace !== 'nowrap').map((td) => `${td.textContent}: ${getComputedStyle(td).whiteSpace}`));
-    await page.waitForFunction(() => [...document.querySelectorAll('#rows tr.app td')].every((td) => getComputedStyle(td).whiteSpace === 'nowrap'), undefined, { timeout: 5000 }).catch(() => undefined);
+    const wrapping = () => page.$$eval('#rows tr.app td', (tds) => tds.filter((td) => !td.isConnected || getComputedStyle(td).whiteSpace !== 'nowrap').map((td) => `${td.textContent}: ${getComputedStyle(td).whiteSpace}`));
+    await page.waitForFunction(() => {
+      const tds = [...document.querySelectorAll('#rows tr.app td')];
+      return tds.length > 0 && tds.every((td) => getComputedStyle(td).whiteSpace === 'nowrap');
+    }, undefined, { timeout: 20_000 }).catch(() => undefined);
     expect(await wrapping()).toEqual([]);
     await page.close();
   }
@@ -133,6 +136,6 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
       expect(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)).toEqual([]);
       expect(errors).toEqual([]);
       await context.close();
-    });
+    }, 90_000);
   }
 });
