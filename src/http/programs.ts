@@ -147,6 +147,12 @@ const R = {
     signals: z.array(z.object({ t: ms, bar: int, action: z.enum(['long', 'short', 'exit']), price: z.number() })),
     equity: z.array(z.object({ t: ms, equity: z.number() })),
   }),
+  bars: z.object({
+    id: z.string(),
+    symbol: z.enum(SYMBOLS),
+    bar_ms: int.describe('length of one bar of the live market (ms)'),
+    bars: z.array(z.object({ t: ms.describe('the bar\'s open time'), o: z.number(), h: z.number(), l: z.number(), c: z.number() })).describe('closed bars, oldest first'),
+  }),
 };
 
 export interface ProgramRoutesOptions {
@@ -252,6 +258,16 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     cacheControl: 'no-store',
     response: R.logs,
     handler: (ctx) => service.logs(ctx.params.id, ctx.query.limit, caller(ctx)),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/program/bars/:id',
+    auth: TRADER,
+    params: idParams,
+    query: z.object({ count: z.coerce.number().int().min(1).max(500).default(120) }),
+    cacheControl: 'no-store',
+    response: R.bars,
+    handler: (ctx) => service.bars(ctx.params.id, ctx.query.count, caller(ctx)),
   });
 
   // ---- live delivery -------------------------------------------------------------------------

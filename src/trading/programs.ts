@@ -180,6 +180,22 @@ export class ProgramService {
   }
 
   /**
+   * The last `count` closed bars of the program's market (bar k spans [k x barMs, (k+1) x barMs)):
+   * what its live chart opens with, so a new program's chart shows recent prices, not one bar.
+   */
+  async bars(id: string, count: number, caller?: Caller) {
+    const r = await this.get(id, caller);
+    const market = this.markets.get(r.symbol);
+    const last = market.closedAt(this.opts.clock.now());
+    const bars: { t: number; o: number; h: number; l: number; c: number }[] = [];
+    for (let k = Math.max(0, last - count + 1); k <= last; k++) {
+      const b = market.bar(k);
+      bars.push({ t: b.t, o: b.o, h: b.h, l: b.l, c: b.c });
+    }
+    return { id, symbol: r.symbol, bar_ms: market.barMs, bars };
+  }
+
+  /**
    * start / pause / stop. A move the state forbids: 409 `invalid_state` with the current state.
    * Starting (or resuming) sets from_bar to the last bar closed now: the program processes only
    * later bars. Starting takes the lease in the same atomic write, so no other process's lease

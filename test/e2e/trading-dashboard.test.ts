@@ -73,6 +73,9 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.click(`${row('live-one')} button[data-move="start"]`);
     await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent === 'running');
     await page.click(`${row('live-one')} td:first-child`);
+    // the price chart opens with the market's recent bars (two minutes of them at this speed: four
+    // half-minute candles), not with the one candle the first tick would make
+    await page.waitForFunction(() => Number(document.querySelector('#live-candles')?.getAttribute('data-bars')) >= 4, null, { timeout: 5_000 });
     // ticks every 3 s feed the chart; signals and the log arrive live
     await page.waitForFunction(() => Number(document.querySelector('#equity-chart')?.getAttribute('data-points')) >= 2, null, { timeout: 15_000 });
     await page.waitForSelector('#signals li', { timeout: 15_000 });

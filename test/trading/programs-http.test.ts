@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
+import { Market } from '../../src/trading/market.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics } from '../support/ws.js';
 import { AUTH_TEST_ENV, bearer, login, signIn, TEST_ADMIN_PASSWORD } from '../support/auth.js';
@@ -109,6 +110,14 @@ describe('live programs over HTTP and SSE', () => {
     expect((await api('POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES', settings: { max_positions: 99 } })).status).toBe(400);
     expect((await api('GET', '/api/program/status/p_unknown')).status).toBe(404);
     expect((await api('GET', '/api/program/logs/p_unknown')).status).toBe(404);
+    expect((await api('GET', '/api/program/bars/p_unknown')).status).toBe(404);
+    const some = (await api('POST', '/api/program/create', { strategy: 'breakout', symbol: 'ES' })).body.program;
+    for (const q of ['count=0', 'count=501', 'count=x', 'count=1.5']) {
+      const r = await api('GET', `/api/program/bars/${some.id}?${q}`);
+      expect(r.status, q).toBe(400);
+      expect(r.body.error.details.issues[0].field, q).toBe('count');
+    }
+    expect((await api('POST', '/api/program/delete', { id: some.id })).status).toBe(200);
     expect((await api('POST', '/api/program/start', { id: 'p_unknown' })).status).toBe(404);
     expect((await api('POST', '/api/program/update-params', { id: 'p_unknown', params: {} })).status).toBe(404);
     const p = (await api('POST', '/api/program/create', { strategy: 'breakout', symbol: 'NQ' })).body.program;
@@ -225,6 +234,7 @@ describe('live programs over HTTP and SSE', () => {
       ['POST', '/api/program/delete', { id: mine.id }],
       ['GET', `/api/program/status/${mine.id}`],
       ['GET', `/api/program/logs/${mine.id}`],
+      ['GET', `/api/program/bars/${mine.id}`],
     ];
     for (const [method, path, body] of routes) {
       const none = await call(base, method, path, body);
@@ -251,5 +261,29 @@ describe('live programs over HTTP and SSE', () => {
     expect((await api('GET', `/api/program/status/${mine.id}`)).body.program.state).toBe('stopped');
     expect((await call(base, 'POST', '/api/program/delete', { id: theirs.id }, bearer(admin))).body).toEqual({ id: theirs.id, deleted: true });
     expect((await api('POST', '/api/program/delete', { id: mine.id })).status).toBe(200);
+  });
+
+  it("gives a program's recent market bars, oldest first, up to the last closed one (what its chart opens with)", async () => {
+    const p = (await api('POST', '/api/program/create', { strategy: 'ema_cross', symbol: 'NQ' })).body.program;
+    const market = new Market('NQ', 1000); // PROGRAM_SPEED 60: a one-minute bar every second
+    const before = market.closedAt(clock.now());
+    const r = await api('GET', `/api/program/bars/${p.id}?count=5`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ id: p.id, symbol: 'NQ', bar_ms: 1000 });
+    // the last bar closed when the hub answered (the hub clock runs on: the same, or one later)
+    const last = r.body.bars.at(-1).t / 1000;
+    expect(last - before).toBeGreaterThanOrEqual(0);
+    expect(last - before).toBeLessThanOrEqual(1);
+    expect(r.body.bars).toEqual([4, 3, 2, 1, 0].map((back) => {
+      const b = market.bar(last - back);
+      return { t: b.t, o: b.o, h: b.h, l: b.l, c: b.c };
+    }));
+    expect((await api('GET', `/api/program/bars/${p.id}`)).body.bars).toHaveLength(120);
+    clock.advance(3_000);
+    const later = (await api('GET', `/api/program/bars/${p.id}?count=1`)).body.bars;
+    expect(later).toHaveLength(1);
+    expect(later[0].t / 1000 - last).toBeGreaterThanOrEqual(3);
+    expect(later[0].t / 1000 - last).toBeLessThanOrEqual(5);
+    expect((await api('POST', '/api/program/delete', { id: p.id })).status).toBe(200);
   });
 });

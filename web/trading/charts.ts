@@ -104,12 +104,15 @@ export function equityChart(host: HTMLElement, curve: EquityPoint[]): IChartApi 
  * A live program's market: the ticks' prices gathered into candles of `bucketS` seconds, with
  * each signal (arrow) and each fill (dot with the side, and the P&L on an exit) marked on its bar.
  */
+/** One candle of the live chart: the prices of one bucket of time. */
+type Bucket = { time: UTCTimestamp; open: number; high: number; low: number; close: number };
+
 export class LiveCandles {
   private chart?: IChartApi;
   private series?: ReturnType<IChartApi['addSeries']>;
   private markers?: ReturnType<typeof createSeriesMarkers<Time>>;
   private marks: SeriesMarker<Time>[] = [];
-  private bar?: { time: UTCTimestamp; open: number; high: number; low: number; close: number };
+  private bar?: Bucket;
   bars = 0;
 
   constructor(private readonly host: HTMLElement, private readonly bucketS = 30) {}
@@ -126,6 +129,24 @@ export class LiveCandles {
 
   private bucket(tMs: number): UTCTimestamp {
     return (Math.floor(tMs / 1000 / this.bucketS) * this.bucketS) as UTCTimestamp;
+  }
+
+  /** Recent closed bars of the market (oldest first), gathered into the chart's buckets: the chart opens with history. */
+  history(bars: readonly { t: number; o: number; h: number; l: number; c: number }[]): void {
+    if (!this.series) return;
+    const out: Bucket[] = [];
+    for (const b of bars) {
+      const time = this.bucket(b.t);
+      const cur = out[out.length - 1];
+      if (cur && cur.time === time) out[out.length - 1] = { ...cur, high: Math.max(cur.high, b.h), low: Math.min(cur.low, b.l), close: b.c };
+      else if (!cur || time > cur.time) out.push({ time, open: b.o, high: b.h, low: b.l, close: b.c });
+    }
+    if (out.length === 0) return;
+    this.series.setData(out);
+    this.bar = out[out.length - 1];
+    this.bars = out.length;
+    this.host.dataset.bars = String(this.bars);
+    this.chart?.timeScale().fitContent();
   }
 
   tick(tMs: number, price: number | null): void {

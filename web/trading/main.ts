@@ -143,8 +143,12 @@ async function select(id: string | null): Promise<void> {
   drawEquity();
   liveCandles.reset();
   if (!id) return;
-  const logs = await getJson<{ logs: LogEntry[]; signals: Signal[]; equity: { t: number; equity: number }[] }>(`/api/program/logs/${id}`);
+  const [logs, recent] = await Promise.all([
+    getJson<{ logs: LogEntry[]; signals: Signal[]; equity: { t: number; equity: number }[] }>(`/api/program/logs/${id}`),
+    getJson<{ bars: { t: number; o: number; h: number; l: number; c: number }[] }>(`/api/program/bars/${id}`),
+  ]);
   if (selected !== id) return;
+  liveCandles.history(recent.bars);
   for (const l of logs.logs) addLog(l);
   for (const s of logs.signals) addSignal(s);
   equity = logs.equity;
