@@ -56,6 +56,13 @@ describe.skipIf(!hasBrowser)('the accounts page in Chromium', () => {
     expect(await page.textContent('tr[data-user="jiwoo"]')).toContain('김지우');
     const token = await login(hub.url, 'jiwoo', 'editor-password-1');
     expect((await get(hub.url, '/api/auth/me', { authorization: `Bearer ${token}` })).body.identity.roles).toEqual(['editor']);
+    expect(await page.textContent('#new-result')).toContain('jiwoo');
+    // the same id again: the refusal alone is shown, not the earlier success beside it
+    await page.fill('#new-user', 'jiwoo');
+    await page.fill('#new-password', 'editor-password-2');
+    await page.press('#new-password', 'Enter');
+    await page.waitForFunction(() => (document.getElementById('error')?.textContent ?? '') !== '');
+    expect(await page.textContent('#new-result')).toBe('');
 
     // disabling it ends its sign-in
     await page.click('tr[data-user="jiwoo"] button[data-act="toggle"]');

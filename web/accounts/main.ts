@@ -19,6 +19,11 @@ async function answer<T>(res: Response): Promise<T> {
 const fail = (err: unknown) => {
   $('error').textContent = (err as Error).message;
 };
+/** A new action starts with no message of an earlier one beside it (the error, and the form's own result). */
+const clear = (...results: string[]) => {
+  $('error').textContent = '';
+  for (const id of results) $(id).replaceChildren();
+};
 
 function roleBoxes(container: HTMLElement, prefix: string, checked: string[]): () => string[] {
   const boxes = ROLES.map(([role, ko]) => {
@@ -57,7 +62,7 @@ async function loadAccounts(): Promise<void> {
 }
 
 async function change(user: string, body: Record<string, unknown>, done: string): Promise<void> {
-  $('error').textContent = '';
+  clear('new-result');
   try {
     await answer(await session.fetch(`/api/auth/accounts/${encodeURIComponent(user)}`, { method: 'PUT', body }));
     $('new-result').textContent = done;
@@ -73,7 +78,7 @@ async function loadDevices(): Promise<void> {
     ...devices.map((d) => {
       const revoke = el('button', { type: 'button', class: 'reject' }, '해지 · revoke');
       revoke.addEventListener('click', () => {
-        $('error').textContent = '';
+        clear();
         session
           .fetch(`/api/auth/devices/${d.id}`, { method: 'DELETE' })
           .then(answer)
@@ -88,7 +93,7 @@ async function loadDevices(): Promise<void> {
 const newRoles = roleBoxes($('new-roles'), 'new', ['staff']);
 $('new-account').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  $('error').textContent = '';
+  clear('new-result');
   const body = { user: $<HTMLInputElement>('new-user').value.trim(), password: $<HTMLInputElement>('new-password').value, roles: newRoles(), ...($<HTMLInputElement>('new-name').value.trim() ? { name: $<HTMLInputElement>('new-name').value.trim() } : {}) };
   session
     .fetch('/api/auth/accounts', { body })
@@ -103,7 +108,7 @@ $('new-account').addEventListener('submit', (ev) => {
 
 $('new-device').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  $('error').textContent = '';
+  clear('device-result');
   const body = { gate: $<HTMLInputElement>('device-gate').value.trim(), name: $<HTMLInputElement>('device-name').value.trim() };
   session
     .fetch('/api/auth/devices', { body })
