@@ -344,7 +344,9 @@ export class MultipartReader {
   }
 
   private fail(err: AppError): void {
-    if (this.settled || this.error) return;
+    if (this.settled) return;
+    // after a refusal too: the client gone or the body over its limit ends the input it waited for
+    if (this.error) return this.trySettle();
     this.error = err;
     // stop writing files: close them now (they are deleted by dispose)
     for (const w of this.writers) w.destroy();

@@ -10,7 +10,8 @@ import { tempDir } from '../support/process.js';
 // once, at most the file limit (413 file_too_large); text fields by the route's list, once, bounded
 // in size and number; a body that ends early is truncated_body; the answer waits for the body's
 // end; a held reader writes nothing before release; dispose deletes every temporary file. The
-// module is loaded afresh per test.
+// module is loaded afresh per test. A client gone is driven through `uwsRes`, a stand-in that keeps
+// uWS's rules (below).
 const load = async () => {
   vi.resetModules();
   return { ...(await import('../../src/hub/multipart.js')), AppError: (await import('../../src/errors.js')).AppError };
@@ -48,6 +49,44 @@ function fakeRes() {
   return { res, log, push };
 }
 
+/**
+ * A stand-in for uWS's response that keeps uWS's rules: a delivered chunk's memory is reused (here
+ * overwritten) once onData returns, and nothing is delivered while the response is paused (`send`
+ * waits for the resume). `deliverNow` is a chunk uWS had already read when it was paused.
+ */
+function uwsRes() {
+  let onData: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;
+  const log: string[] = [];
+  let paused = false;
+  let wake: (() => void) | undefined;
+  const res = {
+    onData: (cb: (chunk: ArrayBuffer, isLast: boolean) => void) => void (onData = cb),
+    pause: () => {
+      log.push('pause');
+      paused = true;
+    },
+    resume: () => {
+      log.push('resume');
+      paused = false;
+      wake?.();
+    },
+  };
+  const deliverNow = (buf: Buffer, isLast: boolean) => {
+    const ab = new ArrayBuffer(buf.length);
+    new Uint8Array(ab).set(buf);
+    onData!(ab, isLast);
+    new Uint8Array(ab).fill(0x2a);
+  };
+  const deliver = async (buf: Buffer, isLast: boolean) => {
+    while (paused) await new Promise<void>((r) => (wake = r));
+    deliverNow(buf, isLast);
+  };
+  const send = async (buf: Buffer, size: number) => {
+    for (let i = 0; i < buf.length; i += size) await deliver(buf.subarray(i, i + size), i + size >= buf.length);
+  };
+  return { res, log, deliver, deliverNow, send };
+}
+
 async function read(
   parts: Part[] | Buffer,
   opts: Record<string, unknown> = { files: ['doc'] },
@@ -69,6 +108,18 @@ async function read(
   return { ...result, reader, dir, log };
 }
 const code = (r: { err?: AppError }) => [r.err?.status, r.err?.code];
+/** A reader on the uWS stand-in; `abort()` is uWS telling of a client gone. */
+async function open(opts: Record<string, unknown> = { files: ['doc'] }, hold = false, dir = tempDir('mp-uws')) {
+  const { MultipartReader } = await load();
+  const u = uwsRes();
+  const pending = { aborted: false } as { aborted: boolean; onAbort?: () => void };
+  const reader = new MultipartReader(u.res as never, { 'content-type': CT }, opts as never, { tempDir: dir, maxFileBytes: 1 << 20 }, pending, hold);
+  const abort = () => {
+    pending.aborted = true;
+    pending.onAbort!();
+  };
+  return { ...u, reader, dir, abort };
+}
 /** The refusal a reader's `done` rejects with (a test fails when it resolves). */
 const refusedWith = (p: Promise<unknown>): Promise<AppError> =>
   p.then(
@@ -349,5 +400,21 @@ describe('dispose', () => {
     expect([e.status, e.code, e.message]).toEqual([400, 'request_failed', 'the request failed before its body was read']);
     expect(readdirSync(dir)).toEqual([]);
     await reader.dispose();
+  });
+});
+
+describe('a client gone', () => {
+  it('after a refusal ends the wait for the rest of the body: the first refusal stands', async () => {
+    const c = await open();
+    await c.deliver(body([{ name: 'bad', filename: 'a.txt', content: 'x' }, { name: 'pad', value: 'y' }], false), false);
+    c.abort();
+    expect((await refusedWith(c.reader.done)).code).toBe('unexpected_file');
+  });
+
+  it('nor does a refused body that then grows past the request limit wait for its end: the first refusal stands', async () => {
+    const c = await open({ files: ['doc'], maxRequestBytes: 300 });
+    await c.deliver(body([{ name: 'bad', filename: 'a.txt', content: 'x' }], false), false);
+    await c.deliver(Buffer.alloc(300, 0x41), false);
+    expect((await refusedWith(c.reader.done)).code).toBe('unexpected_file');
   });
 });
