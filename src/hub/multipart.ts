@@ -311,6 +311,8 @@ export class MultipartReader {
     });
     bb.on('field', (name, value, info) => {
       if (this.error) return;
+      // a part with no name= (busboy passes it on as a field named undefined)
+      if ((name as string | undefined) === undefined) return this.fail(new AppError('invalid', 'invalid_field', 'a part has no name'));
       if (this.opts.files.includes(name)) {
         return this.fail(new AppError('invalid', 'invalid_file', `${name} must be sent as a file`, { field: name }));
       }

@@ -305,6 +305,14 @@ describe('text fields', () => {
     expect(listed.err?.details).toEqual({ field: 'n'.repeat(100), accepted: ['a'] });
   });
 
+  it('need a name: a part without one is invalid_field', async () => {
+    const buf = Buffer.from(`--${B}\r\nContent-Disposition: form-data\r\n\r\n1\r\n--${B}--\r\n`);
+    for (const opts of [{ files: [] }, { files: [], fields: ['a'] }]) {
+      const r = await read(buf, opts);
+      expect([...code(r), r.err?.message]).toEqual([400, 'invalid_field', 'a part has no name']);
+    }
+  });
+
   it('are at most 32 unless the route says otherwise', async () => {
     const fields = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `f${i}`, value: 'v' }));
     expect(Object.keys((await read(fields(32), { files: [] })).ok?.fields ?? {})).toHaveLength(32);
