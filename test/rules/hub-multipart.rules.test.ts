@@ -330,6 +330,11 @@ describe('the body', () => {
     expect(readdirSync(r.dir)).toEqual([]);
   });
 
+  it('of text fields only that ends before its closing boundary is truncated_body too', async () => {
+    const r = await read(body([{ name: 'a', value: '1' }], false), { files: [] });
+    expect(code(r)).toEqual([400, 'truncated_body']);
+  });
+
   it('is read to its end before a refusal is answered', async () => {
     const { MultipartReader } = await load();
     const { res, push } = fakeRes();
@@ -408,6 +413,35 @@ describe('dispose', () => {
     expect([e.status, e.code, e.message]).toEqual([400, 'request_failed', 'the request failed before its body was read']);
     expect(readdirSync(dir)).toEqual([]);
     await reader.dispose();
+  });
+});
+
+describe('the most a request may carry', () => {
+  it('is each accepted file once and the route’s number of fields: a part more is refused by its name or the field count', async () => {
+    // (so the parser's own file count, accepted files + 1, is never what refuses: the file after the
+    // accepted ones is already unexpected_file or duplicate_file)
+    const opts = { files: ['a', 'b'], maxFields: 2 };
+    const files: Part[] = [{ name: 'a', filename: 'a.txt', content: 'a' }, { name: 'b', filename: 'b.txt', content: 'b' }];
+    const fields: Part[] = [{ name: 'f1', value: '1' }, { name: 'f2', value: '2' }];
+    const all = await read([...files, ...fields], opts);
+    expect([all.ok?.files.map((f) => f.field), Object.keys(all.ok?.fields ?? {})]).toEqual([['a', 'b'], ['f1', 'f2']]);
+    await all.reader.dispose();
+    expect(code(await read([...files, ...fields, { name: 'a', filename: 'c.txt', content: 'c' }], opts))).toEqual([400, 'duplicate_file']);
+    expect(code(await read([...files, ...fields, { name: 'c', filename: 'c.txt', content: 'c' }], opts))).toEqual([400, 'unexpected_file']);
+    expect(code(await read([...files, ...fields, { name: 'f3', value: '3' }], opts))).toEqual([400, 'too_many_fields']);
+    const repeated = Array.from({ length: 5 }, (_, i): Part => ({ name: 'a', filename: `${i}.txt`, content: 'x' }));
+    expect(code(await read(repeated, opts))).toEqual([400, 'duplicate_file']);
+  });
+
+  it('is files + 1 + fields parts, counting the parts the parser skips (no Content-Disposition)', async () => {
+    const skipped = (n: number) => Buffer.concat([...Array.from({ length: n }, () => Buffer.from(`--${B}\r\nX-Note: 1\r\n\r\nskip\r\n`)), Buffer.from(`--${B}--\r\n`)]);
+    // one file and two fields: four parts
+    expect((await read(skipped(3), { files: ['doc'], maxFields: 2 })).ok?.files).toEqual([]);
+    const over = await read(skipped(4), { files: ['doc'], maxFields: 2 });
+    expect([...code(over), over.err?.message]).toEqual([400, 'too_many_parts', 'too many parts']);
+    // two files and the default 32 fields: 35
+    expect((await read(skipped(34), { files: ['a', 'b'] })).err).toBeUndefined();
+    expect(code(await read(skipped(35), { files: ['a', 'b'] }))).toEqual([400, 'too_many_parts']);
   });
 });
 
