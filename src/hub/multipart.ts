@@ -106,16 +106,14 @@ export class MultipartReader {
   private readonly fields: Record<string, string> = Object.create(null);
   private readonly seenFiles = new Set<string>();
   private error: AppError | undefined;
-  private immediate = false;
   private inputEnded = false;
   private parserClosed = false;
   private paused = false;
-  private settled = false;
   private queue: Array<{ chunk: Buffer; isLast: boolean }> | undefined;
   private resolve!: (r: MultipartResult) => void;
   private reject!: (e: AppError) => void;
   private readonly bb: busboy.Busboy;
-  private readonly headerCheck: PartHeaderCheck | undefined;
+  private readonly headerCheck: PartHeaderCheck;
   private readonly maxFileBytes: number;
 
   constructor(
@@ -147,15 +145,15 @@ export class MultipartReader {
           fields: maxFields,
           parts: opts.files.length + 1 + maxFields,
           fieldSize: (opts.maxFieldBytes ?? 16 * 1024) + 1,
-          fieldNameSize: 100,
-          headerPairs: 16,
+          // (busboy 1.6 reads neither fieldNameSize nor headerPairs for multipart bodies: a part's
+          // headers are bounded by its own 16 KiB, see hub/part-headers.ts)
         },
       });
     } catch {
       throw new AppError('invalid', 'invalid_multipart', 'the multipart content-type needs a boundary');
     }
-    const boundary = boundaryOf(headers['content-type']);
-    this.headerCheck = boundary === undefined ? undefined : new PartHeaderCheck(boundary);
+    // busboy took the content type, so it holds `; boundary=` and a value: boundaryOf finds one too
+    this.headerCheck = new PartHeaderCheck(boundaryOf(headers['content-type'])!);
     this.done = new Promise((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -177,8 +175,8 @@ export class MultipartReader {
       if (this.inputEnded) return;
       received += chunk.byteLength;
       if (received > maxRequest) {
+        // refused at once: the rest of the body is not waited for
         this.inputEnded = true;
-        this.immediate = true;
         this.fail(new AppError('too_large', 'payload_too_large', `the request is larger than ${maxRequest} bytes`, { limit: maxRequest }));
         return;
       }
@@ -203,7 +201,7 @@ export class MultipartReader {
   }
 
   private feed(chunk: Buffer | undefined, isLast: boolean): void {
-    if (chunk && !this.error && this.headerCheck) {
+    if (chunk && !this.error) {
       // a part the parser would skip without a word is refused first (hub/part-headers.ts)
       try {
         this.headerCheck.push(chunk);
@@ -226,13 +224,8 @@ export class MultipartReader {
     }
     if (isLast) {
       this.inputEnded = true;
-      if (!this.error) {
-        try {
-          this.bb.end();
-        } catch (err) {
-          this.fail(new AppError('invalid', 'invalid_multipart', `the multipart body is malformed: ${(err as Error).message}`));
-        }
-      }
+      // end() never throws: a body that ends early is reported by the parser's 'error' event
+      if (!this.error) this.bb.end();
       this.trySettle();
     }
   }
@@ -243,7 +236,7 @@ export class MultipartReader {
    * rest of the body has been read and discarded, so an error answer reaches a client still sending.
    */
   async dispose(drain = false): Promise<void> {
-    if (!this.settled) this.fail(new AppError('invalid', 'request_failed', 'the request failed before its body was read'));
+    this.fail(new AppError('invalid', 'request_failed', 'the request failed before its body was read'));
     if (drain) await this.done.catch(() => undefined);
     else await this.writersClosed();
     await Promise.all(this.files.map((f) => unlink(f.tempPath).catch(() => undefined)));
@@ -275,8 +268,9 @@ export class MultipartReader {
         }
         if (this.seenFiles.has(name)) throw new AppError('invalid', 'duplicate_file', `file field ${name} was sent twice`, { field: name });
         this.seenFiles.add(name);
-        if (info.filename === undefined || info.filename === '') {
-          // a file input left empty: browsers still send the part, with no name and no bytes
+        if (info.filename === undefined) {
+          // a file input left empty: browsers still send the part, with filename="" and no bytes
+          // (busboy gives an empty file name as none)
           return void stream.resume();
         }
         info.filename = checkFilename(info.filename);
@@ -311,20 +305,20 @@ export class MultipartReader {
     });
     bb.on('field', (name, value, info) => {
       if (this.error) return;
+      // a part with no name= (busboy passes it on as a field named undefined)
+      if ((name as string | undefined) === undefined) return this.fail(new AppError('invalid', 'invalid_field', 'a part has no name'));
       if (this.opts.files.includes(name)) {
         return this.fail(new AppError('invalid', 'invalid_file', `${name} must be sent as a file`, { field: name }));
       }
       if (this.opts.fields && !this.opts.fields.includes(name)) {
         return this.fail(new AppError('invalid', 'unexpected_field', `field ${JSON.stringify(name.slice(0, 100))} is not accepted`, { field: name.slice(0, 100), accepted: this.opts.fields }));
       }
-      if (info.nameTruncated) return this.fail(new AppError('invalid', 'invalid_field', 'a field name is longer than 100 bytes'));
       if (info.valueTruncated) return this.fail(new AppError('too_large', 'field_too_large', `field ${name} is too long`, { field: name }));
       if (name in this.fields) return this.fail(new AppError('invalid', 'duplicate_field', `field ${name} was sent twice`, { field: name }));
       this.fields[name] = value;
     });
-    bb.on('filesLimit', () =>
-      this.fail(new AppError('invalid', 'too_many_files', `at most ${this.opts.files.length} files`, { accepted: this.opts.files })),
-    );
+    // no 'filesLimit' handler: the file after the accepted ones is already refused by its name
+    // (unexpected_file or duplicate_file), and busboy only reports the one after that
     bb.on('fieldsLimit', () => this.fail(new AppError('invalid', 'too_many_fields', 'too many fields')));
     bb.on('partsLimit', () => this.fail(new AppError('invalid', 'too_many_parts', 'too many parts')));
     bb.on('error', (err: Error) => {
@@ -334,8 +328,6 @@ export class MultipartReader {
           ? new AppError('invalid', 'truncated_body', 'the multipart body ended before its closing boundary')
           : new AppError('invalid', 'invalid_multipart', `the multipart body is malformed: ${err.message}`),
       );
-      this.parserClosed = true;
-      this.trySettle();
     });
     bb.on('close', () => {
       this.parserClosed = true;
@@ -343,36 +335,36 @@ export class MultipartReader {
     });
   }
 
+  /** The first refusal wins; a promise settles once, so a call after `done` settled changes nothing. */
   private fail(err: AppError): void {
-    if (this.settled || this.error) return;
-    this.error = err;
-    // stop writing files: close them now (they are deleted by dispose)
-    for (const w of this.writers) w.destroy();
-    // keep reading the rest of the body (discarded) so the answer reaches the client
-    if (this.queue) {
-      if (this.queue.some((q) => q.isLast)) this.inputEnded = true;
-      this.queue = undefined;
-      if (!this.paused) this.resumeSocket();
+    if (!this.error) {
+      this.error = err;
+      // stop writing files: close them now (they are deleted by dispose)
+      for (const w of this.writers) w.destroy();
+      // keep reading the rest of the body (discarded) so the answer reaches the client
+      if (this.queue) {
+        if (this.queue.some((q) => q.isLast)) this.inputEnded = true;
+        this.queue = undefined;
+        // (never paused while held: nothing is parsed before release)
+        this.resumeSocket();
+      }
+      this.resumeInput();
     }
-    if (this.paused) this.resumeInput();
+    // also after a refusal: the client gone or the body over its limit ends the input that it waited for
     this.trySettle();
   }
 
   private trySettle(): void {
-    if (this.settled) return;
     if (this.error) {
-      if (!(this.inputEnded || this.immediate) || this.writers.size > 0) return;
-      this.settled = true;
+      if (!this.inputEnded || this.writers.size > 0) return;
       this.reject(this.error);
       return;
     }
     if (!this.parserClosed || !this.inputEnded || this.writers.size > 0) return;
-    this.settled = true;
     this.resolve({ fields: this.fields, files: this.files });
   }
 
   private writersClosed(): Promise<void> {
-    if (this.writers.size === 0) return Promise.resolve();
     return Promise.all(
       [...this.writers].map((w) => new Promise<void>((r) => (w.closed ? r() : w.once('close', () => r())))),
     ).then(() => undefined);
