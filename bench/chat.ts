@@ -64,7 +64,7 @@ function service(store: Store) {
   return new ChatService({
     store,
     clock: systemClock,
-    // the bench never applies (no rental registration)
+    // the bench never applies for a rental (its size walk registers a solution inquiry through intake)
     intake: chatIntake(intake, store, { submit: () => Promise.reject(new Error('the bench does not apply')) }),
     mail: chatMail(() => Date.now()),
     referrals: new ReferralService({ store, clock: systemClock }),
@@ -78,7 +78,7 @@ async function sessionBytes(store: Store, chat: ChatService) {
   const size = async (id: string) => JSON.stringify(await store.get(`chat:session:${id}`)).length;
   const s = await chat.start('크기 측정');
   const greet = await size(s.session);
-  for (const c of ['검색', '렌탈', '신청할게요']) await chat.turn(s.session, { choice: c });
+  for (const c of ['검색', '솔루션', '신청할게요']) await chat.turn(s.session, { choice: c });
   for (const m of ['홍길동', '010-1234-5678']) await chat.turn(s.session, { message: m });
   const collect = await size(s.session);
   await chat.turn(s.session, { message: 'hong@example.kr' });
