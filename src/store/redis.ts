@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn } from './port.js';
+import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn, UpdatePlan } from './port.js';
 import { checkCap, checkInt, checkDraw, checkKey, checkPlan, checkScore, checkTtl, encodeJson } from './checks.js';
 import { APPLY_LUA, applyCall, prepareApply, type RedisKeys } from './redis-apply.js';
 import { RedisPubSub } from './redis-pubsub.js';
@@ -197,10 +197,18 @@ export class RedisStore implements Store, RedisKeys {
     const readKeys = keys.map((k) => this.vk(k));
     for (let attempt = 1; ; attempt++) {
       const raws = readKeys.length > 0 ? await this.cmd.mget(...readKeys) : [];
-      const plan = checkPlan(fn(raws.map((r) => parse<Json>(r))));
+      let plan: UpdatePlan<R>;
+      try {
+        plan = checkPlan(fn(raws.map((r) => parse<Json>(r))));
+      } catch (err) {
+        // a refusal is an answer read from the state: give it only once replicas hold that state
+        await this.confirmed();
+        throw err;
+      }
       const draws = drawKeys?.length;
       const prepared = plan.writes.map((w) => prepareApply(w, this, draws));
       if (prepared.length === 0 && !draws) {
+        await this.confirmed();
         this.counts.updates++;
         return draws === undefined ? plan.result : { result: plan.result, drawn: [] };
       }
@@ -226,6 +234,19 @@ export class RedisStore implements Store, RedisKeys {
     const { minReplicas, waitTimeoutMs } = this.durability;
     if (minReplicas > 0) await waitReplicas(this.cmd, minReplicas, waitTimeoutMs);
     return value as T;
+  }
+
+  /**
+   * With REDIS_MIN_REPLICAS > 0, an update that writes nothing still answers from what it read
+   * ("exists", a replayed answer, a refusal), and that state may hold a write that was answered
+   * store_unavailable because no replica acknowledged it, which a failover would drop. A fence
+   * write after the read, then WAIT: replicas acknowledge the replication stream in order, so
+   * holding the fence means holding everything the read saw.
+   */
+  private async confirmed(): Promise<void> {
+    if (this.durability.minReplicas === 0) return;
+    await this.cmd.incr(`${this.prefix}fence`);
+    await this.replicated();
   }
 
   // ---- the Store port ----

@@ -42,6 +42,19 @@ describe.skipIf(!binaries)('REDIS_MIN_REPLICAS: WAIT after every write', () => {
     expect(await store.get('credit')).toBe(1);
   });
 
+  it('an answer read from the state waits too: "exists", a replay or a refusal over a write no replica holds is store_unavailable', async () => {
+    // the first try: on the primary, on no replica, answered 503
+    await unavailable(store.update(['seat'], () => ({ writes: [{ op: 'set', key: 'seat', value: 'taken' }], result: 'sold' })));
+    // the retry finds it; "already sold" from that state would acknowledge a write a failover drops
+    await unavailable(store.update(['seat'], ([cur]) => ({ writes: [], result: cur === undefined ? 'free' : 'sold before' })));
+    await unavailable(
+      store.update(['seat'], ([cur]) => {
+        if (cur !== undefined) throw new AppError('conflict', 'seat_taken', 'the seat is taken');
+        return { writes: [], result: 'free' };
+      }),
+    );
+  });
+
   it('set, incr, push and index wait too', async () => {
     await unavailable(store.set('a', 1));
     await unavailable(store.incr('n'));
@@ -49,6 +62,43 @@ describe.skipIf(!binaries)('REDIS_MIN_REPLICAS: WAIT after every write', () => {
     await unavailable(store.index('z', 'm', 1));
     // reads do not wait
     expect(await store.get('a')).toBe(1);
+  });
+});
+
+describe.skipIf(!binaries)('REDIS_MIN_REPLICAS with a replica', () => {
+  let primary: RedisServerProcess;
+  let replica: RedisServerProcess;
+  let store: RedisStore;
+  beforeAll(async () => {
+    primary = await startRedisServer();
+    replica = await startRedisServer();
+    const c = replica.client();
+    await c.call('REPLICAOF', '127.0.0.1', String(primary.port));
+    await until('the replica is in sync', async () => /master_link_status:up/.test(await c.info('replication')), 10_000, 50);
+    c.disconnect();
+    store = await openRedisStore({ url: primary.url, prefix: 'fence:', minReplicas: 1, waitTimeoutMs: 2000 });
+  }, 30_000);
+  afterAll(async () => {
+    await store?.close();
+    await replica?.kill();
+    await primary?.kill();
+  });
+
+  it('answers from the state once the replica holds it: a write, then "exists" and a refusal read from it', async () => {
+    expect(await store.update(['seat'], () => ({ writes: [{ op: 'set', key: 'seat', value: 'taken' }], result: 'sold' }))).toBe('sold');
+    expect(await store.update(['seat'], ([cur]) => ({ writes: [], result: cur === undefined ? 'free' : 'sold before' }))).toBe('sold before');
+    const refused = await store
+      .update(['seat'], ([cur]) => {
+        if (cur !== undefined) throw new AppError('conflict', 'seat_taken', 'the seat is taken');
+        return { writes: [], result: 'free' };
+      })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(AppError);
+    expect((refused as AppError).code).toBe('seat_taken');
+    // the replica holds what the answers were read from
+    const c = replica.client();
+    expect(await c.get('fence:v:seat')).toBe('"taken"');
+    c.disconnect();
   });
 });
 
