@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { AppError } from '../errors.js';
 
 /**
@@ -13,10 +14,18 @@ const MAX_HEADER_BLOCK = 16 * 1024;
 const DISPOSITION = /^form-data(\s*;\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\*?\s*=\s*("([^"\\]|\\[^\r\n])*"|[^\s;"]+))*\s*;?\s*$/i;
 const HEADER_LINE = /^([!-9;-~]+):[ \t]*(.*)$/;
 
-/** The boundary of a multipart content-type, or undefined. */
+/** busboy's own content-type parser: the check must find the boundary the parser splits on. */
+const { parseContentType } = createRequire(import.meta.url)('busboy/lib/utils.js') as {
+  parseContentType(value: string): { params: Record<string, string | undefined> } | undefined;
+};
+
+/**
+ * The boundary of a multipart content-type, or undefined, read by busboy's parser: parameters are
+ * tokens or quoted strings (a `; boundary=` inside another parameter's quoted value is that value),
+ * and a boundary of any length is the boundary.
+ */
 export function boundaryOf(contentType: string | undefined): string | undefined {
-  const m = /;\s*boundary=(?:"([^"]{1,200})"|([^\s;]{1,200}))/i.exec(contentType ?? '');
-  return m ? (m[1] ?? m[2]) : undefined;
+  return parseContentType(contentType ?? '')?.params.boundary || undefined;
 }
 
 export class PartHeaderCheck {

@@ -179,6 +179,20 @@ describe('a request', () => {
     expect(existsSync(r.ok!.files[0]!.tempPath)).toBe(false);
   });
 
+  it('splits on the boundary the parser splits on: a long bare one, not a quoted decoy', async () => {
+    const parts: Part[] = [{ name: 'title', value: 't' }, { name: 'doc', filename: 'a.pdf', content: '%PDF-1.4 x' }];
+    const long = 'L'.repeat(250);
+    const withLong = Buffer.from(body(parts).toString('latin1').replaceAll(B, long), 'latin1');
+    const a = await read(withLong, { files: ['doc'] }, { headers: { 'content-type': `multipart/form-data; boundary=${long}` } });
+    expect(a.err).toBeUndefined();
+    expect(a.ok!.files.map((f) => [f.field, f.filename, f.size])).toEqual([['doc', 'a.pdf', 10]]);
+    await a.reader.dispose();
+    const b = await read(parts, { files: ['doc'] }, { headers: { 'content-type': `multipart/form-data; note="; boundary=fake"; boundary=${B}` } });
+    expect(b.err).toBeUndefined();
+    expect({ ...b.ok!.fields }).toEqual({ title: 't' });
+    await b.reader.dispose();
+  });
+
   it('reads the same whatever the chunking', async () => {
     const parts: Part[] = [{ name: 'a', value: 'x'.repeat(100) }, { name: 'doc', filename: 'b.bin', content: Buffer.alloc(700, 7) }];
     for (const chunk of [1, 7, 64]) {
