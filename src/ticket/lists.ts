@@ -1,7 +1,7 @@
 import type { Json, Store, Write } from '../store/port.js';
 import { countByScan, type ShowCounts } from './counts.js';
 import { K } from './keys.js';
-import { reservations, shows, type ReservationRecord, type ShowRecord, type TicketStatus } from './records.js';
+import { doorState, reservations, shows, type ReservationRecord, type ShowRecord, type TicketStatus } from './records.js';
 
 /**
  * The back office's lists: shows (newest first, with their door counters) and the bookings of one
@@ -46,11 +46,8 @@ export function bookingRow(r: ReservationRecord): BookingRow {
     amount_paid: r.amount_paid,
     status: r.status,
     created_at: r.created_at,
-    checked_in_at: r.checkin?.at ?? null,
-    checked_in_by: r.checkin ? { scanner: r.checkin.scanner, gate: r.checkin.gate } : null,
-    cancelled_at: r.cancelled_at,
     cancel_reason: r.cancel_reason,
-    page_url: `/mticket/${r.code}`,
+    ...doorState(r),
   };
 }
 

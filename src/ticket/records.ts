@@ -168,6 +168,16 @@ export function brief(r: ReservationRecord): TicketBrief {
   };
 }
 
+/** What the door did with a ticket, and where its page is: the same in a ticket's view and a booking row. */
+export function doorState(r: ReservationRecord) {
+  return {
+    checked_in_at: r.checkin?.at ?? null,
+    checked_in_by: r.checkin ? { scanner: r.checkin.scanner, gate: r.checkin.gate } : null,
+    cancelled_at: r.cancelled_at,
+    page_url: `/mticket/${r.code}`,
+  };
+}
+
 export function checkInEvent(r: ReservationRecord, m: CheckInMark): CheckInEvent {
   const { status: _status, ...ticket } = brief(r);
   return {

@@ -12,6 +12,7 @@ import { OfflineLists, type SignedList } from './offline.js';
 import { qrImage } from './qr.js';
 import {
   brief,
+  doorState,
   iso,
   randomId,
   reservations,
@@ -212,13 +213,10 @@ export class TicketService {
       ...brief(r),
       amount_paid: r.amount_paid,
       holder: r.holder,
-      checked_in_at: r.checkin?.at ?? null,
-      checked_in_by: r.checkin ? { scanner: r.checkin.scanner, gate: r.checkin.gate } : null,
-      cancelled_at: r.cancelled_at,
+      ...doorState(r),
       qr_code: r.code,
       qr_image: qr.dataUrl,
       bingo_cards: r.bingo_cards ?? [],
-      page_url: `/mticket/${r.code}`,
     };
   }
 
