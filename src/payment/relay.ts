@@ -21,7 +21,7 @@ import { Reconciler } from './reconcile.js';
 import { Settlement } from './settlement.js';
 
 /**
- * The payment relay's parts, built from its settings (src/modules/payment.ts calls this with the
+ * The payment relay's parts, built from its settings (src/payment/module.ts calls this with the
  * settings resolved, the embedded peers' addresses included when it runs them): the peers' clients,
  * SSO, peg, ledger services, the outbox deliverers, and the challenges' programs over the trading
  * service's `livePrograms` port (challenge-programs.ts). Building starts nothing: `start` starts the
