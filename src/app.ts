@@ -11,6 +11,7 @@ import { runPhase, type Platform } from './compose/module.js';
 import { compose, type Built } from './compose/compose.js';
 import { SERVICES } from './compose/services.js';
 import { openStore } from './store/open.js';
+import { redisTarget } from './store/redis-connection.js';
 
 export interface Maru {
   hub: Hub;
@@ -53,7 +54,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   // the hub's own guards (hub.rateLimit) count in the store on this clock
   hub.useState(store, clock);
 
-  const platform: Platform = { config, logger, clock, store, bus, processId };
+  const platform: Platform = { config, logger, clock, store, bus, processId, redis: redisTarget(config) };
 
   // the services: built, routed and started in the order of what each needs of the others
   // (src/compose/compose.ts); shutdown runs them in reverse

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Hub } from '../hub/index.js';
 import type { Store } from '../store/port.js';
+import type { RedisTarget } from '../store/redis-connection.js';
 
 /** What every service module is built from: the parts the composition root opens once. */
 export interface Platform {
@@ -14,6 +15,8 @@ export interface Platform {
   bus: Bus;
   /** This process's one name: the Bus origin, the rooms' relay origin, the program leases' owner. */
   processId: string;
+  /** Where Redis is, when the settings name one (the trading chunk queue shares it; src/workers/queue.ts). */
+  redis?: RedisTarget | undefined;
 }
 
 /**

@@ -1,22 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import type { AuthService, Role } from '../auth/service.js';
-import type { BlobStore } from '../blobs/port.js';
-import type { ChatService } from '../chat/service.js';
-import type { CoachService } from '../coach/service.js';
-import type { CollabService } from '../collab/service.js';
+import type { AuthService, Role } from '../auth/index.js';
+import type { BlobStore } from '../blobs/index.js';
+import type { ChatService } from '../chat/index.js';
+import type { CoachService } from '../coach/index.js';
+import type { CollabService } from '../collab/index.js';
 import { AppError } from '../errors.js';
 import { seedRental, type RentalDemoState } from './rental.js';
 import { seedChat, seedCoach, type ChatDemoState } from './talk.js';
 import { seedWallet, type WalletDemo, type WalletDemoState } from './wallet.js';
-import type { Payment } from '../payment/relay.js';
-import type { RentalService } from '../rental/service.js';
-import type { RewardService } from '../reward/service.js';
+import type { Payment } from '../payment/index.js';
+import type { RentalService } from '../rental/index.js';
+import type { RewardService } from '../reward/index.js';
 import type { Json, Store } from '../store/port.js';
-import type { TicketService } from '../ticket/service.js';
-import { settingsSchema } from '../trading/engine.js';
-import type { ProgramService } from '../trading/programs.js';
-import { strategyParams, type StrategyId } from '../trading/strategies.js';
-import type { SymbolId } from '../trading/symbols.js';
+import type { TicketService } from '../ticket/index.js';
+import { settingsSchema, type ProgramService, strategyParams, type StrategyId, type SymbolId } from '../trading/index.js';
 
 /**
  * DEMO=1 (or `npm run demo`): seeds all eight services through their own methods (a show with

@@ -1,6 +1,6 @@
-import { Mailer, MAIL_DEST } from '../mail/mailer.js';
+import { Mailer, MAIL_DEST } from '../mail/index.js';
 import { Outbox } from '../outbox.js';
-import { rewardPeerDeliverers } from '../reward/peers.js';
+import { rewardPeerDeliverers } from '../reward/index.js';
 import { defineService } from '../compose/compose.js';
 
 /**

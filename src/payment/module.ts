@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { registerPaymentRoutes } from './routes.js';
 import { registerSettlementRoutes } from './routes-settlement.js';
 import { registerPaymentChainRoutes } from './routes-chain.js';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from './standins.js';
 import { createPayment } from './relay.js';
 import { defineService } from '../compose/compose.js';
 

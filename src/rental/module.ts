@@ -1,7 +1,7 @@
 import { openBlobStore, sweepOrphanBlobs } from '../blobs/index.js';
 import { registerIntakeMailRoutes } from './routes-mail.js';
 import { registerRentalRoutes } from './routes.js';
-import { IntakeService } from '../intake/service.js';
+import { IntakeService } from '../intake/index.js';
 import { PartnerAudit } from './audit.js';
 import { Review } from './review.js';
 import { RentalService } from './service.js';

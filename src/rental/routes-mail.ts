@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Reply, type Hub } from '../hub/declare.js';
-import { ACCESS_KEY_RE, RECEIPT_RE, type IntakeService } from '../intake/service.js';
+import { ACCESS_KEY_RE, RECEIPT_RE, type IntakeService } from '../intake/index.js';
 import { receiptMail } from './mails.js';
 
 /**

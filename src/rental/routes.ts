@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import type { BlobStore } from '../blobs/port.js';
+import type { BlobStore } from '../blobs/index.js';
 import { AppError, badRequest } from '../errors.js';
 import { Reply, qInt, type Hub, type Principal, type RequestContext, type UploadedFile } from '../hub/declare.js';
-import { parseIntakeInput } from '../intake/input.js';
-import { RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/service.js';
-import type { Mailer } from '../mail/mailer.js';
+import { parseIntakeInput, RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/index.js';
+import type { Mailer } from '../mail/index.js';
 import type { PartnerAudit } from './audit.js';
 import { DOC_TYPES, STATUSES, catalogue } from './catalog.js';
 import type { StoredFile } from './files.js';

@@ -5,7 +5,6 @@ import { ProgramService } from './programs.js';
 import { TradingService } from './service.js';
 import { TradingPool } from '../workers/pool.js';
 import { BullChunkRunner } from '../workers/queue.js';
-import { redisTarget } from '../store/redis-connection.js';
 import { defineService } from '../compose/compose.js';
 
 /** Backtests and analyses on worker threads, and the live programs on the shared market (docs/trading.md). */
@@ -14,10 +13,9 @@ export const tradingModule = defineService({
   needs: [],
   provides: ['programs', 'livePrograms'],
   async build(p) {
-    const { config, store, clock, bus, logger, processId } = p;
+    const { config, store, clock, bus, logger, processId, redis } = p;
     const pool = new TradingPool(config.TRADING_WORKERS);
     // with Redis, grid / walk-forward / Monte Carlo chunks are shared by every process (docs/trading.md)
-    const redis = redisTarget(config);
     const spread = redis
       ? new BullChunkRunner({
           redis,

@@ -6,7 +6,7 @@ import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { availableOf, readAccount, transferKeys, ledgerUpdate, userAccount } from '../../src/payment/ledger.js';
 import { createPayment } from '../../src/payment/relay.js';
-import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/payment/standins.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { livePrograms } from '../../src/trading/program-port.js';

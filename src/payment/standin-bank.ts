@@ -1,6 +1,6 @@
-import type { BankSettlementPayment } from '../payment/peers.js';
-import { utcDayRange } from '../payment/rules.js';
-import { HttpError } from './value-standin.js';
+import type { BankSettlementPayment } from './peers.js';
+import { utcDayRange } from './rules.js';
+import { HttpError } from '../peers/index.js';
 
 /**
  * The banking stand-in's daily settlement (`GET /api/settlement?date=YYYY-MM-DD`): its own list of

@@ -1,10 +1,10 @@
 import { createHmac, generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
-import { canonicalJson } from '../reward/signing.js';
-import { auditPath, consistencyProof, leafHash, treeHash } from '../payment/merkle.js';
-import { rawPublicKey, signTreeHead } from '../payment/sth.js';
-import { bankSettlement } from './bank-settlement.js';
-import { HttpError, readJsonBody, routeMiss, startStandin, type Standin, type StandinOptions } from './value-standin.js';
+import { canonicalJson } from '../reward/index.js';
+import { auditPath, consistencyProof, leafHash, treeHash } from './merkle.js';
+import { rawPublicKey, signTreeHead } from './sth.js';
+import { bankSettlement } from './standin-bank.js';
+import { HttpError, readJsonBody, routeMiss, startStandin, type Standin, type StandinOptions } from '../peers/index.js';
 
 /**
  * Loopback stand-ins of the payment relay's peers (document 2): the banking service (SSO issuer,
