@@ -11,7 +11,7 @@ import pino from 'pino';
 import { createBus } from '../src/bus.js';
 import { offsetClock } from '../src/clock.js';
 import { AppError, errorBody } from '../src/errors.js';
-import { memberQuery, workQuery } from '../src/http/reward.js';
+import { memberQuery, workQuery } from '../src/reward/routes.js';
 import { validate } from '../src/hub/http.js';
 import { Hub } from '../src/hub/index.js';
 import { loadNativeUws } from '../src/hub/uws.js';

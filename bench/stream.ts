@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   const { createBus } = await import('../src/bus.js');
   const { systemClock } = await import('../src/clock.js');
   const { ProgramService } = await import('../src/trading/programs.js');
-  const { registerProgramRoutes } = await import('../src/http/programs.js');
+  const { registerProgramRoutes } = await import('../src/trading/routes-programs.js');
   const { settingsSchema } = await import('../src/trading/engine.js');
   const { SYMBOLS } = await import('../src/trading/symbols.js');
 

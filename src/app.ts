@@ -7,10 +7,11 @@ import type { Config } from './config.js';
 import { Hub } from './hub/index.js';
 import { createLogger } from './log.js';
 import { demoBanner } from './demo/page.js';
-import { runPhase, type Platform } from './modules/module.js';
-import { compose, type Built } from './modules/compose.js';
-import { SERVICES } from './modules/services.js';
+import { runPhase, type Platform } from './compose/module.js';
+import { compose, type Built } from './compose/compose.js';
+import { SERVICES } from './compose/services.js';
 import { openStore } from './store/open.js';
+import { redisTarget } from './store/redis-connection.js';
 
 export interface Maru {
   hub: Hub;
@@ -22,7 +23,7 @@ export interface Maru {
 }
 
 /**
- * The composition root: config -> logger, clock -> store -> bus -> the service modules (src/modules)
+ * The composition root: config -> logger, clock -> store -> bus -> the service modules (src/<service>/module.ts)
  * -> their routes -> listen -> their start. Shutdown: the modules' stop in reverse, the hub, the
  * modules' close in reverse, the bus, the store. Nothing else wires parts together.
  */
@@ -53,10 +54,10 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   // the hub's own guards (hub.rateLimit) count in the store on this clock
   hub.useState(store, clock);
 
-  const platform: Platform = { config, logger, clock, store, bus, processId };
+  const platform: Platform = { config, logger, clock, store, bus, processId, redis: redisTarget(config) };
 
   // the services: built, routed and started in the order of what each needs of the others
-  // (src/modules/compose.ts); shutdown runs them in reverse
+  // (src/compose/compose.ts); shutdown runs them in reverse
   const modules = await compose(SERVICES, platform);
   for (const m of modules) hub.service(m.name, (h) => m.routes(h));
   hub.page('/reference', '/reference.html', {

@@ -106,7 +106,7 @@ const schema = z.object({
   PROGRAM_CANDLE_MS: intFrom(60_000, 1000, 86_400_000),
   /** Accelerated market for demos and tests: a candle closes every PROGRAM_CANDLE_MS / PROGRAM_SPEED ms of the hub clock. */
   PROGRAM_SPEED: intFrom(1, 1, 10_000),
-  /** DEMO=1 seeds demo data through the services at start (src/demo.ts) and prints where to look; nothing is seeded without it. */
+  /** DEMO=1 seeds demo data through the services at start (src/demo/seed.ts) and prints where to look; nothing is seeded without it. */
   DEMO: z.enum(['0', '1']).default('0').transform((v) => v === '1'),
   /** Lease of a running program to one process (renewed every third); a dead process's programs resume elsewhere after it. */
   PROGRAM_LEASE_MS: intFrom(15_000, 300, 600_000),

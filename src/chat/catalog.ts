@@ -1,4 +1,4 @@
-import { IPA_BASE_FEE, PRODUCTS as RENTAL_PRODUCTS, TERM_MONTHS } from '../rental/catalog.js';
+import { IPA_BASE_FEE, PRODUCTS as RENTAL_PRODUCTS, TERM_MONTHS } from '../rental/index.js';
 import type { Need, Source } from './keywords.js';
 
 /**

@@ -1,4 +1,4 @@
-import { normalisePhone as intakePhone } from '../intake/input.js';
+import { normalisePhone as intakePhone } from '../intake/index.js';
 
 /**
  * Contact fields the conversation collects: Korean phone numbers (normalised to the hyphenated

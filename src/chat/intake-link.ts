@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
-import { K, type IntakeService } from '../intake/service.js';
-import { mailWrites } from '../mail/mailer.js';
-import type { RentalService } from '../rental/service.js';
+import { K, type IntakeService } from '../intake/index.js';
+import { mailWrites } from '../mail/index.js';
+import type { RentalService } from '../rental/index.js';
 import type { Store } from '../store/port.js';
 import type { ChatIntake, ChatMail } from './service.js';
 

@@ -1,4 +1,4 @@
-import type { DemoSummary } from '../demo.js';
+import type { DemoSummary } from './seed.js';
 
 /**
  * What the demo tells people: the lines printed at start (one per service: the page to open and who

@@ -1,8 +1,4 @@
-import { UNIT } from '../payment/ledger.js';
-import { ChallengeLifecycle } from '../payment/lifecycle.js';
-import { DEFAULT_RULES, payoutWeekOf } from '../payment/rules.js';
-import { PaymentService } from '../payment/service.js';
-import type { Payment } from '../payment/relay.js';
+import { UNIT, ChallengeLifecycle, DEFAULT_RULES, payoutWeekOf, PaymentService, type Payment } from '../payment/index.js';
 
 /**
  * The demo's weekly payouts (docs/payment.md "Payouts"), made by the payment relay's own functions:

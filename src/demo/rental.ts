@@ -2,10 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import CFB from 'cfb';
 import { deflateSync } from 'node:zlib';
-import type { BlobStore } from '../blobs/port.js';
-import type { Actor, RentalService } from '../rental/service.js';
-import type { StoredFile } from '../rental/files.js';
-import type { DocType } from '../rental/catalog.js';
+import type { BlobStore } from '../blobs/index.js';
+import type { Actor, RentalService, StoredFile, DocType } from '../rental/index.js';
 
 /**
  * The demo's rental applications, one in each status the partner sees (pending, documents_submitted,

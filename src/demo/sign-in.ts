@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { AuthService } from '../auth/service.js';
+import type { AuthService } from '../auth/index.js';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import type { Store } from '../store/port.js';

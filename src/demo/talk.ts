@@ -1,6 +1,5 @@
-import type { ChatService, TurnAnswer } from '../chat/service.js';
-import { signOwner } from '../coach/owner-id.js';
-import type { ActionStatus, CoachService, OwnerInput } from '../coach/service.js';
+import type { ChatService, TurnAnswer } from '../chat/index.js';
+import { signOwner, type ActionStatus, type CoachService, type OwnerInput } from '../coach/index.js';
 import { AppError } from '../errors.js';
 
 /**

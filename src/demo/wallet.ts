@@ -1,4 +1,4 @@
-import type { Payment } from '../payment/relay.js';
+import type { Payment } from '../payment/index.js';
 import { seedPayouts, type PayoutDemoState, type PayoutSeen } from './payouts.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { mailWrites, type MailMessage } from '../mail/mailer.js';
+import { mailWrites, type MailMessage } from '../mail/index.js';
 import { parseIntakeInput, type IntakeInput } from './input.js';
 
 /**

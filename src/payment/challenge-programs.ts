@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/port.js';
-import type { LivePrograms } from '../trading/program-port.js';
-import type { ProgramEvent } from '../trading/program-model.js';
+import type { LivePrograms, ProgramEvent } from '../trading/index.js';
 import type { ChallengeLifecycle, EngineEvent } from './lifecycle.js';
 import type { ChallengeProgramPort, ChallengeRecord } from './service.js';
 

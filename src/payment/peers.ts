@@ -3,7 +3,7 @@ import { notConfigured, type Deliver } from '../outbox.js';
 import type { Json } from '../store/port.js';
 
 /**
- * Client adapters of the payment relay's peers (the stand-ins in src/peers/payment-standins.ts play
+ * Client adapters of the payment relay's peers (the stand-ins in src/payment/standins.ts play
  * them on loopback). Only the price providers are called on a request path (the peg snapshot, with a
  * time-out); the chain, the broker and the banking off-ramp are reached through the durable outbox.
  */
@@ -122,7 +122,7 @@ export class BankingClient {
   events(after: number, limit = 100): Promise<{ events?: unknown[]; has_more?: boolean }> {
     return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/events?after=${after}&limit=${limit}`, { timeoutMs: this.timeoutMs });
   }
-  /** The bank's own settlement of a UTC day (the stand-in's: src/peers/bank-settlement.ts). */
+  /** The bank's own settlement of a UTC day (the stand-in's: src/payment/standin-bank.ts). */
   settlement(date: string): Promise<{ payments?: unknown[]; onramps?: unknown; offramps?: unknown }> {
     return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/settlement?date=${encodeURIComponent(date)}`, { timeoutMs: this.timeoutMs });
   }

@@ -3,9 +3,9 @@ import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Deliver } from '../outbox.js';
-import type { PaymentStandins } from '../peers/payment-standins.js';
+import type { PaymentStandins } from './standins.js';
 import type { Store } from '../store/port.js';
-import type { LivePrograms } from '../trading/program-port.js';
+import type { LivePrograms } from '../trading/index.js';
 import { Idempotency } from '../idempotency.js';
 import { ChallengePrograms } from './challenge-programs.js';
 import { ChallengeLifecycle } from './lifecycle.js';
@@ -21,7 +21,7 @@ import { Reconciler } from './reconcile.js';
 import { Settlement } from './settlement.js';
 
 /**
- * The payment relay's parts, built from its settings (src/modules/payment.ts calls this with the
+ * The payment relay's parts, built from its settings (src/payment/module.ts calls this with the
  * settings resolved, the embedded peers' addresses included when it runs them): the peers' clients,
  * SSO, peg, ledger services, the outbox deliverers, and the challenges' programs over the trading
  * service's `livePrograms` port (challenge-programs.ts). Building starts nothing: `start` starts the

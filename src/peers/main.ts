@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createLogger } from '../log.js';
-import { newWebhookSecret, startPaymentStandins } from './payment-standins.js';
+import { newWebhookSecret, startPaymentStandins } from '../payment/index.js';
 import { startTaskLedgerStandin } from './task-ledger-standin.js';
 import { startValueStandin } from './value-standin.js';
 

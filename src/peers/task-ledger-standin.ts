@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { ledgerEntryHash, type VerifyResult } from '../reward/peers.js';
+import { ledgerEntryHash, type VerifyResult } from '../reward/index.js';
 import { errorJson, readJsonBody, routeMiss, startStandin, type Standin, type StandinOptions } from './value-standin.js';
 
 /**

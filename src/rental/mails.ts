@@ -1,5 +1,5 @@
-import type { SubscriptionRecord } from '../intake/service.js';
-import type { MailMessage } from '../mail/mailer.js';
+import type { SubscriptionRecord } from '../intake/index.js';
+import type { MailMessage } from '../mail/index.js';
 import { DOC_LABELS, isDocType } from './catalog.js';
 
 /** The applicant's mails (Korean): receipt on submission, and the decision. */

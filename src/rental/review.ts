@@ -1,5 +1,4 @@
-import type { IntakeService, SubscriptionRecord, SubscriptionView } from '../intake/service.js';
-import { view } from '../intake/service.js';
+import { type IntakeService, type SubscriptionRecord, type SubscriptionView, view } from '../intake/index.js';
 import type { Store } from '../store/port.js';
 import { K } from './audit.js';
 import { BUILDING_LABELS, DOC_TYPES, STATUSES, STATUS_LABELS, type BuildingType, type RentalStatus } from './catalog.js';

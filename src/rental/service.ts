@@ -1,9 +1,8 @@
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError, badRequest, conflict, isStoreUnavailable, notFound } from '../errors.js';
-import { parseIntakeInput } from '../intake/input.js';
-import { newSubscriptionId, view, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/service.js';
-import { mailWrites } from '../mail/mailer.js';
+import { parseIntakeInput, newSubscriptionId, view, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/index.js';
+import { mailWrites } from '../mail/index.js';
 import { codec, decodeList } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { AUDIT_CAP, auditEntries, K, type AuditEntry } from './audit.js';
@@ -18,7 +17,7 @@ import {
   type DocType,
   type RentalStatus,
 } from './catalog.js';
-import type { BlobStore } from '../blobs/port.js';
+import type { BlobStore } from '../blobs/index.js';
 import { EXTENSIONS, STORED_NAME_RE, blobKeyOf, type StoredFile } from './files.js';
 import { decisionMail, receiptMail } from './mails.js';
 import { emptyDocuments, statusAfterCheck, statusAfterUpload, type Check, type DocumentEntry, type Documents } from './status.js';

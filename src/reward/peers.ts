@@ -1,10 +1,10 @@
 import type { Config } from '../config.js';
 import { notConfigured, type Deliver, type OutboxItem } from '../outbox.js';
 import type { Json } from '../store/port.js';
-import { PeerError, parseJsonText, statusError, tcpHttpRequest, type CallOptions } from '../peers/http-client.js';
+import { PeerError, parseJsonText, statusError, tcpHttpRequest, type CallOptions } from '../peers/index.js';
 import { canonicalJson, sha256Hex } from './signing.js';
 
-export { PeerError, tcpHttpRequest, type CallOptions, type RawHttpResponse, type TcpHttpRequest } from '../peers/http-client.js';
+export { PeerError, tcpHttpRequest, type CallOptions, type RawHttpResponse, type TcpHttpRequest } from '../peers/index.js';
 
 /**
  * Client adapters for the reward plan's peers (document 3, "Peer services used"):

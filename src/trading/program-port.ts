@@ -5,7 +5,7 @@ import type { ProgramService } from './programs.js';
 /**
  * The port through which another service runs live programs of its own (the payment relay runs each
  * bought challenge as one, docs/payment.md "Challenges"), provided by the trading module as
- * `livePrograms` (src/modules/ports.ts): create a program on an account of a given capital and daily
+ * `livePrograms` (src/compose/ports.ts): create a program on an account of a given capital and daily
  * loss limit (the engine's defaults for every other setting), start it, and follow every program's
  * events as this process receives them from the Bus (published by any process). The caller keeps
  * its own record of which program is its.

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { signTreeHead } from '../../src/payment/sth.js';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { paymentHubEnv } from '../support/payment.js';
 import { browserAvailable, launchChromium } from '../support/browser.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { CHALLENGES } from '../../src/payment/rules.js';
 import { applicant, form, threeFiles } from '../rental/fixtures.js';
 import { bearer, login, signIn, TEST_ADMIN_PASSWORD, TEST_PARTNER_PASSWORD } from '../support/auth.js';

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { signIn } from '../support/auth.js';
 import { call } from '../support/http.js';
 import { paymentHubEnv } from '../support/payment.js';

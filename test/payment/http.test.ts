@@ -4,7 +4,7 @@ import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { leafHash, verifyInclusion } from '../../src/payment/merkle.js';
-import { chainLeafData, newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { chainLeafData, newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { signIn } from '../support/auth.js';
 import { paymentHubEnv } from '../support/payment.js';
 import { call, until } from '../support/http.js';
@@ -159,7 +159,7 @@ describe('payment relay over HTTP', () => {
     // webhooks: unsigned, wrong signature, stale
     const body = JSON.stringify({ type: 'payment.confirmed', data: { payment_id: 'bp_x', ref: 'or_x', amount_krw: 1, usd_micro: 1 } });
     expect((await call(base, 'POST', '/api/token/banking/webhook', body)).status).toBe(401);
-    const { webhookSignature } = await import('../../src/peers/payment-standins.js');
+    const { webhookSignature } = await import('../../src/payment/standins.js');
     const old = Math.floor(clock.now() / 1000) - 600;
     const stale = await call(base, 'POST', '/api/token/banking/webhook', body, { 'webhook-id': 'bp_x', 'webhook-timestamp': String(old), 'webhook-signature': webhookSignature(secret, 'bp_x', old, body) });
     expect(stale.status).toBe(401);

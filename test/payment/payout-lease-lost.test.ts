@@ -7,7 +7,7 @@ import { PegService } from '../../src/payment/peg.js';
 import { PAYOUT, PayoutService } from '../../src/payment/payouts.js';
 import { payoutAt, payoutWeekOf } from '../../src/payment/rules.js';
 import { PaymentService } from '../../src/payment/service.js';
-import { startPriceStandin, type PriceState } from '../../src/peers/payment-standins.js';
+import { startPriceStandin, type PriceState } from '../../src/payment/standins.js';
 import type { Standin } from '../../src/peers/value-standin.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { CHALLENGES } from '../../src/payment/rules.js';
 import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
 import { call } from '../support/http.js';

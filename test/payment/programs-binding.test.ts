@@ -6,7 +6,7 @@ import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { availableOf, readAccount, transferKeys, ledgerUpdate, userAccount } from '../../src/payment/ledger.js';
 import { createPayment } from '../../src/payment/relay.js';
-import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/payment/standins.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { livePrograms } from '../../src/trading/program-port.js';
@@ -38,7 +38,7 @@ describe('challenges bound to live trading programs', () => {
     payment = await createPayment(loadConfig({ DATA_DIR: dir, PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(',') }), {
       store, clock: systemClock, bus, logger: pino({ level: 'silent' }), programs: livePrograms(programs),
     });
-    // as the composition root does on every process (src/modules/payment.ts)
+    // as the composition root does on every process (src/payment/module.ts)
     unfollow = payment.program!.follow();
     for (const u of ['pia', 'quinn', 'rory']) {
       const t = { id: `fund-${u}`, debit: 'bank', credit: userAccount(u, 'wallet'), amount: 500n * 10n ** 6n, code: 'test' };

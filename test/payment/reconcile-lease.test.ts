@@ -5,7 +5,7 @@ import { PegService } from '../../src/payment/peg.js';
 import { BankingClient } from '../../src/payment/peers.js';
 import { RECON, Reconciler } from '../../src/payment/reconcile.js';
 import { PaymentService } from '../../src/payment/service.js';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';

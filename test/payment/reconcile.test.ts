@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { signIn } from '../support/auth.js';
 import { paymentHubEnv } from '../support/payment.js';
 import { call, until } from '../support/http.js';

@@ -4,7 +4,7 @@ import { auditPath, leafHash, treeHash, verifyInclusion } from '../../src/paymen
 import { PegService, twap } from '../../src/payment/peg.js';
 import { verifyWebhook } from '../../src/payment/peers.js';
 import { collateralFor, isoWeek, learningCredit, lastPayableWeek, offrampFee, payoutAt, payoutUnits, payoutWeekOf, split, weekStart } from '../../src/payment/rules.js';
-import { newWebhookSecret, startPriceStandin, webhookSignature } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPriceStandin, webhookSignature } from '../../src/payment/standins.js';
 import { PriceProviderClient } from '../../src/payment/peers.js';
 
 describe('TWAP over a fully covered window', () => {

@@ -5,7 +5,7 @@ import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { leafHash, verifyConsistency } from '../../src/payment/merkle.js';
 import { signTreeHead, verifyTreeHead, chainPublicKey } from '../../src/payment/sth.js';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/peers/payment-standins.js';
+import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { signIn } from '../support/auth.js';
 import { paymentHubEnv } from '../support/payment.js';
 import { call } from '../support/http.js';

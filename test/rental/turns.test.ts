@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { Turns } from '../../src/http/rental.js';
+import { Turns } from '../../src/rental/routes.js';
 
 describe('download turns', () => {
   it('runs at most N at once, queues a bounded number, refuses the rest with 503 busy', async () => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ManualClock } from '../../src/clock.js';
 import { PRESENCE_TIMEOUT_MS } from '../../src/collab/model.js';
 import { CollabService } from '../../src/collab/service.js';
-import { monteCarloBody } from '../../src/http/trading.js';
+import { monteCarloBody } from '../../src/trading/routes.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import { walkForwardWindows } from '../../src/trading/analyses.js';
 import { checkWalkForward, MAX_MC_RUNS, MAX_WINDOWS } from '../../src/trading/rules.js';

@@ -1,4 +1,4 @@
-import type { PaymentStandins } from '../../src/peers/payment-standins.js';
+import type { PaymentStandins } from '../../src/payment/standins.js';
 import { AUTH_TEST_ENV } from './auth.js';
 import { tempDir } from './process.js';
 

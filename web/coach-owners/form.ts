@@ -1,6 +1,6 @@
 /**
  * The owner form: owner id, vision and the action rows (title, phase, reward), checked here as the
- * service checks them (src/http/coach.ts), and the service's refusals shown next to their field.
+ * service checks them (src/coach/routes.ts), and the service's refusals shown next to their field.
  */
 import { el } from '../common/live.js';
 

@@ -1,0 +1,2 @@
+/** Identity's public face: what other services (demo) use of it; the rest of the folder is its own. */
+export type { AuthService, Role } from './service.js';

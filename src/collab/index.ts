@@ -1,0 +1,2 @@
+/** Co-editing's public face: what other services (demo) use of it; the rest of the folder is its own. */
+export type { CollabService } from './service.js';

@@ -1,0 +1,154 @@
+import { z } from 'zod';
+import type { Hub, RequestContext } from '../hub/declare.js';
+import { CATEGORY_RE, LIST_TOPIC, SLUG_RE, type CollabService, type Editor } from './service.js';
+import { collabResponses as R } from './schemas.js';
+
+/**
+ * Routes of the document collaboration service (docs/collab.md "Routes"). The four of the spec
+ * (POST /api/md/lock, POST /api/md/unlock, GET /api/md/lock/:slug, GET /api/md/stats) plus save,
+ * list, get, delete, search, history, version, restore and presence. Live channel: WebSocket
+ * topics `md:<slug>` and `md:all` on /ws; Yjs co-editing on /yjs/<slug>.
+ *
+ * Reading is open (documents, list, search, history, lock state, statistics, presence list, the
+ * list's stream); every write (save, delete, restore, lock, unlock, presence) and live co-editing
+ * need a signed-in editor (the operator passes every role check). The identity is the author, the
+ * lock holder and the presence name: the body names nobody.
+ */
+
+/** The credential of every write and of /yjs/:slug. */
+export const EDITOR = { roles: ['editor'] };
+
+const slug = z.string().regex(SLUG_RE, 'a slug is 1-80 of a-z 0-9 한글 _ - (no path characters)');
+const slugParams = z.object({ slug });
+const presenceId = z.string().regex(/^[a-f0-9]{16}$/);
+
+/** The caller as the service sees it (the route declares `auth`, so there is one). */
+const editorOf = (ctx: RequestContext<any, any, any>): Editor => {
+  const p = ctx.identity!;
+  return { id: p.id, name: p.name, operator: p.roles.includes('operator') };
+};
+
+export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
+  const { service } = opts;
+  hub.topic({
+    name: 'md:*',
+    policy: 'drop',
+    history: 200,
+    // the list, or one document's slug: presence lives on a slug before its first save, so a
+    // well-formed slug is a topic whether or not the document exists yet
+    authorize: (topic) => (topic === LIST_TOPIC || SLUG_RE.test(topic.slice('md:'.length)) ? 'ok' : 'unknown'),
+  });
+
+  const saveBody = z.strictObject({
+    slug,
+    content: z.string(),
+    category: z.string().trim().regex(CATEGORY_RE).optional(),
+    title: z.string().trim().min(1).max(200).optional(),
+    baseVersion: z.number().int().min(0).optional(),
+  });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/md/save',
+    auth: EDITOR,
+    response: R.save,
+    // room for JSON escaping of a document at the limit; the exact limit is checked on the content
+    body: { schema: saveBody, limit: service.maxBytes * 6 + 4096 },
+    handler: async (ctx) => {
+      const out = await service.save({ ...ctx.body, editor: editorOf(ctx), origin: 'http' });
+      return { ok: true, changed: out.changed, doc: out.doc };
+    },
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/md/docs',
+    response: R.list,
+    cacheControl: 'no-store',
+    query: z.object({ category: z.string().max(40).optional() }),
+    handler: (ctx) => service.list(ctx.query.category),
+  });
+  hub.route({ method: 'GET', path: '/api/md/doc/:slug', response: R.doc, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ doc: await service.get(ctx.params.slug) }) });
+  hub.route({
+    method: 'POST',
+    path: '/api/md/delete',
+    auth: EDITOR,
+    response: R.deleted,
+    body: { schema: z.strictObject({ slug }) },
+    handler: (ctx) => service.remove(ctx.body.slug, editorOf(ctx)),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/md/search',
+    response: R.search,
+    cacheControl: 'no-store',
+    query: z.object({ q: z.string().trim().min(1).max(200), category: z.string().max(40).optional() }),
+    handler: async (ctx) => ({ q: ctx.query.q, results: await service.search(ctx.query.q, ctx.query.category) }),
+  });
+  hub.route({ method: 'GET', path: '/api/md/history/:slug', response: R.history, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.history(ctx.params.slug) });
+  hub.route({
+    method: 'GET',
+    path: '/api/md/history/:slug/:version',
+    response: R.version,
+    cacheControl: 'no-store',
+    params: z.object({ slug, version: z.coerce.number().int().min(1) }),
+    handler: async (ctx) => ({ slug: ctx.params.slug, version: await service.version(ctx.params.slug, ctx.params.version) }),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/md/restore',
+    auth: EDITOR,
+    response: R.restore,
+    body: { schema: z.strictObject({ slug, version: z.number().int().min(1) }) },
+    handler: async (ctx) => {
+      const out = await service.restore(ctx.body.slug, ctx.body.version, editorOf(ctx));
+      return { ok: true, changed: out.changed, restored_from: ctx.body.version, doc: out.doc };
+    },
+  });
+
+  // the four routes of the spec
+  hub.route({
+    method: 'POST',
+    path: '/api/md/lock',
+    auth: EDITOR,
+    response: R.lock,
+    body: { schema: z.strictObject({ slug }) },
+    handler: (ctx) => service.locks.lock(ctx.body.slug, editorOf(ctx)),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/md/unlock',
+    auth: EDITOR,
+    response: R.lock,
+    body: { schema: z.strictObject({ slug }) },
+    handler: (ctx) => service.locks.unlock(ctx.body.slug, editorOf(ctx)),
+  });
+  hub.route({ method: 'GET', path: '/api/md/lock/:slug', response: R.lock, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.locks.state(ctx.params.slug) });
+  hub.route({ method: 'GET', path: '/api/md/stats', response: R.stats, cacheControl: 'no-store', handler: () => service.stats() });
+
+  // presence: join / heartbeat every 15 s, leave; dead peers expire after 30 s
+  hub.route({
+    method: 'POST',
+    path: '/api/md/presence',
+    auth: EDITOR,
+    response: R.presence,
+    body: { schema: z.strictObject({ slug, id: presenceId.optional() }) },
+    handler: (ctx) => service.presence.join(ctx.body.slug, editorOf(ctx), ctx.body.id),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/md/presence/leave',
+    auth: EDITOR,
+    response: R.left,
+    body: { schema: z.strictObject({ slug, id: presenceId }) },
+    handler: (ctx) => service.presence.leave(ctx.body.slug, editorOf(ctx), ctx.body.id),
+  });
+  hub.route({ method: 'GET', path: '/api/md/presence/:slug', response: R.peers, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.presence.peers(ctx.params.slug) }) });
+
+  // the document list's events as Server-Sent Events, resumable with Last-Event-ID from the Bus history
+  hub.sse({ path: '/api/md/stream', topics: [LIST_TOPIC], history: 200 });
+
+  hub.page('/docs', '/docs.html', {
+    title: 'Documents',
+    description: 'Markdown documents: live co-editing, presence, locks, history, search, statistics and presentation mode',
+  });
+}

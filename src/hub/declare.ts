@@ -1,0 +1,14 @@
+/**
+ * The hub's route-declaration face: what a service's route module may take from the hub (the Hub
+ * type it registers on, the route, stream, topic and upload declarations, Reply, validate and the
+ * query helpers), and nothing of the transport behind them. A service imports this file and no
+ * other file of src/hub (.dependency-cruiser.cjs, rule service-imports-hub).
+ */
+export type { Hub, RateLimitSpec, RouteGroup } from './index.js';
+export { Reply, route, validate } from './http.js';
+export type { AuthSpec, BodyReader, IdempotencySpec, IdempotentRun, Principal, RequestContext, RouteDef } from './http.js';
+export type { SseStream } from './sse.js';
+export type { BusSseDef } from './sse-route.js';
+export type { UploadedFile } from './multipart.js';
+export type { TopicSpec, TopicVerdict } from './topics.js';
+export { qDecimal, qInt, qText } from './query.js';

@@ -1,0 +1,317 @@
+import { z } from 'zod';
+import type { BlobStore } from '../blobs/index.js';
+import { AppError, badRequest } from '../errors.js';
+import { Reply, qInt, type Hub, type Principal, type RequestContext, type UploadedFile } from '../hub/declare.js';
+import { parseIntakeInput, RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/index.js';
+import type { Mailer } from '../mail/index.js';
+import type { PartnerAudit } from './audit.js';
+import { DOC_TYPES, STATUSES, catalogue } from './catalog.js';
+import type { StoredFile } from './files.js';
+import type { Review } from './review.js';
+import { PARTNER_TOPIC, SOURCES, type RentalService } from './service.js';
+import type { Json } from '../store/port.js';
+import { inspectUpload, type Scanner } from '../uploads/index.js';
+import { note } from '../text.js';
+
+/**
+ * Intake and rental routes (docs/api.md "Rental intake and partner review", docs/rental.md):
+ * the public application form (JSON or streamed multipart), tracking and document replacement with
+ * the applicant's access key, and the partner's list, checks, audit trail, file downloads and
+ * live topic. Partner routes need the partner role (an operator passes too).
+ */
+
+export interface RentalRoutesOptions {
+  intake: IntakeService;
+  service: RentalService;
+  review: Review;
+  audit: PartnerAudit;
+  blobs: BlobStore;
+  scanner?: Scanner;
+  mailer: Mailer;
+  limits?: { submit?: Limit; track?: Limit };
+}
+
+interface Limit {
+  limit: number;
+  windowMs: number;
+}
+
+/** Text fields of the form (multipart: any other name is 400 unexpected_field). */
+const FORM_FIELDS = ['type', 'applicantType', 'organization', 'department', 'contactName', 'contactPhone', 'email', 'buildingType', 'remarks'] as const;
+
+const partner = { roles: ['partner'] } as const;
+const key = z.string({ error: 'is required: the access key given at submission' }).min(1).max(100);
+const subId = z.string().max(40);
+
+// answers (docs/rental.md): an application as clients see it has the common intake fields and the
+// rental's own (product, fees, documents) beside them
+const application = z
+  .object({ id: z.string(), receiptNo: z.string(), type: z.string(), status: z.string(), createdAt: z.string(), updatedAt: z.string() })
+  .loose();
+const submitted = application.extend({ accessKey: z.string() });
+const catalogueAnswer = z.object({
+  termMonths: z.number().int(),
+  products: z.array(z.object({ type: z.string(), monthlyFee: z.number(), fees: z.record(z.string(), z.number()) }).loose()),
+  buildingTypes: z.array(z.object({ value: z.string(), label: z.string() })),
+  documents: z.array(z.object({ field: z.string(), label: z.string() })),
+  statuses: z.array(z.object({ value: z.string(), label: z.string() })),
+});
+const counters = z.object({ total: z.number(), pending: z.number(), documents_submitted: z.number(), under_review: z.number(), approved: z.number(), rejected: z.number() });
+const listAnswer = z.object({ items: z.array(application), page: z.number(), pageSize: z.number(), matched: z.number(), pages: z.number(), counters });
+const auditEntry = z.object({ at: z.string(), actor: z.string(), client: z.string(), action: z.string(), target: z.string().nullable(), result: z.string(), detail: z.string().nullable() });
+const keptMail = z.object({ id: z.string(), at: z.string(), to: z.string(), subject: z.string() }).loose();
+
+/**
+ * Every received file: virus scan, type by content (the name's extension must agree), then
+ * into the blob store. Nothing is stored until every file passed; when storing fails half-way,
+ * the blobs already stored are deleted.
+ */
+async function storeFiles(files: UploadedFile[], blobs: BlobStore, scanner: Scanner | undefined): Promise<StoredFile[]> {
+  const checked = [];
+  // type by content; a name whose extension claims another type is 415 type_mismatch (src/uploads)
+  for (const file of files) checked.push({ file, mediaType: (await inspectUpload(file, scanner)).mediaType });
+  const stored: StoredFile[] = [];
+  try {
+    for (const { file, mediaType } of checked) {
+      const { key, size } = await blobs.putFile(file.tempPath, { contentType: mediaType });
+      stored.push({ field: file.field, filename: file.filename, size, mediaType, blobKey: key });
+    }
+  } catch (err) {
+    for (const s of stored) await blobs.delete(s.blobKey).catch(() => undefined);
+    throw err;
+  }
+  return stored;
+}
+
+/**
+ * Downloads are answered from memory (the hub's replies are whole bodies), so at most
+ * `running` files are read at once per process and at most `waiting` requests wait for a turn;
+ * beyond that the answer is 503 `busy` with Retry-After. The memory bound is
+ * running x UPLOAD_MAX_BYTES.
+ */
+export class Turns {
+  private active = 0;
+  private readonly queue: (() => void)[] = [];
+  constructor(
+    private readonly running: number,
+    private readonly waiting: number,
+  ) {}
+
+  async run<T>(f: () => Promise<T>): Promise<T> {
+    if (this.active >= this.running) {
+      if (this.queue.length >= this.waiting) {
+        throw new AppError('unavailable', 'busy', 'too many downloads at once; try again shortly', { retry_after_s: 1 });
+      }
+      await new Promise<void>((r) => this.queue.push(r));
+    }
+    this.active++;
+    try {
+      return await f();
+    } finally {
+      this.active--;
+      this.queue.shift()?.();
+    }
+  }
+}
+
+/** `Content-Disposition: attachment` with the original name (RFC 6266 / 5987) and an ASCII fallback. */
+export function attachment(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void {
+  const { intake, service, review, audit, blobs, scanner, mailer } = opts;
+  const submitLimit = hub.rateLimit('intake-submit', opts.limits?.submit ?? { limit: 30, windowMs: 600_000 });
+  const trackLimit = hub.rateLimit('intake-track', opts.limits?.track ?? { limit: 120, windowMs: 60_000 });
+  const isPartner = (p: Principal | undefined) => !!p && hub.auth.allows(p, partner.roles);
+  const downloads = new Turns(4, 64);
+
+  hub.page('/rental.html', '/rental.html', {
+    title: '렌탈 신청 · Rental application',
+    description: 'Public offices and schools apply for a 36-month rental with three documents and get a receipt number.',
+  });
+  hub.page('/applicant.html', '/applicant.html', {
+    title: '렌탈 신청 조회 · My application',
+    description: 'The applicant opens the application with the receipt number and access key: status, each document and its result, and uploads.',
+  });
+  hub.page('/partner.html', '/partner.html', {
+    title: '렌탈 파트너 심사 · Partner review',
+    description: 'The rental partner signs in, reviews each document, and sees new applications live.',
+  });
+  hub.topic({
+    name: PARTNER_TOPIC,
+    policy: 'close',
+    authorize: (_topic, identity) => (!identity ? 'unauthorized' : isPartner(identity) ? 'ok' : 'forbidden'),
+  });
+
+  // ---- intake (public) -----------------------------------------------------------------------
+  const products = catalogue();
+  hub.route({ method: 'GET', path: '/api/rental/products', response: catalogueAnswer, cacheControl: 'no-cache', handler: () => products });
+
+  hub.route({
+    method: 'POST',
+    path: '/api/subscriptions',
+    body: {
+      schema: z.record(z.string(), z.unknown()),
+      multipart: { files: DOC_TYPES, fields: FORM_FIELDS, maxFields: 16 },
+    },
+    guards: [submitLimit],
+    // a retry with the same Idempotency-Key (after a 503 or a lost answer) replays the first answer
+    idempotency: { key: 'optional' },
+    response: { 201: submitted },
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      // the fields first: a bad form is refused before any file is scanned or stored
+      parseIntakeInput(ctx.body);
+      const files = await storeFiles(ctx.files ?? [], blobs, scanner);
+      const finish = ctx.idempotency?.finish;
+      const answer = finish && ((application: SubscriptionView, accessKey: string) => finish(201, { ...application, accessKey } as unknown as Json));
+      const { application, accessKey } = await service.submit(ctx.body, files, answer ? { answer } : {});
+      return Reply.json({ ...application, accessKey }, 201);
+    },
+  });
+
+  hub.route({
+    method: 'GET',
+    // the router needs one parameter name per position: :ref is the receipt number here, the id below
+    path: '/api/subscriptions/:ref',
+    params: z.object({ ref: z.string().regex(RECEIPT_RE, 'must be a receipt number such as R261122-000042') }),
+    query: z.object({ key }).strict(),
+    guards: [trackLimit],
+    response: application,
+    cacheControl: 'no-store',
+    handler: (ctx) => intake.track(ctx.params.ref, ctx.query.key),
+  });
+
+  hub.route({
+    method: 'PUT',
+    path: '/api/subscriptions/:ref/documents/:docType',
+    params: z.object({ ref: subId, docType: z.string().max(40) }),
+    query: z.object({ key }).strict(),
+    body: { schema: z.record(z.string(), z.unknown()), multipart: { files: DOC_TYPES, fields: [] } },
+    guards: [trackLimit],
+    response: application,
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      const files = ctx.files ?? [];
+      if (files.length !== 1) {
+        throw badRequest('file_required', `send exactly one file, in the form field ${ctx.params.docType}`, { received: files.length });
+      }
+      // check the key before the file is scanned or stored
+      intake.requireKey(await intake.require(ctx.params.ref), ctx.query.key);
+      const [stored] = await storeFiles(files, blobs, scanner);
+      return service.replace(ctx.params.ref, ctx.params.docType, ctx.query.key, stored!);
+    },
+  });
+
+  // ---- partner -------------------------------------------------------------------------------
+  const actor = (ctx: RequestContext) => ({ id: ctx.identity!.id, name: ctx.identity!.name });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/partner/applications',
+    auth: partner,
+    query: z
+      .object({
+        status: z.enum(STATUSES, { error: `must be one of ${STATUSES.join(', ')}` }).optional(),
+        q: z.string().trim().max(100).optional(),
+        source: z.enum(SOURCES, { error: `must be one of ${SOURCES.join(', ')}` }).optional(),
+        page: qInt({ min: 1, max: 100_000 }).optional(),
+        pageSize: qInt({ min: 1, max: 100 }).optional(),
+        format: z.enum(['json', 'csv']).optional(),
+      })
+      .strict(),
+    response: listAnswer,
+    summary: 'Applications, paged and filtered (format=csv: the same rows as text/csv)',
+    cacheControl: 'no-store',
+    handler: async (ctx) => {
+      const { status, q, source, format } = ctx.query;
+      const filter = [status && `status=${status}`, source && `source=${source}`, q && `q=${q}`].filter(Boolean).join('&') || null;
+      if (format === 'csv') {
+        const csv = await review.csv({ status, q, source });
+        await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'export', target: null, result: 'ok', detail: filter });
+        return new Reply(200, csv, 'text/csv; charset=utf-8', { 'content-disposition': attachment('rental-applications.csv') });
+      }
+      const out = await review.list({ status, q, source, page: ctx.query.page ?? 1, pageSize: ctx.query.pageSize ?? 20 });
+      await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'list', target: null, result: 'ok', detail: filter });
+      return out;
+    },
+  });
+
+  hub.route({
+    method: 'PUT',
+    path: '/api/partner/applications/:id/documents/:docType/check',
+    auth: partner,
+    params: z.object({ id: subId, docType: z.string().max(40) }),
+    body: {
+      schema: z
+        .strictObject({
+          result: z.enum(['approved', 'rejected'], { error: 'must be "approved" or "rejected"' }),
+          reason: note(500).transform((r) => r.trim()).refine((r) => r.length > 0, 'must not be empty').optional(),
+        })
+        .refine((b) => b.result !== 'rejected' || b.reason !== undefined, { path: ['reason'], message: 'is required when the result is rejected' }),
+    },
+    response: application,
+    cacheControl: 'no-store',
+    handler: (ctx) => service.check(ctx.params.id, ctx.params.docType, ctx.body, actor(ctx), ctx.remoteAddress),
+  });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/partner/audit',
+    auth: partner,
+    query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }).strict(),
+    response: z.object({ entries: z.array(auditEntry) }),
+    cacheControl: 'no-store',
+    handler: async (ctx) => ({ entries: await audit.entries(ctx.query.limit ?? 100) }),
+  });
+
+  // ---- files: the partner's token or the applicant's key, nothing public ----------------------
+  hub.route({
+    method: 'GET',
+    path: '/api/uploads/:subId/:filename',
+    auth: { optional: true },
+    params: z.object({ subId, filename: z.string().max(100) }),
+    query: z.object({ key: key.optional() }).strict(),
+    summary: 'A stored document (its own media type), for the partner or the applicant',
+    cacheControl: 'private, no-store',
+    handler: async (ctx) => {
+      const { subId: id, filename } = ctx.params;
+      let access: { partner: true } | { key: string | undefined };
+      if (ctx.identity) {
+        if (!isPartner(ctx.identity)) throw new AppError('forbidden', 'forbidden', 'files are for the partner or the applicant');
+        access = { partner: true };
+      } else if (ctx.query.key !== undefined) {
+        access = { key: ctx.query.key };
+      } else {
+        throw new AppError('unauthorized', 'unauthorized', 'a partner token (Authorization: Bearer) or the access key (?key=) is needed');
+      }
+      const { file, body } = await downloads.run(async () => {
+        const file = await service.file(id, filename, access);
+        const chunks: Buffer[] = [];
+        for await (const chunk of file.stream) chunks.push(chunk as Buffer);
+        return { file, body: Buffer.concat(chunks) };
+      });
+      if ('partner' in access) {
+        await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'download', target: `${file.receiptNo}/${filename}`, result: 'ok', detail: null });
+      }
+      return new Reply(200, body, file.entry.mediaType, {
+        // X-Content-Type-Options: nosniff comes with every answer of the hub (hub/security.ts)
+        'content-disposition': attachment(file.entry.filename),
+      });
+    },
+  });
+
+  // ---- kept mail (no SMTP_URL) ------------------------------------------------------------------
+  hub.route({
+    method: 'GET',
+    path: '/api/mail',
+    auth: { roles: ['operator'] },
+    query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }).strict(),
+    response: z.object({ sending: z.boolean(), mails: z.array(keptMail) }),
+    cacheControl: 'no-store',
+    handler: async (ctx) => ({ sending: mailer.sending, mails: await mailer.kept(ctx.query.limit ?? 100) }),
+  });
+}

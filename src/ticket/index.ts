@@ -1,0 +1,2 @@
+/** Ticketing's public face: what other services (demo) use of it; the rest of the folder is its own. */
+export type { TicketService } from './service.js';

@@ -1,0 +1,21 @@
+import { registerTicketRoutes } from './routes.js';
+import { TicketService } from './service.js';
+import { defineService } from '../compose/compose.js';
+
+/** Mobile ticketing and check-in (docs/ticket.md). */
+export const ticketModule = defineService({
+  name: 'ticket',
+  needs: [],
+  provides: ['tickets'],
+  build(p) {
+    const { store, clock, bus } = p;
+    const service = new TicketService({ store, clock, bus });
+    return {
+      name: 'ticket',
+      ports: { tickets: service },
+      routes(hub) {
+        registerTicketRoutes(hub, { service });
+      },
+    };
+  },
+});
