@@ -5,8 +5,8 @@ import { createBus } from './bus.js';
 import { offsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Hub } from './hub/index.js';
+import type { DemoSummary } from './demo/seed.js';
 import { createLogger } from './log.js';
-import { demoBanner } from './demo/page.js';
 import { runPhase, type Platform } from './compose/module.js';
 import { compose, type Built } from './compose/compose.js';
 import { SERVICES } from './compose/services.js';
@@ -19,6 +19,8 @@ export interface Maru {
   url: string;
   /** Passwords this start made (the operator's and partner's at the first start, the demo accounts'): the banner prints them (src/banner.ts). */
   passwords: { user: string; password: string }[];
+  /** With DEMO=1, the demo's summary (the tour key, the accounts): the start banner's demo lines. */
+  demo?: DemoSummary | undefined;
   stop(): Promise<void>;
 }
 
@@ -71,7 +73,6 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   await runPhase(modules, 'start', logger, { url });
   logger.info({ url, store: store.kind, port }, 'maru listening');
   const demo = modules.find((m): m is Built<'demo'> => m.name === 'demo');
-  if (demo) process.stdout.write(demoBanner(url, demo.ports.demo));
   const auth = modules.find((m): m is Built<'auth'> => m.name === 'auth');
   const passwords = [
     ...(auth?.ports.auth.generated ?? []),
@@ -84,6 +85,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     port,
     url,
     passwords,
+    demo: demo?.ports.demo,
     stop: () =>
       (stopped ??= (async () => {
         await runPhase(modules, 'stop', logger);

@@ -4,7 +4,9 @@
  * machines; the banner goes to stderr, as command-line tools write what is meant for the person
  * there, and only when that is a terminal (else stdout when that one is). Without a terminal
  * (a service manager, a pipe, a test) nothing but the JSON lines is written: the generated
- * passwords are in them already (a `warn` line each, at the first start).
+ * passwords are in them already (a `warn` line each, at the first start). A demo start is the one
+ * exception: its lines (the tour's address, the demo password) go to stdout as well without a
+ * terminal, for `npm run demo` through a pipe; on a terminal they are a section of this banner.
  */
 
 export interface BannerInput {
@@ -15,6 +17,11 @@ export interface BannerInput {
   passwords: readonly { user: string; password: string }[];
   /** Which fixed accounts take their password from the configuration. */
   configured: { admin: boolean; partner: boolean };
+  /**
+   * With DEMO=1, the demo's own lines (src/demo/page.ts): the guided tour, a stop per service and
+   * the demo accounts with their password, which then appears there only.
+   */
+  demo?: string | undefined;
 }
 
 const FIXED = [
@@ -46,12 +53,13 @@ export function banner(i: BannerInput): string {
     else if (i.configured[f.user]) lines.push(`${f.user.padEnd(9)}password from ${f.setting}`);
     else lines.push(`${f.user.padEnd(9)}password made at the first start (printed then); forgotten: set ${f.setting} and start again`);
   }
-  // the demo accounts share one password per run
+  // the demo accounts share one password per run (named by the demo's lines when there are some)
   const others = new Map<string, string[]>();
-  for (const p of i.passwords) if (!FIXED.some((f) => f.user === p.user)) others.set(p.password, [...(others.get(p.password) ?? []), p.user]);
+  if (i.demo === undefined) for (const p of i.passwords) if (!FIXED.some((f) => f.user === p.user)) others.set(p.password, [...(others.get(p.password) ?? []), p.user]);
   for (const [password, users] of others) lines.push(`${users.join(', ')}: password ${password}   (made for this run)`);
   lines.push(`other accounts: made by admin at ${i.url}/accounts`);
   out.push(`  ${pad('sign in')}${lines.join(`\n${indent}`)}`);
+  if (i.demo !== undefined) out.push(i.demo.replace(/^\n+|\n+$/g, ''), '');
   out.push(`  ${pad('logs')}JSON lines on stdout (LOG_LEVEL); stop with Ctrl-C`, '');
   return out.join('\n');
 }

@@ -1,5 +1,6 @@
 import { startMaru, type Maru } from './app.js';
 import { banner, bannerStream } from './banner.js';
+import { demoBanner } from './demo/page.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './log.js';
 import { StartupRefusal } from './store/redis-startup.js';
@@ -55,9 +56,14 @@ try {
 
 /** The plain start-up banner for a person at a terminal (src/banner.ts); the JSON logs stay as they are. */
 async function printBanner(m: Maru, configured: { admin: boolean; partner: boolean }): Promise<void> {
+  const demo = m.demo ? demoBanner(m.url, m.demo) : undefined;
   const out = bannerStream();
-  if (!out) return;
+  if (!out) {
+    // no terminal: the JSON lines only, but for a demo its tour address and password too
+    if (demo) process.stdout.write(demo);
+    return;
+  }
   const index = await m.hub.inject('GET', '/pages', { headers: { accept: 'application/json' } });
   const pages = index.status === 200 ? (index.body.pages as { path: string; title: string }[]) : [];
-  out.write(banner({ url: m.url, pages, passwords: m.passwords, configured }));
+  out.write(banner({ url: m.url, pages, passwords: m.passwords, configured, demo }));
 }

@@ -98,6 +98,21 @@ describe.skipIf(!hasScript)('the start-up banner', () => {
     running.pop();
   }, 90_000);
 
+  it('a demo start on a terminal: the demo is a section of the one banner, its password printed once', async () => {
+    const hub = await startOnTerminal({ DATA_DIR: tempDir('banner-demo'), DEMO: '1' });
+    running.push(hub);
+    const screen = hub.screen();
+    const banner = /maru is running:[\s\S]*?\n {2}logs {8}[^\n]*\n/.exec(screen)![0];
+    // one banner: the demo's lines sit inside it, before its last line
+    expect(screen.split('maru demo is ready:')).toHaveLength(2);
+    expect(banner).toMatch(/\n {2}sign in {5}[\s\S]*\nmaru demo is ready:\n {2}guided tour +http:\/\/127\.0\.0\.1:\d+\/demo#key=[\w-]+/);
+    const password = /password for this run: (\S+)/.exec(banner)![1]!;
+    expect(screen.split(password)).toHaveLength(2);
+    expect(await login(hub.url, 'demo-editor', password)).toMatch(/^mt_/);
+    expect(await hub.stop()).toBe(0);
+    running.pop();
+  }, 90_000);
+
   it('without a terminal (a pipe, a service manager): only the JSON lines, the generated password among them', async () => {
     const hub: HubProcess = await startHubProcess({ DATA_DIR: tempDir('banner-pipe') });
     running.push(hub);
