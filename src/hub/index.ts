@@ -8,6 +8,7 @@ import { AuthGate } from './auth.js';
 import { ConnectionCaps, type ConnectionCapSettings } from './connection-caps.js';
 import { recheckCredentials } from './credentials.js';
 import { rateLimit, type RateLimitOptions } from './guards.js';
+import { concurrency, type ConcurrencyOptions } from './concurrency.js';
 import type { Authenticator, Guard, IdentityProvider, RouteDef } from './http.js';
 import { inject, type InjectAnswer, type InjectOptions } from './inject.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -45,6 +46,7 @@ export type { SocketBehaviour, SocketHandle } from './sockets.js';
 export type { PageInfo } from './operational.js';
 export type { InjectAnswer, InjectOptions } from './inject.js';
 export type { RateLimitInfo } from './guards.js';
+export type { ConcurrencyOptions } from './concurrency.js';
 export { WS_MAX_QUEUED, WS_MAX_SUBSCRIPTIONS, WS_MAX_TOPIC_LENGTH } from './sockets.js';
 export { WS_CLOSE_INVALID_TOKEN } from './credentials.js';
 
@@ -264,6 +266,11 @@ export class Hub {
       }
       return guard(ctx);
     };
+  }
+
+  /** A concurrency-limit guard: `max` requests in flight per identity, address or route (hub/concurrency.ts). */
+  concurrency(name: string, spec: ConcurrencyOptions): Guard {
+    return concurrency(name, spec);
   }
 
   /**
