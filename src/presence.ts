@@ -111,22 +111,25 @@ export class PresenceManager {
     const now = this.clock.now();
     const key = this.keyOf(topic);
     return this.store.update([key], ([cur]) => {
-      const map = this.live(this.codec.decode(cur) ?? {}, now);
-      const existing = map[client];
-      const others = Object.values(map).filter((p) => p.id !== client);
+      // entries past their time-out stay stored until the sweep, which announces them
+      const map = { ...this.codec.decode(cur) };
+      const live = this.live(map, now);
+      const existing = live[client];
+      const others = Object.values(live).filter((p) => p.id !== client);
       const info = typeof opts.info === 'function' ? opts.info(existing, others) : (opts.info ?? {});
       if (existing && existing.user !== opts.user) throw notYourPresence(topic);
       const entry: PresenceEntry = existing ? { ...existing, ...info, seen: now } : { id: client, user: opts.user, ...info, joined: now, seen: now };
       if (opts.ttlMs !== undefined && opts.ttlMs !== this.timeoutMs) entry.ttl = opts.ttlMs;
       else delete entry.ttl;
       map[client] = entry;
-      const entries = Object.values(map);
+      live[client] = entry;
+      const stored = Object.values(map);
       return {
         writes: [
-          { op: 'set', key, value: this.codec.encode(map), ttlMs: this.keep(entries) },
-          { op: 'index', key: this.index, member: topic, score: this.due(entries) },
+          { op: 'set', key, value: this.codec.encode(map), ttlMs: this.keep(stored) },
+          { op: 'index', key: this.index, member: topic, score: this.due(stored) },
         ],
-        result: { joined: !existing, entry, entries },
+        result: { joined: !existing, entry, entries: Object.values(live) },
       };
     });
   }
