@@ -82,8 +82,9 @@ export class Context implements RequestContext<any, any, any> {
   /** True while uWS's own call runs (its writes are corked by uWS); false once the answer is late. */
   sync = true;
   onAbort: (() => void) | undefined = undefined;
-  /** What runs once the request ends (RequestContext.atEnd); undefined once it has ended. */
-  private ends: (() => void)[] | undefined = [];
+  /** What runs once the request ends (RequestContext.atEnd); made only when a guard asks. */
+  private ends: (() => void)[] | undefined = undefined;
+  private over = false;
   private controller: AbortController | undefined = undefined;
   private stateBag: Record<string, unknown> | undefined = undefined;
   private remote: string | undefined = undefined;
@@ -112,15 +113,17 @@ export class Context implements RequestContext<any, any, any> {
   }
 
   atEnd(f: () => void): void {
-    if (this.ends) this.ends.push(f);
-    else f();
+    if (this.over) f();
+    else (this.ends ??= []).push(f);
   }
 
   /** The request is over (answered, or its client gone): its atEnd callbacks run, once. */
   end(): void {
+    if (this.over) return;
+    this.over = true;
     const ends = this.ends;
     this.ends = undefined;
-    ends?.forEach((f) => f());
+    if (ends) for (const f of ends) f();
   }
 
   /** uWS calls this when the client goes away before the answer. */
