@@ -33,6 +33,11 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   readonly signal: AbortSignal;
   /** Routes that declare `idempotency`, when the request carries a key: see IdempotentRun. */
   idempotency?: IdempotentRun;
+  /**
+   * Runs `f` once the request ends, however it ends: its answer is written, or its client went away
+   * (an SSE route's request ends once its stream is open). After the end, at once.
+   */
+  atEnd?(f: () => void): void;
 }
 
 /**

@@ -8,6 +8,7 @@ import { AuthGate } from './auth.js';
 import { ConnectionCaps, type ConnectionCapSettings } from './connection-caps.js';
 import { recheckCredentials } from './credentials.js';
 import { rateLimit, type RateLimitOptions } from './guards.js';
+import { concurrency, type ConcurrencyOptions } from './concurrency.js';
 import type { Authenticator, Guard, IdentityProvider, RouteDef } from './http.js';
 import { inject, type InjectAnswer, type InjectOptions } from './inject.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -18,6 +19,9 @@ import { peerBehaviour, peerGroups, type PeerEndpoint, type PeerGroups } from '.
 import { ApiTable } from './api-doc.js';
 import type { RouteEntry } from './openapi.js';
 import { Pipeline, type SseRouteDef } from './pipeline.js';
+import { TopicPresence, type PresenceEvent } from './presence.js';
+import { PresenceManager } from '../presence.js';
+import type { Bus } from '../bus.js';
 import { AppError } from '../errors.js';
 import { Idempotency } from '../idempotency.js';
 import { fileReply } from './respond.js';
@@ -36,11 +40,13 @@ export type { MultipartOptions, UploadedFile } from './multipart.js';
 export type { BusSseDef } from './sse-route.js';
 export type { PeerEndpoint, PeerGroups, SocketPeer } from './peer-socket.js';
 export type { TopicSpec } from './topics.js';
+export type { PresenceEvent } from './presence.js';
 export type { SseRouteDef } from './pipeline.js';
 export type { SocketBehaviour, SocketHandle } from './sockets.js';
 export type { PageInfo } from './operational.js';
 export type { InjectAnswer, InjectOptions } from './inject.js';
 export type { RateLimitInfo } from './guards.js';
+export type { ConcurrencyOptions } from './concurrency.js';
 export { WS_MAX_QUEUED, WS_MAX_SUBSCRIPTIONS, WS_MAX_TOPIC_LENGTH } from './sockets.js';
 export { WS_CLOSE_INVALID_TOKEN } from './credentials.js';
 
@@ -66,6 +72,8 @@ export interface HubOptions {
    * (default 30 s): a token that no longer resolves ends its connections (hub/credentials.ts).
    */
   authRecheckMs?: number;
+  /** Milliseconds without a heartbeat before a presence entry is gone (hub.presence; default 30 s). */
+  presenceTimeoutMs?: number;
 }
 
 /** Routes under one path prefix (hub.group): each declared with its path below the prefix. */
@@ -107,6 +115,10 @@ export class Hub {
   private rechecking: Promise<number> | undefined;
   private state: { store: Store; clock: Clock } | undefined;
   private idempotency: Idempotency | undefined;
+  private presenceManager: PresenceManager | undefined;
+  private readonly topicPresence: TopicPresence;
+  private bus: (HistoryBus & Partial<Pick<Bus, 'emit'>>) | undefined;
+  private readonly instance = randomBytes(4).toString('hex');
 
   constructor(private readonly opts: HubOptions) {
     this.uws = loadNativeUws();
@@ -143,8 +155,11 @@ export class Hub {
           return (this.idempotency ??= new Idempotency(this.state.store, this.state.clock));
         },
       },
-      randomBytes(4).toString('hex'),
+      this.instance,
     );
+    // join and leave events go through the Bus, so every process's subscribers hear them
+    const publish = (topic: string, event: PresenceEvent) => (this.bus?.emit ? this.bus.emit(topic, { ...event }) : this.live.dispatch({ topic, message: { ...event } }));
+    this.topicPresence = new TopicPresence({ manager: () => this.presence, publish, log: this.log, instance: this.instance, topics: this.topics });
     this.sockets = new Sockets({
       app: this.app,
       auth: this.auth,
@@ -199,13 +214,20 @@ export class Hub {
     if ('topics' in def) {
       for (const t of def.topics) this.live.retain(t, def.history ?? 1000);
       const { path, query, guards, auth } = def;
-      this.pipeline.router.add('GET', path, { kind: 'sse', def: { path, query, guards, auth, open: busStream(this.live, def) } });
+      const open = this.topicPresence.stream(def.topics, busStream(this.live, def));
+      this.pipeline.router.add('GET', path, { kind: 'sse', def: { path, query, guards, auth, open } });
       this.api.add({ method: 'GET', path, kind: 'sse', def });
       return this;
     }
     this.pipeline.router.add('GET', def.path, { kind: 'sse', def });
     this.api.add({ method: 'GET', path: def.path, kind: 'sse', def });
     return this;
+  }
+
+  /** Presence on topics in the hub's Store (src/presence.ts; `presence: true` topics: hub/presence.ts). Throws until `useState`. */
+  get presence(): PresenceManager {
+    if (!this.presenceManager) throw new AppError('unavailable', 'not_ready', 'the hub has no store yet');
+    return this.presenceManager;
   }
 
   /**
@@ -223,6 +245,8 @@ export class Hub {
    */
   useState(store: Store, clock: Clock): this {
     this.state = { store, clock };
+    this.presenceManager = new PresenceManager({ store, clock, timeoutMs: this.opts.presenceTimeoutMs });
+    this.topicPresence.start(this.presenceManager.timeoutMs);
     return this;
   }
 
@@ -242,6 +266,11 @@ export class Hub {
       }
       return guard(ctx);
     };
+  }
+
+  /** A concurrency-limit guard: `max` requests in flight per identity, address or route (hub/concurrency.ts). */
+  concurrency(name: string, spec: ConcurrencyOptions): Guard {
+    return concurrency(name, spec);
   }
 
   /**
@@ -271,7 +300,8 @@ export class Hub {
   }
 
   /** Delivers the Bus's messages to this hub's topics and streams, and reads its history. */
-  attachBus(bus: HistoryBus): () => void {
+  attachBus(bus: HistoryBus & Partial<Pick<Bus, 'emit'>>): () => void {
+    this.bus = bus;
     return this.live.attach(bus);
   }
 
@@ -359,6 +389,7 @@ export class Hub {
     p.stopping = true;
     clearInterval(this.uploadSweep);
     clearInterval(this.credentialCheck);
+    this.topicPresence.stop();
     if (this.listenSocket) this.uws.us_listen_socket_close(this.listenSocket as never);
     const deadline = Date.now() + this.opts.shutdownGraceMs;
     while (p.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import { refuseQueryToken, type AuthGate } from './auth.js';
-import { Reply, jsonBody, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
+import { Reply, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
 import type { Idempotency } from '../idempotency.js';
 import type { ConnectionCaps } from './connection-caps.js';
 import { runIdempotent } from './idempotent.js';
 import type { Metrics, RouteSeries } from './metrics.js';
 import { MultipartReader, type UploadedFile, type UploadSettings } from './multipart.js';
+import { readBody, parseBody } from './body.js';
 import { errorReply, fileReply, writeReply } from './respond.js';
 import { Router } from './router.js';
 import type { SseStream, SseOptions } from './sse.js';
@@ -81,6 +82,9 @@ export class Context implements RequestContext<any, any, any> {
   /** True while uWS's own call runs (its writes are corked by uWS); false once the answer is late. */
   sync = true;
   onAbort: (() => void) | undefined = undefined;
+  /** What runs once the request ends (RequestContext.atEnd); made only when a guard asks. */
+  private ends: (() => void)[] | undefined = undefined;
+  private over = false;
   private controller: AbortController | undefined = undefined;
   private stateBag: Record<string, unknown> | undefined = undefined;
   private remote: string | undefined = undefined;
@@ -108,9 +112,24 @@ export class Context implements RequestContext<any, any, any> {
     return (this.remote ??= this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString());
   }
 
+  atEnd(f: () => void): void {
+    if (this.over) f();
+    else (this.ends ??= []).push(f);
+  }
+
+  /** The request is over (answered, or its client gone): its atEnd callbacks run, once. */
+  end(): void {
+    if (this.over) return;
+    this.over = true;
+    const ends = this.ends;
+    this.ends = undefined;
+    if (ends) for (const f of ends) f();
+  }
+
   /** uWS calls this when the client goes away before the answer. */
   abort(): void {
     this.aborted = true;
+    this.end();
     this.onAbort?.();
     this.controller?.abort();
   }
@@ -205,6 +224,7 @@ export class Pipeline {
     }
     if (!isPromise(out) && !upload) {
       if (out !== SSE_OPEN) this.answer(ctx, def, out);
+      else ctx.end();
       return;
     }
     // the answer comes later: uWS needs to hear about a client that goes away meanwhile
@@ -216,6 +236,7 @@ export class Pipeline {
         (v) => {
           this.inFlight--;
           if (v !== SSE_OPEN) this.answer(ctx, def, v);
+          else ctx.end();
         },
         (err) => {
           this.inFlight--;
@@ -230,6 +251,7 @@ export class Pipeline {
           // temporary files the handler did not move away are deleted before the answer
           await upload.dispose();
           if (v !== SSE_OPEN) this.answer(ctx, def, v);
+          else ctx.end();
         },
         async (err) => {
           await upload.dispose(true);
@@ -304,6 +326,7 @@ export class Pipeline {
   }
 
   private finish(ctx: Context, routeLabel: string, reply: Reply, cacheControl?: string): void {
+    ctx.end();
     if (ctx.aborted) return;
     const res = ctx.res;
     // inside uWS's own call the answer is corked already; later (after a promise) it is corked here
@@ -353,45 +376,4 @@ function runGuards(ctx: Context, guards: Guard[] | undefined, from: number): voi
     const r = guards[i]!(ctx);
     if (isPromise(r)) return r.then(() => runGuards(ctx, guards, i + 1));
   }
-}
-
-function readBody(ctx: Context, limit: number): Promise<Buffer> {
-  const declared = ctx.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) {
-    throw new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit });
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    ctx.onAbort = () => reject(new AppError('invalid', 'aborted', 'the client went away'));
-    ctx.res.onData((chunk, isLast) => {
-      if (over) return;
-      size += chunk.byteLength;
-      if (size > limit) {
-        over = true;
-        reject(new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit }));
-        return;
-      }
-      // uWS reuses the chunk's memory after this call returns: copy it
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) resolve(Buffer.concat(chunks, size));
-    });
-  });
-}
-
-async function parseBody(def: RouteDef<any, any, any>, headers: Record<string, string>, raw: Promise<Buffer> | undefined): Promise<unknown> {
-  const spec = def.body!;
-  const reader = spec.reader ?? jsonBody;
-  const bytes = raw ? await raw : Buffer.alloc(0);
-  if (bytes.length === 0 && spec.optional) return validate(spec.schema, undefined, 'body');
-  const type = mediaType(headers['content-type']);
-  const accepted = spec.multipart ? [...reader.mediaTypes, 'multipart/form-data'] : reader.mediaTypes;
-  if (!reader.mediaTypes.includes(type)) {
-    if (bytes.length === 0 && !headers['content-type']) {
-      throw new AppError('invalid', 'invalid_body', 'a request body is required', { accepts: accepted });
-    }
-    throw new AppError('unsupported_media', 'unsupported_media_type', `content-type must be ${accepted.join(' or ')}`, { received: type || null });
-  }
-  return validate(spec.schema, reader.parse(bytes, headers['content-type'] ?? ''), 'body');
 }

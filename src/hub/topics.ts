@@ -29,6 +29,12 @@ export interface TopicSpec {
    * missed (see hub/live.ts).
    */
   history?: number;
+  /**
+   * Presence (hub.presence): each WebSocket subscriber, and each client of an SSE stream over the
+   * topic, is on the topic's presence while subscribed, and a `presence` join or leave event with
+   * the topic's counts is published on the topic (hub/presence.ts).
+   */
+  presence?: boolean;
 }
 
 export type TopicVerdict = 'ok' | 'unknown' | 'unauthorized' | 'forbidden';
@@ -63,6 +69,9 @@ export class Topics {
   private prefixes: TopicSpec[] = [];
   private subscribers = new Map<string, Set<WebSocket<SocketData>>>();
 
+  /** Told when a socket starts or stops being a subscriber of a topic declared with `presence`. */
+  membership: ((event: 'join' | 'leave', topic: string, ws: WebSocket<SocketData>) => void) | undefined;
+
   constructor(
     private readonly app: TemplatedApp,
     private readonly metrics: Metrics,
@@ -92,7 +101,9 @@ export class Topics {
   subscribe(ws: WebSocket<SocketData>, topic: string): boolean {
     const spec = this.spec(topic);
     if (!spec) return false;
-    ws.getUserData().topics.add(topic);
+    const data = ws.getUserData();
+    if (spec.presence && !data.topics.has(topic)) this.membership?.('join', topic, ws);
+    data.topics.add(topic);
     if (spec.policy === 'drop') {
       ws.subscribe(topic);
       return true;
@@ -104,6 +115,7 @@ export class Topics {
   }
 
   unsubscribe(ws: WebSocket<SocketData>, topic: string): void {
+    if (ws.getUserData().topics.has(topic) && this.spec(topic)?.presence) this.membership?.('leave', topic, ws);
     if (!ws.getUserData().closed) ws.unsubscribe(topic);
     const set = this.subscribers.get(topic);
     set?.delete(ws);
@@ -116,6 +128,7 @@ export class Topics {
     const data = ws.getUserData();
     data.closed = true;
     for (const topic of data.topics) {
+      if (this.spec(topic)?.presence) this.membership?.('leave', topic, ws);
       const set = this.subscribers.get(topic);
       if (!set) continue;
       set.delete(ws);

@@ -83,37 +83,6 @@ async function storeFiles(files: UploadedFile[], blobs: BlobStore, scanner: Scan
   return stored;
 }
 
-/**
- * Downloads are answered from memory (the hub's replies are whole bodies), so at most
- * `running` files are read at once per process and at most `waiting` requests wait for a turn;
- * beyond that the answer is 503 `busy` with Retry-After. The memory bound is
- * running x UPLOAD_MAX_BYTES.
- */
-export class Turns {
-  private active = 0;
-  private readonly queue: (() => void)[] = [];
-  constructor(
-    private readonly running: number,
-    private readonly waiting: number,
-  ) {}
-
-  async run<T>(f: () => Promise<T>): Promise<T> {
-    if (this.active >= this.running) {
-      if (this.queue.length >= this.waiting) {
-        throw new AppError('unavailable', 'busy', 'too many downloads at once; try again shortly', { retry_after_s: 1 });
-      }
-      await new Promise<void>((r) => this.queue.push(r));
-    }
-    this.active++;
-    try {
-      return await f();
-    } finally {
-      this.active--;
-      this.queue.shift()?.();
-    }
-  }
-}
-
 /** `Content-Disposition: attachment` with the original name (RFC 6266 / 5987) and an ASCII fallback. */
 export function attachment(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
@@ -126,7 +95,8 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   const submitLimit = hub.rateLimit('intake-submit', opts.limits?.submit ?? { limit: 30, windowMs: 600_000 });
   const trackLimit = hub.rateLimit('intake-track', opts.limits?.track ?? { limit: 120, windowMs: 60_000 });
   const isPartner = (p: Principal | undefined) => !!p && hub.auth.allows(p, partner.roles);
-  const downloads = new Turns(4, 64);
+  // downloads are answered from memory: at most 4 files read at once per process, 64 waiting, then 503 busy
+  const downloads = hub.concurrency('rental-download', { max: 4, per: 'route', queue: 64, message: 'too many downloads at once; try again shortly' });
 
   hub.page('/rental.html', '/rental.html', {
     title: '렌탈 신청 · Rental application',
@@ -275,6 +245,7 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     auth: { optional: true },
     params: z.object({ subId, filename: z.string().max(100) }),
     query: z.object({ key: key.optional() }).strict(),
+    guards: [downloads],
     summary: 'A stored document (its own media type), for the partner or the applicant',
     cacheControl: 'private, no-store',
     handler: async (ctx) => {
@@ -288,12 +259,10 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
       } else {
         throw new AppError('unauthorized', 'unauthorized', 'a partner token (Authorization: Bearer) or the access key (?key=) is needed');
       }
-      const { file, body } = await downloads.run(async () => {
-        const file = await service.file(id, filename, access);
-        const chunks: Buffer[] = [];
-        for await (const chunk of file.stream) chunks.push(chunk as Buffer);
-        return { file, body: Buffer.concat(chunks) };
-      });
+      const file = await service.file(id, filename, access);
+      const chunks: Buffer[] = [];
+      for await (const chunk of file.stream) chunks.push(chunk as Buffer);
+      const body = Buffer.concat(chunks);
       if ('partner' in access) {
         await audit.record({ actor: ctx.identity!.id, client: ctx.remoteAddress, action: 'download', target: `${file.receiptNo}/${filename}`, result: 'ok', detail: null });
       }

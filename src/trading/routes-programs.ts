@@ -175,6 +175,8 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
   hub.topic({
     name: programTopic('*'),
     policy: 'close',
+    // who watches the program: its subscribers get join and leave events with the count
+    presence: true,
     authorize: async (topic, identity) => {
       const id = topic.slice(programTopic('').length);
       if (!idField.safeParse(id).success) return 'unknown';

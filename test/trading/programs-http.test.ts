@@ -147,8 +147,26 @@ describe('live programs over HTTP and SSE', () => {
     expect((await api('POST', '/api/program/start', { id: a.id })).body.program.state).toBe('running');
     expect((await api('POST', '/api/program/start', { id: b.id })).status).toBe(200);
 
-    const frame = await ws.next();
+    // the program's topic tells who watches it: this socket's join, with the count
+    const frames = [await ws.next(), await ws.next()];
+    const watching = frames.find((f) => f.data?.type === 'presence');
+    expect(watching).toMatchObject({ topic: `program:${a.id}`, data: { type: 'presence', event: 'join', topic: `program:${a.id}`, clients: 1, users: 1 } });
+    const frame = frames.find((f) => f.data?.type !== 'presence');
     expect(frame).toMatchObject({ type: 'message', topic: `program:${a.id}`, data: { type: 'status', program: a.id, state: 'running' } });
+    // a second viewer: both see the count go to 2; when it leaves, back to 1
+    const second = await connectTopics(base);
+    await second.auth(token);
+    await second.subscribe(`program:${a.id}`);
+    const presence = async (c: { next: () => Promise<any> }, event: string) => {
+      for (;;) {
+        const f = await c.next();
+        if (f.data?.type === 'presence' && f.data.event === event) return f.data;
+      }
+    };
+    expect(await presence(ws, 'join')).toMatchObject({ clients: 2, users: 1 });
+    expect(await presence(second, 'join')).toMatchObject({ clients: 2, users: 1 });
+    second.close();
+    expect(await presence(ws, 'leave')).toMatchObject({ reason: 'left', clients: 1, users: 1 });
 
     // tick cadence: one tick per 3 s of hub time, at multiples of 3 s, none while the clock stands still
     const ticksOf = (l: ReturnType<typeof listen>) => l.got.filter((e) => e.event === 'tick');
