@@ -1,4 +1,4 @@
-import type { Json, Store, Write } from '../store/port.js';
+import type { Store, Write } from '../store/port.js';
 import { countByScan, type ShowCounts } from './counts.js';
 import { K } from './keys.js';
 import { reservations, shows, type ReservationRecord, type ShowRecord, type TicketStatus } from './records.js';

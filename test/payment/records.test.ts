@@ -1,0 +1,50 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { demoStates } from '../../src/demo.js';
+import { Idempotency } from '../../src/idempotency.js';
+import type { ChainClient } from '../../src/payment/peers.js';
+import { TK, TreeHeads } from '../../src/payment/tree-heads.js';
+import { openLmdbStore } from '../../src/store/lmdb.js';
+import type { Store } from '../../src/store/port.js';
+import { tempDir } from '../support/process.js';
+import { refusal } from '../support/refusal.js';
+
+/**
+ * The relay's verified tree head and the idempotency keys (and the demo's state) are read through
+ * their codecs (payment/sth.ts, idempotency.ts, demo.ts): a stored value that is not of the family
+ * is a corrupt record (500), never a head to check against or an answer to replay.
+ */
+describe('payment records in the store', () => {
+  let store: Store;
+  const clock = new ManualClock(1_800_000_000_000);
+  const code = async (p: Promise<unknown>) => (await refusal(p)).code;
+
+  beforeAll(async () => {
+    store = await openLmdbStore({ path: tempDir('payment-records') });
+  });
+  afterAll(() => store.close());
+
+  it('refuses a stored tree head that is not one as corrupt_record', async () => {
+    const heads = new TreeHeads(store, {} as ChainClient, generateKeyPairSync('ed25519').publicKey, clock);
+    await store.set(TK.verified, { tree_size: '5', timestamp: 1, root: 'ab', signature: 's' });
+    expect(await code(heads.lastVerified())).toBe('corrupt_record');
+  });
+
+  it('refuses a stored idempotency key that is not one as corrupt_record, not replayed', async () => {
+    const idem = new Idempotency(store, clock);
+    await store.set('idem:u:k1', { state: 'done', fp: 'f', answer: 'ok' });
+    expect(await code(idem.begin('u', 'k1', 'f'))).toBe('corrupt_record');
+    await store.set('idem:u:k2', { state: 'finished', fp: 'f' });
+    expect(await code(idem.begin('u', 'k2', 'f'))).toBe('corrupt_record');
+    const done = await idem.begin('u', 'k3', 'f');
+    expect(await idem.begin('u', 'k3', 'f').catch((e: { code: string }) => e.code)).toBe('idempotency_in_progress');
+    expect('ticket' in done).toBe(true);
+    expect(() => Idempotency.done({ state: 'done' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+  });
+
+  it('refuses a stored demo state that is not one as corrupt_record', () => {
+    expect(demoStates.decode({ show_id: 's_1', tickets: ['A'] })).toEqual({ show_id: 's_1', tickets: ['A'] });
+    expect(() => demoStates.decode({ tickets: 'A-1' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+  });
+});
