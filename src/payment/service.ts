@@ -198,7 +198,7 @@ export class PaymentService {
       if (!cur) return { writes: [], result: undefined };
       return {
         writes: [
-          { op: 'set', key: PK.challenge(id), value: { ...(cur as object), program } as Json },
+          { op: 'set', key: PK.challenge(id), value: challengeRecords.encode({ ...challengeRecords.decode(cur)!, program }) },
           ...chainEventWrites(`program:${program}`, 'program_creation', { program, challenge: id, ts: now }, now),
         ],
         result: undefined,

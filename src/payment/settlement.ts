@@ -3,7 +3,7 @@ import type { Json, Store } from '../store/port.js';
 import { BOUNDARY_ACCOUNT, K, parseTransfer, type Transfer } from './ledger.js';
 import type { BankSettlementPayment, BankingClient } from './peers.js';
 import { DAY_MS, utcDayRange } from './rules.js';
-import { RECON } from './reconcile.js';
+import { offrampOutcomes, RECON } from './reconcile.js';
 import { PK } from './service.js';
 
 /**
@@ -84,7 +84,7 @@ export class Settlement {
     const [netV, feeV, retV, rec] = await this.store.getMany([K.transfer(`${id}:net`), K.transfer(`${id}:fee`), K.transfer(`${id}:return`), RECON.offramp(id)]);
     const net = parseTransfer(netV);
     if (!net || net.code !== 'offramp') return undefined;
-    const state = parseTransfer(retV) ? 'returned' : ((rec as { state?: string } | undefined)?.state ?? 'sent');
+    const state = parseTransfer(retV) ? 'returned' : (offrampOutcomes.decode(rec)?.state ?? 'sent');
     return { kind: 'offramp', id, status: state, ts: net.ts, transfer: net.id, amount: net.amount.toString(), fee: parseTransfer(feeV)?.amount.toString() ?? '0' };
   }
 

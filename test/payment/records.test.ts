@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/clock.js';
 import { demoStates } from '../../src/demo.js';
 import { Idempotency } from '../../src/idempotency.js';
 import type { ChainClient } from '../../src/payment/peers.js';
+import { leases, offrampOutcomes } from '../../src/payment/reconcile.js';
 import { TK, TreeHeads } from '../../src/payment/tree-heads.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
@@ -41,6 +42,13 @@ describe('payment records in the store', () => {
     expect(await idem.begin('u', 'k3', 'f').catch((e: { code: string }) => e.code)).toBe('idempotency_in_progress');
     expect('ticket' in done).toBe(true);
     expect(() => Idempotency.done({ state: 'done' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+  });
+
+  it('refuses a stored lease or off-ramp outcome that is not one as corrupt_record', () => {
+    expect(leases.decode({ token: 't', until: 5 })).toEqual({ token: 't', until: 5 });
+    expect(() => leases.decode({ token: 't' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+    expect(offrampOutcomes.decode({ state: 'paid', ts: 1 })).toEqual({ state: 'paid', ts: 1 });
+    expect(() => offrampOutcomes.decode({ state: 'lost', ts: 1 })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
   });
 
   it('refuses a stored demo state that is not one as corrupt_record', () => {
