@@ -56,3 +56,11 @@ describe('payment records in the store', () => {
     expect(() => demoStates.decode({ tickets: 'A-1' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
   });
 });
+
+describe('small pointers and tickets in the store', () => {
+  it('refuses a stored receipt pointer or demo sign-in ticket that is not one as corrupt_record', async () => {
+    const { receiptIds } = await import('../../src/intake/service.js');
+    expect(receiptIds.decode('sub_1')).toBe('sub_1');
+    expect(() => receiptIds.decode({ id: 'sub_1' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+  });
+});
