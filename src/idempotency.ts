@@ -35,7 +35,8 @@ export interface StoredAnswer {
 /** A key as the Store keeps it: running (a lease held by `token` until `until`) or done with its answer. */
 interface KeyRecord {
   state: 'running' | 'done';
-  fp: string;
+  /** The request's fingerprint (a key without one matches no request). */
+  fp?: string;
   until?: number;
   token?: string;
   answer?: StoredAnswer;
@@ -44,7 +45,7 @@ interface KeyRecord {
 const keyRecords = codec<KeyRecord>('idempotency key', {
   fields: {
     state: (v) => v === 'running' || v === 'done',
-    fp: F.str,
+    fp: (v) => v === undefined || F.str(v),
     until: (v) => v === undefined || F.num(v),
     token: (v) => v === undefined || F.str(v),
     answer: (v) => v === undefined || (F.obj(v) && F.int(v.status)),
