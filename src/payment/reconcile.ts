@@ -6,7 +6,7 @@ import type { Json } from '../store/port.js';
 import { K, ledgerUpdate, parseTransfer, transferKeys, type TransferInput } from './ledger.js';
 import type { BankingClient } from './peers.js';
 import { RK, receiptWrites } from './receipts.js';
-import { PK, type PaymentService } from './service.js';
+import { onrampRecords, PK, type PaymentService } from './service.js';
 
 /**
  * Reconciliation with the bank (issue 23, defect 4): the bank's webhook can be lost, so the hub also
@@ -165,10 +165,10 @@ export class Reconciler {
 
   private declined(ref: string): Promise<boolean> {
     return this.svc.store.update([PK.onramp(ref)], ([cur]) => {
-      const o = cur as { state?: string } | undefined;
+      const o = onrampRecords.decode(cur);
       if (!o) throw new AppError('not_found', 'onramp_not_found', `no on-ramp ${ref}`);
       if (o.state !== 'open') return { writes: [], result: false };
-      return { writes: [{ op: 'set', key: PK.onramp(ref), value: { ...(o as object), state: 'declined' } as Json }], result: true };
+      return { writes: [{ op: 'set', key: PK.onramp(ref), value: onrampRecords.encode({ ...o, state: 'declined' }) }], result: true };
     });
   }
 

@@ -5,6 +5,7 @@ import { demoStates } from '../../src/demo.js';
 import { Idempotency } from '../../src/idempotency.js';
 import type { ChainClient } from '../../src/payment/peers.js';
 import { leases, offrampOutcomes } from '../../src/payment/reconcile.js';
+import { onrampRecords } from '../../src/payment/service.js';
 import { TK, TreeHeads } from '../../src/payment/tree-heads.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
@@ -41,7 +42,7 @@ describe('payment records in the store', () => {
     const done = await idem.begin('u', 'k3', 'f');
     expect(await idem.begin('u', 'k3', 'f').catch((e: { code: string }) => e.code)).toBe('idempotency_in_progress');
     expect('ticket' in done).toBe(true);
-    expect(() => Idempotency.done({ state: 'done' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+    expect(() => Idempotency.done({ state: 'done', fp: 'f', answer: 'ok' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
   });
 
   it('refuses a stored lease or off-ramp outcome that is not one as corrupt_record', () => {
@@ -49,6 +50,13 @@ describe('payment records in the store', () => {
     expect(() => leases.decode({ token: 't' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
     expect(offrampOutcomes.decode({ state: 'paid', ts: 1 })).toEqual({ state: 'paid', ts: 1 });
     expect(() => offrampOutcomes.decode({ state: 'lost', ts: 1 })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+  });
+
+  it('refuses a stored on-ramp that is not one as corrupt_record', () => {
+    const open = { id: 'or_1', user: 'u', amount_krw: 1000, method: 'card', peg_ppm: '1', created_at: 1, state: 'open' };
+    expect(onrampRecords.decode(open)).toEqual(open);
+    expect(() => onrampRecords.decode({ ...open, amount_krw: '1000' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+    expect(() => onrampRecords.decode({ ...open, state: 'paid' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
   });
 
   it('refuses a stored demo state that is not one as corrupt_record', () => {
