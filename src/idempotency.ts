@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError } from './errors.js';
 import type { Clock } from './clock.js';
+import { codec, F } from './store/codec.js';
 import type { Json, Store, Write } from './store/port.js';
 
 /**
@@ -30,6 +31,26 @@ export interface StoredAnswer {
   body: Json;
   headers?: Record<string, string>;
 }
+
+/** A key as the Store keeps it: running (a lease held by `token` until `until`) or done with its answer. */
+interface KeyRecord {
+  state: 'running' | 'done';
+  /** The request's fingerprint (a key without one matches no request). */
+  fp?: string;
+  until?: number;
+  token?: string;
+  answer?: StoredAnswer;
+}
+
+const keyRecords = codec<KeyRecord>('idempotency key', {
+  fields: {
+    state: (v) => v === 'running' || v === 'done',
+    fp: (v) => v === undefined || F.str(v),
+    until: (v) => v === undefined || F.num(v),
+    token: (v) => v === undefined || F.str(v),
+    answer: (v) => v === undefined || (F.obj(v) && F.int(v.status)),
+  },
+});
 
 /** Tickets whose answer went into an effect's update (finishWrites): the hub records no answer after them. */
 const finishedTickets = new WeakSet<IdemTicket>();
@@ -63,11 +84,11 @@ export class Idempotency {
     const token = `${this.clock.now()}-${Math.random().toString(36).slice(2)}`;
     const now = this.clock.now();
     return this.store.update<{ ticket: IdemTicket } | { replay: StoredAnswer }>([storeKey], ([cur]) => {
-      const c = cur as { state?: string; fp?: string; until?: number; answer?: StoredAnswer } | undefined;
+      const c = keyRecords.decode(cur);
       if (c && c.fp !== fp) throw new AppError('unprocessable', 'idempotency_key_reused', 'this Idempotency-Key was used with another request body');
       if (c?.state === 'done') return { writes: [], result: { replay: c.answer! } };
       if (c?.state === 'running' && (c.until ?? 0) > now) throw new AppError('conflict', 'idempotency_in_progress', 'the first request with this Idempotency-Key is still running');
-      const rec: Json = { state: 'running', fp, until: now + this.runningMs, token };
+      const rec = keyRecords.encode({ state: 'running', fp, until: now + this.runningMs, token });
       return { writes: [{ op: 'set', key: storeKey, value: rec, ttlMs: IDEMPOTENCY_TTL_MS }], result: { ticket: { storeKey, fingerprint: fp, token } } };
     });
   }
@@ -75,14 +96,14 @@ export class Idempotency {
   /** The write that records the final answer; put it into the effect's update (read `ticket.storeKey` there too). */
   finishWrites(ticket: IdemTicket, answer: StoredAnswer): Write[] {
     finishedTickets.add(ticket);
-    const value: Json = { state: 'done', fp: ticket.fingerprint, answer: answer as unknown as Json };
+    const value = keyRecords.encode({ state: 'done', fp: ticket.fingerprint, answer });
     return [{ op: 'set', key: ticket.storeKey, value, ttlMs: IDEMPOTENCY_TTL_MS }];
   }
 
   /** Records the answer of an effect that has no store write of its own to carry `finishWrites`. */
   async finish(ticket: IdemTicket, answer: StoredAnswer): Promise<void> {
     await this.store.update([ticket.storeKey], ([cur]) => {
-      const c = cur as { state?: string; token?: string } | undefined;
+      const c = keyRecords.decode(cur);
       return { writes: c?.state === 'running' && c.token === ticket.token ? this.finishWrites(ticket, answer) : [], result: undefined };
     });
   }
@@ -90,14 +111,14 @@ export class Idempotency {
   /** Frees the key after a refusal (only while our run still holds it). */
   async abandon(ticket: IdemTicket): Promise<void> {
     await this.store.update([ticket.storeKey], ([cur]) => {
-      const c = cur as { state?: string; token?: string } | undefined;
+      const c = keyRecords.decode(cur);
       return { writes: c?.state === 'running' && c.token === ticket.token ? [{ op: 'del', key: ticket.storeKey }] : [], result: undefined };
     });
   }
 
   /** Inside an effect's update: if the key already holds a final answer (a racing replay), return it. */
   static done(cur: Json | undefined): StoredAnswer | undefined {
-    const c = cur as { state?: string; answer?: StoredAnswer } | undefined;
+    const c = keyRecords.decode(cur);
     return c?.state === 'done' ? c.answer : undefined;
   }
 }

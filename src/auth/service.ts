@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { AppError, conflict, notFound } from '../errors.js';
-import { codec } from '../store/codec.js';
+import { codec, decodeList, F, plain } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 
@@ -38,7 +38,6 @@ interface AccountRecord {
   hash: string;
   disabled: boolean;
   created_at: number;
-  [k: string]: Json;
 }
 
 interface TokenRecord {
@@ -62,8 +61,17 @@ interface DeviceRecord {
   issued_by: string;
   created_at: number;
   expires_at: number;
-  [k: string]: Json;
 }
+
+const strs: (v: Json | undefined) => boolean = (v) => Array.isArray(v) && v.every(F.str);
+const accounts = codec<AccountRecord>('account', {
+  fields: { user: F.str, name: F.str, roles: strs, hash: F.str, disabled: (v) => typeof v === 'boolean', created_at: F.num },
+});
+const devices = codec<DeviceRecord>('device', {
+  fields: { id: F.str, gate: F.str, name: F.str, token_hash: F.str, issued_by: F.str, created_at: F.num, expires_at: F.num },
+});
+/** Failed logins counted in a window. */
+const failures = plain<number>('failed-login count', F.int);
 
 export interface AccountView {
   user: string;
@@ -147,7 +155,7 @@ export class AuthService {
   }
 
   private async ensureAccount(user: string, name: string, roles: Role[], password: string | undefined): Promise<void> {
-    const existing = await this.opts.store.get<AccountRecord>(K.account(user));
+    const existing = accounts.decode(await this.opts.store.get(K.account(user)));
     if (existing && (!password || (await verifyPassword(existing.hash, password)))) return;
     if (existing && password) {
       await this.updateAccount(user, { password });
@@ -179,7 +187,7 @@ export class AuthService {
       if (cur !== undefined) return { writes: [], result: false };
       return {
         writes: [
-          { op: 'set', key: K.account(input.user), value: record },
+          { op: 'set', key: K.account(input.user), value: accounts.encode(record) },
           { op: 'index', key: K.accounts, member: input.user, score: now },
         ],
         result: true,
@@ -196,15 +204,14 @@ export class AuthService {
   }
 
   async account(user: string): Promise<AccountView> {
-    const rec = await this.opts.store.get<AccountRecord>(K.account(user));
+    const rec = accounts.decode(await this.opts.store.get(K.account(user)));
     if (!rec) throw notFound('unknown_account', `no account ${user}`);
     return accountView(rec);
   }
 
   async accounts(): Promise<AccountView[]> {
     const users = await this.opts.store.indexRange(K.accounts);
-    const recs = await this.opts.store.getMany<AccountRecord>(users.map((u) => K.account(u.member)));
-    return recs.filter((r): r is AccountRecord => !!r).map(accountView);
+    return decodeList(accounts, await this.opts.store.getMany(users.map((u) => K.account(u.member)))).map(accountView);
   }
 
   /** Changes an account; a new password, new roles or disabling revokes every token it holds. */
@@ -212,7 +219,7 @@ export class AuthService {
     const hash = change.password !== undefined ? await hashPassword(change.password) : undefined;
     const live = await this.opts.store.indexRange(K.tokensOf(user));
     const view = await this.opts.store.update([K.account(user)], ([cur]) => {
-      const rec = cur as AccountRecord | undefined;
+      const rec = accounts.decode(cur);
       if (!rec) throw notFound('unknown_account', `no account ${user}`);
       if (user === ADMIN_USER && (change.disabled || (change.roles && !change.roles.includes('operator')))) {
         throw conflict('last_operator', 'the admin account keeps the operator role and cannot be disabled');
@@ -225,7 +232,7 @@ export class AuthService {
         ...(hash !== undefined ? { hash } : {}),
       };
       const revoke = hash !== undefined || change.roles !== undefined || change.disabled === true;
-      const writes: Write[] = [{ op: 'set', key: K.account(user), value: next }];
+      const writes: Write[] = [{ op: 'set', key: K.account(user), value: accounts.encode(next) }];
       if (revoke) {
         for (const t of live) writes.push({ op: 'del', key: K.token(t.member) });
         writes.push({ op: 'del', key: K.tokensOf(user) });
@@ -248,12 +255,12 @@ export class AuthService {
     const window = Math.floor(now / this.limits.windowMs);
     const keys = [K.fail('pair', `${user}|${client}`, window), K.fail('addr', client, window), K.fail('acct', user, window)];
     const caps = [this.limits.perPair, this.limits.perAddress, this.limits.perAccount];
-    const counts = await this.opts.store.getMany<number>(keys);
+    const counts = failures.decodeMany(await this.opts.store.getMany(keys));
     if (counts.some((c, i) => (c ?? 0) >= caps[i]!)) {
       const retryAfterS = Math.max(1, Math.ceil(((window + 1) * this.limits.windowMs - now) / 1000));
       throw new AppError('rate_limited', 'too_many_attempts', 'too many failed logins: wait before trying again', { retry_after_s: retryAfterS });
     }
-    const rec = USER_RE.test(user) ? await this.opts.store.get<AccountRecord>(K.account(user)) : undefined;
+    const rec = USER_RE.test(user) ? accounts.decode(await this.opts.store.get(K.account(user))) : undefined;
     const ok = await verifyPassword(rec?.hash, password);
     if (!ok || !rec || rec.disabled) {
       await Promise.all(keys.map((k) => this.bump(k)));
@@ -328,7 +335,7 @@ export class AuthService {
     };
     await this.opts.store.update([], () => ({
       writes: [
-        { op: 'set', key: K.device(id), value: rec },
+        { op: 'set', key: K.device(id), value: devices.encode(rec) },
         { op: 'index', key: K.devices, member: id, score: now },
       ],
       result: undefined,
@@ -338,13 +345,12 @@ export class AuthService {
 
   async devices(): Promise<DeviceView[]> {
     const ids = await this.opts.store.indexRange(K.devices, { reverse: true });
-    const recs = await this.opts.store.getMany<DeviceRecord>(ids.map((d) => K.device(d.member)));
-    return recs.filter((r): r is DeviceRecord => !!r).map(deviceView);
+    return decodeList(devices, await this.opts.store.getMany(ids.map((d) => K.device(d.member)))).map(deviceView);
   }
 
   async revokeDevice(id: string): Promise<{ revoked: true; id: string }> {
     return this.opts.store.update([K.device(id)], ([cur]) => {
-      const rec = cur as DeviceRecord | undefined;
+      const rec = devices.decode(cur);
       if (!rec) throw notFound('unknown_device', `no device ${id}`);
       return {
         writes: [

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
-import { K, type IntakeService } from '../intake/index.js';
+import { K, receiptIds, type IntakeService } from '../intake/index.js';
 import { mailWrites } from '../mail/index.js';
 import type { RentalService } from '../rental/index.js';
 import type { Store } from '../store/port.js';
@@ -60,14 +60,14 @@ export function chatIntake(intake: IntakeService, store: Store, rental: Pick<Ren
       }
     },
     async track(receiptNo) {
-      const id = await store.get<string>(K.receipt(receiptNo));
+      const id = receiptIds.decode(await store.get(K.receipt(receiptNo)));
       const record = id ? await intake.get(id) : undefined;
       if (!record) return undefined;
       return { status: record.status, label: PROGRESS_LABELS[record.status] ?? record.status };
     },
     countReceipts: () => store.indexCount(K.all),
     async recordUpsell(receiptNo, upsell) {
-      const id = await store.get<string>(K.receipt(receiptNo));
+      const id = receiptIds.decode(await store.get(K.receipt(receiptNo)));
       if (!id) return;
       await intake.modify(id, (rec) => ({ record: { ...rec, ext: { ...rec.ext, upsell } }, result: undefined }));
     },

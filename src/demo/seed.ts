@@ -11,6 +11,7 @@ import { seedWallet, type WalletDemo, type WalletDemoState } from './wallet.js';
 import type { Payment } from '../payment/index.js';
 import type { RentalService } from '../rental/index.js';
 import type { RewardService } from '../reward/index.js';
+import { codec, F, type FieldCheck } from '../store/codec.js';
 import type { Json, Store } from '../store/port.js';
 import type { TicketService } from '../ticket/index.js';
 import { settingsSchema, type ProgramService, strategyParams, type StrategyId, type SymbolId } from '../trading/index.js';
@@ -51,6 +52,14 @@ export interface DemoState {
   chat?: ChatDemoState;
   wallet?: WalletDemoState;
 }
+
+/** What the demo made, kept so a restart finds it again instead of making it twice. */
+const optStr: FieldCheck = (v) => v === undefined || F.str(v);
+const optStrs: FieldCheck = (v) => v === undefined || (Array.isArray(v) && v.every(F.str));
+const optObj: FieldCheck = (v) => v === undefined || F.obj(v);
+export const demoStates = codec<DemoState>('demo state', {
+  fields: { show_id: optStr, tickets: optStrs, members: optStrs, programs: optStrs, rental: optObj, chat: optObj, wallet: optObj },
+});
 
 export interface DemoSummary {
   password: string;
@@ -111,8 +120,8 @@ const PROGRAMS: { name: string; strategy: StrategyId; symbol: SymbolId }[] = [
 
 export async function seedDemo(parts: DemoParts, at: { url: string; local: string }): Promise<DemoSummary> {
   const { store, auth, tickets, reward, collab, programs } = parts;
-  const state = ((await store.get<Json>(STATE_KEY)) ?? {}) as DemoState;
-  const save = () => store.set(STATE_KEY, state as unknown as Json);
+  const state = demoStates.decode(await store.get(STATE_KEY)) ?? {};
+  const save = () => store.set(STATE_KEY, demoStates.encode(state));
 
   // accounts: created once, a fresh password at every demo start
   const password = randomBytes(9).toString('base64url');

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AuthService } from '../auth/index.js';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
+import { codec, F } from '../store/codec.js';
 import type { Store } from '../store/port.js';
 
 /**
@@ -20,6 +21,8 @@ import type { Store } from '../store/port.js';
 
 export const TICKET_TTL_MS = 60_000;
 const TICKET = (hash: string) => `demo:signin:${hash}`;
+/** A sign-in ticket as kept: whose account, until when. */
+const tickets = codec<{ user: string; expires: number }>('demo sign-in ticket', { fields: { user: F.str, expires: F.num } });
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 export interface DemoSignInOptions {
@@ -51,7 +54,7 @@ export class DemoSignIn {
     if (!this.opts.users.includes(user)) throw new AppError('not_found', 'not_a_demo_account', `${user} is not a demo account`, { accounts: this.opts.users });
     const ticket = randomBytes(24).toString('base64url');
     const expires = this.opts.clock.now() + TICKET_TTL_MS;
-    await this.opts.store.set(TICKET(sha256(ticket)), { user, expires }, { ttlMs: TICKET_TTL_MS });
+    await this.opts.store.set(TICKET(sha256(ticket)), tickets.encode({ user, expires }), { ttlMs: TICKET_TTL_MS });
     return { ticket, user, expires_at: new Date(expires).toISOString() };
   }
 
@@ -60,7 +63,7 @@ export class DemoSignIn {
     const key = TICKET(sha256(ticket));
     const now = this.opts.clock.now();
     const held = await this.opts.store.update([key], ([cur]) => {
-      const rec = cur as { user: string; expires: number } | undefined;
+      const rec = tickets.decode(cur);
       return { writes: rec ? [{ op: 'del' as const, key }] : [], result: rec && rec.expires > now ? rec : undefined };
     });
     const password = this.opts.password();

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
-import { codec } from '../store/codec.js';
+import { codec, F, plain } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { mailWrites, type MailMessage } from '../mail/index.js';
 import { parseIntakeInput, type IntakeInput } from './input.js';
@@ -54,6 +54,8 @@ export interface SubscriptionRecord {
   ext: { [key: string]: Json };
 }
 
+/** Receipt number -> record id. */
+export const receiptIds = plain<string>('receipt pointer', F.str);
 const records = codec<SubscriptionRecord>('intake record', (r) => typeof r.id === 'string' && typeof r.receiptNo === 'string');
 
 /** The record as clients see it: without the key hash, the type's fields beside the common ones. */
@@ -161,7 +163,7 @@ export class IntakeService {
 
   /** The record behind a receipt number, for the holder of its access key. */
   async track(receiptNo: string, key: string): Promise<SubscriptionView> {
-    const id = RECEIPT_RE.test(receiptNo) ? await this.opts.store.get<string>(K.receipt(receiptNo)) : undefined;
+    const id = RECEIPT_RE.test(receiptNo) ? receiptIds.decode(await this.opts.store.get(K.receipt(receiptNo))) : undefined;
     const record = id ? await this.get(id) : undefined;
     if (!record) throw notFound('subscription_not_found', `no subscription with receipt number ${receiptNo}`);
     this.requireKey(record, key);

@@ -5,6 +5,7 @@ import type { Json, Write } from '../store/port.js';
 import { Idempotency as Idem } from '../idempotency.js';
 import { availableOf, balanceOf, K, ledgerUpdate, resolveKeys, readAccount, transferKeys, userAccount, type TransferInput } from './ledger.js';
 import { PNL } from './lifecycle.js';
+import { leases } from './reconcile.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
 import { lastPayableWeek, payoutAt, payoutUnits, split, utcDay, weekStart } from './rules.js';
 import { PK, auditWrite, challengeRecords, type ChallengeRecord, type Effect, type PaymentService } from './service.js';
@@ -188,9 +189,9 @@ export class PayoutService {
     const token = randomUUID();
     const now = this.svc.now();
     const got = await this.store.update([PAYOUT.lease(week)], ([cur]) => {
-      const c = cur as { token: string; until: number } | undefined;
+      const c = leases.decode(cur);
       if (c && c.until > now) return { writes: [], result: false };
-      return { writes: [{ op: 'set', key: PAYOUT.lease(week), value: { token, until: now + this.opts.leaseMs } }], result: true };
+      return { writes: [{ op: 'set', key: PAYOUT.lease(week), value: leases.encode({ token, until: now + this.opts.leaseMs }) }], result: true };
     });
     if (!got) return { week, status: 'busy' };
     try {
@@ -227,7 +228,7 @@ export class PayoutService {
       return report;
     } finally {
       await this.store.update([PAYOUT.lease(week)], ([cur]) => ({
-        writes: (cur as { token?: string } | undefined)?.token === token ? [{ op: 'del', key: PAYOUT.lease(week) }] : [],
+        writes: leases.decode(cur)?.token === token ? [{ op: 'del', key: PAYOUT.lease(week) }] : [],
         result: undefined,
       }));
     }

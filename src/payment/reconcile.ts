@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
+import { codec, F } from '../store/codec.js';
 import type { Json } from '../store/port.js';
 import { K, ledgerUpdate, parseTransfer, transferKeys, type TransferInput } from './ledger.js';
 import type { BankingClient } from './peers.js';
 import { RK, receiptWrites } from './receipts.js';
-import { PK, type PaymentService } from './service.js';
+import { onrampRecords, PK, type PaymentService } from './service.js';
 
 /**
  * Reconciliation with the bank (issue 23, defect 4): the bank's webhook can be lost, so the hub also
@@ -25,6 +26,25 @@ export const RECON = {
   differences: 'pay:recon:differences',
   offramp: (id: string) => `pay:offramp:${id}`,
 };
+
+/** A run's lease (the reconciliation pull, a week's payouts): held by `token` until `until`. */
+export interface Lease {
+  token: string;
+  until: number;
+}
+export const leases = codec<Lease>('lease', { fields: { token: F.str, until: F.num } });
+
+/** An off-ramp the bank settled: paid, or returned (with the reason and the transfer back). */
+export interface OfframpOutcome {
+  state: 'paid' | 'returned';
+  ts: number;
+  reason?: string;
+  transfer?: string;
+}
+const optStr = (v: Json | undefined) => v === undefined || F.str(v);
+export const offrampOutcomes = codec<OfframpOutcome>('off-ramp outcome', {
+  fields: { state: (v) => v === 'paid' || v === 'returned', ts: F.num, reason: optStr, transfer: optStr },
+});
 
 export interface BankEvent {
   id: string;
@@ -74,9 +94,9 @@ export class Reconciler {
     const token = randomUUID();
     const now = this.svc.now();
     const got = await store.update([RECON.lease], ([cur]) => {
-      const c = cur as { until?: number } | undefined;
+      const c = leases.decode(cur);
       if (c && (c.until ?? 0) > now) return { writes: [], result: false };
-      return { writes: [{ op: 'set', key: RECON.lease, value: { token, until: now + this.opts.leaseMs } }], result: true };
+      return { writes: [{ op: 'set', key: RECON.lease, value: leases.encode({ token, until: now + this.opts.leaseMs }) }], result: true };
     });
     const report: PullReport = { status: 'busy', events: 0, credited: 0, declined: 0, offramps_paid: 0, offramps_returned: 0, differences: 0, cursor: 0 };
     if (!got) return report;
@@ -105,7 +125,7 @@ export class Reconciler {
       report.cursor = cursor;
       return report;
     } finally {
-      await store.update([RECON.lease], ([cur]) => ({ writes: (cur as { token?: string } | undefined)?.token === token ? [{ op: 'del', key: RECON.lease }] : [], result: null }));
+      await store.update([RECON.lease], ([cur]) => ({ writes: leases.decode(cur)?.token === token ? [{ op: 'del', key: RECON.lease }] : [], result: null }));
     }
   }
 
@@ -115,7 +135,7 @@ export class Reconciler {
    */
   private advance(seq: number, token: string): Promise<boolean> {
     return this.svc.store.update([RECON.cursor, RECON.lease], ([cur, lease]) => {
-      if ((lease as { token?: string } | undefined)?.token !== token) return { writes: [], result: false };
+      if (leases.decode(lease)?.token !== token) return { writes: [], result: false };
       return { writes: Number(cur ?? 0) < seq ? [{ op: 'set', key: RECON.cursor, value: seq }] : [], result: true };
     });
   }
@@ -145,10 +165,10 @@ export class Reconciler {
 
   private declined(ref: string): Promise<boolean> {
     return this.svc.store.update([PK.onramp(ref)], ([cur]) => {
-      const o = cur as { state?: string } | undefined;
+      const o = onrampRecords.decode(cur);
       if (!o) throw new AppError('not_found', 'onramp_not_found', `no on-ramp ${ref}`);
       if (o.state !== 'open') return { writes: [], result: false };
-      return { writes: [{ op: 'set', key: PK.onramp(ref), value: { ...(o as object), state: 'declined' } as Json }], result: true };
+      return { writes: [{ op: 'set', key: PK.onramp(ref), value: onrampRecords.encode({ ...o, state: 'declined' }) }], result: true };
     });
   }
 
@@ -163,10 +183,10 @@ export class Reconciler {
     const user = net.debit.split(':')[1] ?? null;
     return ledgerUpdate(this.svc.store, () => now, [RECON.offramp(id), RK.head, ...(outcome === 'returned' ? transferKeys([back]) : [])], (tx, get) => {
       if (get(RECON.offramp(id))) return { result: false };
-      if (outcome === 'paid') return { writes: [{ op: 'set', key: RECON.offramp(id), value: { state: 'paid', ts: now } }], result: true };
+      if (outcome === 'paid') return { writes: [{ op: 'set', key: RECON.offramp(id), value: offrampOutcomes.encode({ state: 'paid', ts: now }) }], result: true };
       tx.transfer(back);
       const r = receiptWrites(get(RK.head), { kind: 'offramp_return', user, amount: back.amount.toString(), transfers: [back.id], ref: id, ts: now });
-      return { writes: [...r.writes, { op: 'set', key: RECON.offramp(id), value: { state: 'returned', reason, transfer: back.id, ts: now } }], result: true };
+      return { writes: [...r.writes, { op: 'set', key: RECON.offramp(id), value: offrampOutcomes.encode({ state: 'returned', reason, transfer: back.id, ts: now }) }], result: true };
     });
   }
 
@@ -175,7 +195,7 @@ export class Reconciler {
     const [netV, rec] = await this.svc.store.getMany([K.transfer(`${id}:net`), RECON.offramp(id)]);
     const net = parseTransfer(netV);
     if (!net || net.debit !== `u:${user}:wallet`) throw new AppError('not_found', 'offramp_not_found', `no off-ramp ${id}`);
-    const r = rec as { state?: string; reason?: string; ts?: number } | undefined;
+    const r = offrampOutcomes.decode(rec);
     return { offramp: id, state: r?.state ?? 'sent', reason: r?.reason ?? null, settled_at: r?.ts ?? null };
   }
 

@@ -3,7 +3,7 @@ import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import { outboxWrites } from '../outbox.js';
-import { codec } from '../store/codec.js';
+import { codec, F } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { Idempotency, type IdemTicket, type StoredAnswer } from '../idempotency.js';
 import { K, collateralAccount, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
@@ -56,6 +56,25 @@ export interface ChallengeRecord {
 /** Stored challenges (every module of the relay reads and writes them through this codec). */
 const pegSnapshots = codec<PegSnapshot & { challenge: string }>('peg snapshot');
 export const challengeRecords = codec<ChallengeRecord>('challenge', (r) => typeof r.id === 'string' && typeof r.state === 'string');
+
+/** An on-ramp: opened with its KRW amount and peg, then credited once (or declined by the bank). */
+export interface OnrampRecord {
+  id: string;
+  user: string;
+  amount_krw: number;
+  method: string;
+  peg_ppm: string;
+  created_at: number;
+  state: 'open' | 'credited' | 'declined';
+  payment_id?: string;
+  units?: string;
+}
+const optStr = (v: Json | undefined) => v === undefined || F.str(v);
+export const onrampRecords = codec<OnrampRecord>('on-ramp', {
+  fields: { id: F.str, user: F.str, amount_krw: F.int, method: F.str, peg_ppm: F.str, created_at: F.num, state: (v) => v === 'open' || v === 'credited' || v === 'declined', payment_id: optStr, units: optStr },
+});
+/** A banking payment credited: the on-ramp it settled and its receipt. */
+const bankPayments = codec<{ ref: string; receipt_hash: string }>('banking payment', { fields: { ref: F.str, receipt_hash: F.str } });
 
 /** Starts the challenge's live trading program (bound in src/app.ts); may be absent. */
 export interface ChallengeProgramPort {
@@ -198,7 +217,7 @@ export class PaymentService {
       if (!cur) return { writes: [], result: undefined };
       return {
         writes: [
-          { op: 'set', key: PK.challenge(id), value: { ...(cur as object), program } as Json },
+          { op: 'set', key: PK.challenge(id), value: challengeRecords.encode({ ...challengeRecords.decode(cur)!, program }) },
           ...chainEventWrites(`program:${program}`, 'program_creation', { program, challenge: id, ts: now }, now),
         ],
         result: undefined,
@@ -251,7 +270,7 @@ export class PaymentService {
       const answer: StoredAnswer = { status: 303, body: { payment: id, location, peg_rate: peg.peg_rate }, headers: { location } };
       return {
         writes: [
-          { op: 'set', key: PK.onramp(id), value: { id, user, amount_krw: amountKrw, method, peg_ppm: peg.peg_ppm, created_at: now, state: 'open' } },
+          { op: 'set', key: PK.onramp(id), value: onrampRecords.encode({ id, user, amount_krw: amountKrw, method, peg_ppm: peg.peg_ppm, created_at: now, state: 'open' }) },
           ...this.idemFinish(e, answer),
         ],
         result: answer,
@@ -261,7 +280,7 @@ export class PaymentService {
 
   /** The banking service's signed confirmation: credits once per banking payment id. */
   async confirmOnramp(data: { payment_id: string; ref: string; amount_krw: number; usd_micro: number }) {
-    const or = (await this.store.get(PK.onramp(data.ref))) as { id: string; user: string; amount_krw: number; peg_ppm: string } | undefined;
+    const or = onrampRecords.decode(await this.store.get(PK.onramp(data.ref)));
     if (!or) throw new AppError('not_found', 'onramp_not_found', `no on-ramp ${data.ref}`);
     if (or.amount_krw !== data.amount_krw) throw new AppError('conflict', 'amount_mismatch', 'the confirmed amount differs from the on-ramp');
     const units = usdMicroToUnits(BigInt(data.usd_micro), BigInt(or.peg_ppm));
@@ -270,17 +289,17 @@ export class PaymentService {
     const t: TransferInput = { id: `onramp:${data.payment_id}`, debit: 'bank', credit: wallet, amount: units, code: 'onramp', meta: { ref: or.id, amount_krw: or.amount_krw } };
     const now = this.now();
     const out = await ledgerUpdate(this.store, () => now, [...transferKeys([t]), PK.bankPayment(data.payment_id), PK.onramp(or.id), RK.head], (tx, get) => {
-      const seen = get(PK.bankPayment(data.payment_id)) as { receipt_hash: string } | undefined;
+      const seen = bankPayments.decode(get(PK.bankPayment(data.payment_id)));
       if (seen) return { result: { credited: false, receipt_hash: seen.receipt_hash, amount: units.toString() } };
-      const onr = get(PK.onramp(or.id)) as { state: string; payment_id?: string };
+      const onr = onrampRecords.decode(get(PK.onramp(or.id)))!;
       if (onr.state !== 'open') throw new AppError('conflict', 'onramp_settled', `on-ramp ${or.id} was settled by payment ${onr.payment_id}`);
       tx.transfer(t);
       const r = receiptWrites(get(RK.head), { kind: 'onramp', user: or.user, amount: units.toString(), transfers: [t.id], ref: data.payment_id, ts: now });
       return {
         writes: [
           ...r.writes,
-          { op: 'set', key: PK.bankPayment(data.payment_id), value: { ref: or.id, receipt_hash: r.hash } },
-          { op: 'set', key: PK.onramp(or.id), value: { ...(onr as object), state: 'credited', payment_id: data.payment_id, units: units.toString() } as Json },
+          { op: 'set', key: PK.bankPayment(data.payment_id), value: bankPayments.encode({ ref: or.id, receipt_hash: r.hash }) },
+          { op: 'set', key: PK.onramp(or.id), value: onrampRecords.encode({ ...onr, state: 'credited', payment_id: data.payment_id, units: units.toString() }) },
         ],
         result: { credited: true, receipt_hash: r.hash, amount: units.toString() },
       };

@@ -3,8 +3,8 @@ import type { Json, Store } from '../store/port.js';
 import { BOUNDARY_ACCOUNT, K, parseTransfer, type Transfer } from './ledger.js';
 import type { BankSettlementPayment, BankingClient } from './peers.js';
 import { DAY_MS, utcDayRange } from './rules.js';
-import { RECON } from './reconcile.js';
-import { PK } from './service.js';
+import { offrampOutcomes, RECON } from './reconcile.js';
+import { onrampRecords, PK } from './service.js';
 
 /**
  * The daily settlement report (docs/payment.md "Daily settlement"): the `bank` boundary account's
@@ -84,7 +84,7 @@ export class Settlement {
     const [netV, feeV, retV, rec] = await this.store.getMany([K.transfer(`${id}:net`), K.transfer(`${id}:fee`), K.transfer(`${id}:return`), RECON.offramp(id)]);
     const net = parseTransfer(netV);
     if (!net || net.code !== 'offramp') return undefined;
-    const state = parseTransfer(retV) ? 'returned' : ((rec as { state?: string } | undefined)?.state ?? 'sent');
+    const state = parseTransfer(retV) ? 'returned' : (offrampOutcomes.decode(rec)?.state ?? 'sent');
     return { kind: 'offramp', id, status: state, ts: net.ts, transfer: net.id, amount: net.amount.toString(), fee: parseTransfer(feeV)?.amount.toString() ?? '0' };
   }
 
@@ -114,7 +114,7 @@ export class Settlement {
     for (const b of list) {
       if (b.kind === 'onramp' && b.status === 'declined') {
         // no money moved at the bank: a difference only when the hub credited it all the same
-        const onr = (await this.store.get(PK.onramp(b.id))) as { state?: string; payment_id?: string } | undefined;
+        const onr = onrampRecords.decode(await this.store.get(PK.onramp(b.id)));
         const h = onr?.state === 'credited' && onr.payment_id ? await this.hubOnramp(onr.payment_id) : undefined;
         if (h) {
           count(h);

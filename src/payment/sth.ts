@@ -1,4 +1,5 @@
 import { createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { codec, F } from '../store/codec.js';
 
 /**
  * Signed tree heads (RFC 6962 3.5): the chain signs, with its Ed25519 key, the TreeHeadSignature
@@ -17,6 +18,9 @@ export interface SignedTreeHead {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
+
+/** The last verified head as the Store keeps it. */
+export const treeHeads = codec<SignedTreeHead>('signed tree head', { fields: { tree_size: F.int, timestamp: F.int, root: F.str, signature: F.str } });
 
 export function sthSignedBytes(h: { tree_size: number; timestamp: number; root: string }): Buffer {
   const b = Buffer.alloc(2 + 8 + 8 + 32);

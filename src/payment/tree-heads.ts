@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import type { Json, Store } from '../store/port.js';
 import { leafHash, verifyConsistency, verifyInclusion } from './merkle.js';
 import type { ChainClient } from './peers.js';
-import { sthShapeProblem, verifyTreeHead, type SignedTreeHead } from './sth.js';
+import { sthShapeProblem, treeHeads, verifyTreeHead, type SignedTreeHead } from './sth.js';
 
 /**
  * The hub's view of the chain's log. It keeps (in the Store) the last signed tree head it verified and
@@ -38,7 +38,7 @@ export class TreeHeads {
   ) {}
 
   async lastVerified(): Promise<SignedTreeHead | null> {
-    return ((await this.store.get(TK.verified)) as unknown as SignedTreeHead | undefined) ?? null;
+    return treeHeads.decode(await this.store.get(TK.verified)) ?? null;
   }
 
   /** Pulls the chain's current head and checks it. */
@@ -60,10 +60,10 @@ export class TreeHeads {
       const previous = await this.lastVerified();
       const consistency = previous ? await this.check(previous, sth, source) : [];
       const stored = await this.store.update([TK.verified], ([cur]) => {
-        const c = cur as unknown as SignedTreeHead | undefined;
+        const c = treeHeads.decode(cur);
         if ((c?.signature ?? null) !== (previous?.signature ?? null)) return { writes: [], result: false };
         const newer = !c || sth.tree_size > c.tree_size || sth.timestamp > c.timestamp;
-        return { writes: newer ? [{ op: 'set' as const, key: TK.verified, value: sth as unknown as Json }] : [], result: true };
+        return { writes: newer ? [{ op: 'set' as const, key: TK.verified, value: treeHeads.encode(sth) }] : [], result: true };
       });
       if (stored) return { sth, previous, consistency };
     }

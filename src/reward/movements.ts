@@ -96,8 +96,8 @@ export function refuseOutsidePlan(now: number): void {
 export function planCredit(c: CreditInput, current: (Json | undefined)[], answer?: (result: Json) => Write[]): UpdatePlan<CreditOutcome> {
   const plan = planCreditOnly(c, current);
   if (!answer) return plan;
-  const { result } = creditWire(c.id, c.creditId, c.stage, plan.result, drawn(0) as unknown as number);
-  return { writes: [...plan.writes, ...answer(result as unknown as Json)], result: plan.result };
+  const { result } = creditWire(c.id, c.creditId, c.stage, plan.result, drawn(0));
+  return { writes: [...plan.writes, ...answer(result)], result: plan.result };
 }
 
 function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditOutcome> {
@@ -210,8 +210,11 @@ function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePl
   };
 }
 
-/** The /work answer (the document's fields first) and the `work` event of a credit. */
-export function creditWire(id: string, creditId: string, stage: Stage, r: CreditOutcome, seq: number) {
+/**
+ * The /work answer (the document's fields first) and the `work` event of a credit; `seq` is the
+ * ledger's number, or the placeholder of the number the credit's commit draws.
+ */
+export function creditWire<S extends number | Drawn>(id: string, creditId: string, stage: Stage, r: CreditOutcome, seq: S) {
   const ru = toWire(r.amount);
   const result = {
     id,

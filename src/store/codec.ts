@@ -58,5 +58,18 @@ export function codec<T>(name: string, mark: Mark<T> = () => true): Codec<T> {
   };
 }
 
+/**
+ * A family of plain stored values (a pointer from a code to an id, a count): the value itself
+ * passes `check`, or it is refused as a corrupt record like a record of any other family.
+ */
+export function plain<T extends Json>(name: string, check: FieldCheck): Codec<T> {
+  const decode = (value: Json | undefined): T | undefined => {
+    if (value === undefined || value === null) return undefined;
+    if (!check(value)) throw new AppError('internal', 'corrupt_record', `a stored ${name} is not readable`);
+    return value as T;
+  };
+  return { name, encode: (value) => value, decode, decodeMany: (values) => values.map(decode) };
+}
+
 /** The records of one family among stored values (pushed entries, ranges, getMany), the absent ones left out. */
 export const decodeList = <T>(c: Codec<T>, values: readonly (Json | undefined)[]): T[] => values.map((v) => c.decode(v)).filter((v): v is T => v !== undefined);

@@ -1,7 +1,8 @@
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { conflict, notFound } from '../errors.js';
-import type { Json, Store, Write } from '../store/port.js';
+import { decodeList } from '../store/codec.js';
+import type { Store, Write } from '../store/port.js';
 import { AUDIT_CAP, CHECKINS_CAP, CONFLICTS_CAP, K, OFFLINE_SCAN_TTL_MS, RESERVATION_AUDIT_CAP, SHOW_AUDIT_CAP, SHOW_CONFLICTS_CAP } from './keys.js';
 import {
   auditEntries,
@@ -11,7 +12,10 @@ import {
   checkInEvents,
   DEFAULT_SCANNER,
   iso,
+  offlineConflicts,
+  offlineResults,
   reservations,
+  ticketCodes,
   ticketTopic,
   type AttemptResult,
   type AuditEntry,
@@ -43,7 +47,7 @@ export class CheckIns {
 
   /** POST /api/checkin: by ticket code. */
   async checkInByCode(code: string, input: CheckInInput) {
-    const id = await this.store.get<string>(K.code(code));
+    const id = ticketCodes.decode(await this.store.get(K.code(code)));
     return this.checkIn(id, code, 'code', input);
   }
 
@@ -101,7 +105,7 @@ export class CheckIns {
    * conflict, kept in the audit (result `conflict`) and the conflict lists, with both scans.
    */
   async settleOffline(scan: OfflineScan, input: CheckInInput & { device: string }): Promise<OfflineResult> {
-    const id = await this.store.get<string>(K.code(scan.code));
+    const id = ticketCodes.decode(await this.store.get(K.code(scan.code)));
     const outcome = await this.decide(id, scan.code, 'code', { ...input, nonce: scan.id, source: scan.source }, scan);
     switch (outcome.kind) {
       case 'settled':
@@ -118,7 +122,7 @@ export class CheckIns {
   /** Conflicts of offline scans, newest first; of one show's tickets when given. */
   async conflicts(opts: { limit: number; show_id?: string | undefined }): Promise<OfflineConflict[]> {
     const key = opts.show_id ? K.showConflicts(opts.show_id) : K.conflicts;
-    return (await this.store.range<OfflineConflict & Json>(key, -opts.limit, -1)).reverse();
+    return decodeList(offlineConflicts, await this.store.range(key, -opts.limit, -1)).reverse();
   }
 
   /** The one transition behind both check-in routes and offline scans; audits every attempt. */
@@ -149,12 +153,13 @@ export class CheckIns {
     });
     const scanKey = offline ? K.offlineScan(input.device ?? 'unknown', offline.id) : undefined;
     /** The offline scan's record, written with its outcome so a re-sent scan is settled once. */
-    const settled = (result: OfflineResult): Write[] => (scanKey ? [{ op: 'set', key: scanKey, value: result as unknown as Json, ttlMs: OFFLINE_SCAN_TTL_MS }] : []);
+    const settled = (result: OfflineResult): Write[] => (scanKey ? [{ op: 'set', key: scanKey, value: offlineResults.encode(result), ttlMs: OFFLINE_SCAN_TTL_MS }] : []);
 
     let outcome: Outcome = { kind: 'invalid' };
     if (id !== undefined) {
       outcome = await this.store.update([K.reservation(id), ...(scanKey ? [scanKey] : [])], ([cur, prior]): { writes: Write[]; result: Outcome } => {
-        if (prior !== undefined) return { writes: [], result: { kind: 'settled', result: prior as unknown as OfflineResult } };
+        const settledBefore = offlineResults.decode(prior);
+        if (settledBefore) return { writes: [], result: { kind: 'settled', result: settledBefore } };
         if (!cur) return { writes: [], result: { kind: 'invalid' } };
         const r = reservations.decode(cur)!;
         const audit = (e: AuditEntry): Write[] => [
@@ -176,8 +181,8 @@ export class CheckIns {
           return {
             writes: [
               ...audit({ ...entry('conflict', r), conflict: { reason, first_checkin: first } }),
-              { op: 'push', key: K.conflicts, value: c as unknown as Json, cap: CONFLICTS_CAP },
-              { op: 'push', key: K.showConflicts(r.show_id), value: c as unknown as Json, cap: SHOW_CONFLICTS_CAP },
+              { op: 'push', key: K.conflicts, value: offlineConflicts.encode(c), cap: CONFLICTS_CAP },
+              { op: 'push', key: K.showConflicts(r.show_id), value: offlineConflicts.encode(c), cap: SHOW_CONFLICTS_CAP },
               ...settled(result),
             ],
             result: { kind: 'conflict', r, conflict: c },
@@ -214,11 +219,12 @@ export class CheckIns {
       else {
         // an unknown code sent as an offline scan: audited once, however often it is re-sent
         const result: OfflineResult = { id: offline!.id, result: 'invalid', replayed: false };
-        outcome = await this.store.update([scanKey], ([prior]): { writes: Write[]; result: Outcome } =>
-          prior !== undefined
-            ? { writes: [], result: { kind: 'settled', result: prior as unknown as OfflineResult } }
-            : { writes: [{ op: 'push', key: K.audit, value: auditEntries.encode(entry('invalid')), cap: AUDIT_CAP }, ...settled(result)], result: { kind: 'invalid' } },
-        );
+        outcome = await this.store.update([scanKey], ([prior]): { writes: Write[]; result: Outcome } => {
+          const settledBefore = offlineResults.decode(prior);
+          return settledBefore
+            ? { writes: [], result: { kind: 'settled', result: settledBefore } }
+            : { writes: [{ op: 'push', key: K.audit, value: auditEntries.encode(entry('invalid')), cap: AUDIT_CAP }, ...settled(result)], result: { kind: 'invalid' } };
+        });
       }
     }
     if (outcome.kind === 'ok' && !outcome.replayed) {

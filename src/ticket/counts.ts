@@ -1,4 +1,5 @@
-import type { Json, Store } from '../store/port.js';
+import type { Store } from '../store/port.js';
+import { reservations } from './records.js';
 import { K } from './keys.js';
 
 /** The door counter of one show: tickets sold (not cancelled), checked in, cancelled. */
@@ -27,9 +28,7 @@ export async function countByScan(store: Store, showId: string): Promise<ShowCou
   const ids = (await store.indexRange(K.reservations)).map((e) => e.member);
   const out: ShowCounts = { show_id: showId, tickets: 0, checked_in: 0, cancelled: 0 };
   for (let i = 0; i < ids.length; i += BATCH) {
-    const recs = await store.getMany<Json>(ids.slice(i, i + BATCH).map((id) => K.reservation(id)));
-    for (const raw of recs) {
-      const r = raw as { show_id?: string; status?: string } | undefined;
+    for (const r of reservations.decodeMany(await store.getMany(ids.slice(i, i + BATCH).map((id) => K.reservation(id))))) {
       if (r?.show_id !== showId) continue;
       if (r.status === 'cancelled') out.cancelled++;
       else {

@@ -1,4 +1,4 @@
-import type { Json, Store, Write } from '../store/port.js';
+import type { Store, Write } from '../store/port.js';
 import { countByScan, type ShowCounts } from './counts.js';
 import { K } from './keys.js';
 import { doorState, reservations, shows, type ReservationRecord, type ShowRecord, type TicketStatus } from './records.js';
@@ -87,9 +87,8 @@ export async function ensureShowIndex(store: Store, showId: string): Promise<voi
   const writes: Write[] = [];
   for (let i = 0; i < entries.length; i += BATCH) {
     const slice = entries.slice(i, i + BATCH);
-    const recs = await store.getMany<Json>(slice.map((e) => K.reservation(e.member)));
-    recs.forEach((raw, j) => {
-      const r = raw as { show_id?: string } | undefined;
+    const recs = reservations.decodeMany(await store.getMany(slice.map((e) => K.reservation(e.member))));
+    recs.forEach((r, j) => {
       if (r?.show_id === showId) writes.push({ op: 'index', key: K.showReservations(showId), member: slice[j]!.member, score: slice[j]!.score });
     });
   }

@@ -1,7 +1,8 @@
 import { createHash, createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import type { Json, Store } from '../store/port.js';
+import { codec, F } from '../store/codec.js';
+import type { Store } from '../store/port.js';
 import { K } from './keys.js';
 import { ensureShowIndex } from './lists.js';
 import { iso, reservations, type ShowRecord, type TicketStatus } from './records.js';
@@ -57,6 +58,10 @@ interface StoredKey {
   created_at: string;
 }
 
+const listKeys = codec<StoredKey>('list signing key', {
+  fields: { alg: (v) => v === 'Ed25519', key_id: F.str, public_key: F.str, private_key: F.str, created_at: F.str },
+});
+
 /** The ticket hash of the list: the same on the page (WebCrypto SHA-256). */
 export function ticketHash(showId: string, code: string): string {
   return createHash('sha256').update(`${showId}:${code}`).digest().subarray(0, 16).toString('base64url');
@@ -86,7 +91,7 @@ export class OfflineLists {
    */
   async signingKey(): Promise<{ stored: StoredKey; privateKey: KeyObject }> {
     if (this.key) return this.key;
-    let stored = (await this.store.get(K.listSigningKey)) as StoredKey | undefined;
+    let stored = listKeys.decode(await this.store.get(K.listSigningKey));
     if (!stored) {
       const pair = generateKeyPairSync('ed25519');
       const publicKey = pair.publicKey.export({ format: 'jwk' }).x!;
@@ -98,7 +103,7 @@ export class OfflineLists {
         created_at: iso(this.clock.now()),
       };
       stored = await this.store.update([K.listSigningKey], ([cur]) =>
-        cur !== undefined ? { writes: [], result: cur as unknown as StoredKey } : { writes: [{ op: 'set', key: K.listSigningKey, value: candidate as unknown as Json }], result: candidate },
+        cur !== undefined ? { writes: [], result: listKeys.decode(cur)! } : { writes: [{ op: 'set', key: K.listSigningKey, value: listKeys.encode(candidate) }], result: candidate },
       );
     }
     const privateKey = createPrivateKey({ key: Buffer.from(stored.private_key, 'base64url'), format: 'der', type: 'pkcs8' });

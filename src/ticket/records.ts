@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { codec } from '../store/codec.js';
+import { codec, F, plain, type FieldCheck } from '../store/codec.js';
 import type { BingoCard } from './bingo.js';
 
 /**
@@ -151,6 +151,19 @@ export const shows = codec<ShowRecord>('show', (r) => typeof r.id === 'string' &
 export const reservations = codec<ReservationRecord>('reservation', (r) => typeof r.id === 'string' && typeof r.code === 'string' && typeof r.status === 'string');
 export const auditEntries = codec<AuditEntry>('check-in audit entry', (r) => typeof r.result === 'string' && typeof r.at === 'string');
 export const checkInEvents = codec<CheckInEvent>('check-in', (r) => r.type === 'checkin');
+/** Ticket code -> reservation id. */
+export const ticketCodes = plain<string>('ticket code', F.str);
+const optObj: FieldCheck = (v) => v === undefined || F.obj(v);
+/** A settled offline scan's result, kept so a re-sent scan gets it again. */
+export const offlineResults = codec<OfflineResult>('offline scan result', {
+  fields: { id: F.str, result: (v) => v === 'ok' || v === 'conflict' || v === 'invalid', replayed: (v) => typeof v === 'boolean', ticket: optObj, checkin: optObj, conflict: optObj },
+});
+export const offlineConflicts = codec<OfflineConflict>('offline-scan conflict', {
+  fields: {
+    at: F.str, received_at: F.str, reason: (v) => v === 'already_redeemed' || v === 'canceled', code: F.str, reservation_id: F.str, show_id: F.str, seat: F.str,
+    scanner: F.str, gate: F.strOrNull, offline_id: F.str, client: F.strOrNull, first_checkin: (v) => v === null || F.obj(v), cancelled_at: (v) => v === undefined || F.strOrNull(v),
+  },
+});
 
 /** The short view of a ticket that check-in answers and events carry. */
 export type TicketBrief = { reservation_id: string } & Pick<ReservationRecord, 'code' | 'show_id' | 'show_name' | 'venue' | 'date' | 'seat' | 'status'>;

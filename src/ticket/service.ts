@@ -17,6 +17,7 @@ import {
   randomId,
   reservations,
   shows,
+  ticketCodes,
   ticketTopic,
   type AuditEntry,
   type BookInput,
@@ -181,7 +182,7 @@ export class TicketService {
   }
 
   private async byCode(code: string): Promise<ReservationRecord> {
-    const id = await this.store.get<string>(K.code(code));
+    const id = ticketCodes.decode(await this.store.get(K.code(code)));
     const r = id === undefined ? undefined : reservations.decode(await this.store.get(K.reservation(id)));
     if (!r) throw notFound('invalid', `no ticket with code ${code}`, { code });
     return r;

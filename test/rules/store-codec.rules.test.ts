@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { codec, F } from '../../src/store/codec.js';
+import { codec, F, plain } from '../../src/store/codec.js';
 import type { Json } from '../../src/store/port.js';
 
 // The field checks a record family is described with (src/store/codec.ts), each on both sides of
@@ -79,5 +79,20 @@ describe('a family described field by field', () => {
     expect(any.decode({})).toEqual({});
     expect(() => any.decode(3)).toThrow('a stored any is not readable');
     expect(any.name).toBe('any');
+  });
+});
+
+describe('a family of plain values', () => {
+  const pointers = plain<string>('pointer', F.str);
+
+  it('hands on a value that passes the check, absent as undefined, and refuses any other', () => {
+    expect(pointers.decode('r_1')).toBe('r_1');
+    expect(pointers.decode(undefined)).toBeUndefined();
+    expect(pointers.decode(null)).toBeUndefined();
+    expect(pointers.encode('r_2')).toBe('r_2');
+    expect(pointers.decodeMany(['a', undefined])).toEqual(['a', undefined]);
+    expect(() => pointers.decode(7)).toThrow('a stored pointer is not readable');
+    expect(() => pointers.decode({ id: 'r_1' })).toThrow(expect.objectContaining({ code: 'corrupt_record' }));
+    expect(pointers.name).toBe('pointer');
   });
 });
