@@ -1,5 +1,5 @@
 import { forbidden } from '../errors.js';
-import { codec } from '../store/codec.js';
+import { codec, F } from '../store/codec.js';
 import type { Settings } from './engine.js';
 import type { StrategyId } from './strategies.js';
 import type { SymbolId } from './symbols.js';
@@ -145,7 +145,7 @@ export interface CreateInput {
 /** Stored program records, statistics and log entries; the events and ticks the Bus carries. */
 export const programRecords = codec<ProgramRecord>('program', (r) => typeof r.id === 'string' && typeof r.state === 'string');
 export const programStats = codec<ProgramStats>('program statistics');
-export const logEntries = codec<LogEntry>('program log entry');
+export const logEntries = codec<LogEntry>('program log entry', { fields: { t: F.num, level: (v) => v === 'info' || v === 'warn', code: F.str, message: F.str } });
 export const programEvents = codec<ProgramEvent>('program event', (r) => typeof r.type === 'string' && typeof r.program === 'string');
 export const tickEvents = codec<TickEvent>('program tick', (r) => Array.isArray(r.programs));
 

@@ -21,7 +21,7 @@ import {
   type ProgramEvent,
   type ProgramRecord,
   type ProgramStats,
-  programRecords, programStats, programEvents,
+  logEntries, programRecords, programStats, programEvents,
 } from './program-model.js';
 
 export * from './program-model.js';
@@ -172,7 +172,7 @@ export class ProgramService {
   async logs(id: string, limit = 200, caller?: Caller) {
     await this.get(id, caller);
     const [logs, signals, equity] = await Promise.all([
-      this.opts.store.range<LogEntry & Json>(K.log(id), -limit, -1),
+      this.opts.store.range(K.log(id), -limit, -1).then((raw) => logEntries.decodeMany(raw).filter((e): e is LogEntry => e !== undefined)),
       this.opts.store.range<Json>(K.signals(id), -limit, -1),
       this.opts.store.range<Json>(K.equity(id), 0, -1),
     ]);

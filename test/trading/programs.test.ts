@@ -167,6 +167,17 @@ describe('risk', () => {
     expect(logs.logs.some((l) => l.code === 'stopped' && l.message.includes('daily_loss_limit'))).toBe(true);
   });
 
+  it('reads its log through the log entries codec: a corrupt stored entry is refused, not handed on', async () => {
+    const { svc, store } = await rig();
+    const p = await svc.create(input('ema_cross', { fast: 2, slow: 3 }));
+    await svc.move(p.id, 'start');
+    expect((await svc.logs(p.id)).logs.every((l) => typeof l.message === 'string')).toBe(true);
+    await store.push(`program:log:${p.id}`, { t: 1, level: 'loud', code: 'x', message: 'y' }, 10);
+    const err = await svc.logs(p.id).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe('corrupt_record');
+  });
+
   it('enforces and logs maximum positions, the daily trade limit and the schedule', async () => {
     const { svc, bars } = await rig();
     // breakout signals again on every new high (or low): one position at most, no stop or target
