@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex } from '../reward/index.js';
+import { canonicalJson, sha256Hex } from '../canonical.js';
 import { outboxWrites } from '../outbox.js';
 import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';

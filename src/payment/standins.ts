@@ -1,6 +1,6 @@
 import { createHmac, generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
-import { canonicalJson } from '../reward/index.js';
+import { canonicalJson } from '../canonical.js';
 import { auditPath, consistencyProof, leafHash, treeHash } from './merkle.js';
 import { rawPublicKey, signTreeHead } from './sth.js';
 import { bankSettlement } from './standin-bank.js';

@@ -1,5 +1,4 @@
 /** The reward plan's public face: what other services (outbox, payment, the stand-ins, demo) use of it; the rest of the folder is its own. */
-export { canonicalJson, sha256Hex } from './signing.js';
 export { ledgerEntryHash, rewardPeerDeliverers } from './peers.js';
 export type { VerifyResult } from './peers.js';
 export type { RewardService } from './service.js';

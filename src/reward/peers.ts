@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { notConfigured, type Deliver, type OutboxItem } from '../outbox.js';
 import type { Json } from '../store/port.js';
 import { PeerError, parseJsonText, statusError, tcpHttpRequest, type CallOptions } from '../peers/index.js';
-import { canonicalJson, sha256Hex } from './signing.js';
+import { canonicalJson, sha256Hex } from '../canonical.js';
 
 export { PeerError, tcpHttpRequest, type CallOptions, type RawHttpResponse, type TcpHttpRequest } from '../peers/index.js';
 

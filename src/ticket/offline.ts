@@ -1,4 +1,5 @@
 import { createHash, createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { canonicalJson } from '../canonical.js';
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { codec, F } from '../store/codec.js';
@@ -65,15 +66,6 @@ const listKeys = codec<StoredKey>('list signing key', {
 /** The ticket hash of the list: the same on the page (WebCrypto SHA-256). */
 export function ticketHash(showId: string, code: string): string {
   return createHash('sha256').update(`${showId}:${code}`).digest().subarray(0, 16).toString('base64url');
-}
-
-/** JSON with object keys sorted at every level, no spaces: one text for one value. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const o = value as Record<string, unknown>;
-  const keys = Object.keys(o).filter((k) => o[k] !== undefined).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
 }
 
 export class OfflineLists {

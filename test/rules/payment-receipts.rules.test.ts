@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { outboxWrites } from '../../src/outbox.js';
-import { canonicalJson, sha256Hex } from '../../src/reward/signing.js';
+import { canonicalJson, sha256Hex } from '../../src/canonical.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
