@@ -307,6 +307,8 @@ describe('ISO weeks', () => {
     expect(bookingWeek(fill, close - 1)).toBe('2026-W47');
     expect(bookingWeek(fill, close)).toBe('2026-W48');
     expect(bookingWeek(fill, at('2026-12-03T00:00:00Z'))).toBe('2026-W49');
+    // a fill dated ahead of the hub's clock (W48) keeps its own week, still open
+    expect(bookingWeek(at('2026-11-24T10:00:00Z'), fill)).toBe('2026-W48');
   });
 });
 
@@ -325,5 +327,11 @@ describe('UTC days', () => {
     for (const d of ['2026-02-30', '2026-02-29', '2026-13-01', '2026-00-10', '2026-1-01', '2026-01-1', '26-01-01', 'x2026-01-01', '2026-01-01x', '2026-01-01T00:00', 'abcd-ef-gh', '']) {
       expect(utcDayRange(d)).toBeUndefined();
     }
+  });
+
+  it('refuse an expanded year with a month, which the date parser takes and gives back alike', () => {
+    // Date.parse('+020260-01T00:00:00.000Z') is valid and its ISO text starts '+020260-01'
+    expect(utcDayRange('+020260-01')).toBeUndefined();
+    expect(utcDayRange('-000001-01')).toBeUndefined();
   });
 });
