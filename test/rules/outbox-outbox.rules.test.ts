@@ -316,6 +316,8 @@ describe('kick', () => {
     const { outbox, enqueue, moreScans, store } = await setup({ mail: async () => undefined }, { pollMs: 3_600_000 });
     outbox.start();
     await moreScans(1);
+    // the first scan is over: the loop now sleeps for the poll
+    await until('idle', () => (outbox as unknown as { running?: Promise<void> }).running === undefined);
     await enqueue(item('a'));
     outbox.kick();
     await until('delivered', async () => (await store.get(STAT_DELIVERED)) === 1);
@@ -327,7 +329,7 @@ describe('held items', () => {
     const { outbox, enqueue, store, moreScans } = await setup({ mail: async () => undefined, peer: Object.assign(async () => undefined, { held: 'PEER_URL is not set' }) });
     await enqueue(item('p1', 'peer', T0 - 5), item('m1', 'mail'));
     outbox.start();
-    await until('held', async () => (await store.indexRange(outboxHeldKey('peer'), {})).length === 1);
+    await until('held and delivered', async () => (await store.indexRange(outboxHeldKey('peer'), {})).length === 1 && (await store.get(STAT_DELIVERED)) === 1);
     await moreScans();
     expect(await store.indexRange(outboxHeldKey('peer'), {})).toEqual([{ member: 'p1', score: T0 - 5 }]);
     expect(parseRecord(await store.get(outboxKey('p1')))?.attempts).toBe(0);
