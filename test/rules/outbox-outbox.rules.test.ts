@@ -409,3 +409,91 @@ describe('stats and the pending list', () => {
     expect((await outbox.pending()).map((p) => p.id)).toEqual(['a', 'c']);
   });
 });
+
+describe('the loop', () => {
+  const HELD_WARN = 'outbox keeps the deliveries for a peer that is not configured; they go out once it is (said once)';
+
+  it('says at start what it keeps from before, with nothing due', async () => {
+    const peer = Object.assign(async () => undefined, { held: 'PEER_URL is not set' });
+    const { outbox, store, logs } = await setup({ peer });
+    await store.update([], () => ({ writes: [{ op: 'index', key: outboxHeldKey('peer'), member: 'p1', score: T0 }], result: undefined }));
+    outbox.start();
+    await until('said', () => logs.some((l) => l.msg === HELD_WARN));
+  });
+
+  it('a second start changes nothing: held items still wait for the release interval', async () => {
+    const { outbox, store, moreScans } = await setup({ mail: async () => undefined });
+    outbox.start();
+    await moreScans(1);
+    await store.update([], () => ({ writes: heldWrites('h'), result: undefined }));
+    outbox.start();
+    await moreScans();
+    expect(await store.get(STAT_DELIVERED)).toBeUndefined();
+    expect(await store.indexRange(outboxHeldKey('mail'), {})).toEqual([{ member: 'h', score: T0 }]);
+  });
+
+  it('a settled delivery looks for the next item at once, without waiting for the poll', async () => {
+    const g = gated();
+    const { outbox, enqueue, store } = await setup({ mail: g.deliver }, { concurrency: 1, pollMs: 3_600_000 });
+    await enqueue(item('a', 'mail', T0 - 1), item('b'));
+    outbox.start();
+    await until('a called', () => g.calls.length === 1);
+    await until('idle', () => (outbox as unknown as { running?: Promise<void> }).running === undefined);
+    g.open();
+    await until('both delivered', async () => (await store.get(STAT_DELIVERED)) === 2);
+    expect(g.calls.map((c) => c.id)).toEqual(['a', 'b']);
+  });
+
+  it('takes a due item beside deliveries in flight whose lease ran out', async () => {
+    const g = gated();
+    const { outbox, enqueue, clock } = await setup({ mail: g.deliver }, { concurrency: 3, leaseMs: 60_000 });
+    await enqueue(item('a'), item('b'));
+    outbox.start();
+    await until('a and b called', () => g.calls.length === 2);
+    // a and b are due again (their lease ran out) and come first in the due index; c is due after them
+    clock.advance(60_000);
+    await enqueue(item('c', 'mail', T0 + 60_000));
+    await until('c called', () => g.calls.length === 3);
+    expect(g.calls.map((c) => c.id)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('an item enqueued again while in flight: the delivery of the old copy is not counted, the new copy is delivered', async () => {
+    const g = gated();
+    const { outbox, enqueue, store } = await setup({ mail: g.deliver });
+    await enqueue(item('a'));
+    outbox.start();
+    await until('called', () => g.calls.length === 1);
+    await enqueue(item('a'));
+    g.open();
+    await until('delivered again', async () => g.calls.length === 2 && (await store.get(outboxKey('a'))) === undefined && outbox.inFlight === 0);
+    await until('counted', async () => (await store.get(STAT_DELIVERED)) === 1);
+    await outbox.stop();
+    expect(await store.get(STAT_DELIVERED)).toBe(1);
+  });
+
+  it('an item enqueued again while its attempt fails: the failure is neither counted nor written on the new copy', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const calls: string[] = [];
+    const { outbox, enqueue, store, rec } = await setup({
+      mail: async (it) => {
+        calls.push(it.id);
+        if (calls.length === 1) {
+          await gate;
+          throw new Error('late failure');
+        }
+        await new Promise<void>(() => undefined); // the new copy's attempt stays in flight
+      },
+    });
+    await enqueue(item('a'));
+    outbox.start();
+    await until('called', () => calls.length === 1);
+    await enqueue(item('a'));
+    release();
+    // the new copy is taken once the first attempt has settled
+    await until('new copy in flight', () => calls.length === 2);
+    expect(await store.get(STAT_FAILED)).toBeUndefined();
+    expect(await rec('a')).toMatchObject({ attempts: 1 });
+    expect((await rec('a'))?.lastError).toBeUndefined();
+  });
+});
