@@ -66,9 +66,10 @@ async function setup(deliver: Record<string, Deliver>, extra: Partial<OutboxOpti
     const target = scans + n;
     await until('more scans', () => scans >= target, 10_000, 2);
   };
-  return { store: inner, clock, outbox, logs, enqueue, rec, score, moreScans };
+  return { store: inner, clock, outbox, logs, enqueue, rec, score, moreScans, scans: () => scans };
 }
 
+const HELD_WARN = 'outbox keeps the deliveries for a peer that is not configured; they go out once it is (said once)';
 const item = (id: string, dest = 'mail', createdAt = T0): OutboxItem => ({ id, dest, payload: { id }, createdAt });
 /** An item enqueued straight into the held index of its destination (as another process keeps it). */
 const heldWrites = (id: string) => [
@@ -134,8 +135,8 @@ describe('a claim', () => {
 
 describe('settling an attempt', () => {
   it('a delivery deletes the record and its index entries and counts it', async () => {
-    const { outbox, enqueue, store } = await setup({ mail: async () => undefined });
-    await enqueue(item('a'), item('b'));
+    const { outbox, enqueue, store, logs } = await setup({ mail: async () => undefined }, { concurrency: 1 });
+    await enqueue(item('a', 'mail', T0 - 1), item('b'));
     await store.update([], () => ({ writes: [{ op: 'index', key: outboxHeldKey('mail'), member: 'a', score: T0 }], result: undefined }));
     outbox.start();
     await until('delivered', async () => (await store.get(STAT_DELIVERED)) === 2);
@@ -144,6 +145,10 @@ describe('settling an attempt', () => {
     expect(await store.indexRange(OUTBOX_CREATED, {})).toEqual([]);
     expect(await store.indexRange(outboxHeldKey('mail'), {})).toEqual([]);
     expect(await outbox.stats()).toEqual({ pending: 0, held: 0, delivered: 2, failedAttempts: 0 });
+    expect(logs.filter((l) => l.msg === 'outbox delivered').map((l) => l.obj)).toEqual([
+      { id: 'a', dest: 'mail', attempts: 1, deleted: true },
+      { id: 'b', dest: 'mail', attempts: 1, deleted: true },
+    ]);
   });
 
   it('a failure reschedules with backoff, says why, and counts the attempt', async () => {
@@ -280,9 +285,9 @@ describe('stopping', () => {
     expect(await rec('a')).toEqual({ id: 'a', dest: 'mail', payload: { id: 'a' }, createdAt: T0, attempts: 1, due: T0 + 7 + 100, lastAttemptAt: T0, lastError: 'outbox stopping', lastDelayMs: 100 });
   });
 
-  it('lets an attempt finish within the grace', async () => {
+  it('lets an attempt finish within the grace (1 s by default)', async () => {
     const g = gated();
-    const { outbox, enqueue, store } = await setup({ mail: g.deliver }, { stopGraceMs: 60_000 });
+    const { outbox, enqueue, store } = await setup({ mail: g.deliver });
     await enqueue(item('a'));
     outbox.start();
     await until('called', () => g.calls.length === 1);
@@ -311,7 +316,28 @@ describe('stopping', () => {
   });
 });
 
+describe('a restart', () => {
+  it('takes back held items at once', async () => {
+    const { outbox, store, moreScans } = await setup({ mail: async () => undefined });
+    outbox.start();
+    await moreScans(1);
+    await outbox.stop();
+    await store.update([], () => ({ writes: heldWrites('h'), result: undefined }));
+    outbox.start();
+    await until('delivered', async () => (await store.get(STAT_DELIVERED)) === 1);
+  });
+});
+
 describe('kick', () => {
+  it('does nothing before start', async () => {
+    const { outbox, enqueue, scans } = await setup({ mail: async () => undefined });
+    await enqueue(item('a'));
+    outbox.kick();
+    // a scan the kick scheduled (at 0 ms) would have begun before this later timer fires
+    await new Promise((r) => setTimeout(r, 20));
+    expect(scans()).toBe(0);
+  });
+
   it('scans at once instead of waiting for the poll', async () => {
     const { outbox, enqueue, moreScans, store } = await setup({ mail: async () => undefined }, { pollMs: 3_600_000 });
     outbox.start();
@@ -326,7 +352,7 @@ describe('kick', () => {
 
 describe('held items', () => {
   it('of a destination not configured are moved to its held index without an attempt', async () => {
-    const { outbox, enqueue, store, moreScans } = await setup({ mail: async () => undefined, peer: Object.assign(async () => undefined, { held: 'PEER_URL is not set' }) });
+    const { outbox, enqueue, store, moreScans, logs } = await setup({ mail: async () => undefined, peer: Object.assign(async () => undefined, { held: 'PEER_URL is not set' }) });
     await enqueue(item('p1', 'peer', T0 - 5), item('m1', 'mail'));
     outbox.start();
     await until('held and delivered', async () => (await store.indexRange(outboxHeldKey('peer'), {})).length === 1 && (await store.get(STAT_DELIVERED)) === 1);
@@ -336,6 +362,8 @@ describe('held items', () => {
     expect(await outbox.stats()).toEqual({ pending: 1, held: 1, delivered: 1, failedAttempts: 0, oldestPendingAt: T0 - 5 });
     expect(await outbox.holding()).toEqual([{ dest: 'peer', reason: 'PEER_URL is not set', items: 1 }]);
     expect(await outbox.readiness()).toMatch(/peer/);
+    // said once, when the item was kept
+    expect(logs.filter((l) => l.msg === HELD_WARN)).toHaveLength(1);
   });
 
   it('are taken back at start, then every releaseEveryMs of the clock', async () => {
@@ -411,8 +439,6 @@ describe('stats and the pending list', () => {
 });
 
 describe('the loop', () => {
-  const HELD_WARN = 'outbox keeps the deliveries for a peer that is not configured; they go out once it is (said once)';
-
   it('says at start what it keeps from before, with nothing due', async () => {
     const peer = Object.assign(async () => undefined, { held: 'PEER_URL is not set' });
     const { outbox, store, logs } = await setup({ peer });
