@@ -522,7 +522,7 @@ describe('the lease, the platform share and pending holds', () => {
     const lease = `pay:payoutlease:${WEEK}`;
     // while u1 is paid the lease runs out and another run takes it
     await w.pay.runWeek(WEEK, () => void w.raw.set(lease, { token: 'other', until: now + 1 }));
-    const taken = w.writes.find((x) => x.op === 'set' && x.key === lease) as { value: { token: string; until: number } };
+    const taken = w.writes.find((x) => x.op === 'set' && x.key === lease) as unknown as { value: { token: string; until: number } };
     expect(taken.value).toEqual({ token: expect.stringMatching(/^[0-9a-f-]{36}$/), until: now + 60_000 });
     expect(await w.store.get(lease)).toEqual({ token: 'other', until: now + 1 });
   });
