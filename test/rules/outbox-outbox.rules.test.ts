@@ -139,7 +139,7 @@ describe('settling an attempt', () => {
     await enqueue(item('a', 'mail', T0 - 1), item('b'));
     await store.update([], () => ({ writes: [{ op: 'index', key: outboxHeldKey('mail'), member: 'a', score: T0 }], result: undefined }));
     outbox.start();
-    await until('delivered', async () => (await store.get(STAT_DELIVERED)) === 2);
+    await until('delivered and said', async () => (await store.get(STAT_DELIVERED)) === 2 && logs.filter((l) => l.msg === 'outbox delivered').length === 2);
     expect(await store.get(outboxKey('a'))).toBeUndefined();
     expect(await store.indexRange(OUTBOX_DUE, {})).toEqual([]);
     expect(await store.indexRange(OUTBOX_CREATED, {})).toEqual([]);
@@ -481,6 +481,20 @@ describe('the loop', () => {
     await enqueue(item('c', 'mail', T0 + 60_000));
     await until('c called', () => g.calls.length === 3);
     expect(g.calls.map((c) => c.id)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('starts no more than the free slots when more items are due than that', async () => {
+    const g = gated();
+    const { outbox, enqueue, moreScans } = await setup({ mail: g.deliver }, { concurrency: 3 });
+    await enqueue(item('a'), item('b'));
+    outbox.start();
+    await until('a and b called', () => g.calls.length === 2);
+    // one slot free; the scan reads up to 1 + 2 due entries
+    await enqueue(item('c', 'mail', T0 - 3), item('d', 'mail', T0 - 2), item('e', 'mail', T0 - 1));
+    await until('c called', () => g.calls.length >= 3);
+    await moreScans();
+    expect(g.calls.map((c) => c.id)).toEqual(['a', 'b', 'c']);
+    expect(outbox.inFlight).toBe(3);
   });
 
   it('an item enqueued again while in flight: the delivery of the old copy is not counted, the new copy is delivered', async () => {
