@@ -43,12 +43,18 @@ export interface ChallengeStats {
 
 export type RuleOutcome = { outcome: 'pass' } | { outcome: 'fail'; rule: 'daily_loss' | 'max_drawdown' } | undefined;
 
-/** Checks the rules after a fill: a breached loss rule fails first, then the profit target passes. */
+/**
+ * Checks the rules after a fill: a breached loss rule fails first, then the profit target passes.
+ * Each rule is reached at or above its fraction of the account size, taken in whole cents (the
+ * fraction to 6 places, rounded up to a cent) and not in floating point, where 0.07 x 2,500,000
+ * cents is 175,000.00000000003 and an exact 7 % would fall short.
+ */
 export function evaluateRules(stats: ChallengeStats, accountSize: number, rules: ChallengeRules): RuleOutcome {
-  const cents = accountSize * 100;
-  if (-stats.day_cents >= rules.dailyLoss * cents) return { outcome: 'fail', rule: 'daily_loss' };
-  if (stats.peak_cents - stats.realized_cents >= rules.maxDrawdown * cents) return { outcome: 'fail', rule: 'max_drawdown' };
-  if (stats.realized_cents >= rules.profitTarget * cents) return { outcome: 'pass' };
+  const cents = BigInt(accountSize) * 100n;
+  const reach = (fraction: number) => Number(mulDivUp(cents, ppm(fraction), 1_000_000n));
+  if (-stats.day_cents >= reach(rules.dailyLoss)) return { outcome: 'fail', rule: 'daily_loss' };
+  if (stats.peak_cents - stats.realized_cents >= reach(rules.maxDrawdown)) return { outcome: 'fail', rule: 'max_drawdown' };
+  if (stats.realized_cents >= reach(rules.profitTarget)) return { outcome: 'pass' };
   return undefined;
 }
 

@@ -37,7 +37,7 @@ const source = (name: string): PriceSource => ({
   },
 });
 
-type Opts = Partial<{ breakerPercent: bigint; poolFactor: bigint; catchUpWeeks: number; reviewHoldMs: number; crashAfter: number }>;
+type Opts = Partial<{ breakerPercent: bigint; poolFactor: bigint; catchUpWeeks: number; reviewHoldMs: number; crashAfter: number; scalePpm: bigint; disciplinePpm: bigint }>;
 
 async function world(opts: Opts = {}) {
   const { PayoutService } = await load();
@@ -508,5 +508,77 @@ describe('reviews', () => {
     const r = await w.pay.decide(w.id, 'reject', 'hold-deadline', 'early', {}, true);
     expect(r).toEqual({ review: w.id, state: 'open', receipt_hash: null });
     expect(await w.store.get(`pay:review:${w.id}`)).toMatchObject({ state: 'open' });
+  });
+});
+
+describe('the lease, the platform share and pending holds', () => {
+  it('a run takes the week lease for leaseMs under its own token, and leaves a lease another run took meanwhile', async () => {
+    const w = await world();
+    await w.passed('u1', 25_000);
+    await w.fund('escrow-big', 'escrow', 10n ** 15n);
+    w.due();
+    const now = w.clock.now();
+    w.writes.length = 0;
+    const lease = `pay:payoutlease:${WEEK}`;
+    // while u1 is paid the lease runs out and another run takes it
+    await w.pay.runWeek(WEEK, () => void w.raw.set(lease, { token: 'other', until: now + 1 }));
+    const taken = w.writes.find((x) => x.op === 'set' && x.key === lease) as unknown as { value: { token: string; until: number } };
+    expect(taken.value).toEqual({ token: expect.stringMatching(/^[0-9a-f-]{36}$/), until: now + 60_000 });
+    expect(await w.store.get(lease)).toEqual({ token: 'other', until: now + 1 });
+  });
+
+  it('a payout whose platform share rounds to 0 moves the trader share alone', async () => {
+    // 0.01 USD x 0.000001 x 0.3 x the peg (1,380 tokens) = 4.14 units: 4, of which 20 % rounds to 0
+    const w = await world({ scalePpm: 1n, disciplinePpm: 300_000n });
+    const c = await w.passed('u1', 1);
+    await w.fund('escrow-big', 'escrow', 10n ** 15n);
+    w.due();
+    expect(await w.pay.expected(WEEK, 'u1')).toEqual({ user: 'u1', total: 4n, platform: 0n, trader: 4n, challenges: [c] });
+    const op0 = (await readAccount(w.store, 'operating')).credits_posted;
+    const body = (await w.pay.payout(WEEK, 'u1')) as Record<string, Json>;
+    expect(body).toMatchObject({ status: 'paid', amount: '4', trader: '4', platform: '0' });
+    expect((await readAccount(w.store, 'operating')).credits_posted).toBe(op0);
+    const log = (await w.store.indexRange(K.log)).map((e) => e.member);
+    expect(log).toContain(`payout:${WEEK}:u1:trader`);
+    expect(log).not.toContain(`payout:${WEEK}:u1:platform`);
+  });
+
+  /** u1's payout held for a violation: escrow then has `each` pending. */
+  async function oneHeld(w: Awaited<ReturnType<typeof world>>) {
+    const c = await w.passed('u1', 25_000);
+    await w.passed('u2', 25_000);
+    const s = await w.owed(c, 25_000);
+    const each = s.platform + s.trader;
+    await w.escrowTo(100n * each);
+    w.due();
+    const rec = (await w.store.get(PK.challenge(c))) as Record<string, Json>;
+    await w.store.set(PK.challenge(c), { ...rec, violations: [{ rule: 'daily_loss', ts: w.clock.now() - DAY }] });
+    expect(await w.pay.payout(WEEK, 'u1')).toMatchObject({ status: 'review', reason: 'violation_last_7_days' });
+    expect((await readAccount(w.store, 'escrow')).debits_pending).toBe(each);
+    return each;
+  }
+
+  it('counts the holds already pending in the pool floor of a payout', async () => {
+    for (const [extra, status] of [[0n, 'paid'], [-1n, 'review']] as const) {
+      const w = await world({ breakerPercent: 100n });
+      const each = await oneHeld(w);
+      // available = balance - each pending; required = 2 x (each + each pending)
+      await w.escrowTo(5n * each + extra);
+      const body = (await w.pay.payout(WEEK, 'u2')) as Record<string, Json>;
+      expect(body.status, String(extra)).toBe(status);
+      if (status === 'review') expect(body.reason).toBe('pool_floor');
+    }
+  });
+
+  it('counts the holds already pending in the pool floor of a run', async () => {
+    for (const [extra, status] of [[0n, 'paid'], [-1n, 'review']] as const) {
+      const w = await world({ breakerPercent: 100n });
+      const each = await oneHeld(w);
+      // the run's sum is both users (2 x each), plus each pending: required 2 x 3 x each
+      await w.escrowTo(7n * each + extra);
+      const report = (await w.pay.runWeek(WEEK)) as Record<string, Json>;
+      expect(report.pool, String(extra)).toEqual({ escrow_available: (6n * each + extra).toString(), required: (6n * each).toString(), ok: extra === 0n, held: extra !== 0n });
+      expect(((await w.store.get(`pay:payout:${WEEK}:u2`)) as { status: string }).status, String(extra)).toBe(status);
+    }
   });
 });
