@@ -40,7 +40,7 @@ describe('kill -9 of the hub between the two steps of a payment', () => {
   const operator = async (url: string) => ({ authorization: `Bearer ${await signIn(url, ['operator'])}` });
   const startOnramp = async (url: string, user: string, krw: number) => {
     const r = await call(url, 'POST', '/api/token/onramp', { amount_krw: krw, method: 'transfer' }, { ...(await as(user)), 'idempotency-key': key(), accept: 'application/json' });
-    expect(r.status).toBe(200);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
     return new URL(r.body.location).searchParams;
   };
   /** Kills the running hub with SIGKILL after `ms`, while `burst` runs; waits for the burst to end. */

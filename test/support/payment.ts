@@ -25,6 +25,9 @@ export function paymentHubEnv(peers: PaymentStandins, secret: string, name: stri
     ...(opts.chainKey ? { CHAIN_PUBLIC_KEY: peers.chain.state.publicKey } : {}),
     BROKER_URL: peers.broker.url,
     PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','),
+    // the price stand-ins answer from the test's own process, which a burst can keep busy past the
+    // 1.5 s default (a test of the time-out sets its own)
+    PEG_TIMEOUT_MS: '5000',
     ...opts.extra,
   };
 }
