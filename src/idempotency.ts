@@ -45,10 +45,10 @@ interface KeyRecord {
 const keyRecords = codec<KeyRecord>('idempotency key', {
   fields: {
     state: (v) => v === 'running' || v === 'done',
-    fp: (v) => v === undefined || F.str(v),
-    until: (v) => v === undefined || F.num(v),
-    token: (v) => v === undefined || F.str(v),
-    answer: (v) => v === undefined || (F.obj(v) && F.int(v.status)),
+    fp: F.opt(F.str),
+    until: F.opt(F.num),
+    token: F.opt(F.str),
+    answer: F.opt((v) => F.obj(v) && F.int(v.status)),
   },
 });
 

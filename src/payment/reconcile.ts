@@ -41,9 +41,8 @@ export interface OfframpOutcome {
   reason?: string;
   transfer?: string;
 }
-const optStr = (v: Json | undefined) => v === undefined || F.str(v);
 export const offrampOutcomes = codec<OfframpOutcome>('off-ramp outcome', {
-  fields: { state: (v) => v === 'paid' || v === 'returned', ts: F.num, reason: optStr, transfer: optStr },
+  fields: { state: (v) => v === 'paid' || v === 'returned', ts: F.num, reason: F.opt(F.str), transfer: F.opt(F.str) },
 });
 
 export interface BankEvent {

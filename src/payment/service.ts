@@ -69,9 +69,8 @@ export interface OnrampRecord {
   payment_id?: string;
   units?: string;
 }
-const optStr = (v: Json | undefined) => v === undefined || F.str(v);
 export const onrampRecords = codec<OnrampRecord>('on-ramp', {
-  fields: { id: F.str, user: F.str, amount_krw: F.int, method: F.str, peg_ppm: F.str, created_at: F.num, state: (v) => v === 'open' || v === 'credited' || v === 'declined', payment_id: optStr, units: optStr },
+  fields: { id: F.str, user: F.str, amount_krw: F.int, method: F.str, peg_ppm: F.str, created_at: F.num, state: (v) => v === 'open' || v === 'credited' || v === 'declined', payment_id: F.opt(F.str), units: F.opt(F.str) },
 });
 /** A banking payment credited: the on-ramp it settled and its receipt. */
 const bankPayments = codec<{ ref: string; receipt_hash: string }>('banking payment', { fields: { ref: F.str, receipt_hash: F.str } });

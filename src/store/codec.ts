@@ -29,8 +29,11 @@ const intOrNull: FieldCheck = (v) => v === null || int(v);
 /** An object of integers (e.g. units per day). */
 const intMap: FieldCheck = (v) => obj(v) && Object.values(v).every(int);
 
+/** A field that may be absent, and is of `check` when present. */
+const opt = (check: FieldCheck): FieldCheck => (v) => v === undefined || check(v);
+
 /** Field checks for `codec(name, {fields})`. */
-export const F = { str, int, num, strOrNull, intOrNull, obj, intMap };
+export const F = { str, int, num, strOrNull, intOrNull, obj, intMap, opt };
 
 /**
  * What marks a stored value as one of the family: a predicate over the object, or the check of

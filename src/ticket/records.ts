@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { codec, F, plain, type FieldCheck } from '../store/codec.js';
+import { codec, F, plain } from '../store/codec.js';
 import type { BingoCard } from './bingo.js';
 
 /**
@@ -153,15 +153,14 @@ export const auditEntries = codec<AuditEntry>('check-in audit entry', (r) => typ
 export const checkInEvents = codec<CheckInEvent>('check-in', (r) => r.type === 'checkin');
 /** Ticket code -> reservation id. */
 export const ticketCodes = plain<string>('ticket code', F.str);
-const optObj: FieldCheck = (v) => v === undefined || F.obj(v);
 /** A settled offline scan's result, kept so a re-sent scan gets it again. */
 export const offlineResults = codec<OfflineResult>('offline scan result', {
-  fields: { id: F.str, result: (v) => v === 'ok' || v === 'conflict' || v === 'invalid', replayed: (v) => typeof v === 'boolean', ticket: optObj, checkin: optObj, conflict: optObj },
+  fields: { id: F.str, result: (v) => v === 'ok' || v === 'conflict' || v === 'invalid', replayed: (v) => typeof v === 'boolean', ticket: F.opt(F.obj), checkin: F.opt(F.obj), conflict: F.opt(F.obj) },
 });
 export const offlineConflicts = codec<OfflineConflict>('offline-scan conflict', {
   fields: {
     at: F.str, received_at: F.str, reason: (v) => v === 'already_redeemed' || v === 'canceled', code: F.str, reservation_id: F.str, show_id: F.str, seat: F.str,
-    scanner: F.str, gate: F.strOrNull, offline_id: F.str, client: F.strOrNull, first_checkin: (v) => v === null || F.obj(v), cancelled_at: (v) => v === undefined || F.strOrNull(v),
+    scanner: F.str, gate: F.strOrNull, offline_id: F.str, client: F.strOrNull, first_checkin: (v) => v === null || F.obj(v), cancelled_at: F.opt(F.strOrNull),
   },
 });
 
