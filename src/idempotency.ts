@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError } from './errors.js';
 import type { Clock } from './clock.js';
-import { codec, F } from './store/codec.js';
+import { codec, F, optional } from './store/codec.js';
 import type { Json, Store, Write } from './store/port.js';
 
 /**
@@ -45,10 +45,10 @@ interface KeyRecord {
 const keyRecords = codec<KeyRecord>('idempotency key', {
   fields: {
     state: (v) => v === 'running' || v === 'done',
-    fp: F.opt(F.str),
-    until: F.opt(F.num),
-    token: F.opt(F.str),
-    answer: F.opt((v) => F.obj(v) && F.int(v.status)),
+    fp: optional(F.str),
+    until: optional(F.num),
+    token: optional(F.str),
+    answer: optional((v) => F.obj(v) && F.int(v.status)),
   },
 });
 

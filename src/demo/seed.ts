@@ -11,7 +11,7 @@ import { seedWallet, type WalletDemo, type WalletDemoState } from './wallet.js';
 import type { Payment } from '../payment/index.js';
 import type { RentalService } from '../rental/index.js';
 import type { RewardService } from '../reward/index.js';
-import { codec, F } from '../store/codec.js';
+import { codec, F, optional } from '../store/codec.js';
 import type { Json, Store } from '../store/port.js';
 import type { TicketService } from '../ticket/index.js';
 import { settingsSchema, type ProgramService, strategyParams, type StrategyId, type SymbolId } from '../trading/index.js';
@@ -53,10 +53,10 @@ export interface DemoState {
   wallet?: WalletDemoState;
 }
 
-const optStrs = F.opt((v) => Array.isArray(v) && v.every(F.str));
+const optStrs = optional((v) => Array.isArray(v) && v.every(F.str));
 /** What the demo made, kept so a restart finds it again instead of making it twice. */
 export const demoStates = codec<DemoState>('demo state', {
-  fields: { show_id: F.opt(F.str), tickets: optStrs, members: optStrs, programs: optStrs, rental: F.opt(F.obj), chat: F.opt(F.obj), wallet: F.opt(F.obj) },
+  fields: { show_id: optional(F.str), tickets: optStrs, members: optStrs, programs: optStrs, rental: optional(F.obj), chat: optional(F.obj), wallet: optional(F.obj) },
 });
 
 export interface DemoSummary {

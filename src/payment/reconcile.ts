@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
-import { codec, F } from '../store/codec.js';
+import { codec, F, optional } from '../store/codec.js';
 import type { Json } from '../store/port.js';
 import { K, ledgerUpdate, parseTransfer, transferKeys, type TransferInput } from './ledger.js';
 import type { BankingClient } from './peers.js';
@@ -42,7 +42,7 @@ export interface OfframpOutcome {
   transfer?: string;
 }
 export const offrampOutcomes = codec<OfframpOutcome>('off-ramp outcome', {
-  fields: { state: (v) => v === 'paid' || v === 'returned', ts: F.num, reason: F.opt(F.str), transfer: F.opt(F.str) },
+  fields: { state: (v) => v === 'paid' || v === 'returned', ts: F.num, reason: optional(F.str), transfer: optional(F.str) },
 });
 
 export interface BankEvent {

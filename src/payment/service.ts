@@ -3,7 +3,7 @@ import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import { outboxWrites } from '../outbox.js';
-import { codec, F } from '../store/codec.js';
+import { codec, F, optional } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 import { Idempotency, type IdemTicket, type StoredAnswer } from '../idempotency.js';
 import { K, collateralAccount, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
@@ -70,7 +70,7 @@ export interface OnrampRecord {
   units?: string;
 }
 export const onrampRecords = codec<OnrampRecord>('on-ramp', {
-  fields: { id: F.str, user: F.str, amount_krw: F.int, method: F.str, peg_ppm: F.str, created_at: F.num, state: (v) => v === 'open' || v === 'credited' || v === 'declined', payment_id: F.opt(F.str), units: F.opt(F.str) },
+  fields: { id: F.str, user: F.str, amount_krw: F.int, method: F.str, peg_ppm: F.str, created_at: F.num, state: (v) => v === 'open' || v === 'credited' || v === 'declined', payment_id: optional(F.str), units: optional(F.str) },
 });
 /** A banking payment credited: the on-ramp it settled and its receipt. */
 const bankPayments = codec<{ ref: string; receipt_hash: string }>('banking payment', { fields: { ref: F.str, receipt_hash: F.str } });

@@ -29,11 +29,14 @@ const intOrNull: FieldCheck = (v) => v === null || int(v);
 /** An object of integers (e.g. units per day). */
 const intMap: FieldCheck = (v) => obj(v) && Object.values(v).every(int);
 
-/** A field that may be absent, and is of `check` when present. */
-const opt = (check: FieldCheck): FieldCheck => (v) => v === undefined || check(v);
-
 /** Field checks for `codec(name, {fields})`. */
-export const F = { str, int, num, strOrNull, intOrNull, obj, intMap, opt };
+export const F = { str, int, num, strOrNull, intOrNull, obj, intMap };
+
+/** A field that may be absent, and passes `check` when present. */
+export const optional =
+  (check: FieldCheck): FieldCheck =>
+  (v) =>
+    v === undefined || check(v);
 
 /**
  * What marks a stored value as one of the family: a predicate over the object, or the check of

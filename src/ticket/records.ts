@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { codec, F, plain } from '../store/codec.js';
+import { codec, F, plain, optional } from '../store/codec.js';
 import type { BingoCard } from './bingo.js';
 
 /**
@@ -155,12 +155,12 @@ export const checkInEvents = codec<CheckInEvent>('check-in', (r) => r.type === '
 export const ticketCodes = plain<string>('ticket code', F.str);
 /** A settled offline scan's result, kept so a re-sent scan gets it again. */
 export const offlineResults = codec<OfflineResult>('offline scan result', {
-  fields: { id: F.str, result: (v) => v === 'ok' || v === 'conflict' || v === 'invalid', replayed: (v) => typeof v === 'boolean', ticket: F.opt(F.obj), checkin: F.opt(F.obj), conflict: F.opt(F.obj) },
+  fields: { id: F.str, result: (v) => v === 'ok' || v === 'conflict' || v === 'invalid', replayed: (v) => typeof v === 'boolean', ticket: optional(F.obj), checkin: optional(F.obj), conflict: optional(F.obj) },
 });
 export const offlineConflicts = codec<OfflineConflict>('offline-scan conflict', {
   fields: {
     at: F.str, received_at: F.str, reason: (v) => v === 'already_redeemed' || v === 'canceled', code: F.str, reservation_id: F.str, show_id: F.str, seat: F.str,
-    scanner: F.str, gate: F.strOrNull, offline_id: F.str, client: F.strOrNull, first_checkin: (v) => v === null || F.obj(v), cancelled_at: F.opt(F.strOrNull),
+    scanner: F.str, gate: F.strOrNull, offline_id: F.str, client: F.strOrNull, first_checkin: (v) => v === null || F.obj(v), cancelled_at: optional(F.strOrNull),
   },
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { codec, F, plain } from '../../src/store/codec.js';
+import { codec, F, optional, plain } from '../../src/store/codec.js';
 import type { Json } from '../../src/store/port.js';
 
 // The field checks a record family is described with (src/store/codec.ts), each on both sides of
@@ -48,6 +48,15 @@ const table: [keyof typeof F, Json | undefined, boolean][] = [
 describe('field checks', () => {
   it.each(table)('%s(%j) is %s', (check, value, ok) => {
     expect(F[check](value as Json)).toBe(ok);
+  });
+});
+
+describe('optional(check)', () => {
+  it('takes an absent field, and a present one only when it passes the check', () => {
+    const s = optional(F.str);
+    expect([s(undefined), s('x'), s(null), s(1)]).toEqual([true, true, false, false]);
+    const n = optional(F.strOrNull);
+    expect([n(undefined), n(null), n(''), n(0)]).toEqual([true, true, true, false]);
   });
 });
 
