@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
-import { K, receiptIds, type IntakeService } from '../intake/index.js';
+import { K, parseIntakeInput, receiptIds, type IntakeService } from '../intake/index.js';
 import { mailWrites } from '../mail/index.js';
 import type { RentalService } from '../rental/index.js';
 import type { Store } from '../store/port.js';
@@ -41,7 +41,7 @@ export function chatIntake(intake: IntakeService, store: Store, rental: Pick<Ren
       const id = idFor(idempotencyKey);
       try {
         if (fields.type === 'rental-ipa') {
-          const { application, accessKey } = await rental.submit({ ...fields, applicantType: 'government' }, [], {
+          const { application, accessKey } = await rental.submit(parseIntakeInput({ ...fields, applicantType: 'government' }), [], {
             id,
             source: 'chat',
             writes: (r) => also?.(r.receiptNo) ?? [],

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import CFB from 'cfb';
 import { deflateSync } from 'node:zlib';
 import type { BlobStore } from '../blobs/index.js';
+import { parseIntakeInput } from '../intake/index.js';
 import type { Actor, RentalService, StoredFile, DocType } from '../rental/index.js';
 
 /**
@@ -132,7 +133,7 @@ export async function seedRental(rental: RentalService, blobs: BlobStore, state:
     const files: StoredFile[] = [];
     for (const field of plan.files) files.push(await store(blobs, field, plan.organization));
     const { application, accessKey } = await rental.submit(
-      {
+      parseIntakeInput({
         type: plan.type,
         applicantType: 'government',
         organization: plan.organization,
@@ -141,7 +142,7 @@ export async function seedRental(rental: RentalService, blobs: BlobStore, state:
         contactPhone: `010-5550-${String(1000 + i)}`,
         buildingType: plan.buildingType,
         remarks: '데모 신청',
-      },
+      }),
       files,
     );
     state.applications.push(application.id);

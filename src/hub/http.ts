@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { IdemTicket, StoredAnswer } from '../idempotency.js';
 import type { Json, Write } from '../store/port.js';
-import type { MultipartOptions, UploadedFile } from './multipart.js';
+import type { MultipartOptions, StoredUpload, UploadedFile } from './multipart.js';
 
 /** What a handler sees. Built before any await, so nothing here touches the uWS request. */
 export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
@@ -29,6 +29,11 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
    * deletes after the handler (move what you keep with BlobStore.putFile); [] for a JSON request.
    */
   files?: UploadedFile[];
+  /**
+   * Routes whose multipart declares `keep`: the request's files, inspected and stored by the hub
+   * before the handler ([] for a JSON request). The handler's service records them or discards them.
+   */
+  stored?: StoredUpload[];
   /** Aborted when the client's connection closes before the answer is written. */
   readonly signal: AbortSignal;
   /** Routes that declare `idempotency`, when the request carries a key: see IdempotentRun. */
@@ -176,7 +181,8 @@ export interface BodySpec<B> {
   optional?: boolean;
   /**
    * Also accept multipart/form-data, streamed (src/hub/multipart.ts): the text fields are validated
-   * by `schema` (as strings: coerce where needed), the files arrive in `ctx.files`.
+   * by `schema` (as strings: coerce where needed), the files arrive in `ctx.files` (with `keep`:
+   * inspected and stored, in `ctx.stored`).
    */
   multipart?: MultipartOptions;
 }

@@ -16,10 +16,16 @@ import type { UploadedFile } from './multipart.js';
  * A failed attempt frees its key, retried through a store outage for the key's lease, so the
  * client's retry after a 503 runs again, or replays when the write behind the 503 had landed.
  */
-export async function runIdempotent(def: RouteDef<any, any, any>, ctx: RequestContext<any, any, any>, idem: Idempotency, log: Logger): Promise<unknown> {
+export async function runIdempotent(
+  def: RouteDef<any, any, any>,
+  ctx: RequestContext<any, any, any>,
+  idem: Idempotency,
+  log: Logger,
+  handler: (ctx: RequestContext<any, any, any>) => unknown = def.handler,
+): Promise<unknown> {
   const spec = def.idempotency!;
   const header = ctx.headers['idempotency-key'];
-  if (spec.key === 'optional' && (header === undefined || header === '')) return def.handler(ctx);
+  if (spec.key === 'optional' && (header === undefined || header === '')) return handler(ctx);
   const files = await fileDigests(ctx.files);
   const query = ctx.query !== null && typeof ctx.query === 'object' && Object.keys(ctx.query).length > 0 ? ctx.query : null;
   // the body alone when there is nothing else (the fingerprint the payment relay has always kept)
@@ -33,7 +39,7 @@ export async function runIdempotent(def: RouteDef<any, any, any>, ctx: RequestCo
   };
   let out: unknown;
   try {
-    out = await def.handler(ctx);
+    out = await handler(ctx);
   } catch (err) {
     retryWhileUnavailable(() => idem.abandon(ticket), Date.now() + idem.leaseMs).catch((e: unknown) => log.warn({ err: e, key: ticket.storeKey }, 'an idempotency key was not freed; it frees itself when its lease ends'));
     throw err;

@@ -48,6 +48,42 @@ export interface MultipartOptions {
   maxFields?: number;
   /** Largest text field value in bytes; larger is 413 `field_too_large`. Default 16 KiB. */
   maxFieldBytes?: number;
+  /**
+   * What becomes of the files before the handler runs (src/hub/keep.ts): each is inspected, then
+   * all are stored, and the handler gets them as `ctx.stored` (stored references, no temporary
+   * files). Omitted: the handler gets the temporary files as `ctx.files`.
+   */
+  keep?: UploadKeeper;
+}
+
+/**
+ * The service's part of an upload, which the hub runs for a route that declares `multipart.keep`:
+ * after the credential, the fields, the guards and the Idempotency-Key, before the handler.
+ */
+export interface UploadKeeper {
+  /** Decides the file's type by its content (and scans it); throws the refusal, naming the field. */
+  inspect(file: UploadedFile): Promise<{ mediaType: string }>;
+  /** Stores an inspected file durably, consuming its temporary file; its new key and size. */
+  put(file: UploadedFile, mediaType: string): Promise<{ key: string; size: number }>;
+  /** Removes a stored file (removing a missing one is no error). */
+  discard(key: string): Promise<void>;
+}
+
+/**
+ * A file the hub inspected and stored for the handler. From the handler on it is the service's: the
+ * service records it, or discards it when its record is not written; one no record names (a crash in
+ * between) is the orphan sweep's.
+ */
+export interface StoredUpload {
+  /** The form field it came in. */
+  field: string;
+  /** The client's file name (checked: no path, no control characters), as shown to people. */
+  filename: string;
+  size: number;
+  /** Decided from the content, never from the name or the client's Content-Type. */
+  mediaType: string;
+  /** The key it is stored under. */
+  blobKey: string;
 }
 
 /** Hub-wide upload settings (HubOptions.uploads). */

@@ -5,8 +5,9 @@ import { Reply, mediaType, parseQuery, validate, type AuthSpec, type Guard, type
 import type { Idempotency } from '../idempotency.js';
 import type { ConnectionCaps } from './connection-caps.js';
 import { runIdempotent } from './idempotent.js';
+import { keepUploads } from './keep.js';
 import type { Metrics, RouteSeries } from './metrics.js';
-import { MultipartReader, type UploadedFile, type UploadSettings } from './multipart.js';
+import { MultipartReader, type StoredUpload, type UploadedFile, type UploadSettings } from './multipart.js';
 import { readBody, parseBody } from './body.js';
 import { errorReply, fileReply, writeReply } from './respond.js';
 import { Router } from './router.js';
@@ -76,6 +77,7 @@ export class Context implements RequestContext<any, any, any> {
   /** The bearer token behind `identity` (an SSE stream keeps it: hub/credentials.ts). */
   token: string | undefined = undefined;
   files: UploadedFile[] | undefined = undefined;
+  stored: StoredUpload[] | undefined = undefined;
   params: any = undefined;
   route = '';
   aborted = false;
@@ -287,7 +289,10 @@ export class Pipeline {
     if (entry.kind === 'route') {
       const r = entry.def;
       if (r.params) ctx.params = validate(r.params, ctx.params, 'params');
-      if (r.body?.multipart) ctx.files = [];
+      if (r.body?.multipart) {
+        ctx.files = [];
+        if (r.body.multipart.keep) ctx.stored = [];
+      }
       if (upload) {
         body = upload.done.then(({ fields, files }) => {
           ctx.body = validate(r.body!.schema, fields, 'body');
@@ -306,8 +311,13 @@ export class Pipeline {
       this.openSse(ctx, entry.def, release);
       return SSE_OPEN;
     }
-    if (entry.def.idempotency) return runIdempotent(entry.def, ctx, this.deps.idempotency(), this.deps.log);
-    return entry.def.handler(ctx);
+    const def = entry.def;
+    const keeper = def.body?.multipart?.keep;
+    // declared uploads are inspected and stored just before the handler: after the Idempotency-Key,
+    // so a replayed request stores nothing
+    const handler = keeper ? (c: RequestContext<any, any, any>) => keepUploads(c, keeper).then(() => def.handler(c)) : def.handler;
+    if (def.idempotency) return runIdempotent(def, ctx, this.deps.idempotency(), this.deps.log, handler);
+    return handler(ctx);
   }
 
   private answer(ctx: Context, def: RouteDef<any, any, any>, out: unknown): void {

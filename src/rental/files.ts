@@ -1,23 +1,16 @@
+import type { StoredUpload } from '../hub/declare.js';
+
 /**
- * What the rental service takes from the upload pipeline (src/hub/multipart.ts, src/uploads):
- * files whose type is decided by content, scanned, and already stored in the BlobStore
- * (`putFile`: durable under a new unguessable key). The record that names them is written after;
- * when it is not, the service deletes the blobs, so a request that fails half-way leaves nothing
- * behind. A crash between the two leaves an unreferenced blob, which the orphan sweep removes.
+ * What the rental service takes from the upload pipeline (src/hub/keep.ts with src/uploads'
+ * `blobKeeper`): files whose type is decided by content, scanned, and already stored in the
+ * BlobStore (`putFile`: durable under a new unguessable key). From there they are the service's:
+ * the record that names them is written after, and when it is not, the service deletes the blobs,
+ * so a request that fails half-way leaves nothing behind. A crash between the two leaves an
+ * unreferenced blob, which the orphan sweep removes.
  */
 
-/** A validated, scanned, stored file. */
-export interface StoredFile {
-  /** The form field: bizCard, uniqueNumber or internalResolution. */
-  field: string;
-  /** The client's file name (no path), as shown to people. */
-  filename: string;
-  size: number;
-  /** Decided from the content, never from the name or the client's Content-Type. */
-  mediaType: string;
-  /** The BlobStore key. */
-  blobKey: string;
-}
+/** A validated, scanned, stored file, as the hub hands it to the handler (`multipart.keep`). */
+export type StoredFile = StoredUpload;
 
 /** File name extension for a detected media type (served names carry it). */
 export const EXTENSIONS: Record<string, string> = {

@@ -1,16 +1,15 @@
 import { z } from 'zod';
 import type { BlobStore } from '../blobs/index.js';
 import { AppError, badRequest } from '../errors.js';
-import { Reply, qInt, type Hub, type Principal, type RequestContext, type UploadedFile } from '../hub/declare.js';
-import { parseIntakeInput, RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/index.js';
+import { Reply, qInt, type Guard, type Hub, type Principal, type RequestContext } from '../hub/declare.js';
+import { intakeInput, RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/index.js';
 import type { Mailer } from '../mail/index.js';
 import type { PartnerAudit } from './audit.js';
 import { DOC_TYPES, STATUSES, catalogue } from './catalog.js';
-import type { StoredFile } from './files.js';
 import type { Review } from './review.js';
 import { PARTNER_TOPIC, SOURCES, type RentalService } from './service.js';
 import type { Json } from '../store/port.js';
-import { inspectUpload, type Scanner } from '../uploads/index.js';
+import { blobKeeper, type Scanner } from '../uploads/index.js';
 import { note } from '../text.js';
 
 /**
@@ -61,28 +60,6 @@ const listAnswer = z.object({ items: z.array(application), page: z.number(), pag
 const auditEntry = z.object({ at: z.string(), actor: z.string(), client: z.string(), action: z.string(), target: z.string().nullable(), result: z.string(), detail: z.string().nullable() });
 const keptMail = z.object({ id: z.string(), at: z.string(), to: z.string(), subject: z.string() }).loose();
 
-/**
- * Every received file: virus scan, type by content (the name's extension must agree), then
- * into the blob store. Nothing is stored until every file passed; when storing fails half-way,
- * the blobs already stored are deleted.
- */
-async function storeFiles(files: UploadedFile[], blobs: BlobStore, scanner: Scanner | undefined): Promise<StoredFile[]> {
-  const checked = [];
-  // type by content; a name whose extension claims another type is 415 type_mismatch (src/uploads)
-  for (const file of files) checked.push({ file, mediaType: (await inspectUpload(file, scanner)).mediaType });
-  const stored: StoredFile[] = [];
-  try {
-    for (const { file, mediaType } of checked) {
-      const { key, size } = await blobs.putFile(file.tempPath, { contentType: mediaType });
-      stored.push({ field: file.field, filename: file.filename, size, mediaType, blobKey: key });
-    }
-  } catch (err) {
-    for (const s of stored) await blobs.delete(s.blobKey).catch(() => undefined);
-    throw err;
-  }
-  return stored;
-}
-
 /** `Content-Disposition: attachment` with the original name (RFC 6266 / 5987) and an ASCII fallback. */
 export function attachment(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
@@ -96,6 +73,9 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   const trackLimit = hub.rateLimit('intake-track', opts.limits?.track ?? { limit: 120, windowMs: 60_000 });
   const isPartner = (p: Principal | undefined) => !!p && hub.auth.allows(p, partner.roles);
   // downloads are answered from memory: at most 4 files read at once per process, 64 waiting, then 503 busy
+  // every file is scanned, typed by content and stored by the hub before a handler runs; the service
+  // records the stored files or deletes them (src/hub/keep.ts, src/uploads)
+  const keep = blobKeeper(blobs, scanner);
   const downloads = hub.concurrency('rental-download', { max: 4, per: 'route', queue: 64, message: 'too many downloads at once; try again shortly' });
 
   hub.page('/rental.html', '/rental.html', {
@@ -116,6 +96,16 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     authorize: (_topic, identity) => (!identity ? 'unauthorized' : isPartner(identity) ? 'ok' : 'forbidden'),
   });
 
+  // a document's replacement: exactly one file, and the application's key, before the file is kept
+  const oneFile: Guard = (ctx) => {
+    const received = ctx.files?.length ?? 0;
+    if (received !== 1) throw badRequest('file_required', `send exactly one file, in the form field ${(ctx.params as { docType: string }).docType}`, { received });
+  };
+  const keyHolder: Guard = async (ctx) => {
+    const { params, query } = ctx as RequestContext<{ key: string }, unknown, { ref: string }>;
+    intake.requireKey(await intake.require(params.ref), query.key);
+  };
+
   // ---- intake (public) -----------------------------------------------------------------------
   const products = catalogue();
   hub.route({ method: 'GET', path: '/api/rental/products', response: catalogueAnswer, cacheControl: 'no-cache', handler: () => products });
@@ -123,22 +113,17 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   hub.route({
     method: 'POST',
     path: '/api/subscriptions',
-    body: {
-      schema: z.record(z.string(), z.unknown()),
-      multipart: { files: DOC_TYPES, fields: FORM_FIELDS, maxFields: 16 },
-    },
+    // the fields are validated by the hub before any file is scanned or stored
+    body: { schema: intakeInput, multipart: { files: DOC_TYPES, fields: FORM_FIELDS, maxFields: 16, keep } },
     guards: [submitLimit],
     // a retry with the same Idempotency-Key (after a 503 or a lost answer) replays the first answer
     idempotency: { key: 'optional' },
     response: { 201: submitted },
     cacheControl: 'no-store',
     handler: async (ctx) => {
-      // the fields first: a bad form is refused before any file is scanned or stored
-      parseIntakeInput(ctx.body);
-      const files = await storeFiles(ctx.files ?? [], blobs, scanner);
       const finish = ctx.idempotency?.finish;
       const answer = finish && ((application: SubscriptionView, accessKey: string) => finish(201, { ...application, accessKey } as unknown as Json));
-      const { application, accessKey } = await service.submit(ctx.body, files, answer ? { answer } : {});
+      const { application, accessKey } = await service.submit(ctx.body, ctx.stored, answer ? { answer } : {});
       return Reply.json({ ...application, accessKey }, 201);
     },
   });
@@ -160,20 +145,12 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     path: '/api/subscriptions/:ref/documents/:docType',
     params: z.object({ ref: subId, docType: z.string().max(40) }),
     query: z.object({ key }).strict(),
-    body: { schema: z.record(z.string(), z.unknown()), multipart: { files: DOC_TYPES, fields: [] } },
-    guards: [trackLimit],
+    body: { schema: z.record(z.string(), z.unknown()), multipart: { files: DOC_TYPES, fields: [], keep } },
+    // one file and the key, checked before the file is scanned or stored
+    guards: [trackLimit, oneFile, keyHolder],
     response: application,
     cacheControl: 'no-store',
-    handler: async (ctx) => {
-      const files = ctx.files ?? [];
-      if (files.length !== 1) {
-        throw badRequest('file_required', `send exactly one file, in the form field ${ctx.params.docType}`, { received: files.length });
-      }
-      // check the key before the file is scanned or stored
-      intake.requireKey(await intake.require(ctx.params.ref), ctx.query.key);
-      const [stored] = await storeFiles(files, blobs, scanner);
-      return service.replace(ctx.params.ref, ctx.params.docType, ctx.query.key, stored!);
-    },
+    handler: (ctx) => service.replace(ctx.params.ref, ctx.params.docType, ctx.query.key, ctx.stored![0]!),
   });
 
   // ---- partner -------------------------------------------------------------------------------

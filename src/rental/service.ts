@@ -1,7 +1,7 @@
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError, badRequest, conflict, isStoreUnavailable, notFound } from '../errors.js';
-import { parseIntakeInput, newSubscriptionId, view, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/index.js';
+import { newSubscriptionId, view, type IntakeInput, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/index.js';
 import { mailWrites } from '../mail/index.js';
 import { codec, decodeList } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
@@ -101,14 +101,15 @@ export class RentalService {
   constructor(private readonly opts: RentalServiceOptions) {}
 
   /**
-   * A new intake registration. Rental types get their product, fee and the given documents; other
-   * types (the conversation's receipts, consultations) take no files. The files are already in
-   * the blob store; when the record is not written they are deleted.
+   * A new intake registration (its input parsed once, by the caller: the hub's body schema for the
+   * form). Rental types get their product, fee and the given documents; other types (the
+   * conversation's receipts, consultations) take no files. The files are already in the blob store
+   * and are this service's from here: recorded with the application, or deleted when it is not
+   * written.
    */
-  async submit(raw: unknown, files: StoredFile[] = [], options: SubmitOptions = {}): Promise<{ application: SubscriptionView; accessKey: string }> {
+  async submit(input: IntakeInput, files: StoredFile[] = [], options: SubmitOptions = {}): Promise<{ application: SubscriptionView; accessKey: string }> {
     const { intake, clock } = this.opts;
     try {
-      const input = parseIntakeInput(raw);
       if (!isRentalType(input.type)) {
         if (files.length > 0) throw badRequest('unexpected_files', `an intake of type ${input.type} takes no files`);
         if (input.buildingType !== undefined) throw invalidField('buildingType', `only rental applications have a building type`);

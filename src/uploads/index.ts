@@ -1,4 +1,6 @@
+import type { BlobStore } from '../blobs/index.js';
 import { AppError } from '../errors.js';
+import type { UploadKeeper } from '../hub/declare.js';
 import { assertClean, type Scanner } from './scan.js';
 import { sniff, type Sniffed } from './sniff.js';
 
@@ -28,4 +30,16 @@ export async function inspectUpload(file: UploadPart, scanner?: Scanner): Promis
     }
     throw err;
   }
+}
+
+/**
+ * The keeper a route declares (`multipart.keep`) to have the hub inspect every file (`inspectUpload`)
+ * and store it in the BlobStore before its handler runs.
+ */
+export function blobKeeper(blobs: Pick<BlobStore, 'putFile' | 'delete'>, scanner?: Scanner): UploadKeeper {
+  return {
+    inspect: (file) => inspectUpload(file, scanner),
+    put: (file, mediaType) => blobs.putFile(file.tempPath, { contentType: mediaType }),
+    discard: (key) => blobs.delete(key),
+  };
 }

@@ -5,6 +5,7 @@ import { sweepOrphanBlobs } from '../../src/blobs/sweep.js';
 import { createBus, type BusMessage } from '../../src/bus.js';
 import { ManualClock } from '../../src/clock.js';
 import { AppError } from '../../src/errors.js';
+import { parseIntakeInput } from '../../src/intake/input.js';
 import { IntakeService, K as IK } from '../../src/intake/service.js';
 import { OUTBOX_CREATED, outboxKey } from '../../src/outbox.js';
 import { K } from '../../src/rental/audit.js';
@@ -50,7 +51,8 @@ async function lmdbHarness() {
   return harness(store, await new FsBlobStore(tempDir('rental-blobs')).init());
 }
 
-const form = (extra: Record<string, unknown> = {}) => ({
+// the service takes the input the hub's body schema parsed (src/intake/input.ts)
+const form = (extra: Record<string, unknown> = {}) => parseIntakeInput({
   type: 'rental-ipa',
   applicantType: 'government',
   organization: '서울중앙초등학교',
@@ -138,9 +140,7 @@ describe('RentalService', () => {
     [{ applicantType: 'business' }, 400, 'applicant_type_mismatch'],
     [{ applicantType: undefined }, 400, 'applicant_type_mismatch'],
     [{ buildingType: 'castle' }, 400, 'invalid_body'],
-    [{ contactPhone: undefined }, 400, 'invalid_body'],
-    [{ email: 'kim@' }, 400, 'invalid_body'],
-    [{ type: 'rental-car' }, 400, 'invalid_body'],
+    [{ type: 'chat' }, 400, 'unexpected_files'],
   ])('refuses %j with %i %s; nothing stored, staged files removed', async (extra, status, code) => {
     const h = await lmdbHarness();
     const files = await h.three();
@@ -155,7 +155,7 @@ describe('RentalService', () => {
     const h = await lmdbHarness();
     expect(await error(h.service.submit(form(), [await h.stage('bizCard'), await h.stage('bizCard')]))).toMatchObject({ status: 400, code: 'duplicate_field' });
     expect(await error(h.service.submit(form(), [await h.stage('photo')]))).toMatchObject({ status: 400, code: 'unknown_field' });
-    expect(await error(h.service.submit({ type: 'chat', contactPhone: '010-1234-5678' }, [await h.stage('bizCard')]))).toMatchObject({ status: 400, code: 'unexpected_files' });
+    expect(await error(h.service.submit(parseIntakeInput({ type: 'chat', contactPhone: '010-1234-5678' }), [await h.stage('bizCard')]))).toMatchObject({ status: 400, code: 'unexpected_files' });
     expect(await stored(h.blobs)).toEqual([]);
     expect(await h.store.indexCount(IK.all)).toBe(0);
   });
@@ -322,7 +322,7 @@ describe('RentalService after store_unavailable', () => {
 
     // any other failure still deletes the files it was given
     const more = await h.three();
-    expect(await error(h.service.submit(form({ contactPhone: undefined }), more))).toMatchObject({ status: 400 });
+    expect(await error(h.service.submit(form({ applicantType: 'individual' }), more))).toMatchObject({ status: 400, code: 'applicant_type_mismatch' });
     expect((await stored(h.blobs)).sort()).toEqual(files.map((f) => f.blobKey).sort());
   });
 });

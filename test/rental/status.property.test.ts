@@ -5,6 +5,7 @@ import { FsBlobStore } from '../../src/blobs/fs.js';
 import { createBus } from '../../src/bus.js';
 import { ManualClock } from '../../src/clock.js';
 import { AppError } from '../../src/errors.js';
+import { parseIntakeInput } from '../../src/intake/input.js';
 import { IntakeService } from '../../src/intake/service.js';
 import { DOC_TYPES, STATUSES, type DocType } from '../../src/rental/catalog.js';
 import { Review } from '../../src/rental/review.js';
@@ -63,7 +64,7 @@ describe('rental status machine (property)', () => {
         clock.advance(1000);
         const files = await Promise.all(initial.map(file));
         const { application, accessKey } = await service.submit(
-          { type: 'rental-ipa', applicantType: 'government', contactPhone: '010-1234-5678' },
+          parseIntakeInput({ type: 'rental-ipa', applicantType: 'government', contactPhone: '010-1234-5678' }),
           files,
         );
         const docs = Object.fromEntries(DOC_TYPES.map((d) => [d, { present: initial.includes(d), check: null }])) as Record<DocType, ModelDoc>;

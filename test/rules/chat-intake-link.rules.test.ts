@@ -77,7 +77,7 @@ describe('the record an attempt names', () => {
 describe('registering', () => {
   const input = { contactName: '홍길동', contactPhone: '010-1234-5678', email: 'a@b.io', idempotencyKey: 'key-1' };
 
-  it('makes a rental application a government rental record from the chat, with the extra writes', async () => {
+  it('makes a rental application a government rental record from the chat (its input parsed once, here), with the extra writes', async () => {
     const { chatIntake } = await load();
     const p = parts();
     const r = await chatIntake(p.intake as never, p.store as never, p.rental as never).register({ type: 'rental-ipa', ...input }, mailWrite);
@@ -85,7 +85,13 @@ describe('registering', () => {
     expect(p.calls).toEqual([
       {
         what: 'rental.submit',
-        args: [{ type: 'rental-ipa', contactName: '홍길동', contactPhone: '010-1234-5678', email: 'a@b.io', applicantType: 'government' }, [], base36('key-1'), 'chat', mailWrite('RR-1')],
+        args: [
+          { type: 'rental-ipa', contactName: '홍길동', contactPhone: '010-1234-5678', email: 'a@b.io', applicantType: 'government', organization: '', department: '', remarks: '' },
+          [],
+          base36('key-1'),
+          'chat',
+          mailWrite('RR-1'),
+        ],
       },
     ]);
   });
