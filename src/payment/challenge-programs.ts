@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { Store } from '../store/port.js';
+import type { Store, Write } from '../store/port.js';
 import type { LivePrograms, ProgramEvent } from '../trading/index.js';
 import type { ChallengeLifecycle, EngineEvent } from './lifecycle.js';
-import type { ChallengeProgramPort, ChallengeRecord } from './service.js';
+import type { ChallengeProgramPort } from './service.js';
 
-/** Which challenge a program runs: written before the program starts, so its first event finds it. */
+/** Which challenge a program runs: written with the challenge, before the program starts, so its first event finds it. */
 const PROGRAM_CHALLENGE = (program: string) => `pay:progchal:${program}`;
 
 export interface ChallengeProgramsOptions {
@@ -28,12 +28,16 @@ export interface ChallengeProgramsOptions {
 export class ChallengePrograms implements ChallengeProgramPort {
   constructor(private readonly o: ChallengeProgramsOptions) {}
 
-  async start(c: ChallengeRecord): Promise<string> {
-    const { programs, store, dailyLoss } = this.o;
-    const p = await programs.create({ name: `challenge ${c.id}`, strategy: 'ema_cross', symbol: 'ES', params: {}, capital: c.account_size, daily_loss_limit: Math.round(c.account_size * dailyLoss) });
-    await store.set(PROGRAM_CHALLENGE(p.id), c.id);
-    await programs.start(p.id);
-    return p.id;
+  /** The program a new challenge runs: its id, and the writes that create it and point it at the challenge. */
+  async plan(challenge: string, accountSize: number): Promise<{ program: string; writes: Write[] }> {
+    const { programs, dailyLoss } = this.o;
+    const p = await programs.draft({ name: `challenge ${challenge}`, strategy: 'ema_cross', symbol: 'ES', params: {}, capital: accountSize, daily_loss_limit: Math.round(accountSize * dailyLoss) });
+    return { program: p.id, writes: [...p.writes, { op: 'set', key: PROGRAM_CHALLENGE(p.id), value: challenge }] };
+  }
+
+  /** Starts a planned program once the purchase that created it is committed. */
+  start(program: string): Promise<void> {
+    return this.o.programs.start(program);
   }
 
   /** Applies the programs' fills and daily-loss stops to their challenges from now on; returns the unsubscribe. */

@@ -54,6 +54,7 @@ export function createPayment(
     bankingUrl: cfg.BANKING_URL,
     maxOnrampKrw: cfg.ONRAMP_MAX_KRW,
     onKick: () => kick(),
+    onProgramStartFailed: (err, program) => deps.logger.warn({ err, program }, 'a challenge program did not start: it stays created for an operator to start'),
   });
   const lifecycle = new ChallengeLifecycle(service, {
     rules: { profitTarget: cfg.CHALLENGE_PROFIT_TARGET, dailyLoss: cfg.CHALLENGE_DAILY_LOSS, maxDrawdown: cfg.CHALLENGE_MAX_DRAWDOWN },

@@ -76,8 +76,13 @@ export const onrampRecords = codec<OnrampRecord>('on-ramp', {
 const bankPayments = codec<{ ref: string; receipt_hash: string }>('banking payment', { fields: { ref: F.str, receipt_hash: F.str } });
 
 /** Starts the challenge's live trading program (bound in src/app.ts); may be absent. */
+/**
+ * The live program a bought challenge runs (challenge-programs.ts): planned as writes for the
+ * purchase's own atomic update, started once it is committed.
+ */
 export interface ChallengeProgramPort {
-  start(challenge: ChallengeRecord): Promise<string | undefined>;
+  plan(challenge: string, accountSize: number): Promise<{ program: string; writes: Write[] }>;
+  start(program: string): Promise<void>;
 }
 
 export interface PaymentServiceOptions {
@@ -88,6 +93,8 @@ export interface PaymentServiceOptions {
   idempotency: Idempotency;
   bankingUrl?: string;
   onKick?: () => void;
+  /** A bought challenge's program did not start (it stays created, for an operator to start). */
+  onProgramStartFailed?: (err: unknown, program: string) => void;
   maxOnrampKrw: number;
 }
 
@@ -155,6 +162,8 @@ export class PaymentService {
     if (availableOf(cA) + availableOf(wA) < fee) throw insufficient(fee - availableOf(cA) - availableOf(wA));
     const peg = await this.opts.peg.snapshot(this.now()); // 503 before anything moves
     const id = `c_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+    // the challenge's program is created in the purchase's own update and started after it
+    const planned = program ? await program.plan(id, kind.account_size) : undefined;
     const broker_account = `BA-${id.slice(2, 14).toUpperCase()}`;
     const xfer = (n: string) => `buy:${id}:${n}`;
     const keys = [
@@ -180,7 +189,7 @@ export class PaymentService {
       const record: ChallengeRecord = {
         id, kind: kind.challenge_id, user, state: 'active', account_size: kind.account_size, entry_fee: kind.entry_fee, peg,
         broker_account, receipt_hash: r.hash, started_at: now, stats: { realized_cents: 0, peak_cents: 0, day: '', day_cents: 0 },
-        violations: [], collateral: '0',
+        violations: [], collateral: '0', ...(planned ? { program: planned.program } : {}),
       };
       const body = { ok: true, receipt_hash: r.hash, broker_account, challenge: id };
       const writes: Write[] = [
@@ -191,6 +200,7 @@ export class PaymentService {
         ...chainEventWrites(`purchase:${id}`, 'challenge_purchase', { challenge: id, kind: kind.challenge_id, user, fee: kind.entry_fee }, now),
         ...chainEventWrites(`start:${id}`, 'challenge_start', { challenge: id, account_size: kind.account_size, started_at: now }, now),
         ...chainEventWrites(`peg:${id}`, 'peg_snapshot', pegSnapshots.encode({ challenge: id, ...peg }), now),
+        ...(planned ? [...planned.writes, ...chainEventWrites(`program:${planned.program}`, 'program_creation', { program: planned.program, challenge: id, ts: now }, now)] : []),
         ...outboxWrites({ id: `broker:${broker_account}`, dest: BROKER_DEST, payload: { account_id: broker_account, user, account_size: kind.account_size, challenge: id }, createdAt: now }),
         ...this.idemFinish(e, { status: 200, body }),
       ];
@@ -198,31 +208,12 @@ export class PaymentService {
     });
     this.opts.onKick?.();
     if ('replay' in rec) return rec.replay.body;
-    if (program) {
-      try {
-        const pid = await program.start(rec.record);
-        if (pid) await this.setProgram(id, pid);
-      } catch {
-        // the challenge stands; the binding can be retried by an operator (docs/payment.md)
-      }
+    if (planned) {
+      // the challenge and its program stand committed; a start that fails leaves the program
+      // created, for an operator to start (docs/payment.md)
+      await program!.start(planned.program).catch((err: unknown) => this.opts.onProgramStartFailed?.(err, planned.program));
     }
     return rec.body;
-  }
-
-  /** Binds the challenge to its program and records the program's creation on the chain. */
-  private async setProgram(id: string, program: string) {
-    const now = this.now();
-    await this.store.update([PK.challenge(id)], ([cur]) => {
-      if (!cur) return { writes: [], result: undefined };
-      return {
-        writes: [
-          { op: 'set', key: PK.challenge(id), value: challengeRecords.encode({ ...challengeRecords.decode(cur)!, program }) },
-          ...chainEventWrites(`program:${program}`, 'program_creation', { program, challenge: id, ts: now }, now),
-        ],
-        result: undefined,
-      };
-    });
-    this.opts.onKick?.();
   }
 
   async challenge(id: string): Promise<ChallengeRecord> {

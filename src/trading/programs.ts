@@ -123,22 +123,29 @@ export class ProgramService {
   // ---- commands -----------------------------------------------------------------------------
 
   async create(input: CreateInput, caller?: Caller): Promise<WithStats> {
+    const { program, writes } = await this.draft(input, caller);
+    await this.opts.store.update([], () => ({ writes, result: null }));
+    return program;
+  }
+
+  /**
+   * A new program (state `created`) as the writes that make it: `create` commits them alone; another
+   * service puts them in its own atomic update (a bought challenge and its program land together).
+   */
+  async draft(input: CreateInput, caller?: Caller): Promise<{ program: WithStats; writes: Write[] }> {
     const count = await this.opts.store.indexCount(K.all);
     if (count >= MAX_PROGRAMS) throw conflict('too_many_programs', `at most ${MAX_PROGRAMS} programs`, { limit: MAX_PROGRAMS });
     const now = this.opts.clock.now();
     const id = `p_${randomBytes(6).toString('hex')}`;
     const rec = newRecord(id, input, caller, now);
     const stats = emptyStats(input.settings.capital);
-    await this.opts.store.update([], () => ({
-      writes: [
-        { op: 'set', key: K.rec(id), value: programRecords.encode(rec) },
-        { op: 'set', key: K.stats(id), value: programStats.encode(stats) },
-        { op: 'index', key: K.all, member: id, score: now },
-      ],
-      result: null,
-    }));
-    void this.journal.add({ program: id, writes: [this.logWrite(id, 'info', 'created', `created from ${rec.strategy} on ${rec.symbol}`)], events: [] });
-    return { ...rec, stats };
+    const writes: Write[] = [
+      { op: 'set', key: K.rec(id), value: programRecords.encode(rec) },
+      { op: 'set', key: K.stats(id), value: programStats.encode(stats) },
+      { op: 'index', key: K.all, member: id, score: now },
+      this.logWrite(id, 'info', 'created', `created from ${rec.strategy} on ${rec.symbol}`),
+    ];
+    return { program: { ...rec, stats }, writes };
   }
 
   /** The caller's programs (every program for an operator or an internal caller). */

@@ -40,7 +40,7 @@ describe('challenges bound to live trading programs', () => {
     });
     // as the composition root does on every process (src/payment/module.ts)
     unfollow = payment.program!.follow();
-    for (const u of ['pia', 'quinn', 'rory']) {
+    for (const u of ['pia', 'quinn', 'rory', 'sam', 'tae']) {
       const t = { id: `fund-${u}`, debit: 'bank', credit: userAccount(u, 'wallet'), amount: 500n * 10n ** 6n, code: 'test' };
       await ledgerUpdate(store, Date.now, transferKeys([t]), (tx) => (tx.transfer(t), { result: undefined }));
     }
@@ -94,5 +94,27 @@ describe('challenges bound to live trading programs', () => {
     } finally {
       unfollowOther();
     }
+  });
+
+  it('creates the program in the purchase\'s own update: a purchase refused there leaves no program', async () => {
+    await payment.service.buy('sam', 'starter_10k', {}, payment.program);
+    const before = (await programs.list()).map((p) => p.id).sort();
+    // the second purchase of a running kind is refused inside the update, after its program was planned
+    await expect(payment.service.buy('sam', 'starter_10k', {}, payment.program)).rejects.toMatchObject({ code: 'challenge_active' });
+    expect((await programs.list()).map((p) => p.id).sort()).toEqual(before);
+  });
+
+  it('a program that does not start leaves the challenge bound to it, created, for an operator to start', async () => {
+    const port = payment.program!;
+    const failing = { plan: port.plan.bind(port), start: () => Promise.reject(new Error('the market is down')) };
+    const bought = await payment.service.buy('tae', 'starter_10k', {}, failing);
+    expect(bought).toMatchObject({ ok: true });
+    const c = await payment.service.challenge((bought as { challenge: string }).challenge);
+    expect(c.program).toMatch(/^p_/);
+    const prog = await programs.get(c.program!);
+    expect(prog.state).toBe('created');
+    expect(prog.name).toBe(`challenge ${c.id}`);
+    await port.start(c.program!);
+    expect((await programs.get(c.program!)).state).toBe('running');
   });
 });
