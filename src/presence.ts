@@ -37,7 +37,7 @@ export interface PresenceStats {
   users: number;
 }
 
-export interface PresenceOptions {
+export interface PresenceOptions<E extends PresenceEntry = PresenceEntry> {
   store: Store;
   clock: Clock;
   /** Milliseconds after the last heartbeat an entry is gone (default 30 s). */
@@ -47,66 +47,70 @@ export interface PresenceOptions {
   /** The store index of the topics with entries (default `presence:topics`). */
   index?: string;
   /** How a topic's map is read and written (default: entries with a string `user` and a numeric `seen`). */
-  codec?: Codec<PresenceMap>;
+  codec?: Codec<Record<string, E>>;
 }
 
-export interface AddOptions {
+export interface AddOptions<E extends PresenceEntry = PresenceEntry> {
   user: string;
   /**
    * Fields the entry carries besides its own (a name, a colour): an object, or a function of the
    * client's current entry and the others on the topic (e.g. a colour nobody else has). It runs
    * inside the atomic update and may throw to refuse (nothing is written then).
    */
-  info?: Record<string, Json> | ((current: PresenceEntry | undefined, others: PresenceEntry[]) => Record<string, Json>);
+  info?: Record<string, Json> | ((current: E | undefined, others: E[]) => Record<string, Json>);
   /** This entry's time-out, when it differs from the manager's. */
   ttlMs?: number;
 }
 
-export interface Added {
+export interface Added<E extends PresenceEntry = PresenceEntry> {
   /** True when the client was not on the topic before (a join, not a heartbeat). */
   joined: boolean;
-  entry: PresenceEntry;
+  entry: E;
   /** Everyone on the topic now, the client included. */
-  entries: PresenceEntry[];
+  entries: E[];
 }
 
-export interface Removed {
-  entry: PresenceEntry;
+export interface Removed<E extends PresenceEntry = PresenceEntry> {
+  entry: E;
   /** Who is still on the topic. */
-  entries: PresenceEntry[];
+  entries: E[];
 }
 
 /** What one sweep found on one topic: entries that timed out, and who is left. */
-export interface Swept {
+export interface Swept<E extends PresenceEntry = PresenceEntry> {
   topic: string;
-  removed: PresenceEntry[];
-  left: PresenceEntry[];
+  removed: E[];
+  left: E[];
 }
 
 const defaultCodec = codec<PresenceMap>('presence', (r) => Object.values(r).every((p) => F.obj(p) && typeof p.user === 'string' && typeof p.seen === 'number'));
 
 export const notYourPresence = (topic: string) => new AppError('forbidden', 'not_your_presence', `that presence entry of ${topic} belongs to someone else`);
 
-export class PresenceManager {
+/**
+ * `E` is the entry a service keeps (collab's peers carry a name and a colour): its codec checks each
+ * stored map, and its `info` supplies the fields beyond the manager's own.
+ */
+export class PresenceManager<E extends PresenceEntry = PresenceEntry> {
   readonly timeoutMs: number;
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly keyOf: (topic: string) => string;
   private readonly index: string;
-  private readonly codec: Codec<PresenceMap>;
+  private readonly codec: Codec<Record<string, E>>;
 
-  constructor(opts: PresenceOptions) {
+  constructor(opts: PresenceOptions<E>) {
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 1) throw new RangeError('timeoutMs must be positive');
     this.store = opts.store;
     this.clock = opts.clock;
     this.keyOf = opts.key ?? ((t) => `presence:${t}`);
     this.index = opts.index ?? 'presence:topics';
-    this.codec = opts.codec ?? defaultCodec;
+    this.codec = opts.codec ?? (defaultCodec as Codec<Record<string, PresenceEntry>> as Codec<Record<string, E>>);
   }
 
   /** Adds the client to the topic, or renews its entry (the heartbeat). A client id names one user: another's is refused. */
-  async add(topic: string, client: string, opts: AddOptions): Promise<Added> {
+  async add(topic: string, client: string, opts: AddOptions<E>): Promise<Added<E>> {
     if (opts.ttlMs !== undefined && !(Number.isFinite(opts.ttlMs) && opts.ttlMs >= 1)) throw new RangeError('ttlMs must be positive');
     const now = this.clock.now();
     const key = this.keyOf(topic);
@@ -118,7 +122,8 @@ export class PresenceManager {
       const others = Object.values(live).filter((p) => p.id !== client);
       const info = typeof opts.info === 'function' ? opts.info(existing, others) : (opts.info ?? {});
       if (existing && existing.user !== opts.user) throw notYourPresence(topic);
-      const entry: PresenceEntry = existing ? { ...existing, ...info, seen: now } : { id: client, user: opts.user, ...info, joined: now, seen: now };
+      // the caller's info supplies the fields of E beyond the manager's own
+      const entry = (existing ? { ...existing, ...info, seen: now } : { id: client, user: opts.user, ...info, joined: now, seen: now }) as E;
       if (opts.ttlMs !== undefined && opts.ttlMs !== this.timeoutMs) entry.ttl = opts.ttlMs;
       else delete entry.ttl;
       map[client] = entry;
@@ -138,7 +143,7 @@ export class PresenceManager {
    * Removes the client from the topic; undefined when it was not there. `allow` may throw to refuse
    * (e.g. someone else's entry); the entry then stays.
    */
-  async remove(topic: string, client: string, allow?: (entry: PresenceEntry) => void): Promise<Removed | undefined> {
+  async remove(topic: string, client: string, allow?: (entry: E) => void): Promise<Removed<E> | undefined> {
     const key = this.keyOf(topic);
     return this.store.update([key], ([cur]) => {
       const map = { ...this.codec.decode(cur) };
@@ -155,7 +160,7 @@ export class PresenceManager {
   }
 
   /** Who is on the topic now (entries past their time-out are not). */
-  async list(topic: string): Promise<PresenceEntry[]> {
+  async list(topic: string): Promise<E[]> {
     const map = this.codec.decode(await this.store.get(this.keyOf(topic))) ?? {};
     return Object.values(this.live(map, this.clock.now()));
   }
@@ -166,14 +171,14 @@ export class PresenceManager {
   }
 
   /** Removes the entries that timed out, on every topic due; returns what left each topic. */
-  async sweep(): Promise<Swept[]> {
+  async sweep(): Promise<Swept<E>[]> {
     const now = this.clock.now();
-    const out: Swept[] = [];
+    const out: Swept<E>[] = [];
     for (const { member: topic } of await this.store.indexRange(this.index, { max: now - this.timeoutMs })) {
       const key = this.keyOf(topic);
       const swept = await this.store.update([key], ([cur]) => {
         const map = { ...this.codec.decode(cur) };
-        const removed: PresenceEntry[] = [];
+        const removed: E[] = [];
         for (const [id, p] of Object.entries(map)) if (this.expired(p, now)) (removed.push(p), delete map[id]);
         const left = Object.values(map);
         const writes: Write[] = left.length
@@ -190,8 +195,8 @@ export class PresenceManager {
     return p.seen <= now - (p.ttl ?? this.timeoutMs);
   }
 
-  private live(map: PresenceMap, now: number): PresenceMap {
-    const out: PresenceMap = {};
+  private live(map: Record<string, E>, now: number): Record<string, E> {
+    const out: Record<string, E> = {};
     for (const [id, p] of Object.entries(map)) if (!this.expired(p, now)) out[id] = p;
     return out;
   }

@@ -1,6 +1,7 @@
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { codec, F } from '../store/codec.js';
+import type { PresenceEntry } from '../presence.js';
 import type { Json, Store } from '../store/port.js';
 
 /**
@@ -66,15 +67,8 @@ export interface Lock {
   expires: number;
 }
 
-export interface Peer {
-  id: string;
-  /** The identity id of the person behind the presence entry. */
-  user: string;
-  name: string;
-  color: string;
-  joined: number;
-  seen: number;
-}
+/** A presence entry of a document (src/presence.ts; `user` is the identity behind it) with its name and colour. */
+export type Peer = PresenceEntry & { name: string; color: string };
 
 export interface SaveInput {
   slug: string;
@@ -96,9 +90,6 @@ export interface SaveResult {
   changed: boolean;
 }
 
-/** Presence of one document: its entries by presence id. */
-export type PresenceMap = Record<string, Peer>;
-
 /** What the service announces on the Bus (`md:<slug>`, `md:all`): saves, deletions, locks, presence. */
 export type DocEvent = { type: string; slug: string } & Record<string, unknown>;
 
@@ -106,7 +97,9 @@ export type DocEvent = { type: string; slug: string } & Record<string, unknown>;
 export const docRecords = codec<Doc>('document', (r) => typeof r.slug === 'string' && typeof r.content === 'string' && typeof r.version === 'number');
 export const versionRecords = codec<Version>('document version', (r) => typeof r.version === 'number' && typeof r.content === 'string');
 export const lockRecords = codec<Lock>('document lock', (r) => typeof r.holder === 'string' && typeof r.expires === 'number');
-export const presenceRecords = codec<PresenceMap>('document presence', (r) => Object.values(r).every((p) => F.obj(p) && typeof p.user === 'string' && typeof p.seen === 'number'));
+export const presenceRecords = codec<Record<string, Peer>>('document presence', (r) =>
+  Object.values(r).every((p) => F.obj(p) && typeof p.user === 'string' && typeof p.seen === 'number' && typeof p.name === 'string' && typeof p.color === 'string'),
+);
 export const docEvents = codec<DocEvent>('document event', (r) => typeof r.type === 'string');
 
 /** Store keys. */

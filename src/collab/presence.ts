@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { PresenceManager, type PresenceEntry } from '../presence.js';
+import { PresenceManager } from '../presence.js';
 import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, docEvents, notYours, presenceRecords, type Editor, Part, type Parts, type Peer } from './model.js';
 
 /**
@@ -10,17 +10,17 @@ import { DOC_TOPIC, K, PALETTE, PRESENCE_TIMEOUT_MS, checkSlug, docEvents, notYo
  * remove an entry and the events on `md:<slug>` are the document's own.
  */
 export class Presence extends Part {
-  private readonly members: PresenceManager;
+  private readonly members: PresenceManager<Peer>;
 
   constructor(parts: Parts) {
     super(parts);
-    this.members = new PresenceManager({
+    this.members = new PresenceManager<Peer>({
       store: parts.store,
       clock: parts.clock,
       timeoutMs: PRESENCE_TIMEOUT_MS,
       key: K.presence,
       index: K.rooms,
-      codec: presenceRecords as never,
+      codec: presenceRecords,
     });
   }
 
@@ -40,8 +40,8 @@ export class Presence extends Part {
         return { name, color };
       },
     });
-    const peer = out.entry as unknown as Peer;
-    const peers = out.entries as unknown as Peer[];
+    const peer = out.entry;
+    const peers = out.entries;
     if (out.joined) this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'join', slug, peer, peers }));
     return { id: pid, color: peer.color, peers };
   }
@@ -58,14 +58,14 @@ export class Presence extends Part {
 
   async peers(slug: string): Promise<Peer[]> {
     checkSlug(slug);
-    return (await this.members.list(slug)) as unknown as Peer[];
+    return this.members.list(slug);
   }
 
   /** Removes entries not seen for PRESENCE_TIMEOUT_MS, telling the room (`leave`/`timeout`). */
   async sweep(): Promise<number> {
     let peers = 0;
     for (const { topic: slug, removed, left } of await this.members.sweep()) {
-      for (const p of removed as PresenceEntry[]) {
+      for (const p of removed) {
         peers++;
         this.publish(DOC_TOPIC(slug), docEvents.encode({ type: 'presence', event: 'leave', slug, reason: 'timeout', peer: p, peers: left }));
       }

@@ -130,3 +130,15 @@ describe('the parts of the service', () => {
     expect(sent).toEqual([['md:x', { a: 1 }]]);
   });
 });
+
+describe('document presence records', () => {
+  it('reads a map of peers, each with a user, a heartbeat, a name and a colour; anything less is corrupt', async () => {
+    const { presenceRecords } = await load();
+    const peer = { id: 'p1', user: 'u1', name: '김', color: '#e6194b', joined: 1, seen: 2 };
+    expect(presenceRecords.decode({ p1: peer })).toEqual({ p1: peer });
+    expect(presenceRecords.decode(undefined)).toBeUndefined();
+    for (const bad of [{ ...peer, name: undefined }, { ...peer, color: 7 }, { ...peer, user: 1 }, { ...peer, seen: '2' }, 'peer']) {
+      expect((await thrown(() => presenceRecords.decode({ p1: bad as Json }))).code).toBe('corrupt_record');
+    }
+  });
+});
