@@ -63,6 +63,8 @@ export const MUTATION_MAP = {
   'src/trading/batch.ts': ['test/trading/batch.test.ts', 'test/rules/trading-strategies.rules.test.ts'],
   'src/trading/strategies.ts': ['test/trading/batch.test.ts', 'test/rules/trading-strategies.rules.test.ts'],
   'src/hub/keep.ts': ['test/hub/keep.test.ts'],
+  // the bank's SSO token against a key set on a loopback server and PEM keys
+  'src/payment/sso.ts': ['test/rules/payment-sso.rules.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */

@@ -7,7 +7,8 @@ import type { Clock } from '../clock.js';
  * (ES256 or EdDSA) in `Authorization: Bearer`. Verified with `jose` against the banking service's
  * JWKS (SSO_JWKS_URL, cached by jose, refetched on an unknown kid at most every 30 s) or a configured
  * PEM public key (SSO_PUBLIC_KEY). `sub` is the user id; `exp` is always checked, `iss` and `aud`
- * when configured. Missing: 401 unauthorized; expired, badly signed or malformed: 401 invalid_token.
+ * when configured. Missing: 401 unauthorized; expired, badly signed or malformed: 401 invalid_token;
+ * the bank's key set out of reach (refused, timed out, not a key set): 503 sso_unavailable.
  */
 
 export const USER_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -34,6 +35,19 @@ export class SsoVerifier {
     }
   }
 
+  /**
+   * Whether a verification failed because the bank's key set could not be had (the bank's fault, a
+   * 503), not because of the token (a 401): the fetch timed out or failed (connection refused,
+   * reset: fetch's TypeError), or the bank answered with no usable key set (not 200, not JSON, not
+   * a JWKS). A token whose key id the set does not hold is the token's fault.
+   */
+  private keysUnreachable(err: unknown): boolean {
+    if (!this.opts.jwksUrl) return false;
+    if (err instanceof TypeError) return true;
+    const code = (err as { code?: string }).code;
+    return code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JWKS_INVALID' || code === 'ERR_JOSE_GENERIC';
+  }
+
   get configured(): boolean {
     return this.key !== undefined;
   }
@@ -46,6 +60,7 @@ export class SsoVerifier {
     if (!/^[A-Za-z0-9_.-]{1,4096}$/.test(token)) throw new AppError('unauthorized', 'invalid_token', 'the SSO token is malformed');
     if (!this.key) throw new AppError('unavailable', 'sso_not_configured', 'no SSO_JWKS_URL or SSO_PUBLIC_KEY is configured');
     const key = await this.key;
+    let sub: unknown;
     try {
       const { payload } = await jwtVerify(token, key as any, {
         algorithms: ['ES256', 'EdDSA'],
@@ -54,14 +69,13 @@ export class SsoVerifier {
         currentDate: new Date(this.opts.clock.now()),
         requiredClaims: ['exp', 'sub'],
       });
-      if (typeof payload.sub !== 'string' || !USER_ID_RE.test(payload.sub)) throw new Error('bad sub');
-      return payload.sub;
+      sub = payload.sub;
     } catch (err) {
+      if (this.keysUnreachable(err)) throw new AppError('unavailable', 'sso_unavailable', 'the banking service keys could not be fetched');
       const code = (err as { code?: string }).code;
-      if (code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JOSE_GENERIC' && /fetch|network/i.test((err as Error).message)) {
-        throw new AppError('unavailable', 'sso_unavailable', 'the banking service keys could not be fetched');
-      }
       throw new AppError('unauthorized', 'invalid_token', code === 'ERR_JWT_EXPIRED' ? 'the SSO token has expired' : 'the SSO token is not valid');
     }
+    if (typeof sub !== 'string' || !USER_ID_RE.test(sub)) throw new AppError('unauthorized', 'invalid_token', 'the SSO token is not valid');
+    return sub;
   }
 }
