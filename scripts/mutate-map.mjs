@@ -65,6 +65,11 @@ export const MUTATION_MAP = {
   'src/hub/keep.ts': ['test/hub/keep.test.ts'],
   // the bank's SSO token against a key set on a loopback server and PEM keys
   'src/payment/sso.ts': ['test/rules/payment-sso.rules.test.ts'],
+  // untrusted input before any handler: query numbers and texts, JSON bodies and their limits
+  'src/hub/query.ts': ['test/rules/hub-inputs.rules.test.ts'],
+  'src/hub/body.ts': ['test/rules/hub-inputs.rules.test.ts'],
+  // uploaded files typed by their content (HWP, HWPX, PDF, JPEG, PNG)
+  'src/uploads/sniff.ts': ['test/uploads/sniff.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
