@@ -70,6 +70,8 @@ export const MUTATION_MAP = {
   'src/hub/body.ts': ['test/rules/hub-inputs.rules.test.ts'],
   // uploaded files typed by their content (HWP, HWPX, PDF, JPEG, PNG)
   'src/uploads/sniff.ts': ['test/uploads/sniff.test.ts'],
+  // the one check-in transition, its audit trail and the offline lists (the offline test runs the app in process)
+  'src/ticket/checkin.ts': ['test/ticket/service.test.ts', 'test/ticket/offline.test.ts', 'test/rules/ticket-service.rules.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
