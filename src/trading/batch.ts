@@ -2,6 +2,7 @@ import type { Candles } from './candles.js';
 import { ATR, Bollinger, EMA, RSI } from './indicators.js';
 import { seriesCache } from './series.js';
 import { EXIT, LONG, NONE, SHORT, type StrategyId } from './strategies.js';
+import { sideOf } from './strategy-runs.js';
 
 /**
  * Batch actions of the five strategies over bars [from, to): the indicator series come from the
@@ -123,8 +124,7 @@ function bollingerOf(cs: Candles, n: number, k: number, from: number, to: number
 
 /**
  * Trend of one timeframe of `mult` base bars (a higher bar completes at a multiple of `mult` or at the
- * session end): EMA(fast) vs EMA(slow) of the completing closes; `ready` is the first index whose
- * slow EMA exists (len when never).
+ * session end): EMA(fast) vs EMA(slow) of the completing closes, 0 until the slow EMA exists.
  */
 function trendOf(cs: Candles, fast: number, slow: number, mult: number, from: number, to: number) {
   return seriesCache(cs).get(
@@ -137,23 +137,19 @@ function trendOf(cs: Candles, fast: number, slow: number, mult: number, from: nu
       const last = cs.barsPerSession - 1;
       const { c, pos } = cs;
       let t = 0;
-      let ready = len;
       for (let j = 0; j < len; j++) {
         const p = pos[from + j]!;
         if ((p + 1) % mult === 0 || p === last) {
           const x = c[from + j]!;
           const f = fe.update(x);
           const s = se.update(x);
-          if (s === s) {
-            if (ready === len) ready = j;
-            t = f > s ? 1 : f < s ? -1 : 0;
-          }
+          t = sideOf(f, s, s);
         }
         trend[j] = t;
       }
-      return { trend, ready };
+      return trend;
     },
-    (v) => v.trend.byteLength,
+    (v) => v.byteLength,
   );
 }
 
@@ -194,7 +190,7 @@ export function batchActions(id: StrategyId, p: Record<string, number>, cs: Cand
       for (let j = 0; j < len; j++) {
         // channel of the previous `lookback` bars (the current bar excluded)
         const x = c[from + j]!;
-        const side = x > hh ? 1 : x < ll ? -1 : 0;
+        const side = sideOf(x, hh, ll);
         out[from + j] = side === 1 && was !== 1 ? LONG : side === -1 && was !== -1 ? SHORT : NONE;
         was = side;
         hh = hhS[j]!;
@@ -227,16 +223,14 @@ export function batchActions(id: StrategyId, p: Record<string, number>, cs: Cand
       return;
     }
     case 'triple_sync': {
-      const a = trendOf(cs, p.fast!, p.slow!, 1, from, to).trend;
-      const b = trendOf(cs, p.fast!, p.slow!, p.mid!, from, to).trend;
-      const d = trendOf(cs, p.fast!, p.slow!, p.high!, from, to);
-      const dt = d.trend;
-      const ready = d.ready;
+      const a = trendOf(cs, p.fast!, p.slow!, 1, from, to);
+      const b = trendOf(cs, p.fast!, p.slow!, p.mid!, from, to);
+      const dt = trendOf(cs, p.fast!, p.slow!, p.high!, from, to);
       let aligned = 0;
       for (let j = 0; j < len; j++) {
         const ta = a[j]!;
-        // acts only once every timeframe has `slow` completed bars (its slow EMA exists)
-        const now = j >= ready && ta === b[j]! && ta === dt[j]! ? ta : 0;
+        // a trend is 0 until its slow EMA exists: nothing aligns before every timeframe has `slow` bars
+        const now = ta === b[j]! && ta === dt[j]! ? ta : 0;
         out[from + j] = now === aligned ? NONE : now === 1 ? LONG : now === -1 ? SHORT : EXIT;
         aligned = now;
       }

@@ -13,9 +13,14 @@ export const SHORT = -1;
 /** Close every open position (no new one). */
 export const EXIT = 2;
 
+/**
+ * Where `x` stands against a band: 1 above `hi`, -1 below `lo`, 0 inside or on it (and 0 while either
+ * is NaN, before an indicator exists). A breakout's side of its channel, and a trend: fast EMA
+ * against slow (`sideOf(fast, slow, slow)`).
+ */
+export const sideOf = (x: number, hi: number, lo: number): number => (x > hi ? 1 : x < lo ? -1 : 0);
+
 export interface StrategyRun {
-  /** Bars before the first possible action. */
-  readonly warmup: number;
   next(o: number, h: number, l: number, c: number, v: number, session: number, pos: number): number;
   /** Actions for bars [from, to) into out[from..to). */
   fill(cs: Candles, from: number, to: number, out: Int8Array): void;
@@ -24,14 +29,12 @@ export interface StrategyRun {
 // ---- EMA cross -----------------------------------------------------------------------------------
 
 export class EmaCross implements StrategyRun {
-  readonly warmup: number;
   private readonly fast: EMA;
   private readonly slow: EMA;
   private prevDiff = NaN;
   constructor(p: Record<string, number>) {
     this.fast = new EMA(p.fast!);
     this.slow = new EMA(p.slow!);
-    this.warmup = p.slow!;
   }
   next(_o: number, _h: number, _l: number, c: number, _v?: number, _s?: number, _p?: number): number {
     const d = this.fast.update(c) - this.slow.update(c);
@@ -50,7 +53,6 @@ export class EmaCross implements StrategyRun {
 // ---- RSI rebound ---------------------------------------------------------------------------------
 
 export class RsiRebound implements StrategyRun {
-  readonly warmup: number;
   private readonly rsi: RSI;
   private prev = NaN;
   private readonly lo: number;
@@ -59,7 +61,6 @@ export class RsiRebound implements StrategyRun {
     this.rsi = new RSI(p.period!);
     this.lo = p.oversold!;
     this.hi = p.overbought!;
-    this.warmup = p.period! + 1;
   }
   next(_o: number, _h: number, _l: number, c: number, _v?: number, _s?: number, _p?: number): number {
     const r = this.rsi.update(c);
@@ -78,7 +79,6 @@ export class RsiRebound implements StrategyRun {
 // ---- Breakout (Donchian) -------------------------------------------------------------------------
 
 export class Breakout implements StrategyRun {
-  readonly warmup: number;
   private readonly hi: RollingExtreme;
   private readonly lo: RollingExtreme;
   private hh = NaN;
@@ -87,7 +87,6 @@ export class Breakout implements StrategyRun {
   constructor(p: Record<string, number>) {
     this.hi = new RollingExtreme(p.lookback!, true);
     this.lo = new RollingExtreme(p.lookback!, false);
-    this.warmup = p.lookback!;
   }
   next(_o: number, h: number, l: number, c: number, _v?: number, _s?: number, _p?: number): number {
     // channel of the previous `lookback` bars (the current bar excluded)
@@ -95,7 +94,7 @@ export class Breakout implements StrategyRun {
     const ll = this.ll;
     this.hh = this.hi.update(h);
     this.ll = this.lo.update(l);
-    const side = c > hh ? 1 : c < ll ? -1 : 0;
+    const side = sideOf(c, hh, ll);
     const was = this.side;
     this.side = side;
     if (side === 1 && was !== 1) return LONG;
@@ -120,7 +119,7 @@ export class Breakout implements StrategyRun {
     let was = 0;
     for (let i = from; i < to; i++) {
       const x = C[i]!;
-      const side = x > hh ? 1 : x < ll ? -1 : 0;
+      const side = sideOf(x, hh, ll);
       out[i] = side === 1 && was !== 1 ? LONG : side === -1 && was !== -1 ? SHORT : NONE;
       was = side;
       const hv = H[i]!;
@@ -168,7 +167,6 @@ export class Breakout implements StrategyRun {
 // ---- Mean reversion (Bollinger) ------------------------------------------------------------------
 
 export class MeanReversion implements StrategyRun {
-  readonly warmup: number;
   private readonly bb: Bollinger;
   private prevC = NaN;
   private prevMid = NaN;
@@ -176,7 +174,6 @@ export class MeanReversion implements StrategyRun {
   private prevLo = NaN;
   constructor(p: Record<string, number>) {
     this.bb = new Bollinger(p.period!, p.k!);
-    this.warmup = p.period!;
   }
   next(_o: number, _h: number, _l: number, c: number, _v?: number, _s?: number, _p?: number): number {
     const mid = this.bb.update(c);
@@ -273,8 +270,7 @@ export class MeanReversion implements StrategyRun {
 class TimeframeTrend {
   private readonly fast: EMA;
   private readonly slow: EMA;
-  private count = 0;
-  completed = 0;
+  /** 1 up, -1 down, 0 level; 0 until the slow EMA exists. */
   trend = 0;
   constructor(
     fast: number,
@@ -288,18 +284,13 @@ class TimeframeTrend {
   /** Feeds one base bar's close; its higher bar completes at a multiple of `mult` or at the session end. */
   push(c: number, pos: number): void {
     if ((pos + 1) % this.mult !== 0 && pos !== this.barsPerSession - 1) return;
-    this.count++;
     const f = this.fast.update(c);
     const s = this.slow.update(c);
-    if (s === s) {
-      this.completed = this.count;
-      this.trend = f > s ? 1 : f < s ? -1 : 0;
-    }
+    this.trend = sideOf(f, s, s);
   }
 }
 
 export class TripleSync implements StrategyRun {
-  readonly warmup: number;
   private readonly tfs: TimeframeTrend[];
   private aligned = 0;
   constructor(
@@ -308,15 +299,15 @@ export class TripleSync implements StrategyRun {
   ) {
     const barsPerSession = bps;
     this.tfs = [1, p.mid!, p.high!].map((m) => new TimeframeTrend(p.fast!, p.slow!, m, barsPerSession));
-    this.warmup = tripleWarmup(p, barsPerSession);
   }
   next(_o: number, _h: number, _l: number, c: number, _v: number, _s: number, pos: number): number {
     const [a, b, d] = this.tfs as [TimeframeTrend, TimeframeTrend, TimeframeTrend];
     a.push(c, pos);
     b.push(c, pos);
     d.push(c, pos);
-    // acts only once every timeframe has `slow` completed bars (its slow EMA exists)
-    const now = a.trend === b.trend && b.trend === d.trend && d.completed > 0 ? a.trend : 0;
+    // a timeframe's trend is 0 until its slow EMA exists, so nothing aligns before every timeframe
+    // has `slow` completed bars
+    const now = a.trend === b.trend && b.trend === d.trend ? a.trend : 0;
     const was = this.aligned;
     this.aligned = now;
     if (now === was) return NONE;
@@ -340,7 +331,7 @@ export class TripleSync implements StrategyRun {
     // per timeframe (a base, b mid, d high): fast/slow count, sum while seeding, value; trend
     let aFc = 0, aFs = 0, aF = NaN, aSc = 0, aSs = 0, aS = NaN, aT = 0;
     let bFc = 0, bFs = 0, bF = NaN, bSc = 0, bSs = 0, bS = NaN, bT = 0;
-    let dFc = 0, dFs = 0, dF = NaN, dSc = 0, dSs = 0, dS = NaN, dT = 0, dReady = false;
+    let dFc = 0, dFs = 0, dF = NaN, dSc = 0, dSs = 0, dS = NaN, dT = 0;
     let aligned = 0;
     for (let i = from; i < to; i++) {
       const x = C[i]!;
@@ -350,25 +341,22 @@ export class TripleSync implements StrategyRun {
       else if (((aFs += x), ++aFc === nf)) aF = aFs / nf;
       if (aSc >= ns) aS = aS + as * (x - aS);
       else if (((aSs += x), ++aSc === ns)) aS = aSs / ns;
-      if (aS === aS) aT = aF > aS ? 1 : aF < aS ? -1 : 0;
+      aT = sideOf(aF, aS, aS);
       if ((p + 1) % mm === 0 || p === last) {
         if (bFc >= nf) bF = bF + af * (x - bF);
         else if (((bFs += x), ++bFc === nf)) bF = bFs / nf;
         if (bSc >= ns) bS = bS + as * (x - bS);
         else if (((bSs += x), ++bSc === ns)) bS = bSs / ns;
-        if (bS === bS) bT = bF > bS ? 1 : bF < bS ? -1 : 0;
+        bT = sideOf(bF, bS, bS);
       }
       if ((p + 1) % mh === 0 || p === last) {
         if (dFc >= nf) dF = dF + af * (x - dF);
         else if (((dFs += x), ++dFc === nf)) dF = dFs / nf;
         if (dSc >= ns) dS = dS + as * (x - dS);
         else if (((dSs += x), ++dSc === ns)) dS = dSs / ns;
-        if (dS === dS) {
-          dReady = true;
-          dT = dF > dS ? 1 : dF < dS ? -1 : 0;
-        }
+        dT = sideOf(dF, dS, dS);
       }
-      const now = dReady && aT === bT && bT === dT ? aT : 0;
+      const now = aT === bT && bT === dT ? aT : 0;
       out[i] = now === aligned ? NONE : now === 1 ? LONG : now === -1 ? SHORT : EXIT;
       aligned = now;
     }

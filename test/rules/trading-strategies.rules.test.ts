@@ -201,6 +201,34 @@ describe('each strategy follows its rule on every path (ties included)', () => {
   }
 });
 
+describe('the actions and the ranges', () => {
+  it('are 0 nothing, 1 long, -1 short, 2 exit: the engine reads the sign of a long or short as its side', () => {
+    expect([NONE, LONG, SHORT, EXIT]).toEqual([0, 1, -1, 2]);
+  });
+
+  it('no action before the warm-up the definition declares, and a fill writes only its own range', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...STRATEGIES), closes(40, 120), fc.integer({ min: 3, max: 11 }), (id, c, bps) => {
+        const cs = candles(c, [0, 1, 0.5], bps);
+        const p = strategyParams(id, {});
+        const small = id === 'triple_sync' ? { fast: 2, slow: 3, mid: 2, high: 3 } : id === 'ema_cross' ? { fast: 2, slow: 5 } : id === 'breakout' ? { lookback: 4 } : { period: 4 };
+        const q = strategyParams(id, { ...p, ...small });
+        const all = actions(id, q, cs);
+        const first = all.findIndex((a) => a !== NONE);
+        if (first >= 0) expect(first).toBeGreaterThanOrEqual(STRATEGY_DEFS[id].warmup(q, bps).bars);
+        // a fill that ends just before an action leaves that bar (and every later one) alone
+        for (const to of [first, all.findIndex((a, i) => i > first && a !== NONE)].filter((i) => i > 0)) {
+          const out = new Int8Array(cs.n);
+          STRATEGY_DEFS[id].create(q, bps).fill(cs, 0, to, out);
+          expect(Array.from(out.subarray(to))).toEqual(Array(cs.n - to).fill(0));
+          expect(Array.from(out.subarray(0, to))).toEqual(all.slice(0, to));
+        }
+      }),
+      { numRuns: 200, seed: 7 },
+    );
+  });
+});
+
 describe('the boundaries, one by one', () => {
   const flatThen = (tail: number[]) => [...Array(8).fill(100), ...tail];
 
@@ -250,6 +278,16 @@ describe('the boundaries, one by one', () => {
     const got = actions('mean_reversion', q, cs);
     expect(got).toEqual([NONE, NONE, NONE, LONG, EXIT, SHORT, NONE]);
     expect(got).toEqual(model.mean_reversion(cs, strategyParams('mean_reversion', q)));
+  });
+
+  it('triple sync: equal fast and slow EMAs are no trend, so a tie on one timeframe ends the alignment', () => {
+    // a steady rise aligns all three timeframes (long at bar 8); the close of bar 10 is the one value
+    // that makes the base EMA(2) and EMA(3) equal (107.5), where neither higher timeframe completes
+    const p = { fast: 2, slow: 3, mid: 2, high: 3 };
+    const up = [100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 107];
+    expect(actions('triple_sync', p, candles(up, [0], 1000))).toEqual([0, 0, 0, 0, 0, 0, 0, 0, LONG, NONE, EXIT]);
+    const down = up.map((c) => 200 - c);
+    expect(actions('triple_sync', p, candles(down, [0], 1000))).toEqual([0, 0, 0, 0, 0, 0, 0, 0, SHORT, NONE, EXIT]);
   });
 
   it('triple sync: no action before its warm-up bar, and the warm-up is the bar the highest timeframe completes its slow-th bar', () => {
