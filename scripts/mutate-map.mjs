@@ -59,6 +59,7 @@ export const MUTATION_MAP = {
   'src/payment/rules.ts': ['test/payment/rules.test.ts', 'test/rules/payment-rules.rules.test.ts'],
   'src/payment/merkle.ts': ['test/payment/rules.test.ts', 'test/payment/consistency.property.test.ts', 'test/payment/wallet-verifier.property.test.ts', 'test/rules/payment-merkle.rules.test.ts'],
   // the five strategies: the streaming runs, the batch fills and the shared-series grid loop, against a plain restatement of each rule
+  'src/trading/strategy-rules.ts': ['test/trading/batch.test.ts', 'test/rules/trading-strategies.rules.test.ts'],
   'src/trading/strategy-runs.ts': ['test/trading/batch.test.ts', 'test/rules/trading-strategies.rules.test.ts'],
   'src/trading/batch.ts': ['test/trading/batch.test.ts', 'test/rules/trading-strategies.rules.test.ts'],
   'src/trading/strategies.ts': ['test/trading/batch.test.ts', 'test/rules/trading-strategies.rules.test.ts'],

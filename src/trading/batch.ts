@@ -1,8 +1,8 @@
 import type { Candles } from './candles.js';
 import { ATR, Bollinger, EMA, RSI } from './indicators.js';
 import { seriesCache } from './series.js';
-import { EXIT, LONG, NONE, SHORT, type StrategyId } from './strategies.js';
-import { sideOf } from './strategy-runs.js';
+import type { StrategyId } from './strategies.js';
+import { alignment, alignmentAction, breakoutAction, crossAction, reboundAction, reversionAction, sideOf } from './strategy-rules.js';
 
 /**
  * Batch actions of the five strategies over bars [from, to): the indicator series come from the
@@ -163,7 +163,7 @@ export function batchActions(id: StrategyId, p: Record<string, number>, cs: Cand
       let prev = NaN;
       for (let j = 0; j < len; j++) {
         const d = f[j]! - s[j]!;
-        out[from + j] = d > 0 && prev <= 0 ? LONG : d < 0 && prev >= 0 ? SHORT : NONE;
+        out[from + j] = crossAction(d, prev);
         prev = d;
       }
       return;
@@ -175,7 +175,7 @@ export function batchActions(id: StrategyId, p: Record<string, number>, cs: Cand
       let prev = NaN;
       for (let j = 0; j < len; j++) {
         const x = r[j]!;
-        out[from + j] = prev < lo && x >= lo ? LONG : prev > hi && x <= hi ? SHORT : NONE;
+        out[from + j] = reboundAction(x, prev, lo, hi);
         prev = x;
       }
       return;
@@ -191,7 +191,7 @@ export function batchActions(id: StrategyId, p: Record<string, number>, cs: Cand
         // channel of the previous `lookback` bars (the current bar excluded)
         const x = c[from + j]!;
         const side = sideOf(x, hh, ll);
-        out[from + j] = side === 1 && was !== 1 ? LONG : side === -1 && was !== -1 ? SHORT : NONE;
+        out[from + j] = breakoutAction(side, was);
         was = side;
         hh = hhS[j]!;
         ll = llS[j]!;
@@ -210,11 +210,7 @@ export function batchActions(id: StrategyId, p: Record<string, number>, cs: Cand
         const m = mid[j]!;
         const u = up[j]!;
         const l = lo[j]!;
-        let a = NONE;
-        if (x < l && pc >= pl) a = LONG;
-        else if (x > u && pc <= pu) a = SHORT;
-        else if ((pc < pm && x >= m) || (pc > pm && x <= m)) a = EXIT;
-        out[from + j] = a;
+        out[from + j] = reversionAction(x, m, u, l, pc, pm, pu, pl);
         pc = x;
         pm = m;
         pu = u;
@@ -229,9 +225,8 @@ export function batchActions(id: StrategyId, p: Record<string, number>, cs: Cand
       let aligned = 0;
       for (let j = 0; j < len; j++) {
         const ta = a[j]!;
-        // a trend is 0 until its slow EMA exists: nothing aligns before every timeframe has `slow` bars
-        const now = ta === b[j]! && ta === dt[j]! ? ta : 0;
-        out[from + j] = now === aligned ? NONE : now === 1 ? LONG : now === -1 ? SHORT : EXIT;
+        const now = alignment(ta, b[j]!, dt[j]!);
+        out[from + j] = alignmentAction(now, aligned);
         aligned = now;
       }
       return;

@@ -1,24 +1,15 @@
 import type { Candles } from './candles.js';
 import { Bollinger, EMA, RESYNC, RollingExtreme, RSI } from './indicators.js';
+import { alignment, alignmentAction, breakoutAction, crossAction, reboundAction, reversionAction, sideOf } from './strategy-rules.js';
 
 /**
- * The five strategies' runs (strategies.ts defines them: names, parameters, grids). A run is
- * position-agnostic: at the close of each bar it emits an action, which the engine fills at the next
- * bar's open. Streaming (`next`, one bar, O(1)) and batch (`fill`, the same rule over a range, state
- * in locals) give the same actions bar for bar (test/trading/batch.test.ts).
+ * The five strategies' runs (strategies.ts defines them: names, parameters, grids; strategy-rules.ts
+ * their rules, each once). A run is position-agnostic: at the close of each bar it emits an action,
+ * which the engine fills at the next bar's open. Streaming (`next`, one bar, O(1)) and batch (`fill`,
+ * the same rule over a range, the indicators' arithmetic in locals) give the same actions bar for bar
+ * (test/trading/batch.test.ts).
  */
-export const NONE = 0;
-export const LONG = 1;
-export const SHORT = -1;
-/** Close every open position (no new one). */
-export const EXIT = 2;
-
-/**
- * Where `x` stands against a band: 1 above `hi`, -1 below `lo`, 0 inside or on it (and 0 while either
- * is NaN, before an indicator exists). A breakout's side of its channel, and a trend: fast EMA
- * against slow (`sideOf(fast, slow, slow)`).
- */
-export const sideOf = (x: number, hi: number, lo: number): number => (x > hi ? 1 : x < lo ? -1 : 0);
+export { EXIT, LONG, NONE, SHORT, sideOf } from './strategy-rules.js';
 
 export interface StrategyRun {
   next(o: number, h: number, l: number, c: number, v: number, session: number, pos: number): number;
@@ -40,9 +31,7 @@ export class EmaCross implements StrategyRun {
     const d = this.fast.update(c) - this.slow.update(c);
     const prev = this.prevDiff;
     this.prevDiff = d;
-    if (d > 0 && prev <= 0) return LONG;
-    if (d < 0 && prev >= 0) return SHORT;
-    return NONE;
+    return crossAction(d, prev);
   }
   fill(cs: Candles, from: number, to: number, out: Int8Array): void {
     const { o, h, l, c, v, session, pos } = cs;
@@ -66,9 +55,7 @@ export class RsiRebound implements StrategyRun {
     const r = this.rsi.update(c);
     const prev = this.prev;
     this.prev = r;
-    if (prev < this.lo && r >= this.lo) return LONG; // rebound up out of oversold
-    if (prev > this.hi && r <= this.hi) return SHORT; // rebound down out of overbought
-    return NONE;
+    return reboundAction(r, prev, this.lo, this.hi);
   }
   fill(cs: Candles, from: number, to: number, out: Int8Array): void {
     const { o, h, l, c, v, session, pos } = cs;
@@ -97,9 +84,7 @@ export class Breakout implements StrategyRun {
     const side = sideOf(c, hh, ll);
     const was = this.side;
     this.side = side;
-    if (side === 1 && was !== 1) return LONG;
-    if (side === -1 && was !== -1) return SHORT;
-    return NONE;
+    return breakoutAction(side, was);
   }
   /**
    * Batch (a fresh instance): the same channel from van Herk / Gil-Werman blocks of `lookback` bars,
@@ -120,7 +105,7 @@ export class Breakout implements StrategyRun {
     for (let i = from; i < to; i++) {
       const x = C[i]!;
       const side = sideOf(x, hh, ll);
-      out[i] = side === 1 && was !== 1 ? LONG : side === -1 && was !== -1 ? SHORT : NONE;
+      out[i] = breakoutAction(side, was);
       was = side;
       const hv = H[i]!;
       const lv = L[i]!;
@@ -187,10 +172,7 @@ export class MeanReversion implements StrategyRun {
     this.prevMid = mid;
     this.prevUp = up;
     this.prevLo = lo;
-    if (c < lo && pc >= pl) return LONG; // closes below the lower band: expect a return to the mean
-    if (c > up && pc <= pu) return SHORT;
-    if ((pc < pm && c >= mid) || (pc > pm && c <= mid)) return EXIT; // back at the mean
-    return NONE;
+    return reversionAction(c, mid, up, lo, pc, pm, pu, pl);
   }
   /**
    * Batch (a fresh instance): the Bollinger class's arithmetic in locals (sums relative to the first
@@ -251,11 +233,7 @@ export class MeanReversion implements StrategyRun {
         up = mid + k * sd;
         lo = mid - k * sd;
       }
-      let a = NONE;
-      if (c < lo && pc >= pl) a = LONG;
-      else if (c > up && pc <= pu) a = SHORT;
-      else if ((pc < pm && c >= mid) || (pc > pm && c <= mid)) a = EXIT;
-      out[i] = a;
+      out[i] = reversionAction(c, mid, up, lo, pc, pm, pu, pl);
       pc = c;
       pm = mid;
       pu = up;
@@ -305,15 +283,10 @@ export class TripleSync implements StrategyRun {
     a.push(c, pos);
     b.push(c, pos);
     d.push(c, pos);
-    // a timeframe's trend is 0 until its slow EMA exists, so nothing aligns before every timeframe
-    // has `slow` completed bars
-    const now = a.trend === b.trend && b.trend === d.trend ? a.trend : 0;
+    const now = alignment(a.trend, b.trend, d.trend);
     const was = this.aligned;
     this.aligned = now;
-    if (now === was) return NONE;
-    if (now === 1) return LONG;
-    if (now === -1) return SHORT;
-    return EXIT;
+    return alignmentAction(now, was);
   }
   /**
    * Batch (a fresh instance): the three timeframes' EMAs in locals (the EMA class's arithmetic: SMA
@@ -356,8 +329,8 @@ export class TripleSync implements StrategyRun {
         else if (((dSs += x), ++dSc === ns)) dS = dSs / ns;
         dT = sideOf(dF, dS, dS);
       }
-      const now = aT === bT && bT === dT ? aT : 0;
-      out[i] = now === aligned ? NONE : now === 1 ? LONG : now === -1 ? SHORT : EXIT;
+      const now = alignment(aT, bT, dT);
+      out[i] = alignmentAction(now, aligned);
       aligned = now;
     }
   }
