@@ -317,6 +317,26 @@ describe('the boundaries, one by one', () => {
 });
 
 describe('parameters and grids', () => {
+  it('the catalogue: ids, names and default grids as docs/trading.md gives them, each with its description', () => {
+    expect(STRATEGIES).toEqual(['ema_cross', 'rsi_rebound', 'breakout', 'mean_reversion', 'triple_sync']);
+    expect(STRATEGIES.map((id) => [STRATEGY_DEFS[id].id, STRATEGY_DEFS[id].name])).toEqual([
+      ['ema_cross', 'EMA cross'],
+      ['rsi_rebound', 'RSI rebound'],
+      ['breakout', 'Breakout'],
+      ['mean_reversion', 'Mean reversion'],
+      ['triple_sync', 'Triple timeframe sync'],
+    ]);
+    expect(Object.fromEntries(STRATEGIES.map((id) => [id, STRATEGY_DEFS[id].ranges]))).toEqual({
+      ema_cross: { fast: [5, 8, 10, 12, 15], slow: [20, 26, 30, 40, 50] },
+      rsi_rebound: { period: [7, 10, 14, 21], oversold: [20, 25, 30, 35], overbought: [65, 70, 75, 80] },
+      breakout: { lookback: [10, 15, 20, 30, 40, 55, 80, 100] },
+      mean_reversion: { period: [10, 15, 20, 30, 40], k: [1.5, 2, 2.5, 3] },
+      triple_sync: { fast: [5, 9, 12], slow: [21, 30, 50], mid: [5], high: [15] },
+    });
+    const words: Record<StrategyId, RegExp> = { ema_cross: /EMA\(fast\) crosses above EMA\(slow\)/, rsi_rebound: /RSI\(period\) rises back through oversold/, breakout: /highest high of the previous lookback bars/, mean_reversion: /lower Bollinger band/, triple_sync: /mid and high base bars/ };
+    for (const id of STRATEGIES) expect(STRATEGY_DEFS[id].description).toMatch(words[id]);
+  });
+
   it('fills the defaults of each strategy', () => {
     expect(strategyParams('ema_cross', {})).toEqual({ fast: 9, slow: 21 });
     expect(strategyParams('rsi_rebound', undefined)).toEqual({ period: 14, oversold: 30, overbought: 70 });
