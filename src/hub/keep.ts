@@ -8,7 +8,8 @@ import type { StoredUpload, UploadKeeper } from './multipart.js';
  * references as `ctx.stored` and owns them from then on.
  */
 export async function keepUploads(ctx: RequestContext<any, any, any>, keeper: UploadKeeper): Promise<void> {
-  const files = ctx.files ?? [];
+  // the pipeline sets ctx.files for every route with a multipart declaration ([] for JSON)
+  const files = ctx.files!;
   const types: string[] = [];
   for (const file of files) types.push((await keeper.inspect(file)).mediaType);
   const stored: StoredUpload[] = [];
