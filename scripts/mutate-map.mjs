@@ -76,11 +76,12 @@ export const MUTATION_MAP = {
 };
 
 /**
- * Modules whose code runs after awaits on real I/O (a key set fetched over HTTP): Stryker's per-test
- * coverage attributes such code to whichever test is running when it resumes, and then tries a
- * mutant only against that test. These run every mapped test against every mutant instead.
+ * Modules for which per-test coverage reported survivors that their mapped tests kill when the mutant
+ * is applied by hand: code that resumes after real I/O (a key set fetched over HTTP), and the hub's
+ * input schemas and body reader, run through in-process requests. These run every mapped test
+ * against every mutant instead (slower, and right).
  */
-export const ALL_TESTS_PER_MUTANT = new Set(['src/payment/sso.ts']);
+export const ALL_TESTS_PER_MUTANT = new Set(['src/payment/sso.ts', 'src/hub/query.ts', 'src/hub/body.ts']);
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
 export const MUTATION_ORDER = Object.keys(MUTATION_MAP);

@@ -172,7 +172,8 @@ export async function inject(
       headers['content-type'] ??= 'application/json';
     }
   }
-  if (body && headers['content-length'] === undefined) headers['content-length'] = String(body.length);
+  // a chunked request (Transfer-Encoding) declares no length, as one from a socket
+  if (body && headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) headers['content-length'] = String(body.length);
   const req = new InjectedRequest(method.toUpperCase(), url, query, headers);
   const res = new InjectedResponse(opts.remoteAddress ?? '127.0.0.1');
   handle(res as unknown as HttpResponse, req as unknown as HttpRequest);
