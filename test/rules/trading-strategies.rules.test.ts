@@ -271,6 +271,10 @@ describe('the boundaries, one by one', () => {
     const p = { period: 2, k: 1 };
     // period 2, k 1: the bands are the two closes themselves, so a close is never beyond them
     expect(actions('mean_reversion', p, candles([100, 102, 100, 102], [0], 1000))).not.toContain(LONG);
+    // a close over the upper band is short when the previous close was at or under its band: a flat
+    // start puts the previous close exactly on it (period 2, k 0.5)
+    expect(actions('mean_reversion', { period: 2, k: 0.5 }, candles([100, 100, 101], [0], 1000))).toEqual([NONE, NONE, SHORT]);
+    expect(actions('mean_reversion', { period: 2, k: 0.5 }, candles([100, 100, 99], [0], 1000))).toEqual([NONE, NONE, LONG]);
     // period 3, k 0.5: 97 falls under the lower band (long), 99 crosses back over the middle (exit),
     // 100 rises over the upper band (short)
     const q = { period: 3, k: 0.5 };
