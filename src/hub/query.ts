@@ -7,7 +7,8 @@ import { z } from 'zod';
  * what was expected.
  */
 export const qInt = (opts: { min?: number; max?: number } = {}) => {
-  let n = z.number({ error: 'must be an integer' }).int('must be an integer');
+  // the schema's error covers its checks: a fraction is "must be an integer" too
+  let n = z.number({ error: 'must be an integer' }).int();
   if (opts.min !== undefined) n = n.min(opts.min, `must be at least ${opts.min}`);
   if (opts.max !== undefined) n = n.max(opts.max, `must be at most ${opts.max}`);
   return z.preprocess((v) => (typeof v === 'string' && /^-?\d{1,15}$/.test(v) ? Number(v) : v), n);
@@ -19,7 +20,7 @@ export const qDecimal = () =>
     (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : v),
     z
       .string({ error: 'must be a decimal number' })
-      .regex(/^-?\d{1,15}(\.\d+)?$/, 'must be a decimal number'),
+      .regex(/^-?\d{1,15}(\.\d+)?$/),
   );
 
 /** A single non-empty text value (a repeated key is refused rather than silently picked). */

@@ -26,7 +26,7 @@ describe('query numbers and texts', () => {
     for (const [v, want] of [['0', 0], ['42', 42], ['-7', -7], ['123456789012345', 123456789012345], [7, 7]] as const) {
       expect(inQuery(i, v)).toEqual({ ok: { x: want } });
     }
-    for (const v of ['1.5', '1e3', '', ' 7', '7 ', '+7', '0x10', '1234567890123456', 'seven', 1.5, null, ['1', '2']]) {
+    for (const v of ['1.5', '1e3', '', ' 7', '7 ', '+7', '0x10', '1234567890123456', 'seven', 1.5, null, ['1', '2'], ['12']]) {
       expect(inQuery(i, v), JSON.stringify(v)).toEqual({ error: '400 invalid_query x: must be an integer' });
     }
   });
@@ -46,7 +46,7 @@ describe('query numbers and texts', () => {
     for (const [v, want] of [['0', '0'], ['1.25', '1.25'], ['-0.5', '-0.5'], ['123456789012345.123456', '123456789012345.123456'], [2.5, '2.5'], [3, '3']] as const) {
       expect(inQuery(d, v)).toEqual({ ok: { x: want } });
     }
-    for (const v of ['1.', '.5', '1e3', '1,5', ' 1', '1234567890123456', '--1', '', Number.NaN, Number.POSITIVE_INFINITY, null, true]) {
+    for (const v of ['1.', '.5', '1e3', '1,5', ' 1', '1234567890123456', '--1', '', Number.NaN, Number.POSITIVE_INFINITY, null, true, ['1.5']]) {
       expect(inQuery(d, v), String(v)).toEqual({ error: '400 invalid_query x: must be a decimal number' });
     }
   });

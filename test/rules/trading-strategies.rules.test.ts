@@ -410,6 +410,38 @@ describe('parameters and grids', () => {
     expect(expandGrid('mean_reversion', { period: [10], k: [2] }, { period: 10 }).combos).toEqual([{ period: 10, k: 2 }]);
   });
 
+  it('an order refused names the later parameter and says what it must exceed', () => {
+    const issue = (id: StrategyId, raw: Record<string, number>) => {
+      try {
+        strategyParams(id, raw);
+      } catch (err) {
+        return (err as { issues: { path: string[]; message: string }[] }).issues.map((i) => [i.path.join('.'), i.message]);
+      }
+      return [];
+    };
+    expect(issue('ema_cross', { fast: 10, slow: 10 })).toEqual([['slow', 'must be greater than fast']]);
+    expect(issue('rsi_rebound', { oversold: 40, overbought: 51 })).toEqual([]);
+    expect(issue('triple_sync', { fast: 9, slow: 9 })).toEqual([['slow', 'must be greater than fast']]);
+    expect(issue('triple_sync', { mid: 15, high: 15 })).toEqual([['high', 'must be greater than mid']]);
+  });
+
+  it('a fixed value replaces its own axis, wherever it stands', () => {
+    const fixedK = expandGrid('mean_reversion', undefined, { k: 2.5 });
+    expect(fixedK.combos).toEqual([10, 15, 20, 30, 40].map((period) => ({ period, k: 2.5 })));
+    expect(fixedK.asked).toBe(5);
+  });
+
+  it('declares each strategy\'s warm-up and what each timeframe needs', () => {
+    const w = (id: StrategyId) => STRATEGY_DEFS[id].warmup(strategyParams(id, {}), 1380);
+    expect(STRATEGIES.map(w)).toEqual([
+      { bars: 21, needs: { base: 21 } },
+      { bars: 15, needs: { base: 15 } },
+      { bars: 20, needs: { base: 20 } },
+      { bars: 20, needs: { base: 20 } },
+      { bars: 314, needs: { base: 21, mid: 21, high: 21 } },
+    ]);
+  });
+
   it('refuses to expand a grid over 100,000 combinations (counted, none made)', () => {
     const axis = Array.from({ length: 317 }, (_, i) => i + 2);
     const over = expandGrid('ema_cross', { fast: axis, slow: axis });
