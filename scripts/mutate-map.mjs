@@ -75,13 +75,5 @@ export const MUTATION_MAP = {
   'src/ticket/checkin.ts': ['test/ticket/service.test.ts', 'test/ticket/offline.test.ts', 'test/rules/ticket-service.rules.test.ts'],
 };
 
-/**
- * Modules for which per-test coverage reported survivors that their mapped tests kill when the mutant
- * is applied by hand: code that resumes after real I/O (a key set fetched over HTTP), and the hub's
- * input schemas and body reader, run through in-process requests. These run every mapped test
- * against every mutant instead (slower, and right).
- */
-export const ALL_TESTS_PER_MUTANT = new Set(['src/payment/sso.ts', 'src/hub/body.ts', 'src/trading/strategies.ts']);
-
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
 export const MUTATION_ORDER = Object.keys(MUTATION_MAP);

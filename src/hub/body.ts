@@ -12,8 +12,8 @@ interface Exchange {
 }
 
 export function readBody(ctx: Exchange, limit: number): Promise<Buffer> {
-  const declared = ctx.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) {
+  // no Content-Length (a chunked body) is NaN here: counted while it arrives
+  if (Number(ctx.headers['content-length']) > limit) {
     throw new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit });
   }
   return new Promise((resolve, reject) => {

@@ -154,6 +154,8 @@ describe('request bodies', () => {
     // an empty body that says it is JSON is validated as nothing: the schema names what is missing
     const empty = await post('/json', '');
     expect([empty.status, empty.body.error.code]).toEqual([400, 'invalid_body']);
+    // a body without a content type is of no accepted type
+    expect(await refused('/json', '{"s":"a"}', {})).toEqual([415, 'unsupported_media_type', { received: null }]);
     // an empty body of another type is that type's refusal
     expect(await refused('/json', '', { 'content-type': 'text/plain' })).toEqual([415, 'unsupported_media_type', { received: 'text/plain' }]);
   });

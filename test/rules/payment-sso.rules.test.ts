@@ -39,10 +39,10 @@ afterAll(async () => {
   await new Promise((r) => jwks.close(r));
 });
 
-type Claims = { sub?: string; exp?: number; iss?: string; aud?: string };
+type Claims = { sub?: string | number; exp?: number; iss?: string; aud?: string };
 async function token(claims: Claims, key = ed.privateKey, header: { alg: string; kid?: string } = { alg: 'EdDSA', kid: 'ed' }): Promise<string> {
   const { sub, exp, iss, aud } = claims;
-  const j = new SignJWT(sub === undefined ? {} : { sub }).setProtectedHeader(header).setIssuedAt(Math.floor(NOW / 1000));
+  const j = new SignJWT(sub === undefined ? {} : ({ sub } as { sub: string })).setProtectedHeader(header).setIssuedAt(Math.floor(NOW / 1000));
   if (exp !== undefined) j.setExpirationTime(exp);
   if (iss !== undefined) j.setIssuer(iss);
   if (aud !== undefined) j.setAudience(aud);
@@ -94,6 +94,8 @@ describe('refusals', () => {
       expect([r.status, r.code, r.message]).toEqual([401, 'invalid_token', 'the SSO token is not valid']);
     }
     expect(await v.user(await token({ sub: 'a'.repeat(64), exp: inAnHour }))).toBe('a'.repeat(64));
+    // a number is no user id, even one whose digits would pass as one
+    expect(await code(v.user(await token({ sub: 12345, exp: inAnHour })))).toBe('401 invalid_token');
     expect(USER_ID_RE.test('A-z_0.9')).toBe(true);
   });
 
