@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { batchActions } from '../../src/trading/batch.js';
+import { atrOf, batchActions } from '../../src/trading/batch.js';
+import { ATR } from '../../src/trading/indicators.js';
 import { emptyCandles, type Candles } from '../../src/trading/candles.js';
 import { EXIT, LONG, NONE, SHORT, STRATEGIES, STRATEGY_DEFS, expandGrid, strategyParams, type StrategyId } from '../../src/trading/strategies.js';
 import { tripleWarmup } from '../../src/trading/strategy-runs.js';
@@ -199,6 +200,17 @@ describe('each strategy follows its rule on every path (ties included)', () => {
       expect(acted).toBeGreaterThan(30);
     });
   }
+});
+
+describe('the series a grid shares', () => {
+  it('the ATR of a range (the engine\'s stop and target distances) is the ATR class run from the range\'s first bar', () => {
+    const cs = candles(Array.from({ length: 60 }, (_, i) => 100 + ((i * 7) % 11) / 2), [0.5, 1, 0.25], 20);
+    for (const [n, from, to] of [[3, 0, 60], [5, 10, 40], [14, 0, 30], [2, 59, 60]] as const) {
+      const a = new ATR(n);
+      const want = Array.from({ length: to - from }, (_, j) => a.update(cs.h[from + j]!, cs.l[from + j]!, cs.c[from + j]!));
+      expect(Array.from(atrOf(cs, n, from, to))).toEqual(want);
+    }
+  });
 });
 
 describe('the actions and the ranges', () => {
