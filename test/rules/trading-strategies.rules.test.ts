@@ -441,6 +441,8 @@ describe('parameters and grids', () => {
     const fixedK = expandGrid('mean_reversion', undefined, { k: 2.5 });
     expect(fixedK.combos).toEqual([10, 15, 20, 30, 40].map((period) => ({ period, k: 2.5 })));
     expect(fixedK.asked).toBe(5);
+    // a fixed value that is no parameter of the strategy is carried into every combination, which the strict schema then refuses
+    expect(expandGrid('breakout', undefined, { extra: 1 })).toEqual({ combos: [], asked: 8, skipped: 8 });
   });
 
   it('declares each strategy\'s warm-up and what each timeframe needs', () => {
