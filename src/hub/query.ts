@@ -17,7 +17,7 @@ export const qInt = (opts: { min?: number; max?: number } = {}) => {
 /** A decimal number as text (a JSON number is taken as its text), kept as text for exact parsing. */
 export const qDecimal = () =>
   z.preprocess(
-    (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : v),
+    (v) => (Number.isFinite(v) ? String(v) : v),
     z
       .string({ error: 'must be a decimal number' })
       .regex(/^-?\d{1,15}(\.\d+)?$/),
