@@ -74,6 +74,8 @@ export const MUTATION_MAP = {
   // the one check-in transition, its audit trail and offline settlement (test/ticket/offline.test.ts is left
   // out: the app it starts needs dist/ for its worker pool, which the mutation sandbox does not copy)
   'src/ticket/checkin.ts': ['test/ticket/service.test.ts', 'test/rules/ticket-service.rules.test.ts', 'test/rules/ticket-checkin.rules.test.ts'],
+  // the signed offline check-in lists and their key
+  'src/ticket/offline.ts': ['test/rules/ticket-offline.rules.test.ts'],
 };
 
 /**
