@@ -194,6 +194,17 @@ describe('online check-in', () => {
       { at: iso(T0), result: 'invalid', code: 'TK-22222222', reservation_id: null, scanner: 'door-1', gate: null, source: 'manual', nonce: null, client: '10.0.0.1', via: 'code', replayed: false },
     ]);
   });
+
+  it('a code whose reservation is gone is invalid by code: the entry names the code, no reservation', async () => {
+    const { checkins, store } = await setup();
+    await store.set('ticket:code:TK-33333333', 'r_gone000000');
+    expect(await refusal(checkins.checkInByCode('TK-33333333', {}))).toEqual({ status: 404, code: 'invalid', message: 'no ticket with code TK-33333333', details: { code: 'TK-33333333' } });
+    expect(await checkins.auditLog({ limit: 10 })).toEqual([
+      { at: iso(T0), result: 'invalid', code: 'TK-33333333', reservation_id: null, scanner: 'unnamed', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false },
+    ]);
+    expect(await checkins.settleOffline(scan('sc-g', 'TK-33333333', T0), { device: 'd' })).toEqual({ id: 'sc-g', result: 'invalid', replayed: false });
+    expect((await checkins.auditLog({ limit: 1 }))[0]).toMatchObject({ result: 'invalid', code: 'TK-33333333', reservation_id: null, nonce: 'sc-g' });
+  });
 });
 
 describe('refusals before a look-up, and the lists', () => {
