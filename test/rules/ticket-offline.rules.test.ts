@@ -3,7 +3,6 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { canonicalJson } from '../../src/canonical.js';
 import { ManualClock } from '../../src/clock.js';
 import { createBus } from '../../src/bus.js';
-import { TicketService } from '../../src/ticket/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store, Write } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
@@ -16,11 +15,12 @@ import { refusal as refused } from '../support/refusal.js';
 // batches; more than 50 000 tickets: 413 list_too_large. The payload is canonical JSON with the
 // show (id, name, venue, date), a version hashing show and tickets (unchanged tickets, the same
 // version), generated_at and count, signed with an Ed25519 key made on first use, kept in the store
-// (a key already there wins) and reused. The module is loaded afresh in each test, so the code it
-// runs at load (the stored key's codec) is covered by every test.
+// (a key already there wins) and reused. The module (and the service importing it) is loaded afresh
+// in each test, so the code it runs at load (the stored key's codec) is covered by every test, and
+// a mutant that breaks loading fails the tests instead of the file's collection.
 const load = async () => {
   vi.resetModules();
-  return import('../../src/ticket/offline.js');
+  return { ...(await import('../../src/ticket/offline.js')), TicketService: (await import('../../src/ticket/service.js')).TicketService };
 };
 const T0 = Date.parse('2026-12-24T18:00:00+09:00');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -28,7 +28,7 @@ const stores: Store[] = [];
 afterAll(() => Promise.all(stores.map((s) => s.close())));
 
 async function setup() {
-  const { OfflineLists, ticketHash, MAX_LIST_TICKETS } = await load();
+  const { OfflineLists, ticketHash, MAX_LIST_TICKETS, TicketService } = await load();
   const store = await openLmdbStore({ path: tempDir('ticket-offline-rules') });
   stores.push(store);
   const recorded = recordingStore(store);
