@@ -84,7 +84,14 @@ describe('the signing key', () => {
     const first = await lists.signingKey();
     recorded.writes.length = 0;
     expect(await lists.signingKey()).toBe(first);
+    // another process finding the key stored takes it as it is: no key of its own, no update
+    let updated = false;
+    recorded.race.next = async () => {
+      updated = true;
+    };
     const other = await new OfflineLists(recorded.store, clock).signingKey();
+    expect(updated).toBe(false);
+    recorded.race.next = undefined;
     expect(other.stored).toEqual(first.stored);
     expect(recorded.writes).toEqual([]);
     expect(await store.get('ticket:list-signing-key')).toEqual(first.stored);
