@@ -1,7 +1,7 @@
 // Mutation testing (docs/mutation.md). Run through `npm run mutate [-- src/module.ts ...]`, which
 // sets MUTATE_MODULE; this file then mutates that one module and runs only the tests that
 // scripts/mutate-map.mjs lists for it.
-import { MUTATION_MAP } from './scripts/mutate-map.mjs';
+import { ALL_TESTS_PER_MUTANT, MUTATION_MAP } from './scripts/mutate-map.mjs';
 
 const module = process.env.MUTATE_MODULE;
 if (!module || !MUTATION_MAP[module]) {
@@ -18,7 +18,8 @@ export default {
   // The test files come from vitest.mutate.config.ts, not from Stryker's `testFiles`: with
   // `testFiles`, Stryker 9.6 activates static mutants only after the module was imported, so
   // they all "survive" (stryker-js issue 6144).
-  coverageAnalysis: 'perTest',
+  // per test, except for the modules listed to run every mapped test per mutant
+  coverageAnalysis: ALL_TESTS_PER_MUTANT.has(module) ? 'all' : 'perTest',
   // Two cores, shared: one test runner, and generous time-outs on a busy machine.
   concurrency: 1,
   timeoutMS: 10_000,
