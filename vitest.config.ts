@@ -7,5 +7,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: integration tests start real hub processes; keep the parallelism modest.
     maxWorkers: 2,
+    // one Chromium for the run, which the browser tests connect to (test/support/browser.ts)
+    globalSetup: ['test/support/browser-server.ts'],
   },
 });
