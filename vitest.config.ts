@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -9,5 +10,7 @@ export default defineConfig({
     maxWorkers: 2,
     // one Chromium for the run, which the browser tests connect to (test/support/browser.ts)
     globalSetup: ['test/support/browser-server.ts'],
+    // the longest files first, so the two workers finish together (test/support/sequencer.ts)
+    sequence: { sequencer: SlowFirstSequencer },
   },
 });
