@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import AxeBuilder from '@axe-core/playwright';
 import pino from 'pino';
@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { signTreeHead } from '../../src/payment/sth.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
 import { paymentHubEnv } from '../support/payment.js';
-import { browserAvailable, launchChromium } from '../support/browser.js';
+import { browserAvailable, downloadedText, launchChromium } from '../support/browser.js';
 
 const hasBrowser = browserAvailable();
 const HEAD_KEY = 'wallet:chain:verified-head';
@@ -138,7 +138,7 @@ describe.skipIf(!hasBrowser)('wallet page in Chromium', () => {
     expect(BigInt(api.closing)).toBe(closing);
 
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'CSV 다운로드' }).click()]);
-    const csv = readFileSync((await download.path())!, 'utf8').trim().split('\r\n');
+    const csv = (await downloadedText(download)).trim().split('\r\n');
     expect(csv[0]).toMatch(/^row,time,transfer,code/);
     expect(csv.filter((l) => l.startsWith('transfer,')).length).toBe(2);
     expect(csv.at(-1)!.split(',')[10]).toBe(closing.toString());
