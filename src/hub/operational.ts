@@ -84,7 +84,8 @@ function pageIndexHtml(pages: readonly PageInfo[]): string {
     )
     .join('');
   // styled like every page: the shared stylesheet (with the Korean web font) and the favicon
-  return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru · pages</title><link rel="icon" href="/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/base.css"><style>.pages{max-width:48rem}.pages ul{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}.pages li{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:.75rem 1rem}.pages li a{font-weight:700;font-size:1.05rem}.pages li p{margin:.2rem 0 0;color:var(--muted)}</style></head><body><header class="top"><h1>maru</h1></header><main class="pages"><ul>${items}</ul></main></body></html>`;
+  // (static: drawn at load, so marked ready from the start like the scripted pages mark it when drawn)
+  return `<!doctype html><html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>maru · pages</title><link rel="icon" href="/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/base.css"><style>.pages{max-width:48rem}.pages ul{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}.pages li{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:.75rem 1rem}.pages li a{font-weight:700;font-size:1.05rem}.pages li p{margin:.2rem 0 0;color:var(--muted)}</style></head><body data-ready="true"><header class="top"><h1>maru</h1></header><main class="pages"><ul>${items}</ul></main></body></html>`;
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calmar, drawdowns, duration, longestDrawdown, sortino, tradesCsv, type Trade } from '../../web/trading/report.js';
-import { browserAvailable, launchChromium } from '../support/browser.js';
+import { browserAvailable, downloadedText, launchChromium } from '../support/browser.js';
 import { startHubProcess, tempDir, type HubProcess } from '../support/process.js';
 import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
 
@@ -102,7 +101,7 @@ describe.skipIf(!hasBrowser)('backtest report in Chromium', () => {
       // CSV export: every trade
       const [download] = await Promise.all([page.waitForEvent('download'), page.click('#bt-csv')]);
       expect(download.suggestedFilename()).toMatch(/^backtest-ema_cross-.+\.csv$/);
-      const csv = readFileSync((await download.path())!, 'utf8').trim().split('\r\n');
+      const csv = (await downloadedText(download)).trim().split('\r\n');
       expect(csv[0]).toMatch(/^no,side,entry_time/);
       expect(csv).toHaveLength(total + 1);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);

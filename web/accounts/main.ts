@@ -16,6 +16,8 @@ async function answer<T>(res: Response): Promise<T> {
   return body as T;
 }
 
+const ready = () => void (document.body.dataset.ready = 'true');
+
 const fail = (err: unknown) => {
   $('error').textContent = (err as Error).message;
 };
@@ -130,7 +132,9 @@ session.onChange((me) => {
   $('board').hidden = !operator;
   $('need').hidden = operator;
   document.body.dataset.auth = operator ? 'operator' : me ? 'other' : 'none';
-  if (operator) void Promise.all([loadAccounts(), loadDevices()]).catch(fail);
+  // ready (for the tests) once the first view is drawn: the lists for an operator, else the sign-in
+  if (operator) void Promise.all([loadAccounts(), loadDevices()]).catch(fail).finally(ready);
+  else ready();
 });
 mountSignIn($('signin'), session, 'operator');
 void session.restore();

@@ -203,7 +203,7 @@ $('restart').addEventListener('click', () => {
   void start();
 });
 
-(async () => {
+void (async () => {
   if (session) {
     try {
       render(await api(`/api/chat/${encodeURIComponent(session)}`));
@@ -213,5 +213,5 @@ $('restart').addEventListener('click', () => {
     }
   }
   await start();
-})();
+})().finally(() => (document.body.dataset.ready = 'true')); // for the tests: the first turn is drawn
 export {};

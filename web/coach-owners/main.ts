@@ -40,6 +40,8 @@ async function answer<T>(res: Response): Promise<T> {
   return body as T;
 }
 
+const ready = () => void (document.body.dataset.ready = 'true');
+
 const fail = (err: unknown) => {
   const e = err as Error;
   $('error').textContent = e instanceof Refused && e.status === 403 ? '스태프 권한이 필요합니다. · Staff role needed.' : `요청이 거절되었습니다. · Refused: ${e.message}`;
@@ -202,7 +204,9 @@ session.onChange((me) => {
   $('board').hidden = !staff;
   $('need').hidden = staff;
   document.body.dataset.auth = staff ? 'staff' : me ? 'other' : 'none';
-  if (staff) void loadOwners().catch(fail);
+  // ready (for the tests) once the first view is drawn: the owners for staff, else the sign-in
+  if (staff) void loadOwners().catch(fail).finally(ready);
+  else ready();
 });
 newOwnerForm();
 mountSignIn($('signin'), session, 'staff');

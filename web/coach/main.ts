@@ -127,10 +127,13 @@ $('owner-form').addEventListener('submit', (ev) => {
   void Promise.all([loadProfile(), loadNudge()]);
 });
 
+// ready (for the tests) once the first view is drawn: the profile and its card, else the owner form
+const ready = () => void (document.body.dataset.ready = 'true');
 if (owner) {
   localStorage.setItem(KEY, owner);
-  void Promise.all([loadProfile(), loadNudge()]);
+  void Promise.all([loadProfile(), loadNudge()]).finally(ready);
 } else {
   $('owner-form').hidden = false;
+  ready();
 }
 export {};

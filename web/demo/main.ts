@@ -195,3 +195,4 @@ try {
 } catch (err) {
   $('error').textContent = `데모 정보를 불러오지 못했습니다 · could not load the demo (${(err as Error).message})`;
 }
+document.body.dataset.ready = 'true'; // for the tests: the cards (or the error) are drawn

@@ -465,6 +465,8 @@ function main(): void {
       $('conn').classList.remove('on');
       programs.clear();
       if (info) renderPrograms();
+      // the signed-out view is drawn ('true' stays for a trader's forms, which start() marks)
+      document.body.dataset.ready ??= 'signed-out';
       return;
     }
     void start().catch((err) => {
