@@ -7,4 +7,5 @@ import base from './vitest.config.js';
 // Stryker cannot attribute to single tests (a "static" one, in a module-level constant) still
 // runs those tests and no others.
 const files: string[] = (MUTATION_MAP as Record<string, string[]>)[process.env.MUTATE_MODULE ?? ''] ?? [];
-export default defineConfig({ test: { ...base.test, include: files } });
+// The run's time-outs only: no shared browser (no mapped test uses one) and no file order.
+export default defineConfig({ test: { testTimeout: base.test?.testTimeout, hookTimeout: base.test?.hookTimeout, include: files } });
