@@ -59,6 +59,7 @@ export const MUTATION_MAP = {
   'src/payment/rules.ts': ['test/payment/rules.test.ts', 'test/rules/payment-rules.rules.test.ts'],
   'src/payment/merkle.ts': ['test/payment/rules.test.ts', 'test/payment/consistency.property.test.ts', 'test/payment/wallet-verifier.property.test.ts', 'test/rules/payment-merkle.rules.test.ts'],
   'src/reward/movements.ts': ['test/rules/reward-movements.rules.test.ts'],
+  'src/intake/service.ts': ['test/intake/service.test.ts', 'test/rules/intake-service.rules.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
