@@ -189,6 +189,12 @@ describe('a credit', () => {
       { op: 'set', key: 'reward:session:m_1:2026-05', value: { month: '2026-05', units: 5, days: { '2026-05-09': 3, '2026-05-10': 2 } } },
     ]);
     expect(p.writes.filter((w) => w.key === 'reward:session-months:m_1')).toEqual([]);
+    // the same writes as a first credit of the month, less the month's index entry
+    expect(p.writes.map((w) => `${w.op} ${w.key}`)).toEqual(
+      planCredit(credit({ kc: 1, v: 110 }), [m, undefined])
+        .writes.filter((w) => w.key !== 'reward:session-months:m_1')
+        .map((w) => `${w.op} ${w.key}`),
+    );
     expect(p.writes.filter((w) => w.op === 'incr')).toEqual([
       { op: 'incr', key: 'reward:n:units', by: 1 },
       { op: 'incr', key: 'reward:n:ru_earned', by: amount },
