@@ -218,6 +218,27 @@ describe('track and keys', () => {
   });
 });
 
+describe('stored records', () => {
+  it('a record without a string id or receipt number, or a receipt pointer that is not a string, is refused as corrupt', async () => {
+    const { intake, store } = await setup();
+    const { record, accessKey } = await intake.register(APPLICANT);
+    const key = `intake:sub:${record.id}`;
+    const corrupt = { status: 500, code: 'corrupt_record', message: 'a stored intake record is not readable' };
+    await store.set(key, { ...record, id: 1 } as unknown as Json);
+    expect(await refusal(intake.require(record.id))).toEqual(corrupt);
+    await store.set(key, { ...record, receiptNo: null } as unknown as Json);
+    expect(await refusal(intake.require(record.id))).toEqual(corrupt);
+    await store.set(key, record as unknown as Json);
+    expect(await intake.require(record.id)).toEqual(record);
+    await store.set(`intake:receipt:${record.receiptNo}`, 7);
+    expect(await refusal(intake.track(record.receiptNo, accessKey))).toEqual({
+      status: 500,
+      code: 'corrupt_record',
+      message: 'a stored receipt pointer is not readable',
+    });
+  });
+});
+
 describe('resendMail', () => {
   const compose = (rec: { email: string | null; receiptNo: string }) => ({ to: rec.email!, subject: `접수 ${rec.receiptNo}`, text: 'again' });
 
