@@ -304,6 +304,15 @@ describe('the receipt', () => {
     expect(calls.filter((c) => c.what === 'redeem').map((c) => (c.args[1] as { customerId: number }).customerId)).toEqual([1, 2]);
   });
 
+  it('names the need in the customer’s own words beside its category', async () => {
+    const { chat, go, calls } = await setup();
+    const s = await chat.start('x');
+    await go(s.session, '검색', { message: '장비 대여 문의' }, '신청할게요', { message: '홍길동' }, { message: '010-1234-5678' }, '건너뛰기', '없음', '확인');
+    expect((calls.find((c) => c.what === 'register')!.args[0] as { remarks: string }).remarks).toBe(
+      '상담 경로: 검색\n필요: 렌탈 (장비 대여 문의)\n신청 상품: SOL-702 디지털 화재감지기',
+    );
+  });
+
   it('is registered even when the referral code cannot be redeemed (said in the log)', async () => {
     const { chat, go, logs } = await setup({ knownCodes: ['C1'], redeemFails: true });
     const s = await chat.start('x', 'C1');
