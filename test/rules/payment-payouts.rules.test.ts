@@ -504,6 +504,9 @@ describe('reviews', () => {
     w.clock.advance(10 * DAY);
     expect(await w.pay.expireReviews()).toEqual([]);
     expect((await w.pay.reviews(true)).reviews).toEqual([noDeadline]);
+    // asked to expire it all the same, the decision leaves it open
+    expect(await w.pay.decide(w.id, 'reject', 'hold-deadline', 'no deadline', {}, true)).toEqual({ review: w.id, state: 'open', receipt_hash: null });
+    expect(await w.store.get(`pay:review:${w.id}`)).toEqual(noDeadline);
   });
 
   it('an expiry that finds the review not yet due leaves it open', async () => {
