@@ -60,6 +60,7 @@ export const MUTATION_MAP = {
   'src/payment/merkle.ts': ['test/payment/rules.test.ts', 'test/payment/consistency.property.test.ts', 'test/payment/wallet-verifier.property.test.ts', 'test/rules/payment-merkle.rules.test.ts'],
   'src/reward/movements.ts': ['test/rules/reward-movements.rules.test.ts'],
   'src/intake/service.ts': ['test/intake/service.test.ts', 'test/rules/intake-service.rules.test.ts'],
+  'src/reward/inputs.ts': ['test/rules/reward-inputs.rules.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
