@@ -61,6 +61,7 @@ export const MUTATION_MAP = {
   'src/reward/movements.ts': ['test/rules/reward-movements.rules.test.ts'],
   'src/intake/service.ts': ['test/intake/service.test.ts', 'test/rules/intake-service.rules.test.ts'],
   'src/reward/inputs.ts': ['test/rules/reward-inputs.rules.test.ts'],
+  'src/uploads/sniff.ts': ['test/uploads/sniff.test.ts', 'test/rules/uploads-sniff.rules.test.ts'],
 };
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
