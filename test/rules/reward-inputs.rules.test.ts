@@ -87,6 +87,7 @@ describe('display names', () => {
   it('1 to 64 code points after NFC and trimming', async () => {
     const { parseInput, displayName } = await load();
     expect(parseInput(displayName, '  김철수  ')).toBe('김철수');
+    expect(parseInput(displayName, ' A ')).toBe('A');
     // decomposed Hangul is composed: 3 code points, not 6
     expect(parseInput(displayName, '\u1100\u1161\u11a8'.repeat(64))).toBe('각'.repeat(64));
     // 64 astral characters (two UTF-16 units each) are 64 code points
