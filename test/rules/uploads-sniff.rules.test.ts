@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { makeHwp, makePdf, makeZip } from '../support/uploads.js';
+import { makeHwp, makeJpg, makePdf, makePng, makeZip } from '../support/uploads.js';
 import { refusal as refused } from '../support/refusal.js';
 
 // What an upload is, by content alone (src/uploads/sniff.ts; doc 1, rental documents): HWP 5 by the
@@ -215,5 +215,15 @@ describe('names', () => {
     expect((await sniff(file(makeHwp()), 'x.hwpx')).kind).toBe('hwp');
     expect((await sniff(file(zipFirst('mimetype', 'application/hwp+zip')), 'x.hwp')).kind).toBe('hwpx');
     expect((await refusal(sniff(file(makeHwp()), 'x.pdf'))).code).toBe('type_mismatch');
+  });
+
+  it('a JPEG and a PNG are served as image/jpeg and image/png, and taken under their own extensions', async () => {
+    const { sniff } = await load();
+    const jpg = file(makeJpg());
+    const png = file(makePng());
+    for (const name of ['photo.jpg', 'photo.jpeg']) expect(await sniff(jpg, name), name).toEqual({ kind: 'jpg', mediaType: 'image/jpeg' });
+    expect(await sniff(png, 'scan.png')).toEqual({ kind: 'png', mediaType: 'image/png' });
+    expect((await refusal(sniff(png, 'scan.jpg'))).details).toEqual({ detected: 'png', named: 'jpg' });
+    expect((await refusal(sniff(jpg, 'scan.png'))).details).toEqual({ detected: 'jpg', named: 'png' });
   });
 });
