@@ -69,13 +69,16 @@ export const MUTATION_MAP = {
   // untrusted input before any handler: query numbers and texts, JSON bodies and their limits
   'src/hub/query.ts': ['test/rules/hub-inputs.rules.test.ts'],
   'src/hub/body.ts': ['test/rules/hub-inputs.rules.test.ts'],
-  // uploaded files typed by their content (HWP, HWPX, PDF, JPEG, PNG)
-  'src/uploads/sniff.ts': ['test/uploads/sniff.test.ts'],
   // the one check-in transition, its audit trail and offline settlement (test/ticket/offline.test.ts is left
   // out: the app it starts needs dist/ for its worker pool, which the mutation sandbox does not copy)
   'src/ticket/checkin.ts': ['test/ticket/service.test.ts', 'test/rules/ticket-service.rules.test.ts', 'test/rules/ticket-checkin.rules.test.ts'],
   // the signed offline check-in lists and their key
   'src/ticket/offline.ts': ['test/rules/ticket-offline.rules.test.ts'],
+  'src/reward/movements.ts': ['test/rules/reward-movements.rules.test.ts'],
+  'src/intake/service.ts': ['test/intake/service.test.ts', 'test/rules/intake-service.rules.test.ts'],
+  'src/reward/inputs.ts': ['test/rules/reward-inputs.rules.test.ts'],
+  // uploaded files typed by their content (HWP, HWPX, PDF, JPEG, PNG)
+  'src/uploads/sniff.ts': ['test/uploads/sniff.test.ts', 'test/rules/uploads-sniff.rules.test.ts'],
 };
 
 /**

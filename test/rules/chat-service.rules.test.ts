@@ -27,7 +27,19 @@ const T0 = Date.parse('2026-11-22T01:00:00Z');
 const TTL = 3_600_000;
 const IDLE = 600_000;
 
-async function setup(opts: { registerFails?: unknown | ((E: typeof import('../../src/errors.js').AppError) => unknown); trackFails?: boolean; upsellFails?: boolean; redeemFails?: boolean; knownCodes?: string[] } = {}) {
+async function setup(
+  opts: {
+    registerFails?: unknown | ((E: typeof import('../../src/errors.js').AppError) => unknown);
+    trackFails?: boolean;
+    upsellFails?: boolean;
+    redeemFails?: boolean;
+    knownCodes?: string[];
+    /** The store the service sees, in place of the LMDB store itself. */
+    wrap?: (store: Store) => Store;
+    /** Runs inside each registration, before it answers. */
+    onRegister?: () => Promise<void>;
+  } = {},
+) {
   const mod = await load();
   const store = await openLmdbStore({ path: tempDir('chat-service-rules') });
   const failure = typeof opts.registerFails === 'function' ? (opts.registerFails as (E: unknown) => unknown)(mod.AppError) : opts.registerFails;
@@ -39,6 +51,7 @@ async function setup(opts: { registerFails?: unknown | ((E: typeof import('../..
     register: async (input: Record<string, unknown>, also?: (no: string) => Write[]) => {
       const no = `R-${++receipts}`;
       calls.push({ what: 'register', args: [input, also ? also(no) : 'no also'] });
+      await opts.onRegister?.();
       if (failure) throw failure;
       return { receiptNo: no, ...(input.type === 'consult' ? {} : { accessKey: `key-${no}` }) };
     },
@@ -70,7 +83,7 @@ async function setup(opts: { registerFails?: unknown | ((E: typeof import('../..
   const log = (level: string) => (obj: Record<string, unknown>, msg: string) => void logs.push({ level, obj, msg });
   const logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
   const chat = new mod.ChatService({
-    store,
+    store: opts.wrap ? opts.wrap(store) : store,
     clock,
     intake: intake as never,
     mail,
@@ -291,6 +304,15 @@ describe('the receipt', () => {
     expect(calls.filter((c) => c.what === 'redeem').map((c) => (c.args[1] as { customerId: number }).customerId)).toEqual([1, 2]);
   });
 
+  it('names the need in the customer’s own words beside its category', async () => {
+    const { chat, go, calls } = await setup();
+    const s = await chat.start('x');
+    await go(s.session, '검색', { message: '장비 대여 문의' }, '신청할게요', { message: '홍길동' }, { message: '010-1234-5678' }, '건너뛰기', '없음', '확인');
+    expect((calls.find((c) => c.what === 'register')!.args[0] as { remarks: string }).remarks).toBe(
+      '상담 경로: 검색\n필요: 렌탈 (장비 대여 문의)\n신청 상품: SOL-702 디지털 화재감지기',
+    );
+  });
+
   it('is registered even when the referral code cannot be redeemed (said in the log)', async () => {
     const { chat, go, logs } = await setup({ knownCodes: ['C1'], redeemFails: true });
     const s = await chat.start('x', 'C1');
@@ -436,5 +458,264 @@ describe('the callback request', () => {
       remarks: '상담원 연결 요청 (대화 단계: collect, 주제: 주제)',
       idempotencyKey: `chat:${s.session}:callback:collect`,
     });
+  });
+});
+
+describe('stored sessions', () => {
+  it('a session id is matched whole: nothing before cs_', async () => {
+    const { SESSION_ID_RE } = await setup();
+    expect(SESSION_ID_RE.test(`xcs_${'a'.repeat(22)}`)).toBe(false);
+  });
+
+  it('a stored record without a state name or a time of its last turn is refused as corrupt', async () => {
+    const { chat, store } = await setup();
+    const s = await chat.start('x');
+    const key = `chat:session:${s.session}`;
+    const rec = (await store.get(key)) as Record<string, Json>;
+    const corrupt = { status: 500, code: 'corrupt_record', message: 'a stored chat session is not readable' };
+    await store.set(key, { ...rec, at: String(rec.at) });
+    expect(await refusal(chat.get(s.session))).toEqual(corrupt);
+    await store.set(key, { ...rec, state: 1 });
+    expect(await refusal(chat.get(s.session))).toEqual(corrupt);
+    await store.set(key, rec);
+    expect((await chat.get(s.session)).stage).toBe('greet');
+  });
+
+  it('customers are numbered by the chat:customer:seq counter', async () => {
+    const { chat, go, store } = await setup();
+    const s = await chat.start('x');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
+    expect(await store.get('chat:customer:seq')).toBe(1);
+  });
+});
+
+/** The store as the service sees it, with hooks on the session lease and the session reads. */
+function hooked(opts: { leaseRefused?: (store: Store) => Promise<void>; leaseTaken?: (store: Store) => Promise<void>; beforeUpdate?: (store: Store) => Promise<void>; read?: (value: Json | undefined) => Json | undefined }) {
+  return (store: Store): Store =>
+    new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'set') {
+          return async (key: string, value: Json, o?: { ifAbsent?: boolean }) => {
+            const ok = await target.set(key, value, o as never);
+            if (key.startsWith('chat:effect:') && o?.ifAbsent) {
+              const hook = ok ? opts.leaseTaken : opts.leaseRefused;
+              if (ok) opts.leaseTaken = undefined;
+              else opts.leaseRefused = undefined;
+              await hook?.(target);
+            }
+            return ok;
+          };
+        }
+        if (prop === 'get' && opts.read) {
+          return async (key: string) => {
+            const v = await target.get(key);
+            return key.startsWith('chat:session:') ? opts.read!(v) : v;
+          };
+        }
+        if (prop === 'update' && opts.beforeUpdate) {
+          return async (...args: unknown[]) => {
+            const hook = opts.beforeUpdate;
+            opts.beforeUpdate = undefined;
+            await hook?.(target);
+            return (target.update as (...a: unknown[]) => unknown)(...args);
+          };
+        }
+        const v = (target as unknown as Record<string | symbol, unknown>)[prop];
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+}
+
+/** A session at the summary, made to owe its receipt (as after a failed registration). */
+async function owing(t: Awaited<ReturnType<typeof setup>>) {
+  const s = await t.chat.start('x');
+  await t.go(s.session, ...TO_MEMO, '건너뛰기', '없음');
+  const key = `chat:session:${s.session}`;
+  const rec = (await t.store.get(key)) as { ctx: Record<string, Json>; state: string };
+  const owed = { ...rec, state: 'received', ctx: { ...rec.ctx, pending: 'receipt' } } as unknown as Json;
+  const done = { ...rec, state: 'received', ctx: { ...rec.ctx, receiptNo: 'R-9', customerId: 9 } } as unknown as Json;
+  await t.store.set(key, owed);
+  return { session: s.session, key, owed, done };
+}
+
+describe('the receipt owed, under the lease', () => {
+  it('a session found owing inside the turn is settled first, then takes the turn', async () => {
+    const hooks: Parameters<typeof hooked>[0] = {};
+    const t = await setup({ wrap: hooked(hooks) });
+    const s = await t.chat.start('x');
+    await t.go(s.session, ...TO_MEMO, '건너뛰기', '없음', '확인');
+    const key = `chat:session:${s.session}`;
+    // between the turn's read and its update, the session comes to owe a receipt again
+    hooks.beforeUpdate = async (store) => {
+      const rec = (await store.get(key)) as { ctx: Record<string, Json> };
+      await store.set(key, { ...rec, ctx: { ...rec.ctx, pending: 'receipt' } } as unknown as Json);
+    };
+    const r = await t.chat.turn(s.session, { choice: '진행 상황 보기' });
+    expect([r.stage, r.receiptNo]).toEqual(['track', 'R-2']);
+    expect(t.calls.filter((c) => c.what === 'register')).toHaveLength(2);
+  });
+
+  it('a session still owing after three settlements is 503 session_busy', async () => {
+    const hooks: Parameters<typeof hooked>[0] = {};
+    const t = await setup({ wrap: hooked(hooks) });
+    const { session, owed } = await owing(t);
+    // every read finds the receipt owed (another process owing it again each time)
+    hooks.read = (v) => (v === undefined ? v : owed);
+    expect(await refusal(t.chat.turn(session, { choice: '진행 상황 보기' }))).toEqual({
+      status: 503,
+      code: 'session_busy',
+      message: 'the session is finishing a registration; try again',
+    });
+    expect(t.calls.filter((c) => c.what === 'register')).toHaveLength(3);
+  });
+
+  it('while another process holds the lease: a session gone is 404', async () => {
+    const hooks: Parameters<typeof hooked>[0] = {};
+    const t = await setup({ wrap: hooked(hooks) });
+    const { session, key } = await owing(t);
+    await t.store.set(`chat:effect:${session}`, 'other-process');
+    hooks.leaseRefused = async (store) => void (await store.del(key));
+    expect(await refusal(t.chat.turn(session, { choice: '진행 상황 보기' }))).toMatchObject({ status: 404, code: 'session_not_found' });
+    expect(t.calls.filter((c) => c.what === 'register')).toHaveLength(0);
+  });
+
+  it('while another process holds the lease: a session it settled takes the turn at once, the lease still held', async () => {
+    const hooks: Parameters<typeof hooked>[0] = {};
+    const t = await setup({ wrap: hooked(hooks) });
+    const { session, key, done } = await owing(t);
+    const lease = `chat:effect:${session}`;
+    await t.store.set(lease, 'other-process');
+    hooks.leaseRefused = async (store) => void (await store.set(key, done));
+    const r = await t.chat.turn(session, { choice: '진행 상황 보기' });
+    expect([r.stage, r.receiptNo]).toEqual(['track', 'R-9']);
+    expect(t.calls.filter((c) => c.what === 'register')).toHaveLength(0);
+    expect(await t.store.get(lease)).toBe('other-process');
+  });
+
+  it('once the lease is taken: a session gone is 404, a session settled meanwhile is not registered again', async () => {
+    const gone: Parameters<typeof hooked>[0] = {};
+    const a = await setup({ wrap: hooked(gone) });
+    const x = await owing(a);
+    gone.leaseTaken = async (store) => void (await store.del(x.key));
+    expect(await refusal(a.chat.turn(x.session, { choice: '진행 상황 보기' }))).toMatchObject({ status: 404, code: 'session_not_found' });
+    expect(a.calls.filter((c) => c.what === 'register')).toHaveLength(0);
+    expect(await a.store.get(`chat:effect:${x.session}`)).toBeUndefined();
+
+    const settled: Parameters<typeof hooked>[0] = {};
+    const b = await setup({ wrap: hooked(settled) });
+    const y = await owing(b);
+    settled.leaseTaken = async (store) => void (await store.set(y.key, y.done));
+    const r = await b.chat.turn(y.session, { choice: '진행 상황 보기' });
+    expect([r.stage, r.receiptNo]).toEqual(['track', 'R-9']);
+    expect(b.calls.filter((c) => c.what === 'register')).toHaveLength(0);
+  });
+
+  it('a session gone while its receipt was registered is 404, and the lease is let go', async () => {
+    let store: Store | undefined;
+    let key = '';
+    const t = await setup({ onRegister: async () => void (await store!.del(key)) });
+    store = t.store;
+    const o = await owing(t);
+    key = o.key;
+    expect(await refusal(t.chat.turn(o.session, { choice: '진행 상황 보기' }))).toMatchObject({ status: 404, code: 'session_not_found' });
+    expect(await t.store.get(`chat:effect:${o.session}`)).toBeUndefined();
+  });
+
+  it('waits 400 rounds of 25 ms for another process holding the lease, then answers 503 session_busy', async () => {
+    const t = await setup();
+    const { session, owed } = await owing(t);
+    const lease = `chat:effect:${session}`;
+    let tries = 0;
+    // the other process never lets go; the store answers at once, so only the 25 ms waits take time
+    const quick = new Proxy(t.store, {
+      get(target, prop) {
+        if (prop === 'set') return async (key: string, value: Json, o?: { ifAbsent?: boolean }) => (key === lease ? (tries++, false) : target.set(key, value, o as never));
+        if (prop === 'get') return async (key: string) => (key === `chat:session:${session}` ? owed : target.get(key));
+        const v = (target as unknown as Record<string | symbol, unknown>)[prop];
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const chat = new t.ChatService({
+      store: quick,
+      clock: new ManualClock(T0),
+      intake: {} as never,
+      mail: { writes: () => [] },
+      referrals: {} as never,
+      logger: { warn: () => undefined, debug: () => undefined, info: () => undefined } as never,
+      sessionTtlMs: TTL,
+      idleRestartMs: IDLE,
+    });
+    vi.useFakeTimers({ toFake: ['setTimeout'] });
+    try {
+      let answer: unknown;
+      void refusal(chat.turn(session, { choice: '진행 상황 보기' })).then((r) => (answer = r));
+      await vi.advanceTimersByTimeAsync(399 * 25);
+      expect([tries, answer]).toEqual([400, undefined]);
+      await vi.advanceTimersByTimeAsync(25);
+      expect(tries).toBe(401);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(answer).toEqual({ status: 503, code: 'session_busy', message: 'the session is finishing a registration; try again' });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('does not let go of a lease another process took over while it registered', async () => {
+    let store: Store | undefined;
+    let lease = '';
+    const t = await setup({ onRegister: async () => void (await store!.set(lease, 'other-process')) });
+    store = t.store;
+    const o = await owing(t);
+    lease = `chat:effect:${o.session}`;
+    const r = await t.chat.turn(o.session, { choice: '진행 상황 보기' });
+    expect(r.receiptNo).toBe('R-1');
+    expect(await t.store.get(lease)).toBe('other-process');
+  });
+
+  it('an intake failure is logged with the error and the session', async () => {
+    const { chat, go, logs } = await setup({ registerFails: new Error('intake down') });
+    const s = await chat.start('x');
+    await go(s.session, ...TO_MEMO, '건너뛰기', '없음');
+    await refusal(chat.turn(s.session, { choice: '확인' }));
+    expect(logs.filter((l) => l.level === 'warn')).toEqual([{ level: 'warn', obj: { err: new Error('intake down'), session: s.session }, msg: 'chat: intake registration failed' }]);
+  });
+});
+
+describe('after the receipt, handing off', () => {
+  const TO_UPSELL = [...TO_MEMO, '건너뛰기', '없음', '확인', '진행 상황 보기', '다음'];
+
+  it('a hand-off at the upsell notes no upsell answer', async () => {
+    const { chat, go, calls } = await setup();
+    const s = await chat.start('x');
+    await go(s.session, ...TO_UPSELL);
+    const h = await go(s.session, '상담원 연결');
+    expect(h.stage).toBe('handoff');
+    expect(calls.some((c) => c.what === 'recordUpsell')).toBe(false);
+  });
+
+  it('back from a hand-off at the referral question, the upsell answer is not noted again', async () => {
+    const { chat, go, calls } = await setup();
+    const s = await chat.start('x');
+    await go(s.session, ...TO_UPSELL, '추가할게요');
+    expect(calls.filter((c) => c.what === 'recordUpsell')).toHaveLength(1);
+    const h = await go(s.session, '상담원 연결');
+    expect(h.stage).toBe('handoff');
+    expect(h.choices).toEqual(['이어서 진행', '처음으로']);
+    const back = await go(s.session, '이어서 진행');
+    expect(back.stage).toBe('referral');
+    expect(calls.filter((c) => c.what === 'recordUpsell')).toHaveLength(1);
+  });
+
+  it('the referral code is issued once: not again on a hand-off from sharing, nor when declined', async () => {
+    const { chat, go, calls } = await setup();
+    const s = await chat.start('x');
+    await go(s.session, ...TO_UPSELL, '괜찮아요', '추천 코드 받기');
+    expect(calls.filter((c) => c.what === 'issue')).toHaveLength(1);
+    expect((await go(s.session, '상담원 연결')).stage).toBe('handoff');
+    expect(calls.filter((c) => c.what === 'issue')).toHaveLength(1);
+    const no = await setup();
+    const n = await no.chat.start('x');
+    expect((await no.go(n.session, ...TO_UPSELL, '괜찮아요', '다음에 할게요')).stage).toBe('sharing');
+    expect(no.calls.some((c) => c.what === 'issue')).toBe(false);
   });
 });

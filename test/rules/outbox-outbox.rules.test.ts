@@ -117,7 +117,7 @@ describe('a claim', () => {
 
   it('is not taken of an item whose due time is still ahead, even when the index says due', async () => {
     const g = gated();
-    const { outbox, store, rec, moreScans } = await setup({ mail: g.deliver });
+    const { outbox, store, rec, moreScans, logs } = await setup({ mail: g.deliver });
     await store.update([], () => ({
       writes: [
         { op: 'set', key: outboxKey('later'), value: { id: 'later', dest: 'mail', payload: null, createdAt: T0, attempts: 0, due: T0 + 1 } },
@@ -130,6 +130,8 @@ describe('a claim', () => {
     await moreScans();
     expect(g.calls).toHaveLength(0);
     expect((await rec('later'))?.attempts).toBe(0);
+    // passing it over is no failure of the scan
+    expect(logs.filter((l) => l.level !== 'debug')).toEqual([]);
   });
 });
 
@@ -499,7 +501,7 @@ describe('the loop', () => {
 
   it('an item enqueued again while in flight: the delivery of the old copy is not counted, the new copy is delivered', async () => {
     const g = gated();
-    const { outbox, enqueue, store } = await setup({ mail: g.deliver });
+    const { outbox, enqueue, store, logs } = await setup({ mail: g.deliver });
     await enqueue(item('a'));
     outbox.start();
     await until('called', () => g.calls.length === 1);
@@ -509,13 +511,16 @@ describe('the loop', () => {
     await until('counted', async () => (await store.get(STAT_DELIVERED)) === 1);
     await outbox.stop();
     expect(await store.get(STAT_DELIVERED)).toBe(1);
+    // the old copy's settlement found the claim gone and wrote nothing: neither a failure nor a bookkeeping error
+    expect(logs.filter((l) => l.level !== 'debug')).toEqual([]);
+    expect(logs.filter((l) => l.msg === 'outbox delivered').map((l) => (l.obj as { deleted: boolean }).deleted)).toEqual([false, true]);
   });
 
   it('an item enqueued again while its attempt fails: the failure is neither counted nor written on the new copy', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const calls: string[] = [];
-    const { outbox, enqueue, store, rec } = await setup({
+    const { outbox, enqueue, store, rec, logs } = await setup({
       mail: async (it) => {
         calls.push(it.id);
         if (calls.length === 1) {
@@ -535,5 +540,6 @@ describe('the loop', () => {
     expect(await store.get(STAT_FAILED)).toBeUndefined();
     expect(await rec('a')).toMatchObject({ attempts: 1 });
     expect((await rec('a'))?.lastError).toBeUndefined();
+    expect(logs.filter((l) => l.level === 'error')).toEqual([]);
   });
 });

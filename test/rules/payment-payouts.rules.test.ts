@@ -5,7 +5,7 @@ import { K, ledgerUpdate, readAccount, transferKeys, userAccount, availableOf, b
 import { ChallengeLifecycle, PNL } from '../../src/payment/lifecycle.js';
 import type { PriceSample, PriceSource } from '../../src/payment/peers.js';
 import { PegService } from '../../src/payment/peg.js';
-import { verifyReceiptChain } from '../../src/payment/receipts.js';
+import { RK, verifyReceiptChain } from '../../src/payment/receipts.js';
 import { DEFAULT_RULES, payoutAt, payoutUnits, payoutWeekOf, split } from '../../src/payment/rules.js';
 import { PaymentService, PK } from '../../src/payment/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
@@ -37,7 +37,7 @@ const source = (name: string): PriceSource => ({
   },
 });
 
-type Opts = Partial<{ breakerPercent: bigint; poolFactor: bigint; catchUpWeeks: number; reviewHoldMs: number; crashAfter: number; scalePpm: bigint; disciplinePpm: bigint }>;
+type Opts = Partial<{ breakerPercent: bigint; poolFactor: bigint; catchUpWeeks: number; reviewHoldMs: number; crashAfter: number; scalePpm: bigint; disciplinePpm: bigint; noHooks: boolean }>;
 
 async function world(opts: Opts = {}) {
   const { PayoutService } = await load();
@@ -72,11 +72,14 @@ async function world(opts: Opts = {}) {
     peg,
     idempotency: new Idempotency(store, clock),
     maxOnrampKrw: 1e7,
-    bus: { publish: async (channel: string, msg: unknown) => void published.push({ channel, msg }) } as never,
-    onKick: () => void kicks++,
+    // without a bus and a kick hook when asked (both are optional)
+    ...(opts.noHooks
+      ? {}
+      : { bus: { publish: async (channel: string, msg: unknown) => void published.push({ channel, msg }) } as never, onKick: () => void kicks++ }),
   });
   const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
-  const pay = new PayoutService(svc, { scalePpm: SCALE, disciplinePpm: DISCIPLINE, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, ...opts });
+  const { noHooks: _n, ...payoutOpts } = opts;
+  const pay = new PayoutService(svc, { scalePpm: SCALE, disciplinePpm: DISCIPLINE, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, ...payoutOpts });
   const fund = (id: string, credit: string, amount: bigint) =>
     ledgerUpdate(store, () => clock.now(), transferKeys([{ id, debit: 'bank', credit, amount, code: 'test' }]), (tx) => (tx.transfer({ id, debit: 'bank', credit, amount, code: 'test' }), { result: undefined }));
   /** A passed challenge of `user` with `cents` realized in WEEK. */
@@ -501,6 +504,9 @@ describe('reviews', () => {
     w.clock.advance(10 * DAY);
     expect(await w.pay.expireReviews()).toEqual([]);
     expect((await w.pay.reviews(true)).reviews).toEqual([noDeadline]);
+    // asked to expire it all the same, the decision leaves it open
+    expect(await w.pay.decide(w.id, 'reject', 'hold-deadline', 'no deadline', {}, true)).toEqual({ review: w.id, state: 'open', receipt_hash: null });
+    expect(await w.store.get(`pay:review:${w.id}`)).toEqual(noDeadline);
   });
 
   it('an expiry that finds the review not yet due leaves it open', async () => {
@@ -580,5 +586,173 @@ describe('the lease, the platform share and pending holds', () => {
       expect(report.pool, String(extra)).toEqual({ escrow_available: (6n * each + extra).toString(), required: (6n * each).toString(), ok: extra === 0n, held: extra !== 0n });
       expect(((await w.store.get(`pay:payout:${WEEK}:u2`)) as { status: string }).status, String(extra)).toBe(status);
     }
+  });
+});
+
+describe('what a payout records', () => {
+  const outboxPayload = async (store: Store, id: string) => ((await store.get(`outbox:msg:${id}`)) as { payload: Json }).payload;
+
+  it('its transfers are coded and dated by the week; its receipt and chain event name it', async () => {
+    const w = await world();
+    const c = await w.passed('u1', 25_000);
+    const s = await w.owed(c, 25_000);
+    await w.fund('escrow-big', 'escrow', 10n ** 15n);
+    w.due();
+    const body = (await w.pay.payout(WEEK, 'u1')) as Record<string, Json>;
+    const ids = [`payout:${WEEK}:u1:trader`, `payout:${WEEK}:u1:platform`];
+    expect(await w.store.get(K.transfer(ids[0]!))).toMatchObject({ code: 'payout', status: 'posted', amount: s.trader.toString(), meta: { week: WEEK } });
+    expect(await w.store.get(K.transfer(ids[1]!))).toMatchObject({ code: 'payout_platform', status: 'posted', amount: s.platform.toString(), meta: { week: WEEK } });
+    expect(await w.store.get(RK.receipt(body.receipt_hash as string))).toMatchObject({ kind: 'payout', user: 'u1', amount: body.amount, transfers: ids, ref: `${WEEK}:u1` });
+    expect(await outboxPayload(w.store, `payout:${WEEK}:u1`)).toEqual({ kind: 'payout', data: { week: WEEK, user: 'u1', amount: body.amount, receipt_hash: body.receipt_hash } });
+  });
+
+  it('an approval has its receipt of the posted holds, its chain event and an audit entry', async () => {
+    const w = await world({ breakerPercent: 1n });
+    await w.passed('u1', 25_000);
+    await w.fund('escrow-big', 'escrow', 10n ** 12n);
+    w.due();
+    const held = (await w.pay.payout(WEEK, 'u1')) as Record<string, Json>;
+    const id = held.review as string;
+    const r = (await w.pay.decide(id, 'approve', 'ops', 'checked')) as Record<string, Json>;
+    const now = w.clock.now();
+    expect(await w.store.get(RK.receipt(r.receipt_hash as string))).toMatchObject({
+      kind: 'payout',
+      user: 'u1',
+      amount: held.amount,
+      transfers: [`payout:${WEEK}:u1:trader:post`, `payout:${WEEK}:u1:platform:post`],
+      ref: `${WEEK}:u1`,
+    });
+    expect(await outboxPayload(w.store, `payout:${WEEK}:u1`)).toEqual({ kind: 'payout', data: { week: WEEK, user: 'u1', amount: held.amount, receipt_hash: r.receipt_hash } });
+    expect((await w.store.range(PK.audit, -1))[0]).toEqual({ action: 'review_approve', review: id, by: 'ops', reason: 'checked', ts: now });
+  });
+
+  it('a rejection and an expiry leave an audit entry each, and a rejection counts nothing toward the day', async () => {
+    for (const expire of [false, true]) {
+      const w = await world({ breakerPercent: 1n, reviewHoldMs: 1000 });
+      await w.passed('u1', 25_000);
+      await w.fund('escrow-big', 'escrow', 10n ** 12n);
+      w.due();
+      const id = ((await w.pay.payout(WEEK, 'u1')) as Record<string, Json>).review as string;
+      if (expire) {
+        w.clock.advance(1000);
+        expect(await w.pay.expireReviews()).toEqual([id]);
+      } else await w.pay.decide(id, 'reject', 'ops', 'suspicious');
+      expect((await w.store.range(PK.audit, -1))[0]).toEqual(
+        expire
+          ? { action: 'review_expired', review: id, by: 'hold-deadline', reason: 'no decision before the hold deadline', ts: w.clock.now() }
+          : { action: 'review_reject', review: id, by: 'ops', reason: 'suspicious', ts: w.clock.now() },
+      );
+      expect(await w.store.get(`pay:daypaid:${new Date(w.clock.now()).toISOString().slice(0, 10)}`)).toBeUndefined();
+      expect((await w.store.get(K.transfer(`payout:${WEEK}:u1:trader:void`))) as Record<string, Json>).toMatchObject({ status: 'void', pending_id: `payout:${WEEK}:u1:trader` });
+    }
+  });
+});
+
+describe('the hold deadline of a manual decision', () => {
+  it('a decision before the deadline is taken; at the deadline it is 409 review_expired and the hold stays for the sweep', async () => {
+    for (const late of [false, true]) {
+      const w = await world({ breakerPercent: 1n, reviewHoldMs: 3_600_000 });
+      await w.passed('u1', 25_000);
+      await w.fund('escrow-big', 'escrow', 10n ** 12n);
+      w.due();
+      const id = ((await w.pay.payout(WEEK, 'u1')) as Record<string, Json>).review as string;
+      const deadline = w.clock.now() + 3_600_000;
+      w.clock.set(deadline - (late ? 0 : 1));
+      if (!late) {
+        expect(await w.pay.decide(id, 'approve', 'ops', 'ok')).toMatchObject({ state: 'approved' });
+        continue;
+      }
+      expect(await refusal(w.pay.decide(id, 'approve', 'ops', 'ok'))).toEqual({
+        status: 409,
+        code: 'review_expired',
+        message: `review ${id} passed its deadline (${new Date(deadline).toISOString()}); its hold is voided`,
+      });
+      expect(await w.store.get(`pay:review:${id}`)).toMatchObject({ state: 'open' });
+      expect(await w.pay.expireReviews()).toEqual([id]);
+    }
+  });
+});
+
+describe('runs, lists and replays', () => {
+  it('pays the users of a run in the order of their names, whatever the order they were funded in', async () => {
+    const w = await world();
+    for (const u of ['u3', 'u1', 'u2']) {
+      await w.passed(u, 25_000);
+      w.clock.advance(60_000);
+    }
+    await w.fund('escrow-big', 'escrow', 10n ** 15n);
+    w.due();
+    const seen: string[] = [];
+    await w.pay.runWeek(WEEK, (u) => seen.push(u));
+    expect(seen).toEqual(['u1', 'u2', 'u3']);
+  });
+
+  it('passes over a funded index entry whose challenge is gone, and a lease gone before its release', async () => {
+    const w = await world();
+    await w.passed('u1', 25_000);
+    await w.fund('escrow-big', 'escrow', 10n ** 15n);
+    w.due();
+    await w.store.index(PK.funded, 'ch_gone', w.clock.now());
+    const lease = `pay:payoutlease:${WEEK}`;
+    const report = (await w.pay.runWeek(WEEK, () => void w.raw.del(lease))) as Record<string, Json>;
+    expect(report).toMatchObject({ status: 'done', users: 1, outcomes: { paid: 1 } });
+    expect(await w.store.get(lease)).toBeUndefined();
+  });
+
+  it('lists warnings and reviews newest first', async () => {
+    const w = await world();
+    for (const u of ['u1', 'u2']) {
+      const c = await w.passed(u, 25_000);
+      const rec = (await w.store.get(PK.challenge(c))) as Record<string, Json>;
+      await w.store.set(PK.challenge(c), { ...rec, violations: [{ rule: 'daily_loss', ts: payoutAt(WEEK) - DAY }] });
+    }
+    await w.fund('escrow-big', 'escrow', 10n ** 15n);
+    w.due();
+    await w.pay.payout(WEEK, 'u1');
+    w.clock.advance(1000);
+    await w.pay.payout(WEEK, 'u2');
+    expect(((await w.pay.warnings()).warnings as { user: string }[]).map((x) => x.user)).toEqual(['u2', 'u1']);
+    expect(((await w.pay.reviews(true)).reviews as { user: string }[]).map((x) => x.user)).toEqual(['u2', 'u1']);
+    expect(((await w.pay.reviews(false)).reviews as { user: string }[]).map((x) => x.user)).toEqual(['u2', 'u1']);
+  });
+
+  it('an expiry sweep passes over an open index entry without its review', async () => {
+    const w = await world({ breakerPercent: 1n, reviewHoldMs: 1000 });
+    await w.passed('u1', 25_000);
+    await w.fund('escrow-big', 'escrow', 10n ** 12n);
+    w.due();
+    const id = ((await w.pay.payout(WEEK, 'u1')) as Record<string, Json>).review as string;
+    await w.store.index('pay:reviews:open', 'rv_gone', w.clock.now() + 1);
+    w.clock.advance(1000);
+    expect(await w.pay.expireReviews()).toEqual([id]);
+  });
+
+  it('a payout retried with its Idempotency-Key answers its first answer, even after the review was decided', async () => {
+    const w = await world({ breakerPercent: 1n });
+    await w.passed('u1', 25_000);
+    await w.fund('escrow-big', 'escrow', 10n ** 12n);
+    w.due();
+    const idem = new Idempotency(w.store, w.clock);
+    const ticket = ((await idem.begin('ops', 'k1', 'fp')) as { ticket: { storeKey: string; fingerprint: string; token: string } }).ticket;
+    const first = (await w.pay.payout(WEEK, 'u1', { ticket })) as Record<string, Json>;
+    expect(first.status).toBe('review');
+    await w.pay.decide(first.review as string, 'approve', 'ops', 'ok');
+    expect(await w.pay.payout(WEEK, 'u1', { ticket })).toEqual(first);
+    expect(await w.pay.payout(WEEK, 'u1')).toMatchObject({ status: 'paid' });
+  });
+
+  it('works without a bus and a kick hook', async () => {
+    const w = await world({ noHooks: true, breakerPercent: 1n, reviewHoldMs: 1000 });
+    const c = await w.passed('u1', 25_000);
+    await w.passed('u2', 25_000);
+    const rec = (await w.store.get(PK.challenge(c))) as Record<string, Json>;
+    await w.store.set(PK.challenge(c), { ...rec, violations: [{ rule: 'daily_loss', ts: payoutAt(WEEK) - DAY }] });
+    await w.fund('escrow-big', 'escrow', 10n ** 12n);
+    w.due();
+    expect(await w.pay.payout(WEEK, 'u1')).toMatchObject({ status: 'review', reason: 'violation_last_7_days' });
+    const id2 = ((await w.pay.payout(WEEK, 'u2')) as Record<string, Json>).review as string;
+    expect(await w.pay.decide(id2, 'approve', 'ops', 'ok')).toMatchObject({ state: 'approved' });
+    w.clock.advance(1000);
+    expect(await w.pay.expireReviews()).toEqual([`rv_${WEEK}_u1`]);
   });
 });
