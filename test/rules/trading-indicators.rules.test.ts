@@ -17,6 +17,7 @@ import {
   smaSeries,
   vwapSeries,
 } from '../../src/trading/indicators.js';
+import { naiveEma, naiveRsi } from '../support/naive-indicators.js';
 
 // Each indicator against a naive implementation of its definition (TA-Lib, shared/ANCHORS.md), on
 // series long enough that warm-up, window roll-over and the periodic resync are all crossed.
@@ -38,41 +39,6 @@ const walk = (len: number, seed: number) => {
 };
 
 const naiveSma = (xs: number[], n: number) => xs.map((_, i) => (i < n - 1 ? NaN : xs.slice(i - n + 1, i + 1).reduce((a, b) => a + b, 0) / n));
-function naiveEma(xs: number[], n: number) {
-  const out: number[] = [];
-  let v = NaN;
-  xs.forEach((x, i) => {
-    if (i < n - 1) out.push(NaN);
-    else if (i === n - 1) out.push((v = xs.slice(0, n).reduce((a, b) => a + b, 0) / n));
-    else out.push((v = v + (2 / (n + 1)) * (x - v)));
-  });
-  return out;
-}
-function naiveRsi(xs: number[], n: number) {
-  const out: number[] = [NaN];
-  let g = 0;
-  let l = 0;
-  for (let i = 1; i < xs.length; i++) {
-    const d = xs[i]! - xs[i - 1]!;
-    const gi = Math.max(d, 0);
-    const li = Math.max(-d, 0);
-    if (i < n) {
-      g += gi;
-      l += li;
-      out.push(NaN);
-      continue;
-    }
-    if (i === n) {
-      g = (g + gi) / n;
-      l = (l + li) / n;
-    } else {
-      g = (g * (n - 1) + gi) / n;
-      l = (l * (n - 1) + li) / n;
-    }
-    out.push(l === 0 ? (g === 0 ? 50 : 100) : 100 - 100 / (1 + g / l));
-  }
-  return out.slice(0, xs.length);
-}
 const naiveExtreme = (xs: number[], n: number, max: boolean) =>
   xs.map((_, i) => (i < n - 1 ? NaN : (max ? Math.max : Math.min)(...xs.slice(i - n + 1, i + 1))));
 

@@ -5,6 +5,7 @@ import { ATR } from '../../src/trading/indicators.js';
 import { emptyCandles, type Candles } from '../../src/trading/candles.js';
 import { EXIT, LONG, NONE, SHORT, STRATEGIES, STRATEGY_DEFS, expandGrid, strategyParams, type StrategyId } from '../../src/trading/strategies.js';
 import { tripleWarmup } from '../../src/trading/strategy-runs.js';
+import { naiveEma, naiveRsi } from '../support/naive-indicators.js';
 
 // The five strategies' rules (docs/trading.md "Strategies") against a plain restatement of each, on
 // short price series on a coarse grid, so that ties (a close on the channel, two equal EMAs, an RSI
@@ -44,35 +45,6 @@ function actions(id: StrategyId, raw: Record<string, number>, cs: Candles): numb
 
 // ---- plain restatements ------------------------------------------------------------------------
 
-function ema(xs: number[], n: number): number[] {
-  let v = NaN;
-  return xs.map((x, i) => (i < n - 1 ? NaN : i === n - 1 ? (v = xs.slice(0, n).reduce((a, b) => a + b, 0) / n) : (v = v + (2 / (n + 1)) * (x - v))));
-}
-function rsi(xs: number[], n: number): number[] {
-  const out = [NaN];
-  let g = 0;
-  let l = 0;
-  for (let i = 1; i < xs.length; i++) {
-    const d = xs[i]! - xs[i - 1]!;
-    const gi = Math.max(d, 0);
-    const li = Math.max(-d, 0);
-    if (i < n) {
-      g += gi;
-      l += li;
-      out.push(NaN);
-      continue;
-    }
-    if (i === n) {
-      g = (g + gi) / n;
-      l = (l + li) / n;
-    } else {
-      g = (g * (n - 1) + gi) / n;
-      l = (l * (n - 1) + li) / n;
-    }
-    out.push(l === 0 ? (g === 0 ? 50 : 100) : 100 - 100 / (1 + g / l));
-  }
-  return out;
-}
 /** What a change of position `to` after `from` asks for (EXIT when it ends at 0). */
 const turn = (from: number, to: number) => (to === from ? NONE : to === 1 ? LONG : to === -1 ? SHORT : EXIT);
 
@@ -80,8 +52,8 @@ const model: Record<StrategyId, (cs: Candles, p: Record<string, number>) => numb
   // long when EMA(fast) - EMA(slow) goes from <= 0 to > 0, short from >= 0 to < 0
   ema_cross(cs, p) {
     const c = Array.from(cs.c);
-    const f = ema(c, p.fast!);
-    const s = ema(c, p.slow!);
+    const f = naiveEma(c, p.fast!);
+    const s = naiveEma(c, p.slow!);
     return c.map((_, i) => {
       const d = f[i]! - s[i]!;
       const prev = i === 0 ? NaN : f[i - 1]! - s[i - 1]!;
@@ -90,7 +62,7 @@ const model: Record<StrategyId, (cs: Candles, p: Record<string, number>) => numb
   },
   // long when RSI rises from under `oversold` to it or above; short when it falls from over `overbought` to it or below
   rsi_rebound(cs, p) {
-    const r = rsi(Array.from(cs.c), p.period!);
+    const r = naiveRsi(Array.from(cs.c), p.period!);
     return r.map((x, i) => {
       const prev = i === 0 ? NaN : r[i - 1]!;
       return prev < p.oversold! && x >= p.oversold! ? LONG : prev > p.overbought! && x <= p.overbought! ? SHORT : NONE;
@@ -146,8 +118,8 @@ const model: Record<StrategyId, (cs: Candles, p: Record<string, number>) => numb
         const pos = cs.pos[i]!;
         if ((pos + 1) % mult === 0 || pos === cs.barsPerSession - 1) {
           done.push(cs.c[i]!);
-          const f = ema(done, p.fast!).at(-1)!;
-          const s = ema(done, p.slow!).at(-1)!;
+          const f = naiveEma(done, p.fast!).at(-1)!;
+          const s = naiveEma(done, p.slow!).at(-1)!;
           if (!Number.isNaN(s)) {
             ready = true;
             t = f > s ? 1 : f < s ? -1 : 0;

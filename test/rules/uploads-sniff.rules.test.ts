@@ -1,9 +1,6 @@
 import CFB from 'cfb';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { makeHwp, makeJpg, makePdf, makePng, makeZip } from '../support/uploads.js';
+import { describe, expect, it, vi } from 'vitest';
+import { makeHwp, makeJpg, makePdf, makePng, makeZip, fileWriter } from '../support/uploads.js';
 import { refusal as refused } from '../support/refusal.js';
 
 // What an upload is, by content alone (src/uploads/sniff.ts; doc 1, rental documents): HWP 5 by the
@@ -44,14 +41,7 @@ const load = async () => {
   return import('../../src/uploads/sniff.js');
 };
 
-const dir = mkdtempSync(join(tmpdir(), 'maru-sniff-rules-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let n = 0;
-const file = (data: Buffer) => {
-  const p = join(dir, `f${n++}`);
-  writeFileSync(p, data);
-  return p;
-};
+const file = fileWriter('maru-sniff-rules-');
 const refusal = (p: Promise<unknown>) => refused(p, { details: true });
 const ACCEPTED = ['hwp', 'hwpx', 'pdf', 'jpg', 'png'];
 

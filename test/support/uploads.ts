@@ -1,5 +1,9 @@
 /** Upload fixtures made by the tests themselves, and a raw multipart/form-data builder. */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import CFB from 'cfb';
 import { demoHwp } from '../../src/demo/rental.js';
 
@@ -136,4 +140,16 @@ function crc32(buf: Buffer): number {
   let c = 0xffffffff;
   for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
+}
+
+/** A writer of files in a temporary directory of the test file's own (removed after its tests): each call writes one and returns its path. */
+export function fileWriter(prefix: string): (data: Buffer) => string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  return (data) => {
+    const p = join(dir, `f${n++}`);
+    writeFileSync(p, data);
+    return p;
+  };
 }

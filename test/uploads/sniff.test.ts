@@ -1,20 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { HWP_FLAGS, sniff } from '../../src/uploads/index.js';
-import { makeExe, makeHwp, makeHwpx, makeJpg, makeOtherCfb, makePdf, makePng, makeZip } from '../support/uploads.js';
+import { makeExe, makeHwp, makeHwpx, makeJpg, makeOtherCfb, makePdf, makePng, makeZip, fileWriter } from '../support/uploads.js';
 import { refusal as refused } from '../support/refusal.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'maru-sniff-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let n = 0;
-const file = (data: Buffer) => {
-  const p = join(dir, `f${n++}`);
-  writeFileSync(p, data);
-  return p;
-};
+const file = fileWriter('maru-sniff-');
 const refusal = (p: Promise<unknown>) => refused(p, { details: true });
 
 describe('sniff: the type by content', () => {
