@@ -149,8 +149,22 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
     // the history is written first: a subscriber that sees the message can always find it again
     const pos = await history.append(topic, message, kept.size);
     deliver({ topic, message, offset: pos.offset, epoch: pos.epoch });
-    await store.publish(BUS_CHANNEL, JSON.stringify({ o: origin, t: topic, m: message, n: pos.offset, e: pos.epoch }));
+    await notify(topic, message, pos);
     return pos.offset;
+  };
+
+  /**
+   * Tells the other processes of a retained topic's message, once its history holds it. A failure
+   * here is not the publication's: the message is published (in the history, delivered here), and a
+   * process that missed the notice fills the gap from the history at the topic's next message
+   * (hub/live.ts). Rethrown, it would make an emit's retry write the message a second time.
+   */
+  const notify = async (topic: string, message: Json, pos: { offset: number; epoch: string }) => {
+    try {
+      await store.publish(BUS_CHANNEL, JSON.stringify({ o: origin, t: topic, m: message, n: pos.offset, e: pos.epoch }));
+    } catch (err) {
+      opts.logger?.warn({ err, topic }, 'bus message kept in the history, but not announced to the other processes (they fill the gap at the next one)');
+    }
   };
 
   const publishMany = async (topic: string, messages: Json[]): Promise<number[]> => {
@@ -163,7 +177,7 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
     const positions = await history.appendMany(topic, messages, kept.size);
     for (const [i, pos] of positions.entries()) {
       deliver({ topic, message: messages[i]!, offset: pos.offset, epoch: pos.epoch });
-      await store.publish(BUS_CHANNEL, JSON.stringify({ o: origin, t: topic, m: messages[i], n: pos.offset, e: pos.epoch }));
+      await notify(topic, messages[i]!, pos);
     }
     return positions.map((p) => p.offset);
   };

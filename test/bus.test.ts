@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BUS_CHANNEL, createBus, type BusMessage } from '../src/bus.js';
+import { AppError } from '../src/errors.js';
 import { openLmdbStore } from '../src/store/lmdb.js';
 import type { Store } from '../src/store/port.js';
 import { openRedisStore } from '../src/store/redis.js';
@@ -179,5 +180,48 @@ describe.runIf(redis.available)('Bus over Redis', () => {
     await b.close();
     await sa.close();
     await sb.close();
+  });
+});
+
+describe('Bus.emit when the announcement fails after the history holds the message', () => {
+  it('the message is written and delivered once: the emit is not retried (a retry would publish it twice)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'maru-bus-notify-'));
+    dirs.push(dir);
+    const store = await openLmdbStore({ path: dir });
+    // the store goes out of reach right after the history write (Redis killed between the two)
+    let failNext = 0;
+    const flaky = new Proxy(store, {
+      get(target, prop, recv) {
+        if (prop === 'publish') {
+          return async (channel: string, message: string) => {
+            if (failNext > 0) {
+              failNext--;
+              throw new AppError('unavailable', 'store_unavailable', 'the store is out of reach');
+            }
+            return target.publish(channel, message);
+          };
+        }
+        const v = Reflect.get(target, prop, recv);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const warned: string[] = [];
+    const bus = createBus(flaky, 'door', { logger: { warn: (_o, msg) => warned.push(msg) } });
+    bus.retain('checkins', { size: 100 });
+    const got: BusMessage[] = [];
+    bus.onMessage((m) => got.push(m));
+    failNext = 1;
+    bus.emit('checkins', { seat: 'D-0' });
+    await waitFor(() => got.length === 1, 5_000, 'the check-in delivered');
+    bus.emit('checkins', { seat: 'D-1' });
+    await waitFor(() => got.length >= 2, 5_000, 'the next check-in delivered');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got.map((m) => m.message)).toEqual([{ seat: 'D-0' }, { seat: 'D-1' }]);
+    expect(got.map((m) => m.offset)).toEqual([1, 2]);
+    const h = await bus.history('checkins', { offset: 0, epoch: got[0]!.epoch! });
+    expect(h.publications.map((p) => p.message)).toEqual([{ seat: 'D-0' }, { seat: 'D-1' }]);
+    expect(warned).toHaveLength(1);
+    await bus.close();
+    await store.close();
   });
 });
