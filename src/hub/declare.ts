@@ -9,6 +9,6 @@ export { Reply, route, validate } from './http.js';
 export type { AuthSpec, BodyReader, Guard, IdempotencySpec, IdempotentRun, Principal, RequestContext, RouteDef } from './http.js';
 export type { SseStream } from './sse.js';
 export type { BusSseDef } from './sse-route.js';
-export type { StoredUpload, UploadedFile, UploadKeeper } from './multipart.js';
+export type { StoredUpload, UploadedFile, UploadKeeper } from './upload-files.js';
 export type { TopicSpec, TopicVerdict } from './topics.js';
 export { qDecimal, qInt, qText } from './query.js';

@@ -2,7 +2,8 @@ import type { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { IdemTicket, StoredAnswer } from '../idempotency.js';
 import type { Json, Write } from '../store/port.js';
-import type { MultipartOptions, StoredUpload, UploadedFile } from './multipart.js';
+import type { MultipartOptions } from './multipart.js';
+import type { StoredUpload, UploadedFile } from './upload-files.js';
 
 /** What a handler sees. Built before any await, so nothing here touches the uWS request. */
 export interface RequestContext<Q = unknown, B = unknown, P = unknown> {

@@ -5,7 +5,7 @@ import { retryWhileUnavailable } from '../bus.js';
 import { finishedInEffect, fingerprint, type Idempotency, type StoredAnswer } from '../idempotency.js';
 import type { Json } from '../store/port.js';
 import { Reply, type RequestContext, type RouteDef } from './http.js';
-import type { UploadedFile } from './multipart.js';
+import type { UploadedFile } from './upload-files.js';
 
 /**
  * A route that declares `idempotency` runs its effect once per Idempotency-Key (src/idempotency.ts).

@@ -1,5 +1,5 @@
 import type { RequestContext } from './http.js';
-import type { StoredUpload, UploadKeeper } from './multipart.js';
+import type { StoredUpload, UploadKeeper } from './upload-files.js';
 
 /**
  * The upload step of a route that declares `multipart.keep`, run just before its handler: every

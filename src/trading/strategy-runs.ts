@@ -9,7 +9,7 @@ import { alignment, alignmentAction, breakoutAction, crossAction, reboundAction,
  * the same rule over a range, the indicators' arithmetic in locals) give the same actions bar for bar
  * (test/trading/batch.test.ts).
  */
-export { EXIT, LONG, NONE, SHORT, sideOf } from './strategy-rules.js';
+export { EXIT, LONG, NONE, SHORT } from './strategy-rules.js';
 
 export interface StrategyRun {
   next(o: number, h: number, l: number, c: number, v: number, session: number, pos: number): number;
