@@ -79,6 +79,13 @@ export const MUTATION_MAP = {
   'src/reward/inputs.ts': ['test/rules/reward-inputs.rules.test.ts'],
   // uploaded files typed by their content (HWP, HWPX, PDF, JPEG, PNG)
   'src/uploads/sniff.ts': ['test/uploads/sniff.test.ts', 'test/rules/uploads-sniff.rules.test.ts'],
+  // the risk controls (daily loss limit, maximum positions, daily trade limit, schedule) and the
+  // bounds of a run's settings, alone and as both engines apply them
+  'src/trading/risk.ts': ['test/trading/engine.test.ts', 'test/rules/trading-risk.rules.test.ts'],
+  'src/trading/engine-settings.ts': ['test/trading/engine.test.ts', 'test/rules/trading-risk.rules.test.ts'],
+  // fills, stops, targets, P&L and the risk controls: the streaming engine and its batch loop
+  'src/trading/engine.ts': ['test/trading/engine.test.ts', 'test/trading/golden.test.ts', 'test/rules/trading-risk.rules.test.ts'],
+  'src/trading/engine-batch.ts': ['test/trading/engine.test.ts', 'test/trading/golden.test.ts', 'test/trading/batch.test.ts', 'test/rules/trading-risk.rules.test.ts'],
 };
 
 /**

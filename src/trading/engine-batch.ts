@@ -1,6 +1,7 @@
 import type { Candles } from './candles.js';
 import { ATR } from './indicators.js';
 import { EXIT, LONG, NONE } from './strategies.js';
+import { dayLossReached, riskLimits, scheduleTest, type RiskSettings } from './risk.js';
 import { SYMBOL_SPECS } from './symbols.js';
 
 /** Closed trades, column-oriented. */
@@ -37,7 +38,7 @@ export interface RawRun {
 }
 
 /** The settings a run reads (Settings of engine.ts, every default applied). */
-export interface RunSettings {
+export interface RunSettings extends RiskSettings {
   capital: number;
   contracts: number;
   slippage_ticks: number;
@@ -47,10 +48,6 @@ export interface RunSettings {
   stop_loss_points?: number | undefined;
   take_profit_points?: number | undefined;
   atr_period: number;
-  daily_loss_limit?: number | undefined;
-  max_positions: number;
-  daily_trade_limit?: number | undefined;
-  schedule?: { start: string; end: string; days: number[] } | undefined;
 }
 type Settings = RunSettings;
 
@@ -59,28 +56,10 @@ const R_STOP = 1;
 const R_TAKE = 2;
 const R_RISK = 3;
 const R_END = 4;
-const DAY_MS = 86_400_000;
 
 /** True when a run's stop or target is in ATR multiples (it needs the ATR of its bars). */
 export function needsAtr(settings: Settings): boolean {
   return (!settings.stop_loss_points && settings.stop_loss_atr > 0) || (!settings.take_profit_points && settings.take_profit_atr > 0);
-}
-
-/** Entry or exit allowed by the schedule at bar open time t (see Engine). */
-export function scheduleTest(settings: Settings): (t: number) => boolean {
-  const sched = settings.schedule;
-  if (!sched) return () => true;
-  const mins = (s: string) => Number(s.slice(0, 2)) * 60 + Number(s.slice(3, 5));
-  const a = mins(sched.start);
-  const b = mins(sched.end);
-  const days = sched.days.reduce((m, d) => m | (1 << d), 0);
-  return (t: number) => {
-    // weekday of the trading day this bar belongs to (a session opens the evening before)
-    const tradingDay = Math.floor((t + 3_600_000) / DAY_MS);
-    if (((days >> ((tradingDay + 4) % 7)) & 1) === 0) return false;
-    const m = Math.floor((t % DAY_MS) / 60_000);
-    return a <= b ? m >= a && m < b : m >= a || m < b;
-  };
 }
 
 /** Appends a trade at index n (a reused log is overwritten in place: its arrays keep their storage). */
@@ -123,7 +102,8 @@ export function runBatch(
   const contracts = +settings.contracts;
   const fee = settings.commission * contracts;
   const pvq = pvRaw * contracts;
-  const maxPos = settings.max_positions;
+  const limits = riskLimits(settings);
+  const maxPos = limits.maxPositions;
   const slPts = +(settings.stop_loss_points ?? 0);
   const tpPts = +(settings.take_profit_points ?? 0);
   const slAtr = settings.stop_loss_points ? 0 : +settings.stop_loss_atr;
@@ -131,9 +111,8 @@ export function runBatch(
   const needAtr = slAtr > 0 || tpAtr > 0;
   const atrObj = needAtr && atrS === null ? new ATR(settings.atr_period) : null;
   const atrArr = needAtr ? atrS : null;
-  const dayLossLimit = +(settings.daily_loss_limit ?? Infinity);
-  const dayTradeLimit = +(settings.daily_trade_limit ?? Infinity);
-  const scheduled = settings.schedule !== undefined;
+  const dayLossLimit = +limits.dayLossLimit;
+  const dayTradeLimit = +limits.dayTradeLimit;
   const scheduleOk = scheduleTest(settings);
   const { from, tradeFrom, to } = range;
   // every element is written below, so a reused buffer needs no clearing
@@ -179,7 +158,7 @@ export function runBatch(
             pBar[k] = pBar[l]!;
           }
           dayPnl += gross - 2 * fee;
-          if (!halted && dayPnl <= -dayLossLimit) {
+          if (!halted && dayLossReached(dayPnl, dayLossLimit)) {
             halted = true;
             riskStops++;
           }
@@ -259,14 +238,14 @@ export function runBatch(
           }
           if (npos === 0) dir = 0;
           dayPnl += pnl;
-          if (!halted && dayPnl <= -dayLossLimit) {
+          if (!halted && dayLossReached(dayPnl, dayLossLimit)) {
             halted = true;
             riskStops++;
             if (npos > 0) flatten = true;
           }
         }
       }
-      if (p !== NONE && p !== EXIT && !halted && npos < maxPos && dayTrades < dayTradeLimit && (!scheduled || scheduleOk(T[i]!))) {
+      if (p !== NONE && p !== EXIT && !halted && npos < maxPos && dayTrades < dayTradeLimit && (scheduleOk === null || scheduleOk(T[i]!))) {
         const price = o + p * slip;
         const k = npos++;
         dir = p;
@@ -314,7 +293,7 @@ export function runBatch(
         }
         if (npos === 0) dir = 0;
         dayPnl += pnl;
-        if (!halted && dayPnl <= -dayLossLimit) {
+        if (!halted && dayLossReached(dayPnl, dayLossLimit)) {
           halted = true;
           riskStops++;
           if (npos > 0) flatten = true;

@@ -2,6 +2,7 @@ import type { Candles } from './candles.js';
 import { needsAtr, runBatch, type RawRun, type RunRange, type TradeLog } from './engine-batch.js';
 import { ATR } from './indicators.js';
 import { EXIT, LONG, NONE, SHORT, type StrategyRun } from './strategies.js';
+import { dayLossReached, riskLimits, scheduleTest } from './risk.js';
 import { SYMBOL_SPECS } from './symbols.js';
 
 export { defaultSettings, MAX_POSITIONS, REASONS, settingsSchema, type EngineBook, type ExitReason, type FillEvent, type Settings } from './engine-settings.js';
@@ -16,8 +17,6 @@ const R_END = 4;
 export type { RawRun, RunRange, TradeLog } from './engine-batch.js';
 
 const numOrNull = (x: number) => (Number.isNaN(x) ? null : x);
-
-const DAY_MS = 86_400_000;
 
 /**
  * The simulation engine: one for backtests and live programs. Bar by bar (`step`):
@@ -45,9 +44,8 @@ export class Engine {
   private readonly atr: ATR | null;
   private readonly dayLossLimit: number;
   private readonly dayTradeLimit: number;
-  private readonly schedStart: number;
-  private readonly schedEnd: number;
-  private readonly schedDays: number;
+  /** The schedule's test of a fill bar's open time; null without a schedule. */
+  private readonly scheduleOk: ((t: number) => boolean) | null;
   // open positions (all in one direction)
   private readonly pEntry = new Float64Array(MAX_POSITIONS);
   private readonly pSL = new Float64Array(MAX_POSITIONS);
@@ -80,19 +78,16 @@ export class Engine {
     this.slip = settings.slippage_ticks * spec.tick;
     this.comm = settings.commission;
     this.contracts = settings.contracts;
-    this.maxPos = settings.max_positions;
+    const limits = riskLimits(settings);
+    this.maxPos = limits.maxPositions;
     this.slPts = settings.stop_loss_points ?? 0;
     this.tpPts = settings.take_profit_points ?? 0;
     this.slAtr = settings.stop_loss_points ? 0 : settings.stop_loss_atr;
     this.tpAtr = settings.take_profit_points ? 0 : settings.take_profit_atr;
     this.atr = needsAtr(settings) ? new ATR(settings.atr_period) : null;
-    this.dayLossLimit = settings.daily_loss_limit ?? Infinity;
-    this.dayTradeLimit = settings.daily_trade_limit ?? Infinity;
-    const sched = settings.schedule;
-    const mins = (s: string) => Number(s.slice(0, 2)) * 60 + Number(s.slice(3, 5));
-    this.schedStart = sched ? mins(sched.start) : -1;
-    this.schedEnd = sched ? mins(sched.end) : -1;
-    this.schedDays = sched ? sched.days.reduce((m, d) => m | (1 << d), 0) : 0x7f;
+    this.dayLossLimit = limits.dayLossLimit;
+    this.dayTradeLimit = limits.dayTradeLimit;
+    this.scheduleOk = scheduleTest(settings);
     this.cash = settings.capital;
   }
 
@@ -123,17 +118,6 @@ export class Engine {
 
   /** No bar processed yet. */
   private fresh = true;
-
-  private scheduleOk(t: number): boolean {
-    if (this.schedStart < 0) return true;
-    // weekday of the trading day this bar belongs to (a session opens the evening before)
-    const tradingDay = Math.floor((t + 3_600_000) / DAY_MS);
-    if (((this.schedDays >> ((tradingDay + 4) % 7)) & 1) === 0) return false;
-    const m = Math.floor((t % DAY_MS) / 60_000);
-    const a = this.schedStart;
-    const b = this.schedEnd;
-    return a <= b ? m >= a && m < b : m >= a || m < b;
-  }
 
   /** One bar. Live programs call this as each candle closes. */
   step(i: number, action: number): void {
@@ -166,7 +150,7 @@ export class Engine {
           !this.halted &&
           this.npos < this.maxPos &&
           this.dayTrades < this.dayTradeLimit &&
-          this.scheduleOk(cs.t[i]!)
+          (this.scheduleOk === null || this.scheduleOk(cs.t[i]!))
         ) {
           this.open(i, o, pend);
         }
@@ -282,7 +266,7 @@ export class Engine {
         pnl,
       });
     }
-    if (!this.halted && this.dayPnl <= -this.dayLossLimit) {
+    if (!this.halted && dayLossReached(this.dayPnl, this.dayLossLimit)) {
       // the daily loss limit: no entry for the rest of the session, flatten at the next open
       this.halted = true;
       this.riskStops++;

@@ -3,6 +3,7 @@ import type { Json, Write } from '../store/port.js';
 import { Engine, type EngineBook, type FillEvent } from './engine.js';
 import type { JournalEntry } from './program-journal.js';
 import { RING, type Market } from './market.js';
+import { dayLossReached, entryBlock } from './risk.js';
 import {
   K,
   LOG_CAP,
@@ -130,7 +131,7 @@ export class Runner {
     }
     writes.push(...this.state());
     const limit = this.rec.settings.daily_loss_limit;
-    return { entry: { program: id, writes, events, run: { from: this.run, bar: k } }, dailyLossHit: limit !== undefined && s.day_pnl <= -limit };
+    return { entry: { program: id, writes, events, run: { from: this.run, bar: k } }, dailyLossHit: limit !== undefined && dayLossReached(s.day_pnl, limit) };
   }
 
   /** Closes what is open at the last processed close (a pause or a stop); null when flat. */
@@ -171,26 +172,9 @@ export class Runner {
   }
 
   private blocked(want: number, dirBefore: ProgramStats['position'], openBefore: number): { code: string; message: string } {
-    const s = this.stats;
-    const set = this.rec.settings;
     const sameDir = (want === LONG ? 'long' : 'short') === dirBefore;
-    const why =
-      set.daily_trade_limit !== undefined && s.day_trades >= set.daily_trade_limit
-        ? 'daily_trade_limit'
-        : sameDir && openBefore >= set.max_positions
-          ? 'max_positions'
-          : set.schedule
-            ? 'schedule'
-            : 'risk';
-    const detail =
-      why === 'daily_trade_limit'
-        ? `${s.day_trades} of ${set.daily_trade_limit} entries today`
-        : why === 'max_positions'
-          ? `${openBefore} of ${set.max_positions} positions open`
-          : why === 'schedule'
-            ? `outside ${set.schedule!.start}-${set.schedule!.end} UTC on days ${set.schedule!.days.join(',')}`
-            : 'refused by the engine';
-    return { code: why, message: `${ACTION_NAME[want]} entry blocked: ${why} (${detail})` };
+    const { code, detail } = entryBlock(this.rec.settings, this.stats.day_trades, sameDir, openBefore);
+    return { code, message: `${ACTION_NAME[want]} entry blocked: ${code} (${detail})` };
   }
 
   private onFill(f: FillEvent, bar: number): ProgramEvent {
