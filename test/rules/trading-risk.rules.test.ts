@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { candlesFromRows } from '../../src/trading/candles.js';
 import { Engine, EXIT, LONG, NONE, REASONS, SHORT, settingsSchema, type FillEvent, type RawRun, type Settings } from '../../src/trading/engine.js';
 import { dayLossReached, entryBlock, riskLimits, scheduleTest } from '../../src/trading/risk.js';
@@ -91,21 +91,25 @@ describe('schedule', () => {
 });
 
 describe('a refused entry, as a live program names it', () => {
-  const s = settingsSchema.parse({ max_positions: 2, daily_trade_limit: 3, schedule: { start: '09:30', end: '16:00', days: [1, 2] } });
+  // parsed inside each test: a schema broken by a change then fails the test, not the file's collection
+  const settings = () => settingsSchema.parse({ max_positions: 2, daily_trade_limit: 3, schedule: { start: '09:30', end: '16:00', days: [1, 2] } });
 
   it('the daily trade limit first, at its limit and not before', () => {
+    const s = settings();
     expect(entryBlock(s, 3, true, 2)).toEqual({ code: 'daily_trade_limit', detail: '3 of 3 entries today' });
     expect(entryBlock(s, 4, false, 0)).toEqual({ code: 'daily_trade_limit', detail: '4 of 3 entries today' });
     expect(entryBlock(s, 2, true, 2).code).toBe('max_positions');
   });
 
   it('then the maximum positions, only for a signal that would add to its own direction', () => {
+    const s = settings();
     expect(entryBlock(s, 0, true, 2)).toEqual({ code: 'max_positions', detail: '2 of 2 positions open' });
     expect(entryBlock(s, 0, true, 1).code).toBe('schedule');
     expect(entryBlock(s, 0, false, 2).code).toBe('schedule');
   });
 
   it('then the schedule when there is one, else the daily loss halt', () => {
+    const s = settings();
     expect(entryBlock(s, 0, false, 0)).toEqual({ code: 'schedule', detail: 'outside 09:30-16:00 UTC on days 1,2' });
     const plain = settingsSchema.parse({ daily_loss_limit: 100 });
     expect(entryBlock(plain, 0, false, 0)).toEqual({ code: 'risk', detail: 'refused by the engine' });
@@ -114,9 +118,17 @@ describe('a refused entry, as a live program names it', () => {
 });
 
 describe('the settings of a run', () => {
-  const ok = (v: object) => settingsSchema.safeParse(v).success;
+  // the schema is built when its module loads: a fresh copy in each test, so that a change to it
+  // fails the tests here rather than the loading of the file
+  const fresh = async () => {
+    vi.resetModules();
+    const { settingsSchema, defaultSettings } = await import('../../src/trading/engine-settings.js');
+    return { settingsSchema, defaultSettings, ok: (v: object) => settingsSchema.safeParse(v).success };
+  };
 
-  it('every default', () => {
+  it('every default', async () => {
+    const { settingsSchema, defaultSettings } = await fresh();
+    expect(defaultSettings()).toEqual(settingsSchema.parse({}));
     expect(settingsSchema.parse(undefined)).toEqual({
       capital: 100_000,
       contracts: 1,
@@ -130,7 +142,8 @@ describe('the settings of a run', () => {
     expect(settingsSchema.parse({ schedule: { start: '09:00', end: '10:00' } }).schedule).toEqual({ start: '09:00', end: '10:00', days: [1, 2, 3, 4, 5] });
   });
 
-  it('each bound on both sides', () => {
+  it('each bound on both sides', async () => {
+    const { ok } = await fresh();
     const cases: [string, number, number, number, number][] = [
       // field, lowest taken, refused below, highest taken, refused above
       ['capital', 0.01, 0, 1e12, 1e12 + 1],
@@ -153,7 +166,8 @@ describe('the settings of a run', () => {
     expect(ok({ unknown: 1 })).toBe(false);
   });
 
-  it('schedule times are HH:MM from 00:00 to 23:59, days 0 to 6', () => {
+  it('schedule times are HH:MM from 00:00 to 23:59, days 0 to 6', async () => {
+    const { settingsSchema, ok } = await fresh();
     const time = (start: string) => ok({ schedule: { start, end: '12:00' } });
     for (const t of ['00:00', '09:05', '19:59', '20:00', '23:59']) expect(time(t), t).toBe(true);
     for (const t of ['24:00', '23:60', '30:00', '9:05', '09:5', '0905', '09:055', 'x09:05', '09:05x', '', '09-05', 'aa:bb']) expect(time(t), t).toBe(false);
