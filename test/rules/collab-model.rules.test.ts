@@ -166,7 +166,7 @@ describe('the stored records', () => {
       { slug: 'a', content: '# A' },
       { slug: 'a', content: '# A', version: '3' },
     ]) {
-      expect(corrupt(() => docRecords.decode(bad)), JSON.stringify(bad)).toBe('corrupt_record: a stored document is not readable');
+      expect(corrupt(() => docRecords.decode(bad as Json)), JSON.stringify(bad)).toBe('corrupt_record: a stored document is not readable');
     }
   });
 
@@ -174,7 +174,7 @@ describe('the stored records', () => {
     const { versionRecords } = await load();
     expect(versionRecords.decode({ version: 2, content: 'x' })).toEqual({ version: 2, content: 'x' });
     for (const bad of [{ content: 'x' }, { version: '2', content: 'x' }, { version: 2 }, { version: 2, content: 1 }]) {
-      expect(corrupt(() => versionRecords.decode(bad)), JSON.stringify(bad)).toBe('corrupt_record: a stored document version is not readable');
+      expect(corrupt(() => versionRecords.decode(bad as Json)), JSON.stringify(bad)).toBe('corrupt_record: a stored document version is not readable');
     }
   });
 
@@ -182,7 +182,7 @@ describe('the stored records', () => {
     const { lockRecords } = await load();
     expect(lockRecords.decode({ holder: 'u1', expires: 10 })).toEqual({ holder: 'u1', expires: 10 });
     for (const bad of [{ expires: 10 }, { holder: 1, expires: 10 }, { holder: 'u1' }, { holder: 'u1', expires: '10' }]) {
-      expect(corrupt(() => lockRecords.decode(bad)), JSON.stringify(bad)).toBe('corrupt_record: a stored document lock is not readable');
+      expect(corrupt(() => lockRecords.decode(bad as Json)), JSON.stringify(bad)).toBe('corrupt_record: a stored document lock is not readable');
     }
   });
 
