@@ -86,7 +86,7 @@ export const MUTATION_MAP = {
  * tests Stryker saw covering it: slower, and independent of how per-test coverage attributes code
  * that resumes after store updates (the check-in transition, measured so).
  */
-export const ALL_TESTS_PER_MUTANT = new Set(['src/ticket/checkin.ts', 'src/idempotency.ts', 'src/collab/presence.ts']);
+export const ALL_TESTS_PER_MUTANT = new Set(['src/ticket/checkin.ts', 'src/idempotency.ts', 'src/collab/presence.ts', 'src/store/codec.ts']);
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
 export const MUTATION_ORDER = Object.keys(MUTATION_MAP);
