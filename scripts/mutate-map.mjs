@@ -86,9 +86,10 @@ export const MUTATION_MAP = {
  * tests Stryker saw covering it: slower, and independent of how per-test coverage attributes code
  * that runs inside a store update's callback or in a closure made when a file is collected. Each of
  * these had mutants reported surviving that fail a mapped test when applied by hand: the check-in
- * transition, an idempotency key's finish, a presence heartbeat, a plain codec's refusal.
+ * transition, an idempotency key's finish, a presence heartbeat, a plain codec's refusal, a store
+ * plan's check.
  */
-export const ALL_TESTS_PER_MUTANT = new Set(['src/ticket/checkin.ts', 'src/idempotency.ts', 'src/collab/presence.ts', 'src/store/codec.ts']);
+export const ALL_TESTS_PER_MUTANT = new Set(['src/ticket/checkin.ts', 'src/idempotency.ts', 'src/collab/presence.ts', 'src/store/codec.ts', 'src/store/checks.ts']);
 
 /** Smallest first: the order `npm run mutate` (no argument) runs them in. */
 export const MUTATION_ORDER = Object.keys(MUTATION_MAP);

@@ -172,6 +172,10 @@ describe('splitDrawn', () => {
     expect(splitDrawn(`${drawn(0)}${drawn(1)}`, 2)).toEqual([{ draw: 0, width: 0 }, { draw: 1, width: 0 }]);
     expect(splitDrawn(`a${drawn(0)}b${drawn(0, 20)}c`, 1)).toEqual(['a', { draw: 0, width: 0 }, 'b', { draw: 0, width: 20 }, 'c']);
     expect(splitDrawn(drawn(0), 1)).toEqual([{ draw: 0, width: 0 }]);
+    // counters and widths of more than one digit
+    expect(splitDrawn(`x${drawn(12, 15)}y`, 13)).toEqual(['x', { draw: 12, width: 15 }, 'y']);
+    expect(jsonPieces({ n: drawn(12) }, 13)).toEqual(['{"n":', { draw: 12, width: 0 }, '}']);
+    expect(jsonPieces({ n: drawn(12, 15) }, 13)).toEqual(['{"n":"', { draw: 12, width: 15 }, '"}']);
   });
   it('a placeholder naming no counter of the draw, or wider than 20, is refused', () => {
     expect(() => splitDrawn(drawn(1), 1)).toThrow(new RangeError("placeholder drawn(1) names no counter of the update's draw"));
@@ -185,9 +189,15 @@ describe('splitDrawn', () => {
 describe('jsonPieces', () => {
   it('a value without placeholders is its JSON text', () => {
     expect(jsonPieces({ a: 1, b: 'x' }, 1)).toBe('{"a":1,"b":"x"}');
-    // text that reads like a placeholder after an escaped backslash is not one
-    const lookalike = '\\u0000#0\\u0000';
+    // text that reads like a placeholder after an escaped backslash is not one: the value holds a
+    // backslash, "u0000#0" and a NUL, whose JSON text is \\u0000#0\u0000
+    const lookalike = '\\u0000#0\u0000';
     expect(jsonPieces(lookalike, 1)).toBe(JSON.stringify(lookalike));
+    expect(jsonPieces([lookalike, lookalike], 1)).toBe(JSON.stringify([lookalike, lookalike]));
+    // three backslashes before it: one escaped pair and the placeholder's own
+    expect(jsonPieces(`\\\\${drawn(0)}`, 1)).toEqual(['"\\\\\\\\', { draw: 0, width: 0 }, '"']);
+    // a lookalike and then a real placeholder in the same text
+    expect(jsonPieces([lookalike, drawn(0)], 1)).toEqual([`[${JSON.stringify(lookalike)},`, { draw: 0, width: 0 }, ']']);
   });
   it('a string that is exactly a placeholder without width becomes the bare number; inside text or with a width it stays text', () => {
     expect(jsonPieces({ n: drawn(0) }, 1)).toEqual(['{"n":', { draw: 0, width: 0 }, '}']);
@@ -239,6 +249,10 @@ describe('digits and fillWrite', () => {
     expect(bad('12')).toThrow(new RangeError('score must be a finite number or a placeholder'));
     // without a draw, a string score is refused as any non-number
     expect(() => prepareWrite({ op: 'index', key: 'i', member: 'm', score: drawn(0) as never })).toThrow(new RangeError('score must be a finite number'));
+  });
+  it('an incr names its step when it is not an integer', () => {
+    expect(() => prepareWrite({ op: 'incr', key: 'c', by: 1.5 })).toThrow(new RangeError('by must be an integer'));
+    expect(() => prepareWrite({ op: 'incr', key: 'c', by: 1.5 }, 1)).toThrow(new RangeError('by must be an integer'));
   });
   it('without a draw a placeholder is plain text', () => {
     expect(prepareWrite({ op: 'set', key: `k${drawn(0)}`, value: drawn(0) })).toEqual({ op: 'set', key: `k${drawn(0)}`, json: JSON.stringify(drawn(0)), ttlMs: undefined });
