@@ -33,7 +33,7 @@ export class Presence extends Part {
     const out = await this.members.add(slug, pid, {
       user: editor.id,
       info: (existing, others): Record<string, string> => {
-        if (existing && existing.user !== editor.id) throw notYours(slug);
+        // a heartbeat keeps its colour (the manager refuses another person's entry)
         if (existing) return { name };
         const used = new Set(others.map((p) => p.color));
         const color = PALETTE.find((c) => !used.has(c)) ?? PALETTE[others.length % PALETTE.length]!;

@@ -142,3 +142,66 @@ describe('document presence records', () => {
     }
   });
 });
+
+describe('the stored records', () => {
+  const corrupt = (f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      return (e as { code?: string; message: string }).code + ': ' + (e as Error).message;
+    }
+    return 'read';
+  };
+
+  it('a document needs its slug, content and version', async () => {
+    const { docRecords } = await load();
+    const good = { slug: 'a', content: '# A', version: 3, title: 'A' };
+    expect(docRecords.decode(good)).toEqual(good);
+    expect(docRecords.decode(undefined)).toBeUndefined();
+    for (const bad of [
+      { content: '# A', version: 3 },
+      { slug: 1, content: '# A', version: 3 },
+      { slug: 'a', version: 3 },
+      { slug: 'a', content: 5, version: 3 },
+      { slug: 'a', content: '# A' },
+      { slug: 'a', content: '# A', version: '3' },
+    ]) {
+      expect(corrupt(() => docRecords.decode(bad as Json)), JSON.stringify(bad)).toBe('corrupt_record: a stored document is not readable');
+    }
+  });
+
+  it('a version needs its number and content', async () => {
+    const { versionRecords } = await load();
+    expect(versionRecords.decode({ version: 2, content: 'x' })).toEqual({ version: 2, content: 'x' });
+    for (const bad of [{ content: 'x' }, { version: '2', content: 'x' }, { version: 2 }, { version: 2, content: 1 }]) {
+      expect(corrupt(() => versionRecords.decode(bad as Json)), JSON.stringify(bad)).toBe('corrupt_record: a stored document version is not readable');
+    }
+  });
+
+  it('a lock needs its holder and expiry', async () => {
+    const { lockRecords } = await load();
+    expect(lockRecords.decode({ holder: 'u1', expires: 10 })).toEqual({ holder: 'u1', expires: 10 });
+    for (const bad of [{ expires: 10 }, { holder: 1, expires: 10 }, { holder: 'u1' }, { holder: 'u1', expires: '10' }]) {
+      expect(corrupt(() => lockRecords.decode(bad as Json)), JSON.stringify(bad)).toBe('corrupt_record: a stored document lock is not readable');
+    }
+  });
+
+  it('presence: every peer needs its user, name, colour and time seen', async () => {
+    const { presenceRecords } = await load();
+    const peer = { user: 'u1', name: 'Kim', color: '#fff', seen: 5 };
+    expect(presenceRecords.decode({})).toEqual({});
+    expect(presenceRecords.decode({ a: peer, b: { ...peer, user: 'u2' } })).toEqual({ a: peer, b: { ...peer, user: 'u2' } });
+    for (const field of ['user', 'name', 'color', 'seen'] as const) {
+      const { [field]: _, ...missing } = peer;
+      expect(corrupt(() => presenceRecords.decode({ a: peer, b: missing })), field).toBe('corrupt_record: a stored document presence is not readable');
+    }
+    expect(corrupt(() => presenceRecords.decode({ a: peer, b: 'u2' }))).toBe('corrupt_record: a stored document presence is not readable');
+  });
+
+  it('an event needs its type', async () => {
+    const { docEvents } = await load();
+    expect(docEvents.decode({ type: 'saved', slug: 'a' })).toEqual({ type: 'saved', slug: 'a' });
+    expect(corrupt(() => docEvents.decode({ slug: 'a' }))).toBe('corrupt_record: a stored document event is not readable');
+    expect(corrupt(() => docEvents.decode({ type: 1, slug: 'a' }))).toBe('corrupt_record: a stored document event is not readable');
+  });
+});

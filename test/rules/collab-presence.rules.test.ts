@@ -35,6 +35,25 @@ async function setup() {
 const refusal = (p: Promise<unknown>) => refused(p, { details: true });
 
 describe('joining', () => {
+  it('labels a person by their name trimmed, by their id when the name is blank; a heartbeat keeps the colour and renews the name', async () => {
+    const { presence } = await setup();
+    const spaced = await presence.join('doc-n', { id: 'u_kim', name: '  김  ' });
+    expect(spaced.peers[0]).toMatchObject({ user: 'u_kim', name: '김' });
+    const blank = await presence.join('doc-n', { id: 'u_blank', name: '   ' });
+    expect(blank.peers.find((p) => p.user === 'u_blank')!.name).toBe('u_blank');
+    const again = await presence.join('doc-n', { id: 'u_kim', name: '김철수' }, spaced.id);
+    expect(again.id).toBe(spaced.id);
+    expect(again.color).toBe(spaced.color);
+    expect(again.peers.find((p) => p.id === spaced.id)!.name).toBe('김철수');
+    expect(again.peers).toHaveLength(2);
+    // the colour stays when the one before it is freed
+    const { PALETTE } = await load();
+    await presence.leave('doc-n', { id: 'u_kim', name: '김철수' }, spaced.id);
+    const kept = await presence.join('doc-n', { id: 'u_blank', name: '   ' }, blank.id);
+    expect(blank.color).toBe(PALETTE[1]);
+    expect(kept.color).toBe(PALETTE[1]);
+  });
+
   it('gives each entry a new id and the first colour no one in the document has, and tells the room once', async () => {
     const { PALETTE, PRESENCE_TIMEOUT_MS } = await load();
     expect(PRESENCE_TIMEOUT_MS).toBe(30_000);

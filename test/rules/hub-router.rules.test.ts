@@ -157,3 +157,42 @@ describe('router: matching', () => {
     );
   });
 });
+
+describe('router: patterns without parameters (looked up whole)', () => {
+  it('a refused second route leaves the first one answering', () => {
+    const r = new Router<number>();
+    r.add('GET', '/only', 1);
+    expect(() => r.add('GET', '/only', 2)).toThrow('duplicate route GET /only');
+    expect(r.match('GET', '/only')).toEqual({ kind: 'found', value: 1, params: {}, pattern: '/only' });
+    r.add('POST', '/only', 3);
+    expect(r.match('POST', '/only')).toEqual({ kind: 'found', value: 3, params: {}, pattern: '/only' });
+    expect(r.match('GET', '/only')).toMatchObject({ value: 1 });
+  });
+  it('a path that spells a pattern is matched as a path, not as that pattern', () => {
+    const r = new Router<number>();
+    r.add('GET', '/u/:id', 1);
+    r.add('GET', '/f/*', 2);
+    expect(r.match('GET', '/u/:id')).toEqual({ kind: 'found', value: 1, params: { id: ':id' }, pattern: '/u/:id' });
+    expect(r.match('GET', '/f/*')).toEqual({ kind: 'found', value: 2, params: { '*': '*' }, pattern: '/f/*' });
+  });
+});
+
+describe('router: route groups (a service mounted under its prefix)', () => {
+  it('a prefix is /segment[/segment...], without a trailing / or *', async () => {
+    const { checkPrefix } = await import('../../src/hub/router.js');
+    for (const p of ['/api', '/api/token', '/a/b/c', '/x-y_z.1']) expect(checkPrefix(p)).toBe(p);
+    for (const p of ['', '/', 'api', 'api/', '/api/', '//api', '/api//x', '/api/*', '/*', '/a?b', '/a#b', '/a*b', ' /api']) {
+      expect(() => checkPrefix(p), JSON.stringify(p)).toThrow(`a route prefix is /segment[/segment...] without a trailing / or *: ${p}`);
+    }
+  });
+  it('a path under a prefix starts with /; / is the prefix itself', async () => {
+    const { mountPath } = await import('../../src/hub/router.js');
+    expect(mountPath('/api/token', '/wallet')).toBe('/api/token/wallet');
+    expect(mountPath('/api/token', '/')).toBe('/api/token');
+    expect(mountPath('/api', '/:id/x')).toBe('/api/:id/x');
+    expect(mountPath('/api', '//')).toBe('/api//');
+    expect(() => mountPath('/api/token', 'wallet')).toThrow('a route path under /api/token must start with /: wallet');
+    expect(() => mountPath('/api', '')).toThrow('a route path under /api must start with /: ');
+    expect(() => mountPath('/api', 'x/')).toThrow(/must start with \//);
+  });
+});

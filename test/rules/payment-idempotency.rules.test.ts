@@ -171,6 +171,41 @@ describe('abandon and done', () => {
   });
 });
 
+describe('a stored key that is not readable', () => {
+  it('is refused as a corrupt record, never taken for a running or finished one', async () => {
+    const { idem, store } = await setup();
+    const bad: Json[] = [
+      { state: 'waiting', fp: 'fp' },
+      { fp: 'fp' },
+      { state: 'done', fp: 'fp', answer: 'ok' },
+      { state: 'done', fp: 'fp', answer: { status: '200' } },
+      { state: 'done', fp: 'fp', answer: { body: 1 } },
+      { state: 'running', fp: 'fp', until: 'later' },
+      { state: 'running', fp: 1 },
+    ];
+    for (const [i, value] of bad.entries()) {
+      await store.set(`pay:idem:acct:bad${i}`, value);
+      expect(await refusal(idem.begin('acct', `bad${i}`, 'fp')), JSON.stringify(value)).toMatchObject({
+        status: 500,
+        code: 'corrupt_record',
+        message: expect.stringMatching(/^a stored idempotency key is not readable/),
+      });
+    }
+  });
+
+  it('finish and abandon write nothing over a key that is gone or finished', async () => {
+    const { idem, store } = await setup();
+    const t = ticketOf(await idem.begin('acct', 'k-gone', 'fp'));
+    await store.del(t.storeKey);
+    await idem.finish(t, { status: 201, body: 'late' });
+    expect(await store.get(t.storeKey)).toBeUndefined();
+    const d = ticketOf(await idem.begin('acct', 'k-done', 'fp'));
+    await idem.finish(d, { status: 201, body: 'first' });
+    await idem.finish(d, { status: 500, body: 'second' });
+    expect(await store.get(d.storeKey)).toEqual({ state: 'done', fp: 'fp', answer: { status: 201, body: 'first' } });
+  });
+});
+
 describe('fingerprint', () => {
   it('is the SHA-256 of method, path and the JSON body, big integers as text', async () => {
     const { fingerprint } = await load();
