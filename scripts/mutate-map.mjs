@@ -79,6 +79,9 @@ export const MUTATION_MAP = {
   'src/reward/inputs.ts': ['test/rules/reward-inputs.rules.test.ts'],
   // uploaded files typed by their content (HWP, HWPX, PDF, JPEG, PNG)
   'src/uploads/sniff.ts': ['test/uploads/sniff.test.ts', 'test/rules/uploads-sniff.rules.test.ts'],
+  // member keys, the signed work and exchange messages, the skew window and the replay memory (test/reward/signing.test.ts
+  // is left out: its CLI tests run dist/, which the mutation sandbox does not copy)
+  'src/reward/signing.ts': ['test/rules/reward-signing.rules.test.ts'],
 };
 
 /**
