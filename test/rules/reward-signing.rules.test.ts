@@ -14,7 +14,7 @@ import { refusal } from '../support/refusal.js';
 // A signed request is checked in order: 401 signature_required, 403 no_member_key, 401
 // invalid_signature (ts not an integer), 401 signature_expired (|now - ts| > 5 minutes: exactly 5
 // is taken), 401 invalid_signature, 409 signature_replayed; a valid signature is remembered under
-// `reward:worksig:{sig}` (set-if-absent) for 10 minutes. The
+// `reward:worksig:{sig}` (set-if-absent) for 11 minutes, longer than the whole acceptance window. The
 // registration hash is the hex SHA-256 of the canonical JSON of the registration fields. The module
 // builds its pattern when it loads, so it is loaded afresh in each test.
 const load = async () => {
@@ -50,12 +50,12 @@ async function openStore() {
 }
 
 describe('constants', () => {
-  it('the message prefixes, the 5-minute skew and the 10-minute replay memory', async () => {
+  it('the message prefixes, the 5-minute skew and the replay memory longer than the 10-minute window', async () => {
     const m = await load();
     expect(m.WORK_MESSAGE_PREFIX).toBe('maru-work/1');
     expect(m.EXCHANGE_MESSAGE_PREFIX).toBe('maru-exchange/1');
     expect(m.WORK_SIGNATURE_MAX_SKEW_MS).toBe(300_000);
-    expect(m.WORK_SIGNATURE_REPLAY_TTL_MS).toBe(600_000);
+    expect(m.WORK_SIGNATURE_REPLAY_TTL_MS).toBe(660_000);
   });
 });
 
@@ -450,17 +450,28 @@ describe('the store-backed guard', () => {
     expect((await refusal(guard.check({ publicKey: keys.publicKey, ...work, ts: T, sig }))).code).toBe('invalid_signature');
   });
 
-  it('the replay record lives 10 minutes: a replay 1 ms before is refused, at 10 minutes it is gone', async () => {
+  it('the replay record lives 11 minutes: a replay 1 ms before is refused, at 11 minutes it is gone', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(T);
     const { guard, signed, store } = await setup();
     const req = signed(T);
     await guard.check(req);
-    vi.setSystemTime(T + 10 * MIN - 1);
+    vi.setSystemTime(T + 11 * MIN - 1);
     expect(await store.get(`reward:worksig:${req.sig}`)).toEqual({ id: 'm_7', at: T });
     expect((await refusal(guard.check(req))).code).toBe('signature_replayed');
-    vi.setSystemTime(T + 10 * MIN);
+    vi.setSystemTime(T + 11 * MIN);
     expect(await store.get(`reward:worksig:${req.sig}`)).toBeUndefined();
+  });
+
+  it('a signature first used at the start of its window is still refused at its very end (10 minutes later)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(T);
+    const { guard, signed, clock } = await setup();
+    const req = signed(T + 5 * MIN);
+    await expect(guard.check(req)).resolves.toBe(T + 5 * MIN); // the hub clock at ts - 5 minutes
+    clock.advance(10 * MIN); // now ts + 5 minutes: still inside the window
+    vi.setSystemTime(T + 10 * MIN);
+    expect((await refusal(guard.check(req))).code).toBe('signature_replayed');
   });
 
   it('its own replay memory when given, on both sides of it', async () => {
