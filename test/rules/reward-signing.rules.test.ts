@@ -123,6 +123,26 @@ describe('keys', () => {
     expect(() => importPrivateKey(ec)).toThrow(new TypeError('private key is not an Ed25519 key'));
   });
 
+  it('a key export without its x is an error, not a key', async () => {
+    // Node's Ed25519 JWK always has x; the check stands against a runtime that would not give it
+    vi.doMock('node:crypto', async (importOriginal) => {
+      const real = await importOriginal<typeof import('node:crypto')>();
+      const noX = { export: () => ({ kty: 'OKP', crv: 'Ed25519' }) };
+      return {
+        ...real,
+        generateKeyPairSync: (type: 'ed25519') => ({ ...real.generateKeyPairSync(type), publicKey: noX }),
+        createPublicKey: (key: Parameters<typeof real.createPublicKey>[0]) => (key instanceof real.KeyObject ? noX : real.createPublicKey(key)),
+      };
+    });
+    try {
+      const { generateMemberKeys, publicKeyOf } = await load();
+      expect(() => generateMemberKeys()).toThrow(new Error('Ed25519 key export failed'));
+      expect(() => publicKeyOf(keyPair().privateKey)).toThrow(new Error('Ed25519 key export failed'));
+    } finally {
+      vi.doUnmock('node:crypto');
+    }
+  });
+
   it('a registration nonce is base64url of 16 random bytes', async () => {
     const { registrationNonce } = await load();
     const a = registrationNonce();
@@ -243,6 +263,8 @@ describe('signatures', () => {
       expect(verifyMessage(publicKey, 'm', s as string), String(s)).toBe(false);
     }
     for (const k of ['', nonCanonical(publicKey), privateKey, undefined, 7]) expect(verifyMessage(k as string, 'm', sig), String(k)).toBe(false);
+    // a message that is not text
+    for (const message of [undefined, 7, null]) expect(verifyMessage(publicKey, message as unknown as string, sig)).toBe(false);
   });
 
   it('signWork and verifyWork sign and check the work message; a tampered field fails', async () => {
@@ -314,6 +336,10 @@ describe('a signed request', () => {
     const big = 9_007_199_254_740_991; // 16 digits, the largest safe integer
     const sig = signWork(keys.privateKey, { ...work, ts: big });
     await expect(verifyWorkRequest({ ...base, sig, ts: String(big), now: big })).resolves.toBe(big);
+    // a number is taken as it is, a negative one too; as text only digits are read
+    const early = signWork(keys.privateKey, { ...work, ts: -1 });
+    await expect(verifyWorkRequest({ ...base, sig: early, ts: -1, now: 0 })).resolves.toBe(-1);
+    expect(await refusal(verifyWorkRequest({ ...base, sig: early, ts: '-1', now: 0 }))).toEqual(want);
     const over = 9_999_999_999_999_999; // 16 digits, not safe
     expect(await refusal(verifyWorkRequest({ ...base, ts: String(over), now: over }))).toEqual(want);
   });
