@@ -491,6 +491,19 @@ describe('withdrawal refunds what the sub-account holds', () => {
     expect(await w.transfer('deduct:c1:v2')).toMatchObject({ debit: former, credit: 'escrow', amount: '100' });
   });
 
+  it('a withdrawn challenge deducts nothing, even from a former shared account that still holds collateral', async () => {
+    const w = await world();
+    const former = w.userAccount('u1', 'collateral');
+    for (const id of ['c_a', 'c_b']) {
+      await w.put(id, { state: 'funded', collateral: '1000' });
+      await w.move(`collateral:${id}`, 'bank', former, 1000n);
+    }
+    await w.life.withdraw('u1', 'c_a', {});
+    for (const e of ['v1', 'v2']) expect(await w.life.event('c_a', { type: 'violation', event_id: e, rule: 'x', ts: T0 })).toEqual({ applied: true, state: 'withdrawn', outcome: undefined });
+    expect(await w.transfer('deduct:c_a:v2')).toBeUndefined();
+    expect(await w.bal(former)).toBe(1000n);
+  });
+
   it('only a funded challenge of the caller: 409 challenge_not_funded, 404 for another user', async () => {
     const w = await world();
     for (const state of ['active', 'failed', 'passed', 'withdrawn']) {
