@@ -86,6 +86,12 @@ export const MUTATION_MAP = {
   // fills, stops, targets, P&L and the risk controls: the streaming engine and its batch loop
   'src/trading/engine.ts': ['test/trading/engine.test.ts', 'test/trading/golden.test.ts', 'test/rules/trading-risk.rules.test.ts'],
   'src/trading/engine-batch.ts': ['test/trading/engine.test.ts', 'test/trading/golden.test.ts', 'test/trading/batch.test.ts', 'test/rules/trading-risk.rules.test.ts'],
+  // member keys, the signed work and exchange messages, the skew window and the replay memory (test/reward/signing.test.ts
+  // is left out: its CLI tests run dist/, which the mutation sandbox does not copy)
+  'src/reward/signing.ts': ['test/rules/reward-signing.rules.test.ts'],
+  // the challenge engine: learning credit, pass, collateral, deductions within 30 days, withdrawal (programs-binding.test.ts
+  // runs on the real clock with live programs, and the payout tests only use it to pass a challenge)
+  'src/payment/lifecycle.ts': ['test/payment/collateral.test.ts', 'test/payment/collateral-former.test.ts', 'test/payment/late-fill.test.ts', 'test/rules/payment-lifecycle.rules.test.ts'],
 };
 
 /**

@@ -34,8 +34,12 @@ export const WORK_MESSAGE_PREFIX = 'maru-work/1';
 export const EXCHANGE_MESSAGE_PREFIX = 'maru-exchange/1';
 /** A signature older or newer than this (relative to the hub clock) is refused. */
 export const WORK_SIGNATURE_MAX_SKEW_MS = 5 * 60_000;
-/** How long a used signature is remembered (longer than the whole acceptance window). */
-export const WORK_SIGNATURE_REPLAY_TTL_MS = 10 * 60_000;
+/**
+ * How long a used signature is remembered: longer than the whole acceptance window, which runs
+ * from 5 minutes before ts to 5 minutes after it, both ends included (a signature first used at
+ * the window's start can be offered again 10 minutes later, at its end), with a minute to spare.
+ */
+export const WORK_SIGNATURE_REPLAY_TTL_MS = 11 * 60_000;
 
 const B64URL = /^[A-Za-z0-9_-]+$/;
 const PUBLIC_KEY_BYTES = 32;
@@ -284,7 +288,7 @@ export async function verifySignedRequest(input: SignedRequestInput): Promise<nu
 
 /**
  * The replay-protected check used by the /work route. Used signatures are remembered in the store
- * under `reward:worksig:{sig}` for 10 minutes with set-if-absent, so with Redis two hub processes
+ * under `reward:worksig:{sig}` for 11 minutes with set-if-absent, so with Redis two hub processes
  * also refuse each other's replays.
  */
 export class WorkSignatureGuard {
