@@ -1,0 +1,224 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { candlesFromRows, type Candles } from '../../src/trading/candles.js';
+import { Engine, EXIT, LONG, NONE, REASONS, SHORT, settingsSchema, type EngineBook, type FillEvent, type RawRun, type Settings } from '../../src/trading/engine.js';
+
+/**
+ * The engine's two ways through a run must agree to the bit (docs/trading.md): the streaming
+ * `Engine.step` that a live program feeds bar by bar, and the batch loop (src/trading/engine-batch.ts)
+ * of backtests and grids. Over random bars, actions, settings (slippage, commission, contracts,
+ * stops and targets in points or ATR, several positions, the risk limits, a schedule) and ranges,
+ * both give the same trades, equity curve, exposure, commission and risk stops; every fill a live
+ * program hears is a trade of the run; and a live program that stops at any bar and continues from
+ * its book (snapshot, JSON, restore) hears the same fills as one that never stopped.
+ */
+
+interface Bar {
+  o: number;
+  h: number;
+  l: number;
+  c: number;
+  session: number;
+}
+
+/** Bars on a quarter-point grid (ES ticks), with gaps at the open and new sessions now and then. */
+const barsArb = fc
+  .array(
+    fc.record({
+      gap: fc.integer({ min: -8, max: 8 }),
+      move: fc.integer({ min: -12, max: 12 }),
+      up: fc.integer({ min: 0, max: 6 }),
+      down: fc.integer({ min: 0, max: 6 }),
+      newSession: fc.integer({ min: 0, max: 9 }).map((x) => x < 3),
+    }),
+    { minLength: 3, maxLength: 60 },
+  )
+  .map((steps) => {
+    const bars: Bar[] = [];
+    let c = 100;
+    let session = 0;
+    for (const s of steps) {
+      if (s.newSession && bars.length > 0) session++;
+      const o = c + s.gap / 4;
+      c = o + s.move / 4;
+      bars.push({ o, h: Math.max(o, c) + s.up / 4, l: Math.min(o, c) - s.down / 4, c, session });
+    }
+    return bars;
+  });
+
+const actionArb = fc.constantFrom(NONE, NONE, NONE, LONG, LONG, SHORT, SHORT, EXIT);
+
+const settingsArb = fc
+  .record({
+    contracts: fc.integer({ min: 1, max: 3 }),
+    slippage_ticks: fc.integer({ min: 0, max: 2 }),
+    commission: fc.constantFrom(0, 0.5, 2.5),
+    stops: fc.constantFrom('points', 'atr', 'none', 'mixed'),
+    sl: fc.integer({ min: 1, max: 16 }).map((q) => q / 4),
+    tp: fc.integer({ min: 1, max: 24 }).map((q) => q / 4),
+    atrMult: fc.constantFrom(0.5, 1, 2),
+    atr_period: fc.integer({ min: 2, max: 4 }),
+    max_positions: fc.integer({ min: 1, max: 3 }),
+    daily_loss_limit: fc.option(fc.constantFrom(25, 100, 250, 600), { nil: undefined }),
+    daily_trade_limit: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+    // sessions open at 23:00 UTC, one bar a minute
+    schedule: fc.option(
+      fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 1, max: 40 })).map(([a, len]) => {
+        const hhmm = (m: number) => `${String(23 + Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+        return { start: hhmm(a), end: hhmm(Math.min(59, a + len)), days: [0, 1, 2, 3, 4, 5, 6] };
+      }),
+      { nil: undefined },
+    ),
+  })
+  .map((r): Settings => {
+    const s: Record<string, unknown> = {
+      capital: 10_000,
+      contracts: r.contracts,
+      slippage_ticks: r.slippage_ticks,
+      commission: r.commission,
+      atr_period: r.atr_period,
+      max_positions: r.max_positions,
+      daily_loss_limit: r.daily_loss_limit,
+      daily_trade_limit: r.daily_trade_limit,
+      schedule: r.schedule,
+    };
+    if (r.stops === 'points') Object.assign(s, { stop_loss_points: r.sl, take_profit_points: r.tp });
+    if (r.stops === 'atr') Object.assign(s, { stop_loss_atr: r.atrMult, take_profit_atr: r.atrMult * 1.5 });
+    if (r.stops === 'none') Object.assign(s, { stop_loss_atr: 0, take_profit_atr: 0 });
+    if (r.stops === 'mixed') Object.assign(s, { stop_loss_points: r.sl, stop_loss_atr: r.atrMult, take_profit_atr: r.atrMult });
+    return settingsSchema.parse(JSON.parse(JSON.stringify(s)));
+  });
+
+const caseArb = barsArb.chain((bars) =>
+  fc.record({
+    bars: fc.constant(bars),
+    actions: fc.array(actionArb, { minLength: bars.length, maxLength: bars.length }),
+    settings: settingsArb,
+    tradeFrom: fc.integer({ min: 0, max: Math.floor(bars.length / 3) }),
+    cut: fc.integer({ min: 1, max: bars.length - 1 }),
+  }),
+);
+
+const runView = (r: RawRun) => ({
+  trades: Array.from({ length: r.trades.n }, (_, k) => [
+    r.trades.dir[k],
+    r.trades.entryBar[k],
+    r.trades.exitBar[k],
+    r.trades.entryPrice[k],
+    r.trades.exitPrice[k],
+    r.trades.pnl[k],
+    REASONS[r.trades.reason[k]!],
+  ]),
+  equity: Array.from(r.equity),
+  exposedBars: r.exposedBars,
+  commission: r.commission,
+  riskStops: r.riskStops,
+  capital: r.capital,
+  range: r.range,
+});
+
+function streamed(cs: Candles, settings: Settings, range: { from: number; tradeFrom: number; to: number }, actions: Int8Array) {
+  const fills: FillEvent[] = [];
+  const engine = new Engine(cs, settings, range);
+  engine.onFill = (f) => fills.push(f);
+  const run = engine.runActions(actions);
+  return { run, fills };
+}
+
+describe('the streaming engine and the batch loop', () => {
+  it('agree to the bit on every run', () => {
+    fc.assert(
+      fc.property(caseArb, ({ bars, actions, settings, tradeFrom }) => {
+        const cs = candlesFromRows('ES', bars);
+        const range = { from: 0, tradeFrom, to: bars.length };
+        const acts = Int8Array.from(actions);
+        const batch = new Engine(cs, settings, range).runActions(acts);
+        const { run, fills } = streamed(cs, settings, range, acts);
+        expect(runView(run)).toEqual(runView(batch));
+        // every exit a live program hears is a trade of the run (trades before tradeFrom are not recorded)
+        const exits = fills.filter((f) => f.kind === 'exit' && f.bar >= tradeFrom);
+        const trades = runView(batch).trades.filter((t) => (t[2] as number) >= tradeFrom);
+        expect(exits.map((f) => [f.side === 'sell' ? LONG : SHORT, f.bar, f.price, f.pnl, f.reason])).toEqual(trades.map((t) => [t[0], t[2], t[4], t[5], t[6]]));
+        for (const f of fills) {
+          expect(f.t).toBe(cs.t[f.bar]);
+          expect(f.contracts).toBe(settings.contracts);
+        }
+        // entries come before their exits, one entry a trade
+        expect(fills.filter((f) => f.kind === 'entry').length).toBeGreaterThanOrEqual(exits.length);
+      }),
+      { numRuns: 300, seed: 20261127 },
+    );
+  });
+
+  it('a run stopped at any bar and continued from its book hears the same fills', () => {
+    fc.assert(
+      fc.property(caseArb, ({ bars, actions, settings, cut }) => {
+        // stops and targets in points: the ATR is a series that a new engine builds again
+        const s = settingsSchema.parse({ ...settings, stop_loss_atr: 0, take_profit_atr: 0, stop_loss_points: 1.5, take_profit_points: 2.5 });
+        const cs = candlesFromRows('ES', bars);
+        const range = { from: 0, tradeFrom: 0, to: bars.length };
+        const acts = Int8Array.from(actions);
+        const whole = streamed(cs, s, range, acts).fills;
+
+        const heard: FillEvent[] = [];
+        const first = new Engine(cs, s, range);
+        first.onFill = (f) => heard.push(f);
+        for (let i = 0; i < cut; i++) first.step(i, acts[i]!);
+        const book = JSON.parse(JSON.stringify(first.snapshot())) as EngineBook;
+        expect(book.positions.length).toBe(first.snapshot().positions.length);
+        const second = new Engine(cs, s, range);
+        second.onFill = (f) => heard.push(f);
+        second.restore(book);
+        expect(second.snapshot()).toEqual(book);
+        expect(second.haltedToday).toBe(book.halted);
+        for (let i = cut; i < bars.length; i++) second.step(i, acts[i]!);
+        second.finish();
+        expect(heard).toEqual(whole);
+      }),
+      { numRuns: 300, seed: 7 },
+    );
+  });
+});
+
+describe('the book of a live run', () => {
+  it('holds the open positions with their levels, the order waiting and the day', () => {
+    const cs = candlesFromRows('ES', [
+      { o: 100, h: 100, l: 100, c: 100 },
+      { o: 100, h: 101, l: 99.5, c: 100.5 },
+      { o: 101, h: 101, l: 101, c: 101 },
+      { o: 101, h: 101, l: 101, c: 101 },
+    ]);
+    const s = settingsSchema.parse({ slippage_ticks: 0, commission: 1, max_positions: 2, stop_loss_points: 2, take_profit_atr: 0, daily_trade_limit: 5 });
+    const e = new Engine(cs, s);
+    e.onFill = () => {};
+    e.step(0, LONG);
+    expect(e.snapshot()).toEqual({ dir: 0, positions: [], pend: LONG, pend_sl: 2, pend_tp: 0, flatten: false, halted: false, day: 0, day_pnl: 0, day_trades: 0 });
+    e.step(1, LONG);
+    e.step(2, SHORT);
+    expect(e.snapshot()).toEqual({
+      dir: LONG,
+      positions: [
+        { entry: 100, sl: 98, tp: null, bar: 1 },
+        { entry: 101, sl: 99, tp: null, bar: 2 },
+      ],
+      pend: SHORT,
+      pend_sl: 2,
+      pend_tp: 0,
+      flatten: false,
+      halted: false,
+      day: 0,
+      day_pnl: 0,
+      day_trades: 2,
+    });
+    // restored: the cash is the capital less the open positions' entry commissions
+    const r = new Engine(cs, s);
+    r.restore(e.snapshot());
+    r.step(3, NONE);
+    const run = r.finish();
+    // bar 3: the short closes both longs at the open (101) and opens; the run's end closes the short
+    expect(Array.from(run.trades.entryBar)).toEqual([2, 1, 3]);
+    expect(Array.from(run.trades.pnl)).toEqual([-2, 48, -2]);
+    // 100,000 less the two entries' commissions, +50 on the first long, the short's entry and the three exits
+    expect(run.equity[3]).toBe(100_000 - 2 + 50 - 1 - 3);
+  });
+});
