@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { candlesFromRows, type Candles } from '../../src/trading/candles.js';
 import { Engine, EXIT, LONG, NONE, REASONS, SHORT, settingsSchema, type EngineBook, type FillEvent, type RawRun, type Settings } from '../../src/trading/engine.js';
+import { STRATEGY_DEFS } from '../../src/trading/strategies.js';
 
 /**
  * The engine's two ways through a run must agree to the bit (docs/trading.md): the streaming
@@ -188,7 +189,7 @@ describe('the book of a live run', () => {
       { o: 101, h: 101, l: 101, c: 101 },
       { o: 101, h: 101, l: 101, c: 101 },
     ]);
-    const s = settingsSchema.parse({ slippage_ticks: 0, commission: 1, max_positions: 2, stop_loss_points: 2, take_profit_atr: 0, daily_trade_limit: 5 });
+    const s = settingsSchema.parse({ slippage_ticks: 0, commission: 1.5, contracts: 2, max_positions: 2, stop_loss_points: 2, take_profit_atr: 0, daily_trade_limit: 5 });
     const e = new Engine(cs, s);
     e.onFill = () => {};
     e.step(0, LONG);
@@ -215,10 +216,78 @@ describe('the book of a live run', () => {
     r.restore(e.snapshot());
     r.step(3, NONE);
     const run = r.finish();
-    // bar 3: the short closes both longs at the open (101) and opens; the run's end closes the short
+    // bar 3: the short closes both longs at the open (101) and opens; the run's end closes the short.
+    // 2 contracts: a point is 100 USD, a side costs 3 USD
     expect(Array.from(run.trades.entryBar)).toEqual([2, 1, 3]);
-    expect(Array.from(run.trades.pnl)).toEqual([-2, 48, -2]);
-    // 100,000 less the two entries' commissions, +50 on the first long, the short's entry and the three exits
-    expect(run.equity[3]).toBe(100_000 - 2 + 50 - 1 - 3);
+    expect(Array.from(run.trades.pnl)).toEqual([-6, 94, -6]);
+    // 100,000 less the two entries' commissions, +100 on the first long, the short's entry and the three exits
+    expect(run.equity[3]).toBe(100_000 - 6 + 100 - 3 - 9);
+  });
+});
+
+describe('a level crossed at the open or inside the bar, in both engines', () => {
+  // one position from bar 1's open at 100 (no slippage on entry: 0 ticks), stop 2 and target 3 points
+  // away; bar 2 decides the exit. Slippage applies to the stop's fill only.
+  const exitOf = (dir: number, bar2: { o: number; h: number; l: number; c: number }, slippage_ticks = 0) => {
+    const rows = [
+      { o: 100, h: 100, l: 100, c: 100 },
+      { o: 100, h: 100, l: 100, c: 100 },
+      bar2,
+      { o: 100, h: 100, l: 100, c: 100 },
+    ];
+    const settings = settingsSchema.parse({ capital: 10_000, slippage_ticks, commission: 0, stop_loss_points: 2, take_profit_points: 3 });
+    const cs = candlesFromRows('ES', rows);
+    const acts = Int8Array.from([dir, NONE, NONE, NONE]);
+    const batch = new Engine(cs, settings).runActions(acts);
+    const { run } = streamed(cs, settings, { from: 0, tradeFrom: 0, to: rows.length }, acts);
+    expect(runView(run)).toEqual(runView(batch));
+    return [batch.trades.exitBar[0], batch.trades.exitPrice[0], REASONS[batch.trades.reason[0]!]];
+  };
+
+  it('a long: a gap through the stop or the target fills at the open; inside the bar at the level; both inside, the stop', () => {
+    // entry 100 (+ slippage 0.25 when asked): stop 98, target 103
+    expect(exitOf(LONG, { o: 97, h: 97.5, l: 96, c: 97 })).toEqual([2, 97, 'stop_loss']);
+    expect(exitOf(LONG, { o: 98, h: 99, l: 98, c: 98.5 })).toEqual([2, 98, 'stop_loss']);
+    expect(exitOf(LONG, { o: 104, h: 105, l: 97, c: 104 })).toEqual([2, 104, 'take_profit']);
+    expect(exitOf(LONG, { o: 103, h: 103, l: 97, c: 103 })).toEqual([2, 103, 'take_profit']);
+    expect(exitOf(LONG, { o: 100, h: 103.5, l: 99, c: 101 })).toEqual([2, 103, 'take_profit']);
+    expect(exitOf(LONG, { o: 100, h: 101, l: 98, c: 100 })).toEqual([2, 98, 'stop_loss']);
+    expect(exitOf(LONG, { o: 100, h: 104, l: 97, c: 100 })).toEqual([2, 98, 'stop_loss']);
+    expect(exitOf(LONG, { o: 100, h: 102.75, l: 98.25, c: 100 })).toEqual([3, 100, 'end']);
+    // with a tick of slippage: entry 100.25, stop 98.25 filled a tick lower, the target as it is
+    expect(exitOf(LONG, { o: 97, h: 97.5, l: 96, c: 97 }, 1)).toEqual([2, 96.75, 'stop_loss']);
+    expect(exitOf(LONG, { o: 100, h: 101, l: 98, c: 100 }, 1)).toEqual([2, 98, 'stop_loss']);
+    expect(exitOf(LONG, { o: 104, h: 105, l: 97, c: 104 }, 1)).toEqual([2, 104, 'take_profit']);
+  });
+
+  it('a short: the same, mirrored', () => {
+    // entry 100: stop 102, target 97
+    expect(exitOf(SHORT, { o: 103, h: 104, l: 102.5, c: 103 })).toEqual([2, 103, 'stop_loss']);
+    expect(exitOf(SHORT, { o: 102, h: 102, l: 101, c: 101.5 })).toEqual([2, 102, 'stop_loss']);
+    expect(exitOf(SHORT, { o: 96, h: 103, l: 95, c: 96 })).toEqual([2, 96, 'take_profit']);
+    expect(exitOf(SHORT, { o: 97, h: 103, l: 97, c: 97 })).toEqual([2, 97, 'take_profit']);
+    expect(exitOf(SHORT, { o: 100, h: 101, l: 96.5, c: 99 })).toEqual([2, 97, 'take_profit']);
+    expect(exitOf(SHORT, { o: 100, h: 102, l: 99, c: 100 })).toEqual([2, 102, 'stop_loss']);
+    expect(exitOf(SHORT, { o: 100, h: 103, l: 96, c: 100 })).toEqual([2, 102, 'stop_loss']);
+    expect(exitOf(SHORT, { o: 103, h: 104, l: 102.5, c: 103 }, 1)).toEqual([2, 103.25, 'stop_loss']);
+    expect(exitOf(SHORT, { o: 100, h: 102, l: 99, c: 100 }, 1)).toEqual([2, 102, 'stop_loss']);
+  });
+});
+
+describe('a strategy run', () => {
+  it("is the strategy's actions run through the engine", () => {
+    const rows = Array.from({ length: 40 }, (_, i) => {
+      const c = 100 + 3 * Math.sin(i / 3);
+      return { o: c - 0.25, h: c + 0.5, l: c - 0.75, c };
+    });
+    const cs = candlesFromRows('ES', rows);
+    const settings = settingsSchema.parse({ stop_loss_atr: 0, take_profit_atr: 0 });
+    const strategy = () => STRATEGY_DEFS.ema_cross.create({ fast: 2, slow: 3 }, cs.barsPerSession);
+    const actions = new Int8Array(cs.n);
+    strategy().fill(cs, 0, cs.n, actions);
+    const direct = new Engine(cs, settings).runActions(actions);
+    const run = new Engine(cs, settings).run(strategy());
+    expect(direct.trades.n).toBeGreaterThan(2);
+    expect(runView(run)).toEqual(runView(direct));
   });
 });
