@@ -99,8 +99,6 @@ export function needText(ctx: ChatContext): string | undefined {
   return ctx.need === ctx.category || ctx.need === NEED_LABELS[ctx.category] ? undefined : ctx.need;
 }
 
-const won = (n: number) => `${n.toLocaleString('ko-KR')}원`;
-
 /** The hint after a failed answer: clearer the second time, with the way to a person. */
 function hint(ctx: ChatContext): string {
   if (!ctx.error || ctx.retries === 0) return '';

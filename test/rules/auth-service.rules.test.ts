@@ -374,6 +374,34 @@ describe('the stored layout', () => {
     expect(await refusal(auth.authenticate('mt_bad'))).toEqual({ status: 500, code: 'corrupt_record', message: 'a stored token is not readable' });
   });
 
+  it('refuses each corrupt stored record by its name: an account, a device, a failed-login count', async () => {
+    const { auth, store } = await setup();
+    const put = (key: string, value: unknown) => store.update([], () => ({ writes: [{ op: 'set', key, value: value as never }], result: undefined }));
+    const corrupt = (message: string) => ({ status: 500, code: 'corrupt_record', message });
+    const account = { user: 'kim', name: 'Kim', roles: ['staff'], hash: 'h:pw', disabled: false, created_at: T0 };
+    await put('auth:account:kim', account);
+    expect((await auth.account('kim')).user).toBe('kim');
+    for (const [field, value] of [['user', 1], ['name', null], ['roles', 'staff'], ['roles', [1]], ['hash', 2], ['disabled', 'no'], ['created_at', 'x']] as const) {
+      await put('auth:account:kim', { ...account, [field]: value });
+      expect(await refusal(auth.account('kim')), `${field}: ${JSON.stringify(value)}`).toEqual(corrupt(`a stored account is not readable (field ${field})`));
+    }
+    const device = { id: 'd1', gate: 'A', name: 'door', token_hash: 'x', issued_by: 'admin', created_at: T0, expires_at: T0 + MIN };
+    await put('auth:device:d1', device);
+    await store.update([], () => ({ writes: [{ op: 'index', key: 'auth:devices', member: 'd1', score: T0 }], result: undefined }));
+    expect((await auth.devices()).map((d) => d.id)).toEqual(['d1']);
+    await put('auth:device:d1', { ...device, gate: 3 });
+    expect(await refusal(auth.devices())).toEqual(corrupt('a stored device is not readable (field gate)'));
+    const w = Math.floor(T0 / (15 * MIN));
+    await put(`auth:fail:acct:${w}:lee`, 'many');
+    expect(await refusal(auth.login('lee', 'pw', 'ip'))).toEqual(corrupt('a stored failed-login count is not readable'));
+  });
+
+  it('lists the passwords it generated at this start, for the start-up banner', async () => {
+    const { auth, logs } = await setup();
+    await auth.bootstrap({ partner: 'partner-pass-1' });
+    expect(auth.generated).toEqual([{ user: 'admin', password: (logs[0]!.obj as { password: string }).password }]);
+  });
+
   it('keeps an account enabled when a change does not say otherwise', async () => {
     const { auth } = await setup();
     await auth.createAccount({ user: 'kim', roles: ['staff'], password: 'pw' });

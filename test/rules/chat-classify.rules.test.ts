@@ -84,7 +84,7 @@ describe('the summary: a line to change, a change, an answer that adds nothing',
   // only a trailing 요 is dropped ('요없음' is not '없음'), and a "없어요" form is the whole answer
   it('an answer adds nothing when it is, as a whole, a yes, a "nothing" or only punctuation', async () => {
     const { isNothing } = await import('../../src/chat/classify.js');
-    for (const t of ['네', '예', '네.', ' 네 요 ', '넵', 'ㅇㅇ', '응', '좋아요', 'OK', 'yes', '없음', '없어요', '없습니다', '없네요', '특별히 없습니다', '딱히 없어요', '네 없어요', '아니요', '아뇨', '괜찮아요', '됐어요', 'none', '-', '...', ''])
+    for (const t of ['네', '예', '네.', ' 네 요 ', '넵', 'ㅇㅇ', '응', '좋아요', 'OK', 'yes', '없음', '없어요', '없습니다', '없네요', '특별히 없습니다', '딱히 없어요', '네 없어요', '아니요', '아뇨', '괜찮아요', '됐어요', 'none', '-', '...', '', '없', '딱히 없'])
       expect(isNothing(t), t).toBe(true);
     for (const t of ['네 오전에 전화 주세요', '설치 진행 전에 연락 바랍니다', '없는 번호예요', '주차 공간 없어요 참고하세요', '확인 후 연락 주세요', '010-1234-5678', 'x', '요없음', '그건 없어요', '없어요 다만 오후에 와 주세요'])
       expect(isNothing(t), t).toBe(false);

@@ -36,7 +36,8 @@ describe('the journey’s stages', () => {
   it('greet: a subject that names no topic (the page’s "상담") is not quoted', async () => {
     const { view } = await load();
     const plain = '안녕하세요, maru 맞춤 상담이에요. 찾아 주셔서 감사합니다. 저희를 어떻게 알게 되셨나요?';
-    for (const subject of ['상담', ' 상담 ', '문의', '상담 문의', '일반 문의', 'Chat']) expect(view('greet', ctx({ subject })).bot, subject).toBe(plain);
+    const plainSubjects = ['상담', ' 상담 ', '문의', '상담 문의', '문의하기', '상담하기', '일반', '일반 문의', '기타', '맞춤 상담', 'Chat', 'general'];
+    for (const subject of plainSubjects) expect(view('greet', ctx({ subject })).bot, subject).toBe(plain);
     expect(view('greet', ctx({ subject: '상담원' })).bot).toContain('"상담원" 건으로');
   });
 
@@ -316,5 +317,28 @@ describe('hints after a failed answer', () => {
     expect(view('handoff', ctx({ error: 'resume_or_restart', retries: 1 })).bot).toBe(`${t}\n상담원 연결을 요청하고 있어요.`);
     expect(view('handoffContact', ctx({ error: 'invalid_phone', retries: 1 })).bot).toBe('전화번호를 숫자로 적어 주세요. (예: 010-1234-5678)\n상담원이 전화드릴게요. 연락 받으실 전화번호를 알려 주세요.');
     expect(view('handoff', ctx({ error: 'resume_or_restart', retries: 1, callbackNo: 'C', contact: 'P' })).bot).toBe(`${t}\n상담원 연결을 요청했어요 (접수번호 C). P(으)로 곧 연락드릴게요.`);
+  });
+});
+
+describe("the need in the customer's own words", () => {
+  it('is shown only when it says more than the category', async () => {
+    const { needText } = await load();
+    const { NEED_LABELS } = await import('../../src/chat/catalog.js');
+    expect(needText(ctx({ category: 'rental', need: '정수기 두 대' }))).toBe('정수기 두 대');
+    expect(needText(ctx({ category: 'rental', need: 'rental' }))).toBeUndefined();
+    expect(needText(ctx({ category: 'rental', need: NEED_LABELS.rental }))).toBeUndefined();
+    expect(needText(ctx({ need: '정수기 두 대' }))).toBeUndefined();
+    expect(needText(ctx({ category: 'rental' }))).toBeUndefined();
+    expect(needText(ctx({}))).toBeUndefined();
+  });
+});
+
+describe('the hint while editing', () => {
+  it('names the field of a refused answer, not the list to pick from', async () => {
+    const { view } = await load();
+    const editing = ctx({ name: '김민지', contact: '010-1234-5678', category: 'rental', need: 'rental', editing: true, field: 'contact', error: 'invalid_field', retries: 1 });
+    const first = view('collect', editing).bot.split('\n')[0];
+    expect(first).not.toBe('고칠 항목을 아래에서 골라 주세요. 모두 맞으면 "돌아가기"를 눌러 주세요.');
+    expect(first).toBe(view('collect', { ...editing, editing: false }).bot.split('\n')[0]);
   });
 });

@@ -265,3 +265,53 @@ describe('cancel', () => {
     expect((await service.auditLog({ limit: 10 })).map((e) => e.result)).toEqual(['malformed', 'already_redeemed', 'ok']);
   });
 });
+
+describe('the lists and offline settlement the service hands on', () => {
+  it('shows and bookings, 404 for an unknown show', async () => {
+    const { service, show } = await setup();
+    const r = await service.reserve({ show_id: show.id, seat: 'B-7', amount_paid: 10_000, holder: '수아' });
+    const shows = await service.shows({ limit: 10, offset: 0 });
+    expect(JSON.stringify(shows)).toContain(show.id);
+    const bookings = await service.bookings(show.id, { limit: 10, offset: 0 });
+    expect(JSON.stringify(bookings)).toContain(r.code);
+    expect(JSON.stringify(await service.bookings(show.id, { limit: 10, offset: 0, q: '없는사람' }))).not.toContain(r.code);
+    expect((await refusal(service.bookings('s_nope000000', { limit: 10, offset: 0 }))).code).toBe('show_not_found');
+  });
+
+  it('the signed check-in list of a show, 404 for an unknown one', async () => {
+    const { service, show } = await setup();
+    const r = await service.reserve({ show_id: show.id, seat: 'C-1', amount_paid: 0 });
+    const list = await service.checkInList(show.id);
+    expect(list.version).toEqual(expect.any(String));
+    expect(JSON.stringify(list)).toContain(show.id);
+    expect(r.code).toMatch(/^TK-/);
+    expect((await refusal(service.checkInList('s_nope000000'))).code).toBe('show_not_found');
+  });
+
+  it('settles offline scans one after another, in the order given, a result each; conflicts of a show or of all', async () => {
+    const { service, show, clock } = await setup();
+    const a = await service.reserve({ show_id: show.id, seat: 'D-1', amount_paid: 0 });
+    const b = await service.reserve({ show_id: show.id, seat: 'D-2', amount_paid: 0 });
+    const at = new Date(clock.now() - 60_000).toISOString();
+    const scans = [
+      { id: 'sc-1', code: a.code, scanned_at: at, source: 'camera' as const },
+      { id: 'sc-2', code: 'TK-99999999', scanned_at: at, source: 'manual' as const },
+      { id: 'sc-3', code: b.code, scanned_at: at, source: 'camera' as const },
+      // the same ticket again from this device: the first scan stands, this one is a conflict
+      { id: 'sc-4', code: a.code, scanned_at: at, source: 'camera' as const },
+    ];
+    const out = await service.settleOffline(scans, { device: 'dev-1', scanner: 'door', gate: 'A' });
+    expect(out.map((o) => [o.id, o.result])).toEqual([
+      ['sc-1', 'ok'],
+      ['sc-2', 'invalid'],
+      ['sc-3', 'ok'],
+      ['sc-4', 'conflict'],
+    ]);
+    expect(await service.settleOffline([], { device: 'dev-1' })).toEqual([]);
+    const mine = await service.conflicts({ limit: 10, show_id: show.id });
+    const all = await service.conflicts({ limit: 10 });
+    expect(mine.length).toBe(1);
+    expect(all).toEqual(mine);
+    expect((await refusal(service.conflicts({ limit: 10, show_id: 's_nope000000' }))).code).toBe('show_not_found');
+  });
+});
