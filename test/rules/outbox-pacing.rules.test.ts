@@ -555,6 +555,71 @@ describe('a failing store', () => {
   });
 });
 
+describe('without a logger', () => {
+  it('a failing store rejects no promise that nobody awaits (the process would end on it)', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { outbox, enqueue, hooks, advance, rec } = setup({ mail: async () => undefined, peer: heldPeer }, { leaseMs: 5000 }, false);
+      await enqueue(item('a'));
+      let claims = 0;
+      // the count of held items at start fails, and so does every settlement of a
+      hooks.before = (c) => {
+        if (c.method === 'indexCount') throw new Error('count failed');
+        if (c.method === 'update' && (c.args[0] as string[])[0] === outboxKey('a') && ++claims > 1) throw new Error('write failed');
+      };
+      outbox.start();
+      await advance(10);
+      await settle();
+      expect(outbox.inFlight).toBe(0);
+      expect(await rec('a')).toMatchObject({ attempts: 1, due: T0 + 5000 });
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('a claim found gone before the delivery ends the attempt: nothing is settled', async () => {
+    const g = gated();
+    const { outbox, enqueue, hooks, calls, advance, mem } = setup({ mail: g.deliver }, {}, false);
+    await enqueue(item('a'));
+    hooks.before = async (c) => {
+      if (c.method === 'get' && c.args[0] === outboxKey('a')) {
+        hooks.before = undefined;
+        await mem.update([], () => ({ writes: [{ op: 'del', key: outboxKey('a') }, { op: 'unindex', key: OUTBOX_DUE, member: 'a' }, { op: 'unindex', key: OUTBOX_CREATED, member: 'a' }], result: undefined }));
+      }
+    };
+    outbox.start();
+    await advance(10);
+    expect(g.calls).toEqual([]);
+    expect(outbox.inFlight).toBe(0);
+    // the claim only
+    expect(calls.filter((c) => c.method === 'update' && (c.args[0] as string[])[0] === outboxKey('a'))).toHaveLength(1);
+  });
+});
+
+describe('a start while a stop waits for a scan', () => {
+  it('runs no scan beside the one still running, and scans again once it is over', async () => {
+    const { outbox, calls, hooks, scans, advance } = setup({ mail: async () => undefined });
+    const held = gate();
+    hooks.after = (c) => (isDueQuery(c) ? held.shut : undefined);
+    outbox.start();
+    await advance(0);
+    hooks.after = undefined;
+    const stopping = outbox.stop();
+    outbox.start();
+    await advance(10);
+    expect(scans).toEqual([0]);
+    expect(calls.filter(isDueQuery)).toHaveLength(1);
+    held.open();
+    await settle();
+    await stopping;
+    await advance(1);
+    expect(scans).toEqual([0, 10]);
+  });
+});
+
 describe('paging', () => {
   const walk = (calls: Call[]) => calls.filter((c) => c.method === 'indexRange' && c.args[0] === OUTBOX_CREATED).map((c) => c.args[1]);
   const reads = (calls: Call[]) => calls.filter((c) => c.method === 'getMany').length;
