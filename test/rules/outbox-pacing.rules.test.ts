@@ -263,6 +263,22 @@ describe('the next scan', () => {
     expect(g.at).toEqual([T0, T0 + 1]);
   });
 
+  it('comes at once after a scan that started a delivery and kept an item for a peer, while another item became due', async () => {
+    const g = gated();
+    const { outbox, enqueue, hooks, advance } = setup({ mail: g.deliver, peer: heldPeer });
+    await enqueue(item('a'), item('p1', 'peer'));
+    hooks.after = async (c) => {
+      if (c.method === 'update' && (c.args[0] as string[])[0] === outboxKey('a')) {
+        hooks.after = undefined;
+        await enqueue(item('b'));
+      }
+    };
+    outbox.start();
+    await advance(10);
+    expect(g.calls).toEqual(['a', 'b']);
+    expect(g.at).toEqual([T0, T0 + 1]);
+  });
+
   it('after a kick during a scan comes at once, not at the poll', async () => {
     const g = gated();
     const { outbox, enqueue, calls, hooks, scans, advance } = setup({ mail: g.deliver });
