@@ -54,7 +54,7 @@ export const MUTATION_MAP = {
   'src/outbox/holds.ts': ['test/rules/outbox-holds.rules.test.ts'],
   'src/outbox/attempt.ts': ['test/rules/outbox-holds.rules.test.ts'],
   // test/outbox.test.ts is left out: its hub test needs dist/, which the mutation sandbox does not copy
-  'src/outbox/outbox.ts': ['test/ha/outbox-claim-fence.test.ts', 'test/rules/outbox-outbox.rules.test.ts'],
+  'src/outbox/outbox.ts': ['test/ha/outbox-claim-fence.test.ts', 'test/rules/outbox-outbox.rules.test.ts', 'test/rules/outbox-pacing.rules.test.ts'],
   'src/bus/history.ts': ['test/bus/history.test.ts', 'test/rules/bus-history.rules.test.ts'],
   'src/payment/rules.ts': ['test/payment/rules.test.ts', 'test/rules/payment-rules.rules.test.ts'],
   'src/payment/merkle.ts': ['test/payment/rules.test.ts', 'test/payment/consistency.property.test.ts', 'test/payment/wallet-verifier.property.test.ts', 'test/rules/payment-merkle.rules.test.ts'],
