@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import {
   BOUNDARY_ACCOUNT,
@@ -13,8 +13,10 @@ import {
   availableOf,
   balanceOf,
   checkAmount,
+  ledgerUpdate,
   parseAccount,
   parseTransfer,
+  readAccount,
   transferJson,
   transferKeys,
   userAccount,
@@ -22,7 +24,9 @@ import {
   type Transfer,
   type TransferInput,
 } from '../../src/payment/ledger.js';
-import type { Json } from '../../src/store/port.js';
+import { openLmdbStore } from '../../src/store/lmdb.js';
+import type { Json, Store } from '../../src/store/port.js';
+import { tempDir } from '../support/process.js';
 
 // The payment ledger's rules as pure functions over the values one update read (LedgerTx):
 // amounts 1..10^30, ids and account names bounded, no overdraft except at the bank boundary,
@@ -49,6 +53,16 @@ const code = (fn: () => unknown): string | undefined => {
     fn();
   } catch (e) {
     if (e instanceof AppError) return e.code;
+    throw e;
+  }
+  return undefined;
+};
+/** The refusal `fn` throws, as the hub's error shape sees it: kind (its HTTP status), code, message, details. */
+const refusal = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof AppError) return { kind: e.kind, code: e.code, message: e.message, details: e.details };
     throw e;
   }
   return undefined;
@@ -195,7 +209,8 @@ describe('transfers', () => {
     expect(again.replayed).toEqual(['t1']);
     expect(again.changed).toBe(false);
     expect(again.writes()).toEqual([]);
-    for (const other of [pay({ amount: 31n }), pay({ credit: 'bank' }), pay({ debit: 'bank' }), pay({ code: 'other' }), pay({ amount: 30n, pending: true })]) {
+    // each field alone differs (the rest as first given): any one of them is a conflict
+    for (const other of [pay({ amount: 31n }), pay({ amount: 30n, credit: 'bank' }), pay({ amount: 30n, debit: 'bank' }), pay({ amount: 30n, code: 'other' }), pay({ amount: 30n, pending: true })]) {
       expect(code(() => world(70n, ['t1'], stored).transfer(other)), JSON.stringify(other, (_, x) => (typeof x === 'bigint' ? String(x) : x))).toBe('transfer_id_conflict');
     }
     // a hold replayed as a hold, also after it was resolved (and as stored by older versions)
@@ -247,5 +262,203 @@ describe('transfers', () => {
     expect(hold.status).toBe('pending');
     expect(w).toContainEqual({ op: 'set', key: K.resolution('t1'), value: { id: 'r1', action: 'void' } });
     expect(w.filter((x) => x.op === 'index' && x.key === K.log).map((x) => (x as { member: string }).member)).toEqual(['t1', 'r1']);
+  });
+});
+
+describe('the key names and account names, loaded afresh', () => {
+  const load = () => {
+    vi.resetModules();
+    return import('../../src/payment/ledger.js');
+  };
+  it('a resolution has its own key beside the transfer; a challenge collateral is a sub-account of the pool', async () => {
+    const m = await load();
+    expect(m.K.resolution('p1')).toBe('pay:xres:p1');
+    expect(m.resolveKeys('p1', 'r1')).toEqual(['pay:xfer:p1', 'pay:xfer:r1', 'pay:xres:p1']);
+    expect(m.collateralAccount('c1')).toBe('collateral_pool:c1');
+    expect(m.userAccount('u1', 'collateral')).toBe('u:u1:collateral');
+  });
+});
+
+describe('optional fields are absent, not undefined', () => {
+  it('transferJson and parseTransfer leave out pending_id and meta when there are none', () => {
+    const t: Transfer = { id: 't', debit: 'a', credit: 'b', amount: 12n, code: 'fee', status: 'posted', ts: 5 };
+    expect(transferJson(t)).toStrictEqual({ id: 't', debit: 'a', credit: 'b', amount: '12', code: 'fee', status: 'posted', ts: 5 });
+    expect(parseTransfer(transferJson(t))).toStrictEqual(t);
+    expect(parseTransfer({ ...transferJson(t), pending_id: 3 })).toStrictEqual(t);
+  });
+  it('a transfer without meta has no meta key', () => {
+    const x = world(100n).transfer(pay());
+    expect(x).toStrictEqual({ id: 't1', debit: 'alice', credit: 'bob', amount: 10n, code: 'test', status: 'posted', ts: 1000 });
+  });
+});
+
+describe('refusals: kind, code and the message an API user reads', () => {
+  it('amounts', () => {
+    const m = `an amount must be a positive integer of at most 1000000000000000000000000000000 minor units`;
+    expect(refusal(() => checkAmount(0n))).toEqual({ kind: 'invalid', code: 'invalid_amount', message: m, details: undefined });
+    expect(refusal(() => world(100n).transfer(pay({ amount: MAX_AMOUNT + 1n })))).toEqual({ kind: 'invalid', code: 'invalid_amount', message: m, details: undefined });
+  });
+  it('ids, accounts, the same account twice', () => {
+    expect(refusal(() => world(100n, ['a b']).transfer(pay({ id: 'a b' })))).toEqual({
+      kind: 'invalid',
+      code: 'invalid_transfer_id',
+      message: 'a transfer id is 1 to 200 of A-Z a-z 0-9 _ : . -',
+      details: undefined,
+    });
+    expect(refusal(() => world(100n).transfer(pay({ credit: 'b b' })))).toEqual({ kind: 'invalid', code: 'invalid_account', message: 'bad account id', details: undefined });
+    expect(refusal(() => world(100n).transfer(pay({ credit: 'alice' })))).toEqual({
+      kind: 'invalid',
+      code: 'same_account',
+      message: 'debit and credit accounts must differ',
+      details: undefined,
+    });
+    expect(refusal(() => world(100n).resolve({ id: 'bad id', pending_id: 't1', action: 'post' }))).toEqual({
+      kind: 'invalid',
+      code: 'invalid_transfer_id',
+      message: 'bad transfer id',
+      details: undefined,
+    });
+  });
+  it('an overdraft names the account and the shortfall', () => {
+    expect(refusal(() => world(10n).transfer(pay({ amount: 11n })))).toEqual({
+      kind: 'conflict',
+      code: 'insufficient_balance',
+      message: 'account alice lacks 1 minor units',
+      details: { account: 'alice', shortfall: '1' },
+    });
+    // a hold counts: 100 with 60 held lacks 1 for 41
+    const t = world(100n);
+    t.transfer(pay({ amount: 60n, pending: true }));
+    expect(refusal(() => t.transfer(pay({ id: 't2', amount: 41n })))).toMatchObject({ message: 'account alice lacks 1 minor units', details: { shortfall: '1' } });
+  });
+  it('an id used with other fields, by a transfer or a resolution', () => {
+    const stored = { [K.transfer('t1')]: transferJson(world(100n).transfer(pay({ amount: 30n }))) };
+    expect(refusal(() => world(70n, ['t1'], stored).transfer(pay({ amount: 31n })))).toEqual({
+      kind: 'conflict',
+      code: 'transfer_id_conflict',
+      message: 'transfer t1 exists with other fields',
+      details: undefined,
+    });
+    const r = { id: 'r1', debit: 'alice', credit: 'bob', amount: 5n, code: 'test', status: 'post' as const, pending_id: 't1', ts: 1 };
+    expect(refusal(() => world(100n, ['r1'], { [K.transfer('r1')]: transferJson(r) }).resolve({ id: 'r1', pending_id: 't1', action: 'void' }))).toEqual({
+      kind: 'conflict',
+      code: 'transfer_id_conflict',
+      message: 'transfer r1 exists with other fields',
+      details: undefined,
+    });
+  });
+  it('no such hold; a hold already resolved names what resolved it', () => {
+    expect(refusal(() => world(100n).resolve({ id: 'r1', pending_id: 't2', action: 'post' }))).toEqual({
+      kind: 'not_found',
+      code: 'pending_not_found',
+      message: 'no pending transfer t2',
+      details: undefined,
+    });
+    const t = world(100n);
+    t.transfer(pay({ amount: 5n, pending: true }));
+    t.resolve({ id: 'r1', pending_id: 't1', action: 'post' });
+    expect(refusal(() => t.resolve({ id: 'r2', pending_id: 't1', action: 'void' }))).toEqual({
+      kind: 'conflict',
+      code: 'pending_resolved',
+      message: 'pending transfer t1 is already posted',
+      details: { resolved_by: 'r1' },
+    });
+  });
+});
+
+describe('which transfer resolved a hold', () => {
+  const hold = () => world(100n).transfer(pay({ amount: 5n, pending: true }));
+  /** A tx that read hold t1 (as stored with `status`), its accounts, `r2`, and the resolution key as `res` (left unread when absent). */
+  const read = (status: Transfer['status'], res?: { value: Json | undefined }) => {
+    const values: Record<string, Json | undefined> = {
+      [K.account('alice')]: acct('alice', 100n, 0n, 5n),
+      [K.account('bob')]: undefined,
+      [K.transfer('t1')]: transferJson({ ...hold(), status }),
+      [K.transfer('r2')]: undefined,
+    };
+    if (res) values[K.resolution('t1')] = res.value;
+    return tx(values);
+  };
+  it('a stored resolution record, by its action', () => {
+    const v = read('pending', { value: { id: 'r1', action: 'void' } });
+    expect(v.resolvedBy(v.existing('t1')!)).toEqual({ id: 'r1', action: 'void' });
+    expect(refusal(() => v.resolve({ id: 'r2', pending_id: 't1', action: 'post' }))).toEqual({
+      kind: 'conflict',
+      code: 'pending_resolved',
+      message: 'pending transfer t1 is already voided',
+      details: { resolved_by: 'r1' },
+    });
+    const p = read('pending', { value: { id: 'r1', action: 'post' } });
+    expect(p.resolvedBy(p.existing('t1')!)).toEqual({ id: 'r1', action: 'post' });
+  });
+  it("an older store's status: resolved by an unknown transfer ('?')", () => {
+    for (const [status, action, what] of [['pending_posted', 'post', 'posted'], ['pending_voided', 'void', 'voided']] as const) {
+      const w = read(status, { value: undefined });
+      expect(w.resolvedBy(w.existing('t1')!)).toEqual({ id: '?', action });
+      expect(refusal(() => w.resolve({ id: 'r2', pending_id: 't1', action: 'post' }))).toEqual({
+        kind: 'conflict',
+        code: 'pending_resolved',
+        message: `pending transfer t1 is already ${what}`,
+        details: { resolved_by: '?' },
+      });
+    }
+  });
+  it('only a record with a transfer id resolves: null, an array or a record without id leave the hold open', () => {
+    for (const value of [null, ['r1'], {}, { action: 'post' }, { id: 7, action: 'post' }, 'r1'] as Json[]) {
+      const w = read('pending', { value });
+      expect(w.resolvedBy(w.existing('t1')!), JSON.stringify(value)).toBeUndefined();
+      expect(w.resolve({ id: 'r2', pending_id: 't1', action: 'post' }).status).toBe('post');
+    }
+  });
+  it('refuses to judge a hold whose resolution key the update did not read', () => {
+    const w = read('pending');
+    expect(() => w.resolve({ id: 'r2', pending_id: 't1', action: 'post' })).toThrow(new Error('ledger: resolution of t1 was not read by this update'));
+  });
+});
+
+describe('a transfer input is judged by its transfer fields', () => {
+  it('an input object carrying other properties (action, pending_id) replays as the same transfer', () => {
+    const first = world(100n).transfer(pay({ amount: 30n }));
+    const wider = { ...pay({ amount: 30n }), action: 'post' as const };
+    const again = world(70n, ['t1'], { [K.transfer('t1')]: transferJson(first) });
+    expect(again.transfer(wider)).toEqual(first);
+    const other = { ...pay({ amount: 30n }), pending_id: 'p' };
+    expect(world(70n, ['t1'], { [K.transfer('t1')]: transferJson(first) }).transfer(other)).toEqual(first);
+  });
+});
+
+describe('on a store (LMDB)', () => {
+  const stores: Store[] = [];
+  afterAll(() => Promise.all(stores.map((s) => s.close())));
+  async function store() {
+    const s = await openLmdbStore({ path: tempDir('pay-ledger') });
+    stores.push(s);
+    return s;
+  }
+  it('ledgerUpdate: one update with the ledger writes and the caller own; get reads only what was read', async () => {
+    const s = await store();
+    await s.set('extra', { n: 1 });
+    const t = { id: 't1', debit: BOUNDARY_ACCOUNT, credit: 'alice', amount: 40n, code: 'onramp' };
+    const seen = await ledgerUpdate(s, () => 77, [...transferKeys([t]), 'extra', K.account('alice')], (x, get) => {
+      x.transfer(t);
+      expect(() => get('not-read')).toThrow(new Error('ledger update: key not-read was not read'));
+      return { writes: [{ op: 'set', key: 'mine', value: 'written' }], result: get('extra') };
+    });
+    expect(seen).toEqual({ n: 1 });
+    expect(await s.get('mine')).toBe('written');
+    expect(await readAccount(s, 'alice')).toEqual({ id: 'alice', credits_posted: 40n, debits_posted: 0n, debits_pending: 0n, credits_pending: 0n });
+    expect(await readAccount(s, BOUNDARY_ACCOUNT)).toEqual({ id: 'bank', credits_posted: 0n, debits_posted: 40n, debits_pending: 0n, credits_pending: 0n });
+    expect(parseTransfer(await s.get(K.transfer('t1')))).toStrictEqual({ ...t, status: 'posted', ts: 77 });
+    // an account never written reads as zero
+    expect(await readAccount(s, 'nobody')).toEqual({ id: 'nobody', credits_posted: 0n, debits_posted: 0n, debits_pending: 0n, credits_pending: 0n });
+  });
+  it('a refusal inside the update writes nothing, neither the ledger nor the caller', async () => {
+    const s = await store();
+    const t = { id: 't1', debit: 'alice', credit: 'bob', amount: 1n, code: 'x' };
+    await expect(ledgerUpdate(s, () => 1, transferKeys([t]), (x) => (x.transfer(t), { writes: [{ op: 'set', key: 'mine', value: 1 }], result: 0 }))).rejects.toMatchObject({
+      code: 'insufficient_balance',
+    });
+    expect(await s.get('mine')).toBeUndefined();
+    expect(await s.get(K.transfer('t1'))).toBeUndefined();
   });
 });
