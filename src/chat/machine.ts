@@ -131,13 +131,6 @@ const fieldValue = (field: Field | undefined, e: AnswerEvent): string | null | u
   }
 };
 
-const ERROR_OF: Record<Field, string> = {
-  name: 'invalid_name',
-  contact: 'invalid_phone',
-  email: 'invalid_email',
-  memo: 'invalid_memo',
-};
-
 /** A failed answer: count it and remember why; the stage stays. */
 const retry = (error: string) => set(({ context }: Ctx) => ({ retries: context.retries + 1, error }));
 const moved = { retries: 0, error: undefined } as const;

@@ -1,12 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { createActor } from 'xstate';
-import { FIELDS, MACHINE_VERSION, MAX_RETRIES, STAGES, chatMachine, stageCode, type ChatEvent } from '../../src/chat/machine.js';
+import type { ChatEvent } from '../../src/chat/machine.js';
 
 // The guided conversation (doc1 "Conversation stages": the stages run in the order listed), driven
 // through XState's public actor API: each stage's move, the retry limit on both sides, hand-offs.
+// The machine is built when its module loads: each test loads it afresh, so a change that breaks
+// building it fails the tests instead of the file's collection.
+let M: typeof import('../../src/chat/machine.js');
+beforeEach(async () => {
+  vi.resetModules();
+  M = await import('../../src/chat/machine.js');
+});
 
 function actor(referredBy?: string) {
-  const a = createActor(chatMachine, { input: { subject: 'web:1', ...(referredBy ? { referredBy } : {}) } });
+  const a = createActor(M.chatMachine, { input: { subject: 'web:1', ...(referredBy ? { referredBy } : {}) } });
   a.start();
   return a;
 }
@@ -29,12 +36,12 @@ function toCollect(): Actor {
 
 describe('conversation stages', () => {
   it('ten stages in the document order, codes from 1; hand-off states are code 0', () => {
-    expect(STAGES).toEqual(['greet', 'need', 'recommend', 'collect', 'confirm', 'received', 'track', 'upsell', 'referral', 'sharing']);
-    STAGES.forEach((s, i) => expect(stageCode(s)).toBe(i + 1));
-    expect(stageCode('handoff')).toBe(0);
-    expect(stageCode('handoffContact')).toBe(0);
-    expect(MACHINE_VERSION).toBe(1);
-    expect(FIELDS).toEqual(['name', 'contact', 'email', 'memo']);
+    expect(M.STAGES).toEqual(['greet', 'need', 'recommend', 'collect', 'confirm', 'received', 'track', 'upsell', 'referral', 'sharing']);
+    M.STAGES.forEach((s, i) => expect(M.stageCode(s)).toBe(i + 1));
+    expect(M.stageCode('handoff')).toBe(0);
+    expect(M.stageCode('handoffContact')).toBe(0);
+    expect(M.MACHINE_VERSION).toBe(1);
+    expect(M.FIELDS).toEqual(['name', 'contact', 'email', 'memo']);
   });
 
   it('the whole journey, in order, with the receipt owed once the summary is confirmed', () => {
@@ -135,7 +142,7 @@ describe('conversation stages', () => {
   });
 
   it('two failed answers are asked again; the third hands off to a person', () => {
-    expect(MAX_RETRIES).toBe(3);
+    expect(M.MAX_RETRIES).toBe(3);
     const a = actor();
     send(a, { text: '???' });
     expect([at(a), ctx(a).retries, ctx(a).error]).toEqual(['greet', 1, 'unknown_source']);

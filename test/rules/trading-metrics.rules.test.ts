@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Candles } from '../../src/trading/candles.js';
 import type { RawRun, TradeLog } from '../../src/trading/engine.js';
-import { PROFIT_FACTOR_CAP, TRADING_DAYS, computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows } from '../../src/trading/metrics.js';
+import { PROFIT_FACTOR_CAP, TRADING_DAYS, computeMetrics, equityCurve, monthlyPerformance, sessionCloseIndices, sharpeOf, tradeRows } from '../../src/trading/metrics.js';
 
 // Result metrics of a backtest (doc2 "Result content": win rate, profit factor, Sharpe ratio,
 // maximum drawdown, monthly performance, equity curve), each on a case where a wrong formula
@@ -148,6 +148,10 @@ describe('computeMetrics', () => {
     expect(two.max_drawdown_usd).toBe(1900);
     const mixed = computeMetrics(run([1000, 4000, 3000, 500, 450]), candles([0, 0, 0, 0, 0]));
     expect(mixed.max_drawdown_usd).toBe(3550);
+    // two stretches, each ended by a new peak: the deeper first one stays the maximum
+    const later = computeMetrics(run([500, 1100, 1000, 1200]), candles([0, 0, 0, 0]));
+    expect(later.max_drawdown).toBe(0.5);
+    expect(later.max_drawdown_usd).toBe(500);
     const up = computeMetrics(run([1000, 1100, 1200]), candles([0, 0, 0]));
     expect(up.max_drawdown).toBe(0);
     expect(up.max_drawdown_usd).toBe(0);
@@ -260,5 +264,16 @@ describe('equity curve and trade rows', () => {
     ]);
     expect(tradeRows(run([1000], { trades: log }), cs, 1, 1)).toHaveLength(1);
     expect(tradeRows(run([1000], { trades: log }), cs, 1, 0)).toEqual([]);
+  });
+});
+
+describe('the session closes of a range', () => {
+  it('are the last bar of each trading day inside the range, counted from its first bar, for each range apart', () => {
+    const cs = candles([0, 0, 1, 1, 1, 2, 3, 3]);
+    expect(Array.from(sessionCloseIndices(cs, 0, 8))).toEqual([1, 4, 5, 7]);
+    // the same candles, another range: not the cached answer of the first
+    expect(Array.from(sessionCloseIndices(cs, 3, 8))).toEqual([1, 2, 4]);
+    expect(Array.from(sessionCloseIndices(cs, 0, 4))).toEqual([1, 3]);
+    expect(Array.from(sessionCloseIndices(cs, 2, 2))).toEqual([]);
   });
 });
