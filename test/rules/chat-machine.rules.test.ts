@@ -416,3 +416,92 @@ describe('the summary before registration (confirm)', () => {
     expect([at(a), ctx(a).name]).toEqual(['confirm', '김영희']);
   });
 });
+
+describe('each guard on both sides', () => {
+  it('received, track, upsell and referral ask again on anything but yes or no; a yes or no moves on with the count cleared', () => {
+    const a = toConfirm();
+    send(a, { yes: true });
+    send(a, { type: 'REGISTERED', receiptNo: 'R1', customerId: 1 });
+    for (const [stage, answer, next] of [
+      ['received', { yes: false, progress: { status: 'received', label: '접수' } }, 'track'],
+      ['track', { yes: true }, 'upsell'],
+      ['upsell', { yes: false }, 'referral'],
+      ['referral', { yes: false }, 'sharing'],
+    ] as const) {
+      expect(at(a)).toBe(stage);
+      send(a, { text: '글쎄요' });
+      expect([at(a), ctx(a).error, ctx(a).retries], stage).toEqual([stage, 'yes_or_no', 1]);
+      send(a, answer);
+      expect([at(a), ctx(a).error, ctx(a).retries], stage).toEqual([next, undefined, 0]);
+    }
+    expect(ctx(a)).toMatchObject({ progress: { status: 'received', label: '접수' }, upsellAccepted: false, referral: false });
+  });
+
+  it('a product chosen again from the summary goes back to it with the count cleared', () => {
+    const a = toConfirm();
+    send(a, { change: true });
+    send(a, { edit: 'product' });
+    send(a, { need: 'butler' });
+    send(a, { text: '음' });
+    expect([at(a), ctx(a).error, ctx(a).retries]).toEqual(['recommend', 'yes_or_no', 1]);
+    send(a, { yes: true });
+    expect([at(a), ctx(a).error, ctx(a).retries, ctx(a).category]).toEqual(['confirm', undefined, 0, 'butler']);
+  });
+
+  it('the summary: a resume closes only an open list; a change or a no opens only a closed one', () => {
+    const a = toConfirm();
+    send(a, { resume: true });
+    expect([at(a), ctx(a).editing, ctx(a).error, ctx(a).retries]).toEqual(['confirm', undefined, 'confirm_or_change', 1]);
+    send(a, { change: true });
+    expect([at(a), ctx(a).editing, ctx(a).error, ctx(a).retries]).toEqual(['confirm', true, undefined, 0]);
+    send(a, { change: true });
+    expect([at(a), ctx(a).editing, ctx(a).error, ctx(a).retries]).toEqual(['confirm', true, 'confirm_or_change', 1]);
+    send(a, { yes: false });
+    expect([at(a), ctx(a).editing, ctx(a).error, ctx(a).retries]).toEqual(['confirm', true, 'confirm_or_change', 2]);
+    send(a, { resume: true });
+    expect([at(a), ctx(a).editing, ctx(a).error, ctx(a).retries]).toEqual(['confirm', undefined, undefined, 0]);
+    send(a, { yes: false });
+    expect([at(a), ctx(a).editing, ctx(a).retries]).toEqual(['confirm', true, 0]);
+  });
+
+  it('a line named on the closed summary is changed only with a change or a no, the product line too', () => {
+    for (const edit of ['product', 'memo'] as const) {
+      const bare = toConfirm();
+      send(bare, { edit });
+      expect([at(bare), ctx(bare).error, ctx(bare).retries], edit).toEqual(['confirm', 'confirm_or_change', 1]);
+      const yes = toConfirm();
+      send(yes, { edit, yes: true });
+      expect([at(yes), ctx(yes).pending], edit).toEqual(['received', 'receipt']);
+    }
+    for (const e of [{ change: true }, { yes: false }]) {
+      const p = toConfirm();
+      send(p, { edit: 'product', ...e });
+      expect([at(p), ctx(p).category, ctx(p).upsellCode, ctx(p).field, ctx(p).editing, ctx(p).review]).toEqual(['need', undefined, undefined, undefined, undefined, true]);
+      const m = toConfirm();
+      send(m, { edit: 'memo', ...e });
+      expect([at(m), ctx(m).field, ctx(m).editing, ctx(m).category]).toEqual(['collect', 'memo', undefined, 'rental']);
+    }
+  });
+
+  it('with a callback registered: a second one is not taken, and the third failure hands off with its reason and the stage kept', () => {
+    const a = toConfirm();
+    send(a, { handoff: true });
+    send(a, { type: 'CALLBACK_REGISTERED', receiptNo: 'C1' });
+    expect([at(a), ctx(a).callbackNo, ctx(a).pending]).toEqual(['handoff', 'C1', undefined]);
+    send(a, { type: 'CALLBACK_REGISTERED', receiptNo: 'C2' });
+    expect(ctx(a).callbackNo).toBe('C1');
+    send(a, { resume: true });
+    send(a, { text: '?' });
+    send(a, { text: '?' });
+    expect([at(a), ctx(a).retries]).toEqual(['confirm', 2]);
+    send(a, { text: '?' });
+    expect([at(a), ctx(a).returnTo, ctx(a).error, ctx(a).retries, ctx(a).pending]).toEqual(['handoff', 'confirm', 'too_many_tries', 0, undefined]);
+    send(a, { type: 'CALLBACK_REGISTERED', receiptNo: 'C3' });
+    expect(ctx(a).callbackNo).toBe('C1');
+    send(a, { resume: true });
+    expect([at(a), ctx(a).returnTo, ctx(a).error]).toEqual(['confirm', undefined, undefined]);
+    // asked for again by choice: shown again, no reason given
+    send(a, { handoff: true });
+    expect([at(a), ctx(a).returnTo, ctx(a).error, ctx(a).pending]).toEqual(['handoff', 'confirm', undefined, undefined]);
+  });
+});
