@@ -209,3 +209,35 @@ describe('search', () => {
     expect(idx.slugs()).toEqual(['d']);
   });
 });
+
+describe('words that mix scripts, and the first match', () => {
+  it('a word is Latin only when all of it is: a Korean particle glued to a Latin word is split into bigrams', () => {
+    const idx = new SearchIndex();
+    idx.upsert(doc('api', 'API 안내', 'maru API가 응답합니다'));
+    idx.upsert(doc('mix', '혼합', '한국maru 서비스'));
+    // the bigrams across the script boundary find the word from its middle
+    expect(idx.search('PI가').map((h) => h.slug)).toEqual(['api']);
+    expect(idx.search('국ma').map((h) => h.slug)).toEqual(['mix']);
+    // a Latin word on its own is still matched as a prefix
+    expect(idx.search('mar').map((h) => h.slug)).toContain('api');
+  });
+
+  it('every query word must occur as written, not only its bigrams', () => {
+    const idx = new SearchIndex();
+    idx.upsert(doc('apart', '나뉨', '가나 나다 maru'));
+    idx.upsert(doc('whole', '붙음', '가나다 maru'));
+    expect(idx.search('가나다 maru').map((h) => h.slug)).toEqual(['whole']);
+    expect(idx.search('maru').map((h) => h.slug).sort()).toEqual(['apart', 'whole']);
+  });
+
+  it('the snippet is around the earliest match of any query word, the start of the text included', () => {
+    const idx = new SearchIndex();
+    const body = `kiwi ${'a'.repeat(200)} lemon ${'b'.repeat(200)}`;
+    idx.upsert(doc('fruit', 'fruit', body));
+    // both words: the snippet starts at kiwi (offset 0), whichever word is asked first
+    for (const q of ['kiwi lemon', 'lemon kiwi']) expect(idx.search(q)[0]!.snippet.startsWith('<mark>kiwi</mark>'), q).toBe(true);
+    const late = `${'c'.repeat(100)} plum ${'d'.repeat(100)} pear ${'e'.repeat(100)}`;
+    idx.upsert(doc('late', 'late', late));
+    for (const q of ['plum pear', 'pear plum']) expect(idx.search(q)[0]!.snippet, q).toBe(`…${'c'.repeat(59)} <mark>plum</mark> ${'d'.repeat(100)} <mark>pear</mark> ${'e'.repeat(9)}…`);
+  });
+});
