@@ -238,6 +238,9 @@ describe('words that mix scripts, and the first match', () => {
     for (const q of ['kiwi lemon', 'lemon kiwi']) expect(idx.search(q)[0]!.snippet.startsWith('<mark>kiwi</mark>'), q).toBe(true);
     const late = `${'c'.repeat(100)} plum ${'d'.repeat(100)} pear ${'e'.repeat(100)}`;
     idx.upsert(doc('late', 'late', late));
+    // a word found only in the title leaves the snippet at the body's match
+    idx.upsert(doc('titled', 'grape', `${'f'.repeat(200)} melon ${'g'.repeat(100)}`));
+    for (const q of ['melon grape', 'grape melon']) expect(idx.search(q)[0]!.snippet.startsWith(`…${'f'.repeat(59)} <mark>melon</mark>`), q).toBe(true);
     for (const q of ['plum pear', 'pear plum']) expect(idx.search(q)[0]!.snippet, q).toBe(`…${'c'.repeat(59)} <mark>plum</mark> ${'d'.repeat(100)} <mark>pear</mark> ${'e'.repeat(9)}…`);
   });
 });
