@@ -166,6 +166,16 @@ function setup(deliver: Record<string, Deliver>, extra: Partial<OutboxOptions> =
   return { mem, store, calls, hooks, logs, outbox, scans, enqueue, rec, advance };
 }
 
+/** Enqueues `next` (with no kick) while the update that claims item `id` runs, once. */
+function enqueueWhileClaiming(hooks: { after?: (c: Call) => void | Promise<void> }, enqueue: (...items: OutboxItem[]) => Promise<unknown>, id: string, next: OutboxItem): void {
+  hooks.after = async (c) => {
+    if (c.method === 'update' && (c.args[0] as string[])[0] === outboxKey(id)) {
+      hooks.after = undefined;
+      await enqueue(next);
+    }
+  };
+}
+
 describe('the poll', () => {
   it('scans every pollMs while nothing is due: 1000 ms by default', async () => {
     const { outbox, scans, advance } = setup({ mail: async () => undefined });
@@ -251,12 +261,7 @@ describe('the next scan', () => {
     const { outbox, enqueue, hooks, advance } = setup({ mail: g.deliver });
     await enqueue(item('a'));
     // b is enqueued (with no kick) while a is being claimed
-    hooks.after = async (c) => {
-      if (c.method === 'update' && (c.args[0] as string[])[0] === outboxKey('a')) {
-        hooks.after = undefined;
-        await enqueue(item('b'));
-      }
-    };
+    enqueueWhileClaiming(hooks, enqueue, 'a', item('b'));
     outbox.start();
     await advance(10);
     expect(g.calls).toEqual(['a', 'b']);
@@ -267,12 +272,7 @@ describe('the next scan', () => {
     const g = gated();
     const { outbox, enqueue, hooks, advance } = setup({ mail: g.deliver, peer: heldPeer });
     await enqueue(item('a'), item('p1', 'peer'));
-    hooks.after = async (c) => {
-      if (c.method === 'update' && (c.args[0] as string[])[0] === outboxKey('a')) {
-        hooks.after = undefined;
-        await enqueue(item('b'));
-      }
-    };
+    enqueueWhileClaiming(hooks, enqueue, 'a', item('b'));
     outbox.start();
     await advance(10);
     expect(g.calls).toEqual(['a', 'b']);

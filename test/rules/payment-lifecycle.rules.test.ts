@@ -5,6 +5,7 @@ import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store, Write } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { refusal } from '../support/refusal.js';
+import { recordingStore } from '../support/recording-store.js';
 
 // The challenge engine (src/payment/lifecycle.ts; docs/payment.md "Challenges"): active -> failed |
 // passed -> funded -> withdrawn. A failed challenge pays learning credit = entry fee x 0.3, rounded
@@ -50,25 +51,7 @@ async function world(opts: { deductPercent?: bigint; noKick?: boolean } = {}) {
   const m = await load();
   const raw = await openLmdbStore({ path: tempDir('lifecycle-rules') });
   stores.push(raw);
-  const writes: Write[] = [];
-  const store = new Proxy(raw, {
-    get(target, prop) {
-      if (prop === 'update') {
-        return (keys: string[], fn: (cur: (Json | undefined)[]) => unknown, o?: unknown) =>
-          (target.update as (...a: unknown[]) => Promise<unknown>)(
-            keys,
-            (cur: (Json | undefined)[]) => {
-              const plan = fn(cur) as { writes?: Write[] };
-              writes.push(...(plan.writes ?? []));
-              return plan;
-            },
-            ...(o === undefined ? [] : [o]),
-          );
-      }
-      const v = (target as unknown as Record<string | symbol, unknown>)[prop];
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  const { store, writes } = recordingStore(raw);
   const clock = new ManualClock(T0);
   let kicks = 0;
   const peg = new m.PegService([source('p0'), source('p1'), source('p2')], { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });

@@ -9,9 +9,10 @@ import { RK, verifyReceiptChain } from '../../src/payment/receipts.js';
 import { DEFAULT_RULES, payoutAt, payoutUnits, payoutWeekOf, split } from '../../src/payment/rules.js';
 import { PaymentService, PK } from '../../src/payment/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
-import type { Json, Store, Write } from '../../src/store/port.js';
+import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { refusal } from '../support/refusal.js';
+import { recordingStore } from '../support/recording-store.js';
 
 // The weekly payout (src/payment/payouts.ts; docs/payment.md "Payouts"): realized P&L x scale x
 // discipline x peg, 80/20 for a passed challenge and 90/10 for a funded one; exactly once per
@@ -43,25 +44,7 @@ async function world(opts: Opts = {}) {
   const { PayoutService } = await load();
   const raw = await openLmdbStore({ path: tempDir('payouts-rules') });
   stores.push(raw);
-  const writes: Write[] = [];
-  const store = new Proxy(raw, {
-    get(target, prop) {
-      if (prop === 'update') {
-        return (keys: string[], fn: (cur: (Json | undefined)[]) => unknown, o?: unknown) =>
-          (target.update as (...a: unknown[]) => Promise<unknown>)(
-            keys,
-            (cur: (Json | undefined)[]) => {
-              const plan = fn(cur) as { writes?: Write[] };
-              writes.push(...(plan.writes ?? []));
-              return plan;
-            },
-            ...(o === undefined ? [] : [o]),
-          );
-      }
-      const v = (target as unknown as Record<string | symbol, unknown>)[prop];
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  const { store, writes } = recordingStore(raw);
   const clock = new ManualClock(T0);
   const published: { channel: string; msg: unknown }[] = [];
   let kicks = 0;
