@@ -54,7 +54,7 @@ const settingsArb = fc
     contracts: fc.integer({ min: 1, max: 3 }),
     slippage_ticks: fc.integer({ min: 0, max: 2 }),
     commission: fc.constantFrom(0, 0.5, 2.5),
-    stops: fc.constantFrom('points', 'atr', 'none', 'mixed'),
+    stops: fc.constantFrom('points', 'atr', 'none', 'mixed', 'atr-stop'),
     sl: fc.integer({ min: 1, max: 16 }).map((q) => q / 4),
     tp: fc.integer({ min: 1, max: 24 }).map((q) => q / 4),
     atrMult: fc.constantFrom(0.5, 1, 2),
@@ -87,6 +87,8 @@ const settingsArb = fc
     if (r.stops === 'atr') Object.assign(s, { stop_loss_atr: r.atrMult, take_profit_atr: r.atrMult * 1.5 });
     if (r.stops === 'none') Object.assign(s, { stop_loss_atr: 0, take_profit_atr: 0 });
     if (r.stops === 'mixed') Object.assign(s, { stop_loss_points: r.sl, stop_loss_atr: r.atrMult, take_profit_atr: r.atrMult });
+    // the stop in ATR multiples, the target in points
+    if (r.stops === 'atr-stop') Object.assign(s, { stop_loss_atr: r.atrMult, take_profit_points: r.tp });
     return settingsSchema.parse(JSON.parse(JSON.stringify(s)));
   });
 
@@ -96,6 +98,8 @@ const caseArb = barsArb.chain((bars) =>
     actions: fc.array(actionArb, { minLength: bars.length, maxLength: bars.length }),
     settings: settingsArb,
     tradeFrom: fc.integer({ min: 0, max: Math.floor(bars.length / 3) }),
+    // a tick of 0.01 or 0.1 and a point value of 1,000 or 100 make the order of a product show in its last bits
+    symbol: fc.constantFrom('ES' as const, 'CL' as const, 'GC' as const),
     cut: fc.integer({ min: 1, max: bars.length - 1 }),
   }),
 );
@@ -129,8 +133,8 @@ function streamed(cs: Candles, settings: Settings, range: { from: number; tradeF
 describe('the streaming engine and the batch loop', () => {
   it('agree to the bit on every run', () => {
     fc.assert(
-      fc.property(caseArb, ({ bars, actions, settings, tradeFrom }) => {
-        const cs = candlesFromRows('ES', bars);
+      fc.property(caseArb, ({ bars, actions, settings, tradeFrom, symbol }) => {
+        const cs = candlesFromRows(symbol, bars);
         const range = { from: 0, tradeFrom, to: bars.length };
         const acts = Int8Array.from(actions);
         const batch = new Engine(cs, settings, range).runActions(acts);
@@ -254,6 +258,9 @@ describe('a level crossed at the open or inside the bar, in both engines', () =>
     expect(exitOf(LONG, { o: 100, h: 101, l: 98, c: 100 })).toEqual([2, 98, 'stop_loss']);
     expect(exitOf(LONG, { o: 100, h: 104, l: 97, c: 100 })).toEqual([2, 98, 'stop_loss']);
     expect(exitOf(LONG, { o: 100, h: 102.75, l: 98.25, c: 100 })).toEqual([3, 100, 'end']);
+    // a level touched exactly inside the bar
+    expect(exitOf(LONG, { o: 100, h: 103, l: 99, c: 101 })).toEqual([2, 103, 'take_profit']);
+    expect(exitOf(LONG, { o: 100, h: 101, l: 98, c: 99 })).toEqual([2, 98, 'stop_loss']);
     // with a tick of slippage: entry 100.25, stop 98.25 filled a tick lower, the target as it is
     expect(exitOf(LONG, { o: 97, h: 97.5, l: 96, c: 97 }, 1)).toEqual([2, 96.75, 'stop_loss']);
     expect(exitOf(LONG, { o: 100, h: 101, l: 98, c: 100 }, 1)).toEqual([2, 98, 'stop_loss']);
@@ -269,6 +276,8 @@ describe('a level crossed at the open or inside the bar, in both engines', () =>
     expect(exitOf(SHORT, { o: 100, h: 101, l: 96.5, c: 99 })).toEqual([2, 97, 'take_profit']);
     expect(exitOf(SHORT, { o: 100, h: 102, l: 99, c: 100 })).toEqual([2, 102, 'stop_loss']);
     expect(exitOf(SHORT, { o: 100, h: 103, l: 96, c: 100 })).toEqual([2, 102, 'stop_loss']);
+    // the target touched exactly by the low
+    expect(exitOf(SHORT, { o: 100, h: 101, l: 97, c: 99 })).toEqual([2, 97, 'take_profit']);
     expect(exitOf(SHORT, { o: 103, h: 104, l: 102.5, c: 103 }, 1)).toEqual([2, 103.25, 'stop_loss']);
     expect(exitOf(SHORT, { o: 100, h: 102, l: 99, c: 100 }, 1)).toEqual([2, 102, 'stop_loss']);
   });
@@ -289,5 +298,31 @@ describe('a strategy run', () => {
     const run = new Engine(cs, settings).run(strategy());
     expect(direct.trades.n).toBeGreaterThan(2);
     expect(runView(run)).toEqual(runView(direct));
+  });
+});
+
+describe('the close-out at the end of a run', () => {
+  it('counts toward the day: one risk stop when its losses reach the limit, commissions included, however many positions close', () => {
+    // two longs at 100 (max 2), closed at the last close 99: 2 x (-50 - 2 x 2.5) = -110 with commissions
+    const flat = (o: number) => ({ o, h: o, l: o, c: o });
+    const rows = [flat(100), flat(100), flat(100), flat(99)];
+    const acts = [LONG, LONG, NONE, NONE];
+    const run = (limit: number) => {
+      const cs = candlesFromRows('ES', rows);
+      const settings = settingsSchema.parse({ capital: 10_000, slippage_ticks: 0, commission: 2.5, max_positions: 2, stop_loss_atr: 0, take_profit_atr: 0, daily_loss_limit: limit });
+      const a = Int8Array.from(acts);
+      const batch = new Engine(cs, settings).runActions(a);
+      const { run: stepped } = streamed(cs, settings, { from: 0, tradeFrom: 0, to: rows.length }, a);
+      expect(runView(stepped)).toEqual(runView(batch));
+      return batch;
+    };
+    const at = run(110);
+    expect(Array.from(at.trades.pnl)).toEqual([-55, -55]);
+    expect(at.riskStops).toBe(1);
+    // without the commissions the loss (100) would not reach 105
+    expect(run(105).riskStops).toBe(1);
+    expect(run(110.01).riskStops).toBe(0);
+    // reached at the first position already: still one stop
+    expect(run(50).riskStops).toBe(1);
   });
 });
