@@ -63,11 +63,12 @@ describe.skipIf(!hasBrowser)('journey: the applicant follows the application on 
     // the readable table at any width: no syllable-per-line wrapping in the rows
     // (the rows are drawn again by the live update of the rejection: judged once the table is settled)
     const wrapping = () => page.$$eval('#rows tr.app td', (tds) => tds.filter((td) => !td.isConnected || getComputedStyle(td).whiteSpace !== 'nowrap').map((td) => `${td.textContent}: ${getComputedStyle(td).whiteSpace}`));
-    await page.waitForFunction(() => {
-      const tds = [...document.querySelectorAll('#rows tr.app td')];
-      return tds.length > 0 && tds.every((td) => getComputedStyle(td).whiteSpace === 'nowrap');
-    }, undefined, { timeout: 20_000 }).catch(() => undefined);
-    expect(await wrapping()).toEqual([]);
+    // asked again until it holds or 20 s pass: a redraw between the wait and the question (a document
+    // without its window computes no style) once failed a check made a single time
+    await expect.poll(async () => {
+      const rows = await page.$$eval('#rows tr.app td', (tds) => tds.length);
+      return rows > 0 ? wrapping() : ['no rows yet'];
+    }, { timeout: 20_000, interval: 250 }).toEqual([]);
     await page.close();
   }
 
