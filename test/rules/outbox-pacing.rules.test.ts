@@ -166,6 +166,16 @@ function setup(deliver: Record<string, Deliver>, extra: Partial<OutboxOptions> =
   return { mem, store, calls, hooks, logs, outbox, scans, enqueue, rec, advance };
 }
 
+/** Removes item `id` (delivered by another process) just before this one reads its claim back, once. */
+function removeBeforeClaimRead(hooks: { before?: (c: Call) => void | Promise<void> }, mem: Store, id: string): void {
+  hooks.before = async (c) => {
+    if (c.method === 'get' && c.args[0] === outboxKey(id)) {
+      hooks.before = undefined;
+      await mem.update([], () => ({ writes: [{ op: 'del', key: outboxKey(id) }, { op: 'unindex', key: OUTBOX_DUE, member: id }, { op: 'unindex', key: OUTBOX_CREATED, member: id }], result: undefined }));
+    }
+  };
+}
+
 /** Enqueues `next` (with no kick) while the update that claims item `id` runs, once. */
 function enqueueWhileClaiming(hooks: { after?: (c: Call) => void | Promise<void> }, enqueue: (...items: OutboxItem[]) => Promise<unknown>, id: string, next: OutboxItem): void {
   hooks.after = async (c) => {
@@ -547,12 +557,7 @@ describe('a failing store', () => {
     const { outbox, enqueue, hooks, logs, advance, mem } = setup({ mail: g.deliver });
     await enqueue(item('a'));
     // another process re-claimed and delivered the item just before this one reads its claim back
-    hooks.before = async (c) => {
-      if (c.method === 'get' && c.args[0] === outboxKey('a')) {
-        hooks.before = undefined;
-        await mem.update([], () => ({ writes: [{ op: 'del', key: outboxKey('a') }, { op: 'unindex', key: OUTBOX_DUE, member: 'a' }, { op: 'unindex', key: OUTBOX_CREATED, member: 'a' }], result: undefined }));
-      }
-    };
+    removeBeforeClaimRead(hooks, mem, 'a');
     outbox.start();
     await advance(10);
     expect(g.calls).toEqual([]);
@@ -600,12 +605,7 @@ describe('without a logger', () => {
     const g = gated();
     const { outbox, enqueue, hooks, calls, advance, mem } = setup({ mail: g.deliver }, {}, false);
     await enqueue(item('a'));
-    hooks.before = async (c) => {
-      if (c.method === 'get' && c.args[0] === outboxKey('a')) {
-        hooks.before = undefined;
-        await mem.update([], () => ({ writes: [{ op: 'del', key: outboxKey('a') }, { op: 'unindex', key: OUTBOX_DUE, member: 'a' }, { op: 'unindex', key: OUTBOX_CREATED, member: 'a' }], result: undefined }));
-      }
-    };
+    removeBeforeClaimRead(hooks, mem, 'a');
     outbox.start();
     await advance(10);
     expect(g.calls).toEqual([]);

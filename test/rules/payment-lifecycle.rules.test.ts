@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import type { PriceSample, PriceSource } from '../../src/payment/peers.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store, Write } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { refusal } from '../support/refusal.js';
 import { recordingStore } from '../support/recording-store.js';
+import { flatPriceSource } from '../support/payment.js';
 
 // The challenge engine (src/payment/lifecycle.ts; docs/payment.md "Challenges"): active -> failed |
 // passed -> funded -> withdrawn. A failed challenge pays learning credit = entry fee x 0.3, rounded
@@ -36,14 +36,7 @@ const UNIT = 1_000_000n;
 const stores: Store[] = [];
 afterAll(() => Promise.all(stores.map((s) => s.close())));
 
-const source = (name: string): PriceSource => ({
-  name,
-  quotes: async (from: number, to: number) => {
-    const out: PriceSample[] = [];
-    for (let t = from - (from % 30_000); t <= to; t += 30_000) out.push({ t, price: 1380 });
-    return out;
-  },
-});
+const source = (name: string) => flatPriceSource(name);
 
 type Rec = Record<string, Json>;
 

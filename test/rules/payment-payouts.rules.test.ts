@@ -3,7 +3,6 @@ import { ManualClock } from '../../src/clock.js';
 import { Idempotency } from '../../src/idempotency.js';
 import { K, ledgerUpdate, readAccount, transferKeys, userAccount, availableOf, balanceOf } from '../../src/payment/ledger.js';
 import { ChallengeLifecycle, PNL } from '../../src/payment/lifecycle.js';
-import type { PriceSample, PriceSource } from '../../src/payment/peers.js';
 import { PegService } from '../../src/payment/peg.js';
 import { RK, verifyReceiptChain } from '../../src/payment/receipts.js';
 import { DEFAULT_RULES, payoutAt, payoutUnits, payoutWeekOf, split } from '../../src/payment/rules.js';
@@ -13,6 +12,7 @@ import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { refusal } from '../support/refusal.js';
 import { recordingStore } from '../support/recording-store.js';
+import { flatPriceSource } from '../support/payment.js';
 
 // The weekly payout (src/payment/payouts.ts; docs/payment.md "Payouts"): realized P&L x scale x
 // discipline x peg, 80/20 for a passed challenge and 90/10 for a funded one; exactly once per
@@ -29,14 +29,7 @@ const DISCIPLINE = 900_000n;
 const stores: Store[] = [];
 afterAll(() => Promise.all(stores.map((s) => s.close())));
 
-const source = (name: string): PriceSource => ({
-  name,
-  quotes: async (from: number, to: number) => {
-    const out: PriceSample[] = [];
-    for (let t = from - (from % 30_000); t <= to; t += 30_000) out.push({ t, price: 1380 });
-    return out;
-  },
-});
+const source = (name: string) => flatPriceSource(name);
 
 type Opts = Partial<{ breakerPercent: bigint; poolFactor: bigint; catchUpWeeks: number; reviewHoldMs: number; crashAfter: number; scalePpm: bigint; disciplinePpm: bigint; noHooks: boolean }>;
 

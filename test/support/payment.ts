@@ -1,3 +1,4 @@
+import type { PriceSample, PriceSource } from '../../src/payment/peers.js';
 import type { PaymentStandins } from '../../src/payment/standins.js';
 import { AUTH_TEST_ENV } from './auth.js';
 import { tempDir } from './process.js';
@@ -31,3 +32,13 @@ export function paymentHubEnv(peers: PaymentStandins, secret: string, name: stri
     ...opts.extra,
   };
 }
+
+/** A price provider quoting one price (KRW per token unit) every 30 s over any window. */
+export const flatPriceSource = (name: string, price = 1380): PriceSource => ({
+  name,
+  quotes: async (from: number, to: number) => {
+    const out: PriceSample[] = [];
+    for (let t = from - (from % 30_000); t <= to; t += 30_000) out.push({ t, price });
+    return out;
+  },
+});
