@@ -34,6 +34,16 @@ const shutdown = (signal: string) => {
   if (maru) void stopNow(maru);
 };
 process.on('SIGTERM', () => shutdown('SIGTERM'));
+// A rejected promise that nothing handled is a defect of the hub, never a client's doing: every
+// promise a request makes is observed by the pipeline (src/hub/body.ts requestScoped). Such a
+// defect is logged (error level, with the request id when the error names one) and counted, and the
+// process keeps serving: a rejection tears no state (the store's updates are atomic), while an exit
+// would drop every socket of the process. An uncaught exception still ends it (Node's default).
+process.on('unhandledRejection', (reason) => {
+  const requestId = (reason as { requestId?: unknown } | null)?.requestId;
+  logger.error({ err: reason, ...(typeof requestId === 'string' ? { requestId } : {}) }, 'unhandled rejection');
+  maru?.hub.metrics.unhandledRejections.inc();
+});
 process.on('SIGINT', () => shutdown('SIGINT'));
 
 try {

@@ -16,7 +16,7 @@ export function readBody(ctx: Exchange, limit: number): Promise<Buffer> {
   if (Number(ctx.headers['content-length']) > limit) {
     throw new AppError('too_large', 'payload_too_large', `the body is larger than ${limit} bytes`, { limit });
   }
-  return new Promise((resolve, reject) => {
+  const body = new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let over = false;
@@ -34,6 +34,19 @@ export function readBody(ctx: Exchange, limit: number): Promise<Buffer> {
       if (isLast) resolve(Buffer.concat(chunks, size));
     });
   });
+  return requestScoped(body);
+}
+
+/**
+ * A promise that a request makes before the pipeline awaits it (a body still arriving while the
+ * credential is checked): its rejection (the client went away, the body grew too large) is observed
+ * at once, so it never becomes an unhandled rejection whatever the order of the pipeline's steps,
+ * and whoever awaits it later still gets the rejection. Both body readers (this one and
+ * hub/multipart.ts) hand out only such promises.
+ */
+export function requestScoped<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
 }
 
 export async function parseBody(def: RouteDef<any, any, any>, headers: Record<string, string>, raw: Promise<Buffer> | undefined): Promise<unknown> {

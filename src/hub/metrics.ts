@@ -94,6 +94,16 @@ export function createMetrics() {
     labelNames: ['policy'] as const,
     registers: [registry],
   });
+  const unhandledRejections = new client.Counter({
+    name: 'unhandled_rejections_total',
+    help: 'Rejected promises that nothing handled (a defect of the hub; logged as "unhandled rejection")',
+    registers: [registry],
+  });
+  const wsClosedOverBudget = new client.Counter({
+    name: 'websocket_closed_over_budget_total',
+    help: 'WebSockets closed with 1008 for sending more messages than their budget',
+    registers: [registry],
+  });
 
   /** The series of one method and route (made on first use; hold on to it). */
   const seriesOf = (method: string, route: string): RouteSeries => {
@@ -108,6 +118,8 @@ export function createMetrics() {
     websockets,
     sseStreams,
     wsDropped,
+    unhandledRejections,
+    wsClosedOverBudget,
     series: seriesOf,
     observe(method: string, route: string, status: number, seconds: number) {
       seriesOf(method, route).observe(status, seconds);

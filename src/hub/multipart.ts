@@ -2,6 +2,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import busboy from 'busboy';
 import { AppError } from '../errors.js';
+import { requestScoped } from './body.js';
 import { boundaryOf, PartHeaderCheck } from './part-headers.js';
 import { newTempPath } from './upload-dir.js';
 import type { UploadedFile, UploadKeeper } from './upload-files.js';
@@ -151,7 +152,7 @@ export class MultipartReader {
       this.resolve = resolve;
       this.reject = reject;
     });
-    this.done.catch(() => undefined); // observed by the hub; never an unhandled rejection
+    requestScoped(this.done); // observed by the hub; never an unhandled rejection
     this.listen();
 
     pending.onAbort = () => {

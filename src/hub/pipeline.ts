@@ -248,19 +248,23 @@ export class Pipeline {
       );
       return;
     }
+    // temporary files the handler did not move away are deleted before the answer; a failure to
+    // delete one is logged and answers nothing different (the chain below never rejects)
+    const dispose = (failed: boolean) =>
+      upload.dispose(failed).catch((err: unknown) => this.deps.log.warn({ err, requestId: ctx.requestId }, 'an upload\'s temporary files were not deleted'));
     Promise.resolve(out)
       .then(
         async (v) => {
-          // temporary files the handler did not move away are deleted before the answer
-          await upload.dispose();
+          await dispose(false);
           if (v !== SSE_OPEN) this.answer(ctx, def, v);
           else ctx.end();
         },
         async (err) => {
-          await upload.dispose(true);
+          await dispose(true);
           this.fail(ctx, ctx.route, err);
         },
       )
+      .catch((err: unknown) => this.deps.log.error({ err, requestId: ctx.requestId }, 'an answer was not written'))
       .finally(() => this.inFlight--);
   }
 

@@ -53,3 +53,39 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
       }),
   };
 }
+
+/**
+ * A TCP relay that holds every chunk `delayMs` before passing it on, in both directions and in
+ * order: a slow network in front of a server (e.g. Redis, so each store round trip of a hub takes
+ * at least twice the delay and a test can act while a request waits on its store).
+ */
+export async function latencyProxy(target: { host: string; port: number }, delayMs: number): Promise<{ port: number; close(): Promise<void> }> {
+  const open = new Set<Socket>();
+  const relay = (from: Socket, to: Socket) => {
+    from.on('data', (chunk) => {
+      setTimeout(() => {
+        if (!to.destroyed) to.write(chunk);
+      }, delayMs);
+    });
+    from.on('close', () => setTimeout(() => to.destroy(), delayMs));
+  };
+  const server = createServer((client) => {
+    const upstream = connect(target.port, target.host);
+    for (const s of [client, upstream]) {
+      open.add(s);
+      s.on('close', () => open.delete(s));
+      s.on('error', () => undefined);
+    }
+    relay(client, upstream);
+    relay(upstream, client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of open) s.destroy();
+        server.close(() => r());
+      }),
+  };
+}
