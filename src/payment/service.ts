@@ -282,7 +282,9 @@ export class PaymentService {
       const seen = bankPayments.decode(get(PK.bankPayment(data.payment_id)));
       if (seen) return { result: { credited: false, receipt_hash: seen.receipt_hash, amount: units.toString() } };
       const onr = onrampRecords.decode(get(PK.onramp(or.id)))!;
-      if (onr.state !== 'open') throw new AppError('conflict', 'onramp_settled', `on-ramp ${or.id} was settled by payment ${onr.payment_id}`);
+      if (onr.state !== 'open') throw new AppError('conflict', 'onramp_settled', onr.state === 'declined'
+        ? `on-ramp ${or.id} was declined by the bank; it takes no payment`
+        : `on-ramp ${or.id} was already credited by payment ${onr.payment_id ?? 'unknown'}`, { state: onr.state });
       tx.transfer(t);
       const r = receiptWrites(get(RK.head), { kind: 'onramp', user: or.user, amount: units.toString(), transfers: [t.id], ref: data.payment_id, ts: now });
       return {

@@ -127,6 +127,13 @@ describe('reversals and statements over HTTP', () => {
       [`/api/token/ops/statement?account=u:nobody:wallet&${period()}`, opH(), 404],
       [`/api/token/ops/statement?account=escrow&from=2026-02-01&to=2026-01-01`, opH(), 400],
     ];
+    // the codes as docs/payment.md names them: a bad or inverted period, one longer than 400 days
+    const code = async (q: string) => (await call(base, 'GET', `/api/token/statement?account=wallet&${q}`, undefined, h)).body.error?.code;
+    expect(await code('from=2026-02-01&to=2026-01-01')).toBe('invalid_period');
+    expect(await code('from=yesterday&to=2026-01-01')).toBe('invalid_period');
+    expect(await code('from=2020-01-01&to=2026-01-01')).toBe('period_too_long');
+    expect(await code('from=2025-01-01&to=2026-02-06')).toBe('period_too_long');
+    expect((await call(base, 'GET', '/api/token/statement?account=wallet&from=2025-01-01&to=2026-02-05', undefined, h)).status).toBe(200);
     for (const [path, headers, status] of cases) {
       const r = await call(base, 'GET', path, undefined, headers);
       expect(r.status, path).toBe(status);
