@@ -330,7 +330,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     idempotency: perOperator,
     response: A.effect,
     summary: 'Reverses a posted payout or on-ramp credit by a new linked transfer, once',
-    handler: (ctx) => corrections.reverse(ctx.params.id, ctx.identity!.name, ctx.body.reason, effect(ctx)),
+    handler: (ctx) => corrections.reverse(ctx.params.id, ctx.identity!.id, ctx.body.reason, effect(ctx)),
   });
   api.route({ method: 'GET', path: '/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
   api.route({ method: 'GET', path: '/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });

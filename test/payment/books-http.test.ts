@@ -4,7 +4,7 @@ import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
-import { signIn } from '../support/auth.js';
+import { login, signIn, TEST_ADMIN_PASSWORD } from '../support/auth.js';
 import { paymentHubEnv } from '../support/payment.js';
 import { call } from '../support/http.js';
 
@@ -31,7 +31,11 @@ describe('reversals and statements over HTTP', () => {
       { clock, logger: silent },
     );
     base = maru.url;
-    op = await signIn(base, ['operator'], 'bookops');
+    // an operator whose display name is not its account id: a reversal records the account id
+    const admin = await login(base, 'admin', TEST_ADMIN_PASSWORD);
+    const made = await call(base, 'POST', '/api/auth/accounts', { user: 'bookops', name: '운영자', password: 'pw-bookops-secret', roles: ['operator'] }, { authorization: `Bearer ${admin}` });
+    expect(made.status).toBe(201);
+    op = await login(base, 'bookops', 'pw-bookops-secret');
     notOp = await signIn(base, ['staff'], 'bookuser');
   });
   afterAll(async () => {
