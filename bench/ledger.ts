@@ -63,8 +63,11 @@ for (const [shape, linked] of CASES) {
   rmSync(dir, { recursive: true, force: true });
 }
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+// every key of the run lives under REDIS_PREFIX (when given) and the run's own name below it, and
+// only those keys are deleted afterwards: nothing else on the Redis it is pointed at is touched
+const base = process.env.REDIS_PREFIX ?? '';
 for (const [shape, linked] of CASES) {
-  const prefix = `bench:ledger:${process.pid}:${shape}:${linked ? 'pair' : 'single'}:`;
+  const prefix = `${base}bench:ledger:${process.pid}:${shape}:${linked ? 'pair' : 'single'}:`;
   try {
     const redis = await openRedisStore({ url, prefix });
     results.push({ store: 'redis', ...(await runCase(redis, shape, linked)) });

@@ -11,6 +11,7 @@ import { runPhase, type Platform } from './compose/module.js';
 import { compose, type Built } from './compose/compose.js';
 import { SERVICES } from './compose/services.js';
 import { openStore } from './store/open.js';
+import { parseTrustedProxies } from './hub/client-address.js';
 import { redisTarget } from './store/redis-connection.js';
 
 export interface Maru {
@@ -21,7 +22,14 @@ export interface Maru {
   passwords: { user: string; password: string }[];
   /** With DEMO=1, the demo's summary (the tour key, the accounts): the start banner's demo lines. */
   demo?: DemoSummary | undefined;
-  stop(): Promise<void>;
+  /**
+   * Stops gracefully: the modules, the hub (requests in flight get until SHUTDOWN_GRACE_MS less a
+   * reserve for the closing steps), the modules' close, the bus, the store. Resolves with the work it
+   * abandoned (empty when none).
+   */
+  stop(): Promise<string[]>;
+  /** The step the stop is in ('' before it starts), for the exit at the shutdown deadline (main.ts). */
+  stopStep(): string;
 }
 
 /**
@@ -43,6 +51,9 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     authRecheckMs: config.AUTH_RECHECK_MS,
     connections: { perAddress: config.CONN_MAX_PER_ADDRESS, perIdentity: config.CONN_MAX_PER_IDENTITY },
     wsMaxFrame: config.WS_MAX_FRAME_BYTES,
+    wsIdleTimeoutS: config.WS_IDLE_TIMEOUT_S,
+    trustedProxies: parseTrustedProxies(config.TRUST_PROXY),
+    wsMessageBudget: { perSecond: config.WS_MESSAGES_PER_S, burst: config.WS_MESSAGE_BURST },
   });
 
   // a Redis that cannot keep what it acknowledges refuses the start (StartupRefusal, exit 2 in main.ts)
@@ -79,21 +90,35 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
     ...(demo ? demo.ports.demo.accounts.map((a) => ({ user: a.user, password: demo.ports.demo.password })) : []),
   ];
 
-  let stopped: Promise<void> | undefined;
+  let stopped: Promise<string[]> | undefined;
+  let step = '';
   return {
     hub,
     port,
     url,
     passwords,
     demo: demo?.ports.demo,
+    stopStep: () => step,
     stop: () =>
       (stopped ??= (async () => {
+        const grace = config.SHUTDOWN_GRACE_MS;
+        // the requests in flight may use the grace less a reserve for the steps after them
+        const requestsUntil = Date.now() + grace - Math.min(1000, Math.floor(grace / 4));
+        const abandoned: string[] = [];
+        step = 'stopping the services';
         await runPhase(modules, 'stop', logger);
-        await hub.stop();
+        step = 'waiting for requests in flight';
+        const unanswered = await hub.stop(requestsUntil);
+        if (unanswered > 0) abandoned.push(`${unanswered} request(s) unanswered`);
+        step = 'closing the services';
         await runPhase(modules, 'close', logger);
+        step = 'closing the bus';
         await bus.close();
+        step = 'closing the store';
         await store.close();
-        logger.info('maru stopped');
+        step = 'stopped';
+        logger.info({ abandoned }, 'maru stopped');
+        return abandoned;
       })()),
   };
 }

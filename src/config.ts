@@ -1,3 +1,4 @@
+import { parseTrustedProxies } from './hub/client-address.js';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
@@ -56,7 +57,7 @@ const schema = z.object({
   /** ISO instant the hub clock starts at (then advances in real time); default the system clock. */
   CLOCK_START: z.string().datetime({ offset: true }).optional(),
   /** Seconds to wait for in-flight work on SIGTERM/SIGINT before closing sockets. */
-  SHUTDOWN_GRACE_MS: intFrom(5000, 0),
+  SHUTDOWN_GRACE_MS: intFrom(5000, 500),
 
   /** Identity (docs/auth.md): the operator "admin"'s password; unset, a random one is printed once at first start. */
   ADMIN_PASSWORD: z.string().min(8).max(256).optional(),
@@ -71,7 +72,30 @@ const schema = z.object({
   /** WebSockets and SSE streams one signed-in identity may hold open at once; beyond: 429 too_many_connections (0: no cap). */
   CONN_MAX_PER_IDENTITY: intFrom(32, 0, 1_000_000),
   /** A WebSocket message past its endpoint's limit and up to this many bytes closes with 1009; larger ones are dropped unread. */
+  /**
+   * The reverse proxies in front of the hub, as addresses or CIDR blocks (comma-separated): only
+   * from these peers are `Forwarded` / `X-Forwarded-For` read, and the right-most address that is
+   * not one of them is the client. Unset: the headers are ignored (the socket's peer is the client).
+   */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .superRefine((v, ctx) => {
+      try {
+        parseTrustedProxies(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `${(err as Error).message} (addresses or CIDR blocks, comma-separated)` });
+      }
+    }),
   WS_MAX_FRAME_BYTES: intFrom(4 * 1_048_576, 65_536, 64 * 1_048_576),
+  /**
+   * Seconds a WebSocket may stay silent before the hub pings it; a socket that answers nothing for as
+   * long again (a stalled or half-open client, a frame header never finished) is closed.
+   */
+  WS_IDLE_TIMEOUT_S: intFrom(32, 8, 960),
+  /** Messages one WebSocket (/ws, /yjs) may send: a burst, then a rate; past it, close 1008. */
+  WS_MESSAGE_BURST: intFrom(400, 10),
+  WS_MESSAGES_PER_S: intFrom(200, 1),
   /** Lifetime of a partner token, ms (default 8 h). */
   PARTNER_TOKEN_TTL: intFrom(8 * 3_600_000, 60_000, 30 * 86_400_000),
   /** Lifetime of a scanner device token, ms (default 30 days). */
@@ -197,6 +221,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     .refine((c) => c.REDIS_SENTINELS === undefined || c.REDIS_SENTINEL_NAME !== undefined, {
       path: ['REDIS_SENTINEL_NAME'],
       message: 'is required with REDIS_SENTINELS (the master name the Sentinels monitor)',
+    })
+    // a token the bank issued for another service must not sign in here: with an SSO provider
+    // configured, the audience the hub checks is required
+    .refine((c) => (c.SSO_JWKS_URL === undefined && c.SSO_PUBLIC_KEY === undefined) || c.SSO_AUDIENCE !== undefined, {
+      path: ['SSO_AUDIENCE'],
+      message: 'is required with SSO_JWKS_URL or SSO_PUBLIC_KEY (the audience, aud, of the tokens meant for this hub)',
     })
     .safeParse(env);
   if (!parsed.success) {

@@ -21,7 +21,10 @@ let maru: Maru | undefined;
 let signalled = false;
 const stopNow = (m: Maru) =>
   m.stop().then(
-    () => process.exit(0),
+    (abandoned) => {
+      if (abandoned.length) logger.error({ abandoned }, 'stopped with work abandoned');
+      process.exit(abandoned.length ? 1 : 0);
+    },
     (err) => {
       logger.error({ err }, 'shutdown failed');
       process.exit(1);
@@ -30,12 +33,21 @@ const stopNow = (m: Maru) =>
 const shutdown = (signal: string) => {
   if (signalled) return;
   signalled = true;
-  logger.info({ signal }, 'shutting down');
+  logger.info({ signal, grace_ms: config.SHUTDOWN_GRACE_MS }, 'shutting down');
+  // SHUTDOWN_GRACE_MS is a hard deadline: whatever the store, a peer or a request is doing then
+  // (a Redis gone for good, a socket that never answers), the process exits, non-zero, saying where
+  // it was (a second signal exits at once, the same way)
+  const deadline = setTimeout(() => abandon('the shutdown deadline passed'), config.SHUTDOWN_GRACE_MS);
+  deadline.unref();
   if (maru) void stopNow(maru);
 };
-process.on('SIGTERM', () => shutdown('SIGTERM'));
+const abandon = (why: string) => {
+  logger.error({ step: maru?.stopStep() || 'starting', grace_ms: config.SHUTDOWN_GRACE_MS }, `${why}: exiting with work abandoned`);
+  process.exit(1);
+};
+process.on('SIGTERM', () => (signalled ? abandon('a second SIGTERM') : shutdown('SIGTERM')));
 // A rejected promise that nothing handled is a defect of the hub, never a client's doing: every
-// promise a request makes is observed by the pipeline (src/hub/body.ts requestScoped). Such a
+// promise a request makes is observed by the pipeline (src/hub/request-scoped.ts). Such a
 // defect is logged (error level, with the request id when the error names one) and counted, and the
 // process keeps serving: a rejection tears no state (the store's updates are atomic), while an exit
 // would drop every socket of the process. An uncaught exception still ends it (Node's default).
@@ -44,7 +56,7 @@ process.on('unhandledRejection', (reason) => {
   logger.error({ err: reason, ...(typeof requestId === 'string' ? { requestId } : {}) }, 'unhandled rejection');
   maru?.hub.metrics.unhandledRejections.inc();
 });
-process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGINT', () => (signalled ? abandon('a second SIGINT') : shutdown('SIGINT')));
 
 try {
   maru = await startMaru(config, { logger });

@@ -564,7 +564,7 @@ describe('a hub with no peers configured', () => {
     const { logger, lines } = capture('info');
     const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('outbox-held'), LOG_LEVEL: 'info', ...AUTH_TEST_ENV });
     const maru = await startMaru(config, { logger, clock: new ManualClock(Date.parse('2026-11-21T12:00:00+09:00')) });
-    cleanups.push(() => maru.stop());
+    cleanups.push(async () => { await maru.stop(); });
     const base = maru.url;
     const op = bearer(await login(base, 'admin', TEST_ADMIN_PASSWORD));
     expect((await call(base, 'GET', '/readyz')).body).toMatchObject({ status: 'ready', checks: { store: 'ok', outbox: 'ok' } });

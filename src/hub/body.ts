@@ -1,5 +1,6 @@
 import { AppError } from '../errors.js';
 import { jsonBody, mediaType, validate, type RouteDef } from './http.js';
+import { requestScoped } from './request-scoped.js';
 import type { HttpResponse } from './uws.js';
 
 /** Reading and parsing a request's body (hub/pipeline.ts): whole, up to a limit, by its reader. */
@@ -35,18 +36,6 @@ export function readBody(ctx: Exchange, limit: number): Promise<Buffer> {
     });
   });
   return requestScoped(body);
-}
-
-/**
- * A promise that a request makes before the pipeline awaits it (a body still arriving while the
- * credential is checked): its rejection (the client went away, the body grew too large) is observed
- * at once, so it never becomes an unhandled rejection whatever the order of the pipeline's steps,
- * and whoever awaits it later still gets the rejection. Both body readers (this one and
- * hub/multipart.ts) hand out only such promises.
- */
-export function requestScoped<T>(p: Promise<T>): Promise<T> {
-  p.catch(() => undefined);
-  return p;
 }
 
 export async function parseBody(def: RouteDef<any, any, any>, headers: Record<string, string>, raw: Promise<Buffer> | undefined): Promise<unknown> {

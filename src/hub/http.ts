@@ -161,15 +161,47 @@ export interface BodyReader {
   parse(raw: Buffer, contentType: string): unknown;
 }
 
+/**
+ * How deep a client's JSON may nest (objects and arrays inside each other). Every reader of JSON
+ * that a client sends (request bodies, /ws frames) goes through parseClientJson, so no consumer
+ * (the schemas, the Idempotency-Key's fingerprint, a canonical form) ever walks a deeper value.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** The deepest nesting of `text` as JSON, counted without parsing; stops counting past `limit`. */
+export function jsonDepthOver(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // a backslash: the next character is escaped
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > limit) return true;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return false;
+}
+
+/** A client's JSON text, parsed: 400 invalid_json when it is not JSON, 400 json_too_deep past MAX_JSON_DEPTH. */
+export function parseClientJson(text: string, what = 'request body'): unknown {
+  if (jsonDepthOver(text, MAX_JSON_DEPTH)) {
+    throw new AppError('invalid', 'json_too_deep', `the ${what} nests deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new AppError('invalid', 'invalid_json', `${what} is not valid JSON`);
+  }
+}
+
 export const jsonBody: BodyReader = {
   mediaTypes: ['application/json'],
   parse(raw) {
     if (raw.length === 0) return undefined;
-    try {
-      return JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw new AppError('invalid', 'invalid_json', 'request body is not valid JSON');
-    }
+    return parseClientJson(raw.toString('utf8'));
   },
 };
 

@@ -12,6 +12,7 @@ import { concurrency, type ConcurrencyOptions } from './concurrency.js';
 import type { Authenticator, Guard, IdentityProvider, RouteDef } from './http.js';
 import { inject, type InjectAnswer, type InjectOptions } from './inject.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { ClientAddress } from './client-address.js';
 import { prepareUploadDir, sweepTempUploads, type UploadSettings } from './multipart.js';
 import { Live, type HistoryBus } from './live.js';
 import { operationalRoutes, type PageInfo } from './operational.js';
@@ -27,7 +28,7 @@ import { Idempotency } from '../idempotency.js';
 import { fileReply } from './respond.js';
 import type { SseOptions } from './sse.js';
 import { busStream, type BusSseDef } from './sse-route.js';
-import { Sockets, topicsBehaviour, type SocketBehaviour, type SocketHandle } from './sockets.js';
+import { Sockets, topicsBehaviour, type MessageBudget, type SocketBehaviour, type SocketHandle } from './sockets.js';
 import { checkPrefix, mountPath } from './router.js';
 import { loadStatic, type StaticFile } from './static.js';
 import { Topics, type TopicSpec } from './topics.js';
@@ -57,13 +58,17 @@ export interface HubOptions {
   webDir: string;
   shutdownGraceMs: number;
   sse?: Partial<SseOptions>;
-  /** Seconds of WebSocket silence before uWS closes it (it pings automatically before that). */
+  /** Seconds of WebSocket silence before uWS pings it; as long again without an answer and it is closed (default 32). */
   wsIdleTimeoutS?: number;
+  /** Messages one WebSocket may send (default a burst of 400, then 200 a second); past it, close 1008. */
+  wsMessageBudget?: MessageBudget;
   wsMaxPayload?: number;
   /** Messages up to this size past an endpoint's limit are refused with 1009; larger ones uWS drops (default 4 MiB). */
   wsMaxFrame?: number;
   /** WebSockets and SSE streams open at once per address and per identity (defaults 256 and 32; 0: no cap). */
   connections?: Partial<ConnectionCapSettings>;
+  /** Addresses or CIDR blocks of the reverse proxies whose forwarding headers name the client (TRUST_PROXY). */
+  trustedProxies?: readonly string[];
   /** uWS per-socket limit for 'drop' topics. */
   wsMaxBackpressure?: number;
   /** Multipart uploads: temporary directory (default <tmp>/maru-uploads) and per-file limit (default 20 MiB). */
@@ -141,8 +146,10 @@ export class Hub {
       if (!this.rechecking) this.recheckCredentials().catch(() => undefined);
     }, opts.authRecheckMs ?? 30_000).unref();
     this.caps = new ConnectionCaps({ perAddress: 256, perIdentity: 32, ...opts.connections });
+    const clients = new ClientAddress(opts.trustedProxies ?? []);
     this.pipeline = new Pipeline(
       {
+        clients,
         caps: this.caps,
         log: this.log,
         auth: this.auth,
@@ -167,9 +174,11 @@ export class Hub {
       metrics: this.metrics,
       stopping: () => this.pipeline.stopping,
       caps: this.caps,
+      clients,
       defaults: {
         maxFrameBytes: opts.wsMaxFrame ?? 4 << 20,
-        idleTimeoutS: opts.wsIdleTimeoutS ?? 120,
+        idleTimeoutS: opts.wsIdleTimeoutS ?? 32,
+        messageBudget: opts.wsMessageBudget ?? { perSecond: 200, burst: 400 },
         maxPayloadLength: opts.wsMaxPayload ?? 64 * 1024,
         maxBackpressure: opts.wsMaxBackpressure ?? 1 << 20,
       },
@@ -384,17 +393,21 @@ export class Hub {
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the grace period),
    * end SSE streams, close WebSockets with 1001.
    */
-  async stop(): Promise<void> {
+  /**
+   * Stops accepting, lets requests in flight finish until `deadline` (default: the grace from now),
+   * then closes every stream and socket. Resolves with how many requests were still unanswered.
+   */
+  async stop(deadline = Date.now() + this.opts.shutdownGraceMs): Promise<number> {
     const p = this.pipeline;
-    if (p.stopping) return;
+    if (p.stopping) return 0;
     p.stopping = true;
     clearInterval(this.uploadSweep);
     clearInterval(this.credentialCheck);
     this.topicPresence.stop();
     if (this.listenSocket) this.uws.us_listen_socket_close(this.listenSocket as never);
-    const deadline = Date.now() + this.opts.shutdownGraceMs;
     while (p.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     p.streams.closeAll();
     this.sockets.closeAll();
+    return p.inFlight;
   }
 }

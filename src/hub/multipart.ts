@@ -2,7 +2,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import busboy from 'busboy';
 import { AppError } from '../errors.js';
-import { requestScoped } from './body.js';
+import { requestScoped } from './request-scoped.js';
 import { boundaryOf, PartHeaderCheck } from './part-headers.js';
 import { newTempPath } from './upload-dir.js';
 import type { UploadedFile, UploadKeeper } from './upload-files.js';

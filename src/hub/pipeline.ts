@@ -3,6 +3,7 @@ import { AppError } from '../errors.js';
 import { refuseQueryToken, type AuthGate } from './auth.js';
 import { Reply, mediaType, parseQuery, validate, type AuthSpec, type Guard, type Principal, type RequestContext, type RouteDef } from './http.js';
 import type { Idempotency } from '../idempotency.js';
+import type { ClientAddress } from './client-address.js';
 import type { ConnectionCaps } from './connection-caps.js';
 import { runIdempotent } from './idempotent.js';
 import { keepUploads } from './keep.js';
@@ -50,6 +51,8 @@ export interface PipelineDeps {
   statics: Map<string, StaticFile>;
   /** The hub's idempotency keys (routes that declare `idempotency`); throws until the hub has a store. */
   idempotency: () => Idempotency;
+  /** The client's address behind trusted proxies (TRUST_PROXY). */
+  clients: ClientAddress;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -57,7 +60,15 @@ const REQUEST_ID = /^[\w.:-]{1,64}$/;
 
 /** req.forEach's callback, made once: it fills the object `handle` points it at. */
 let headerTarget: Record<string, string> = {};
+/** Set by putHeader when the request frames its body ambiguously (see `handle`). */
+let framingFault: string | undefined;
+/** The peer of a request refused for its framing, until uWS's current call returns (refuseFraming). */
+let refusedPeer: string | undefined;
 const putHeader = (k: string, v: string) => {
+  // a second Content-Length or Transfer-Encoding, or a header name with white space in it: a front
+  // proxy may have framed this body otherwise (request smuggling), so the request is refused
+  if ((k === 'transfer-encoding' || k === 'content-length') && k in headerTarget) framingFault = `two ${k} headers`;
+  else if (/[\s:]/.test(k)) framingFault = 'a header name with white space';
   headerTarget[k] = v;
 };
 
@@ -99,6 +110,7 @@ export class Context implements RequestContext<any, any, any> {
     readonly requestId: string,
     readonly res: HttpResponse,
     readonly started: number,
+    private readonly clients?: ClientAddress,
   ) {}
 
   get state(): Record<string, unknown> {
@@ -111,8 +123,13 @@ export class Context implements RequestContext<any, any, any> {
     return c.signal;
   }
 
+  /** The client's address: the socket's peer, or behind a trusted proxy the address it forwarded. */
   get remoteAddress(): string {
-    return (this.remote ??= this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString());
+    if (this.remote === undefined) {
+      const peer = this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+      this.remote = this.clients && peer ? this.clients.of(peer, this.headers) : peer;
+    }
+    return this.remote;
   }
 
   atEnd(f: () => void): void {
@@ -159,10 +176,17 @@ export class Pipeline {
     const rawQuery = req.getQuery() ?? '';
     const headers: Record<string, string> = {};
     headerTarget = headers;
+    framingFault = undefined;
     req.forEach(putHeader);
+    if (framingFault !== undefined || ('transfer-encoding' in headers && 'content-length' in headers)) {
+      return refuseFraming(res, framingFault ?? 'both content-length and transfer-encoding');
+    }
+    if (refusedPeer !== undefined && refusedPeer === Buffer.from(res.getRemoteAddressAsText()).toString()) {
+      return refuseFraming(res, 'it follows a request refused for its framing on the same connection');
+    }
     const incomingId = headers['x-request-id'];
     const requestId = incomingId && REQUEST_ID.test(incomingId) ? incomingId : `${this.idPrefix}-${this.nextRequestId++}`;
-    const ctx = new Context(method, path, headers, requestId, res, started);
+    const ctx = new Context(method, path, headers, requestId, res, started, this.deps.clients);
     this.dispatch(ctx, rawQuery);
     ctx.sync = false;
   }
@@ -380,6 +404,19 @@ export class Pipeline {
       failed(err);
     }
   }
+}
+
+/**
+ * 400 to a request whose body framing is ambiguous, and the connection closed: whatever follows on
+ * it (a request smuggled after the body) is never read.
+ */
+function refuseFraming(res: HttpResponse, why: string): void {
+  // uWS parses what was pipelined behind this request in the same call, before the connection is
+  // closed: until that call returns, a request from the same peer is refused too, never served
+  if (refusedPeer === undefined) setImmediate(() => (refusedPeer = undefined));
+  refusedPeer = Buffer.from(res.getRemoteAddressAsText()).toString();
+  const body = JSON.stringify({ error: { code: 'bad_framing', message: `the request's framing is ambiguous: ${why}` } });
+  res.writeStatus('400 Bad Request').writeHeader('content-type', 'application/json; charset=utf-8').writeHeader('connection', 'close').end(body, true);
 }
 
 /** The handler's answer when there is nothing left to write (an SSE stream is open, or the client left). */

@@ -1,8 +1,9 @@
 import { AppError, errorBody } from '../errors.js';
 import { invalidToken, WWW_AUTHENTICATE, type AuthGate } from './auth.js';
-import { parseQuery, type AuthSpec, type Principal } from './http.js';
+import { parseClientJson, parseQuery, type AuthSpec, type Principal } from './http.js';
 import { parseSince, type Live } from './live.js';
 import { WS_CLOSE_INVALID_TOKEN, type HeldCredential } from './credentials.js';
+import type { ClientAddress } from './client-address.js';
 import type { ConnectionCaps } from './connection-caps.js';
 import type { Metrics } from './metrics.js';
 import { statusLine, writeSecurity } from './respond.js';
@@ -21,6 +22,8 @@ export interface SocketBehaviour<D> {
   maxPayloadLength?: number;
   idleTimeoutS?: number;
   maxBackpressure?: number;
+  /** Messages a socket may send: a bucket of `burst` refilled at `perSecond` (default: the hub's). */
+  messageBudget?: MessageBudget;
   /** The credential an upgrade needs (token in the `access_token` query parameter or the Authorization header). */
   auth?: AuthSpec;
   /** May be async (e.g. a store look-up); `identity` is the caller when `auth` is declared. */
@@ -37,6 +40,29 @@ export interface SocketHandle {
 
 /** RFC 6455 close code of a message larger than the endpoint takes. */
 export const WS_CLOSE_TOO_BIG = 1009;
+/** RFC 6455 close code of a policy violation: a socket that sent more messages than its budget. */
+export const WS_CLOSE_POLICY = 1008;
+
+/** How many messages a socket may send: `burst` at once, then `perSecond` on average. */
+export interface MessageBudget {
+  perSecond: number;
+  burst: number;
+}
+
+/**
+ * Takes one message from the socket's bucket (a token bucket: full at `burst`, refilled at
+ * `perSecond`); false once it is empty.
+ */
+export function spendMessage(data: { tokens?: number; refilledAt?: number }, budget: MessageBudget, now: number): boolean {
+  const tokens = data.tokens === undefined ? budget.burst : Math.min(budget.burst, data.tokens + ((now - data.refilledAt!) * budget.perSecond) / 1000);
+  data.refilledAt = now;
+  if (tokens < 1) {
+    data.tokens = tokens;
+    return false;
+  }
+  data.tokens = tokens - 1;
+  return true;
+}
 
 /** Bounds of one /ws socket: subscriptions held at once, and the length of a topic name. */
 export const WS_MAX_SUBSCRIPTIONS = 100;
@@ -52,11 +78,13 @@ export interface SocketDeps {
    * 1009 "message too big". `maxFrameBytes`: the size past which uWS itself drops the connection
    * (it cannot send a close frame then): messages up to it are read and answered with 1009.
    */
-  defaults: { idleTimeoutS: number; maxPayloadLength: number; maxBackpressure: number; maxFrameBytes: number };
+  defaults: { idleTimeoutS: number; maxPayloadLength: number; maxBackpressure: number; maxFrameBytes: number; messageBudget: MessageBudget };
   /** Open connections per address and identity (shared with SSE streams). */
   caps: ConnectionCaps;
   /** True once the hub stops: upgrades are refused with 503. */
   stopping: () => boolean;
+  /** The client's address behind trusted proxies (TRUST_PROXY). */
+  clients: ClientAddress;
 }
 
 /** Every open WebSocket of a hub (any endpoint), for the 1001 close on shutdown. */
@@ -72,6 +100,7 @@ export class Sockets {
     const { app, defaults } = this.deps;
     const params = pattern.split('/').filter((p) => p.startsWith(':')).length;
     const limit = behaviour.maxPayloadLength ?? defaults.maxPayloadLength;
+    const budget = behaviour.messageBudget ?? defaults.messageBudget;
     app.ws<S>(pattern, {
       idleTimeout: behaviour.idleTimeoutS ?? defaults.idleTimeoutS,
       // uWS drops a connection whose message passes its limit without a close frame (1006); up to
@@ -91,7 +120,12 @@ export class Sockets {
         const extensions = req.getHeader('sec-websocket-extensions');
         const authorization = req.getHeader('authorization');
         const query = req.getQuery() ?? '';
-        const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+        const forwarded: Record<string, string> = {};
+        for (const name of ['forwarded', 'x-forwarded-for']) {
+          const v = req.getHeader(name);
+          if (v) forwarded[name] = v;
+        }
+        const remoteAddress = this.deps.clients.of(Buffer.from(res.getRemoteAddressAsText()).toString(), forwarded);
         let aborted = false;
         res.onAborted(() => {
           aborted = true;
@@ -141,12 +175,18 @@ export class Sockets {
         behaviour.open?.(ws);
       },
       message: (ws, message, isBinary) => {
+        const data = ws.getUserData();
+        if (data.closed) return;
         if (message.byteLength > limit) {
-          const data = ws.getUserData();
-          if (!data.closed) {
-            data.closed = true;
-            ws.end(WS_CLOSE_TOO_BIG, `message too big: at most ${limit} bytes`);
-          }
+          data.closed = true;
+          ws.end(WS_CLOSE_TOO_BIG, `message too big: at most ${limit} bytes`);
+          return;
+        }
+        // every message counts, whatever it is (a frame the endpoint refuses costs as much to read)
+        if (!spendMessage(data, budget, performance.now())) {
+          data.closed = true;
+          this.deps.metrics.wsClosedOverBudget.inc();
+          ws.end(WS_CLOSE_POLICY, `too many messages: at most ${budget.burst} at once and ${budget.perSecond} a second`);
           return;
         }
         behaviour.message(ws, message, isBinary);
@@ -209,8 +249,9 @@ export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live, caps
     let frame: ClientFrame;
     try {
       if (isBinary) throw new Error('binary');
-      frame = JSON.parse(Buffer.from(message).toString('utf8'));
-    } catch {
+      frame = parseClientJson(Buffer.from(message).toString('utf8'), 'frame') as ClientFrame;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'json_too_deep') return reply({ type: 'error', code: err.code, message: err.message });
       return reply({ type: 'error', code: 'invalid_frame', message: 'frames are JSON text' });
     }
     if ((data.queued ?? 0) >= WS_MAX_QUEUED) {

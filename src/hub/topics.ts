@@ -55,6 +55,9 @@ export interface SocketData {
   release?: () => void;
   /** The slot of the identity an `auth` frame named, when it is not the upgrade's. */
   releaseIdentity?: () => void;
+  /** The socket's message budget (hub/sockets.ts spendMessage): what is left, and when it was counted. */
+  tokens?: number;
+  refilledAt?: number;
 }
 
 const DEFAULT_MAX_BACKPRESSURE = 1 << 20;

@@ -59,6 +59,8 @@ function withStandins(config: Config, standins: PaymentStandins, webhookSecret: 
     BANKING_WEBHOOK_SECRET: webhookSecret,
     BANKING_URL: config.BANKING_URL ?? standins.banking.url,
     SSO_JWKS_URL: config.SSO_JWKS_URL ?? (config.SSO_PUBLIC_KEY ? undefined : `${standins.banking.url}/.well-known/jwks.json`),
+    // the stand-in bank issues its tokens for the audience `maru` (src/payment/standins.ts)
+    SSO_AUDIENCE: config.SSO_AUDIENCE ?? (config.SSO_JWKS_URL || config.SSO_PUBLIC_KEY ? undefined : 'maru'),
     CHAIN_URL: config.CHAIN_URL ?? standins.chain.url,
     CHAIN_PUBLIC_KEY: config.CHAIN_PUBLIC_KEY ?? (config.CHAIN_URL ? undefined : standins.chain.state.publicKey),
     BROKER_URL: config.BROKER_URL ?? standins.broker.url,

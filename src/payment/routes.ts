@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import { validate, Reply, qInt, type BodyReader, type Hub, type IdempotencySpec, type RequestContext } from '../hub/declare.js';
+import { parseClientJson, validate, Reply, qInt, type BodyReader, type Hub, type IdempotencySpec, type RequestContext } from '../hub/declare.js';
 import type { Json } from '../store/port.js';
 import type { StoredAnswer } from '../idempotency.js';
 import { checkLedger } from './check.js';
@@ -49,11 +49,7 @@ const rawJson: BodyReader = {
   mediaTypes: ['application/json'],
   parse(raw) {
     const text = raw.toString('utf8');
-    try {
-      return { raw: text, json: JSON.parse(text) as unknown };
-    } catch {
-      throw new AppError('invalid', 'invalid_json', 'request body is not valid JSON');
-    }
+    return { raw: text, json: parseClientJson(text) };
   },
 };
 

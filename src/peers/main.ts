@@ -58,7 +58,7 @@ const payment = await startPaymentStandins({
   },
 });
 log.info(
-  `payment settings: BANKING_URL=${payment.banking.url} SSO_JWKS_URL=${payment.banking.url}/.well-known/jwks.json ` +
+  `payment settings: BANKING_URL=${payment.banking.url} SSO_JWKS_URL=${payment.banking.url}/.well-known/jwks.json SSO_AUDIENCE=maru ` +
     `BANKING_WEBHOOK_SECRET=${webhookSecret} CHAIN_URL=${payment.chain.url} BROKER_URL=${payment.broker.url} ` +
     `PRICE_PROVIDER_URLS=${payment.prices.map((p) => p.url).join(',')}`,
 );

@@ -28,8 +28,8 @@ beforeAll(async () => {
   // the payment relay's users sign in at the bank: its SSO is the hub's second identity provider
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const SSO_PUBLIC_KEY = publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  ssoToken = await new SignJWT({}).setProtectedHeader({ alg: 'EdDSA' }).setSubject('u1').setExpirationTime('1h').sign(privateKey);
-  maru = await startMaru(loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('route-access'), LOG_LEVEL: 'silent', SSO_PUBLIC_KEY, ...AUTH_TEST_ENV }), {
+  ssoToken = await new SignJWT({}).setProtectedHeader({ alg: 'EdDSA' }).setSubject('u1').setAudience('maru').setExpirationTime('1h').sign(privateKey);
+  maru = await startMaru(loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('route-access'), LOG_LEVEL: 'silent', SSO_PUBLIC_KEY, SSO_AUDIENCE: 'maru', ...AUTH_TEST_ENV }), {
     logger: pino({ level: 'silent' }),
   });
   for (const role of ROLES) tokens.set(role, await signIn(maru.url, [role]));

@@ -31,7 +31,7 @@ describe('conversation mail', () => {
       }),
       { logger: pino({ level: 'silent' }) },
     );
-    cleanups.push(() => maru.stop());
+    cleanups.push(async () => { await maru.stop(); });
     const base = maru.url;
     const id = (await post(base, '/api/chat/start', { subject: '메일' })).body.session;
     for (const choice of ['SNS', '하드웨어', '신청할게요']) await post(base, '/api/chat', { session: id, choice });

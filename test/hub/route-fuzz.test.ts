@@ -40,7 +40,7 @@ beforeAll(async () => {
   // heads are checked against the chain's key: all configured (the chain a stand-in in the process),
   // so their routes judge the input instead of answering 503 not configured
   const sso = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  const env = { BANKING_WEBHOOK_SECRET: 'fuzz-webhook-secret-0123456789', SSO_PUBLIC_KEY: sso, PAYMENT_PEERS: 'embedded' };
+  const env = { BANKING_WEBHOOK_SECRET: 'fuzz-webhook-secret-0123456789', SSO_PUBLIC_KEY: sso, SSO_AUDIENCE: 'maru', PAYMENT_PEERS: 'embedded' };
   maru = await startMaru(
     loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env, ...AUTH_TEST_ENV }),
     { logger: pino({ level: 'silent' }) },

@@ -19,7 +19,7 @@ describe.skipIf(!redis.available)('concurrent purchases on two hub processes sha
     const env = {
       ...AUTH_TEST_ENV, REDIS_URL: redis.url, REDIS_PREFIX: prefix, DATA_DIR: tempDir('payment-proc'), TRADING_WORKERS: '1',
       // these processes verify the SSO token with the configured PEM key (no JWKS endpoint)
-      SSO_PUBLIC_KEY: peers.banking.state.publicPem!, SSO_ISSUER: peers.banking.url, BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret,
+      SSO_PUBLIC_KEY: peers.banking.state.publicPem!, SSO_ISSUER: peers.banking.url, SSO_AUDIENCE: 'maru', BANKING_URL: peers.banking.url, BANKING_WEBHOOK_SECRET: secret,
       CHAIN_URL: peers.chain.url, BROKER_URL: peers.broker.url, PRICE_PROVIDER_URLS: peers.prices.map((p) => p.url).join(','),
     };
     hubs = [await startHubProcess(env), await startHubProcess(env)];

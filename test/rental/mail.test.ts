@@ -21,7 +21,7 @@ async function hub(extra: Record<string, string> = {}): Promise<Maru> {
     loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDir('rental-mail'), LOG_LEVEL: 'silent', OUTBOX_RETRY_MIN_MS: '50', ...AUTH_TEST_ENV, ...extra }),
     { logger: silent },
   );
-  cleanups.push(() => maru.stop());
+  cleanups.push(async () => { await maru.stop(); });
   return maru;
 }
 
