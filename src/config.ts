@@ -202,6 +202,8 @@ const schema = z.object({
   PAYMENT_POSTS_PER_MINUTE: intFrom(120, 1, 100_000),
   /** How often the hub reads the bank's event list to settle what a lost webhook missed, ms (one process at a time, under a lease). */
   RECONCILE_PERIOD_MS: intFrom(60_000, 200, 86_400_000),
+  /** An on-ramp the bank's events have not settled this long after it was opened is asked for by its status (GET /api/payments/:ref), ms. */
+  RECONCILE_STATUS_AFTER_MS: intFrom(900_000, 1000, 7 * 86_400_000),
   /** How long a pull's lease holds off other pulls, ms: a process killed mid-pull blocks reconciliation until it expires. */
   RECONCILE_LEASE_MS: intFrom(60_000, 1000, 3_600_000),
   /** Largest single on-ramp, KRW. */

@@ -70,7 +70,7 @@ export function createPayment(
   });
   const sso = new SsoVerifier({ jwksUrl: cfg.SSO_JWKS_URL, publicKeyPem: cfg.SSO_PUBLIC_KEY, issuer: cfg.SSO_ISSUER, audience: cfg.SSO_AUDIENCE, clock: deps.clock });
   const banking = cfg.BANKING_URL ? new BankingClient(cfg.BANKING_URL, t) : undefined;
-  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: cfg.RECONCILE_LEASE_MS, logger: deps.logger }) : undefined;
+  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: cfg.RECONCILE_LEASE_MS, statusAfterMs: cfg.RECONCILE_STATUS_AFTER_MS, logger: deps.logger }) : undefined;
   const deliverers: Record<string, Deliver> = paymentDeliverers(
     {
       chain,
