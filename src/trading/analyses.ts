@@ -3,6 +3,7 @@ import { candleChecksum, candlesFor, type Candles, type CandleSpec } from './can
 import { Engine, type RawRun, type RunRange, type Settings } from './engine.js';
 import { emptyTradeLog, needsAtr, runBatch } from './engine-batch.js';
 import { computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows, type Metrics } from './metrics.js';
+import { computeStats, exitsByReason } from './stats.js';
 import { STRATEGY_DEFS, type StrategyId } from './strategies.js';
 
 /**
@@ -103,6 +104,8 @@ export function backtestResult(cs: Candles, t: BacktestTask) {
     },
     warmup: warm,
     metrics: computeMetrics(raw, cs),
+    stats: computeStats(raw, cs, t.settings.contracts),
+    exits: exitsByReason(raw, cs, t.settings.contracts),
     monthly: monthlyPerformance(raw, cs),
     equity_curve: equityCurve(raw, cs, t.equity_points),
     trades: tradeRows(raw, cs, t.settings.contracts, t.trades_limit),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Reply, type Hub, type RequestContext } from '../hub/declare.js';
 import { OBJECTIVES } from './analyses.js';
+import { backtestAnswer } from './answers.js';
 import { MAX_CANDLES } from './candles.js';
 import { settingsSchema } from './engine.js';
 import {
@@ -186,7 +187,7 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
   });
   const optional = { optional: true } as const;
 
-  hub.route({ method: 'POST', path: '/api/program/backtest', auth: optional, body: { schema: backtestBody }, handler: async (ctx) => answer(await service.backtest(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/backtest', auth: optional, body: { schema: backtestBody }, response: backtestAnswer, handler: async (ctx) => answer(await service.backtest(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/backtest-compare', auth: optional, body: { schema: compareBody }, handler: async (ctx) => answer(await service.compare(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/optimize', auth: optional, body: { schema: optimizeBody }, handler: async (ctx) => answer(await service.optimize(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/walkforward', auth: optional, body: { schema: walkForwardBody }, handler: async (ctx) => answer(await service.walkForward(ctx.body, origin(ctx))) });

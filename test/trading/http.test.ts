@@ -42,7 +42,27 @@ describe('trading analyses over HTTP', () => {
     expect(a.body.metrics.trades).toBe(a.body.trades_total);
     expect(a.body.equity_curve.length).toBeLessThanOrEqual(500);
     expect(a.body.monthly[0].month).toBe('2024-01');
-    expect(a.text).not.toMatch(/NaN|Infinity|null/);
+    expect(a.text).not.toMatch(/NaN|Infinity/);
+    // null only where backtesting.py gives NaN: the statistics and exit rows (a reason without exits)
+    expect(JSON.stringify({ ...a.body, stats: undefined, exits: undefined })).not.toMatch(/null/);
+  });
+
+  it("backtest: backtesting.py's statistics and the exits by reason, declared in /openapi.json", async () => {
+    const a = await post(base, '/api/program/backtest', bt);
+    const s = a.body.stats;
+    expect(s.trades).toBe(a.body.trades_total);
+    expect(s.annual_return).toBe(a.body.metrics.annual_return);
+    expect(s.annual_return).toBeGreaterThanOrEqual(-1);
+    expect(s.start).toBe(a.body.candles.from);
+    expect(s.end).toBe(a.body.candles.to);
+    expect(a.body.exits.map((e: { reason: string }) => e.reason)).toEqual(['signal', 'stop_loss', 'take_profit', 'risk', 'end']);
+    expect(a.body.exits.reduce((n: number, e: { exits: number }) => n + e.exits, 0)).toBe(a.body.trades_total);
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, { post: { responses: Record<string, { content: { 'application/json': { schema: { properties: Record<string, { properties?: Record<string, unknown> }> } } } }> } }> };
+    const props = doc.paths['/api/program/backtest']!.post.responses['200']!.content['application/json'].schema.properties;
+    for (const k of ['metrics', 'stats', 'exits', 'monthly', 'equity_curve', 'trades', 'trades_total']) expect(props).toHaveProperty(k);
+    for (const k of Object.keys(s)) expect(props.stats!.properties).toHaveProperty(k);
+    // the former field names stay on the wire
+    for (const k of ['win_rate', 'profit_factor', 'sharpe', 'max_drawdown', 'annual_return', 'net_profit']) expect(props.metrics!.properties).toHaveProperty(k);
   });
 
   it('backtest-compare runs every strategy on identical candles', async () => {
