@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Hub, RequestContext } from '../hub/declare.js';
+import { appearsWithin, type Hub, type RequestContext } from '../hub/declare.js';
 import { CATEGORY_RE, LIST_TOPIC, SLUG_RE, type CollabService, type Editor } from './service.js';
 import { collabResponses as R } from './schemas.js';
 
@@ -28,15 +28,27 @@ const editorOf = (ctx: RequestContext<any, any, any>): Editor => {
   return { id: p.id, name: p.name, operator: p.roles.includes('operator') };
 };
 
+/** How long a subscription to a document that is neither saved nor being written waits for it. */
+export const MD_TOPIC_WAIT_MS = 10_000;
+
 export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
   const { service } = opts;
   hub.topic({
     name: 'md:*',
     policy: 'drop',
     history: 200,
-    // the list, or one document's slug: presence lives on a slug before its first save, so a
-    // well-formed slug is a topic whether or not the document exists yet
-    authorize: (topic) => (topic === LIST_TOPIC || SLUG_RE.test(topic.slice('md:'.length)) ? 'ok' : 'unknown'),
+    // the list, or one document: saved, or being written before its first save (someone is
+    // present on it). A well-formed slug of neither is subscribed for MD_TOPIC_WAIT_MS, in case it
+    // is about to be (a page that watches a room before joining it), then ended with unknown_topic
+    // (docs/collab.md, "Live channel")
+    authorize: async (topic) => {
+      if (topic === LIST_TOPIC) return 'ok';
+      const slug = topic.slice('md:'.length);
+      if (!SLUG_RE.test(slug)) return 'unknown';
+      const exists = async () => !!(await service.find(slug)) || (await service.presence.peers(slug)).length > 0;
+      if (await exists()) return 'ok';
+      return { pending: appearsWithin(exists, MD_TOPIC_WAIT_MS, 1000) };
+    },
   });
 
   const saveBody = z.strictObject({

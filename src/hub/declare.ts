@@ -11,4 +11,5 @@ export type { SseStream } from './sse.js';
 export type { BusSseDef } from './sse-route.js';
 export type { StoredUpload, UploadedFile, UploadKeeper } from './upload-files.js';
 export type { TopicSpec, TopicVerdict } from './topics.js';
+export { appearsWithin } from './topics.js';
 export { qDecimal, qInt, qText } from './query.js';

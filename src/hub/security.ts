@@ -12,6 +12,8 @@ export const CONTENT_SECURITY_POLICY = [
   "font-src 'self'",
   "connect-src 'self'",
   "media-src 'self' blob:",
+  // the partner's PDF preview frames a blob: URL of the fetched file (Chromium's PDF viewer inside)
+  "frame-src 'self' blob:",
   "worker-src 'self'",
   "manifest-src 'self'",
   "object-src 'none'",

@@ -307,7 +307,7 @@ export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live, caps
       }
       const verdict = await topics.authorize(topic, data.identity);
       if (data.closed) return;
-      if (verdict !== 'ok') {
+      if (verdict !== 'ok' && typeof verdict === 'string') {
         const messages = {
           unknown: `no topic ${topic}`,
           unauthorized: 'this topic needs a signed-in identity: send {type: "auth", token} first',
@@ -320,6 +320,17 @@ export function topicsBehaviour(auth: AuthGate, topics: Topics, live: Live, caps
         since = parseSince(frame.since);
       } catch (err) {
         return reply({ type: 'error', code: 'invalid_frame', message: (err as Error).message, topic });
+      }
+      if (typeof verdict === 'object') {
+        // a name that may come to exist in a moment: subscribed now, ended if it does not
+        void verdict.pending.then(
+          (exists) => {
+            if (exists || data.closed || !data.topics.has(topic)) return;
+            topics.unsubscribe(ws, topic);
+            reply({ type: 'error', code: 'unknown_topic', message: `no topic ${topic}`, topic });
+          },
+          () => undefined,
+        );
       }
       return live.subscribeSocket(ws, topic, since, reply);
     }

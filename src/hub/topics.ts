@@ -20,6 +20,8 @@ export interface TopicSpec {
   /**
    * Who may subscribe, and whether the named topic exists (a document, a job, a ticket): 'ok',
    * 'unknown' (answered as unknown_topic), 'unauthorized' (no identity yet) or 'forbidden'.
+   * `{pending}`: a name that may come to exist in a moment (a job the client is about to post): the
+   * subscription is made, and ended with an `unknown_topic` error frame if `pending` resolves false.
    * Absent: anyone may subscribe to any name the spec matches.
    */
   authorize?(topic: string, identity: Principal | undefined): TopicVerdict | Promise<TopicVerdict>;
@@ -37,7 +39,19 @@ export interface TopicSpec {
   presence?: boolean;
 }
 
-export type TopicVerdict = 'ok' | 'unknown' | 'unauthorized' | 'forbidden';
+export type TopicVerdict = 'ok' | 'unknown' | 'unauthorized' | 'forbidden' | { pending: Promise<boolean> };
+
+/**
+ * For a `{pending}` verdict: resolves true once `exists(tick)` does (asked every `everyMs`, with
+ * the count of the ask, so a costlier look may be made on every n-th), false after `waitMs`.
+ */
+export async function appearsWithin(exists: (tick: number) => boolean | Promise<boolean>, waitMs: number, everyMs: number): Promise<boolean> {
+  for (let tick = 1, until = Date.now() + waitMs; Date.now() < until; tick++) {
+    await new Promise((r) => setTimeout(r, everyMs).unref());
+    if (await exists(tick)) return true;
+  }
+  return false;
+}
 
 export interface SocketData {
   id: number;

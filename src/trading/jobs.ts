@@ -16,6 +16,9 @@ import { AppError, conflict, notFound } from '../errors.js';
  */
 export const JOB_TOPIC_PREFIX = 'job:';
 export const PROGRESS_MS = 100;
+/** How long, and how many, ended jobs are remembered (their topics stay known). */
+export const ENDED_KEPT_MS = 60_000;
+const ENDED_KEPT_MAX = 1024;
 /** Seconds a refused client is told to wait (Retry-After). */
 export const JOB_RETRY_AFTER_S = 2;
 export type JobState = 'queued' | 'running' | 'done' | 'cancelled' | 'failed';
@@ -111,6 +114,8 @@ export function cancelledError(job: Job, timeoutMs: number): AppError {
 
 export class Jobs {
   private readonly admitted = new Map<string, Job>();
+  /** Ended jobs' ids and until when they are remembered, oldest first (bounded). */
+  private readonly ended = new Map<string, number>();
   private readonly waiting: { job: Job; go: () => void }[] = [];
   private runningCount = 0;
   /** Jobs cancelled since start, by reason (for /api/program/jobs and tests). */
@@ -189,11 +194,23 @@ export class Jobs {
 
   close(job: Job, state: 'done' | 'cancelled' | 'failed'): void {
     job.end(state);
+    // remembered a while, so a subscription that arrives after a quick job still finds its topic
+    this.ended.delete(job.id);
+    this.ended.set(job.id, Date.now() + ENDED_KEPT_MS);
+    for (const [id, until] of this.ended) {
+      if (this.ended.size <= ENDED_KEPT_MAX && until > Date.now()) break;
+      this.ended.delete(id);
+    }
   }
 
   /** The admitted job under `id`, if any. */
   get(id: string): Job | undefined {
     return this.admitted.get(id);
+  }
+
+  /** Whether a job under `id` is admitted here or ended here within ENDED_KEPT_MS. */
+  known(id: string): boolean {
+    return this.admitted.has(id) || (this.ended.get(id) ?? 0) > Date.now();
   }
 
   /** Cancels an admitted job; 404 `job_not_found` when none is admitted under that id. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Reply, type Hub, type RequestContext } from '../hub/declare.js';
+import { appearsWithin, Reply, type Hub, type RequestContext } from '../hub/declare.js';
 import { OBJECTIVES, OPTIMIZE_OBJECTIVES } from './analyses.js';
 import { MAX_CONSTRAINT_LENGTH } from './constraint.js';
 import { backtestAnswer } from './answers.js';
@@ -30,6 +30,8 @@ import { SYMBOLS, TIMEFRAMES } from './symbols.js';
  */
 
 /** A job id: chosen by the client (`job_id`) or generated. */
+/** How long a subscription to `job:<id>` waits for its job to be admitted. */
+export const JOB_TOPIC_WAIT_MS = 10_000;
 const JOB_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 const candleFields = {
@@ -202,9 +204,20 @@ export interface TradingRoutesOptions {
 
 export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): void {
   const { service } = opts;
-  // a job's progress: a client subscribes before it posts the job (docs/trading.md), so a job id
-  // not running yet is accepted; a name that cannot be a job id is not a topic
-  hub.topic({ name: `${JOB_TOPIC_PREFIX}*`, policy: 'drop', authorize: (topic) => (JOB_ID_RE.test(topic.slice(JOB_TOPIC_PREFIX.length)) ? 'ok' : 'unknown') });
+  // a job's progress: the topic of a job admitted on any process (or ended here a moment ago). A
+  // client may subscribe just before it posts the job (docs/trading.md): such a subscription is
+  // made at once and ended with unknown_topic if no job of that id is admitted within JOB_TOPIC_WAIT_MS
+  hub.topic({
+    name: `${JOB_TOPIC_PREFIX}*`,
+    policy: 'drop',
+    authorize: async (topic) => {
+      const id = topic.slice(JOB_TOPIC_PREFIX.length);
+      if (!JOB_ID_RE.test(id)) return 'unknown';
+      if (await service.jobKnown(id)) return 'ok';
+      // this process's jobs every 100 ms, the other processes' job records (a store read) every second
+      return { pending: appearsWithin((tick) => service.jobKnown(id, tick % 10 !== 0), JOB_TOPIC_WAIT_MS, 100) };
+    },
+  });
 
   const answer = (out: { job: string; result: unknown }) =>
     Reply.json(out.result, 200, { 'x-job-id': out.job, 'cache-control': 'no-store' });

@@ -119,6 +119,14 @@ export class TradingService {
   }
 
   /**
+   * Whether a job is admitted under `id` (or ended here a moment ago) on this process or, unless
+   * `localOnly`, on another (with a queue: a store read).
+   */
+  async jobKnown(id: string, localOnly = false): Promise<boolean> {
+    return this.jobs.known(id) || (!localOnly && !!(await this.opts.spread?.lookup(id)));
+  }
+
+  /**
    * Cancels a job for `by`: a job belongs to whoever started it (its client, `id:<identity>`), and an
    * operator may cancel any. No such job: 404 `job_not_found`; someone else's: 403 `forbidden`.
    */

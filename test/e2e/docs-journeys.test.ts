@@ -181,6 +181,58 @@ describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium
         }
       }, 90_000);
 
+      it('the live channel cannot connect (a proxy that refuses WebSockets): the saved text is shown read-only, then edited over HTTP; a save adds to it and never replaces it with nothing', async () => {
+        const slug = `blocked-${width}`;
+        const note = `# 회의 메모\n\n${'오늘 회의에서 정한 것들을 적어 둡니다. '.repeat(8)}\n`;
+        expect((await save(slug, note)).status).toBe(200);
+        // the co-editing socket first opens and hears nothing (the room never syncs), then is refused
+        const ctx = await browser.newContext({ viewport: { width, height: width < 500 ? 780 : 900 } });
+        let refuse = false;
+        const held: WebSocketRoute[] = [];
+        await ctx.routeWebSocket(/\/yjs\//, (ws) => {
+          if (refuse) void ws.close({ code: 4500, reason: 'blocked' });
+          else held.push(ws);
+        });
+        const page = await ctx.newPage();
+        const errors: string[] = [];
+        page.on('pageerror', (e) => errors.push(e.message));
+        await page.goto(`${hub.url}/docs#${slug}`);
+        await page.waitForSelector('body[data-ready="true"]');
+        await signInOnPage(page, 'kim');
+        await page.waitForFunction(() => document.getElementById('conn')?.dataset.state === 'connecting');
+        // the room has not synced: the editor holds the saved text, read-only, and nothing can be saved
+        await waitText(page, { equals: note });
+        await page.waitForTimeout(500);
+        expect(await page.getAttribute('#editor .cm-content', 'contenteditable')).toBe('false');
+        expect(await page.isDisabled('#save-btn')).toBe(true);
+        expect(await textOf(page)).toBe(note);
+        // the proxy refuses the socket: the page edits the saved text over HTTP, and says so
+        refuse = true;
+        for (const ws of held.splice(0)) await ws.close({ code: 4500, reason: 'blocked' }).catch(() => undefined);
+        await page.waitForSelector('#editor .cm-content[contenteditable="true"]', { timeout: 20_000 });
+        expect(await textOf(page)).toBe(note);
+        expect(await page.textContent('#notice')).toContain('저장된 내용을 편집합니다');
+        await page.click('#editor .cm-content');
+        await page.keyboard.press('Control+End');
+        await page.keyboard.type('결정: 금요일 배포');
+        await page.click('#save-btn');
+        await page.waitForSelector('#save-state[data-state="saved"]');
+        expect((await get(hub.url, `/api/md/doc/${slug}`)).body.doc.content).toBe(`${note}결정: 금요일 배포`);
+        // someone else saves next: this page's save is a conflict shown on the merge screen, not an overwrite
+        await page.waitForSelector('#editor .cm-content[contenteditable="true"]', { timeout: 20_000 });
+        const theirs = `${note}결정: 금요일 배포\n다른 사람의 줄\n`;
+        expect((await save(slug, theirs)).status).toBe(200);
+        await page.click('#editor .cm-content');
+        await page.keyboard.press('Control+End');
+        await page.keyboard.type('\n내 줄');
+        await page.click('#save-btn');
+        await page.waitForSelector('#merge', { state: 'visible' });
+        expect((await get(hub.url, `/api/md/doc/${slug}`)).body.doc.content).toBe(theirs);
+        expect(await axe(page)).toEqual([]);
+        expect(errors).toEqual([]);
+        await ctx.close();
+      }, 90_000);
+
       it('another editor saves first while this page is offline from the room: the save is refused and the merge screen shows both texts; the merged save is kept once', async () => {
         const slug = `merge-${width}`;
         const body = '# 병합\n\n첫 줄\n';

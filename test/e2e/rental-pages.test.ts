@@ -84,6 +84,21 @@ describe.skipIf(!hasBrowser)('rental form and partner dashboard in Chromium', ()
       await p1.waitForSelector(`.doc[data-doc="${doc}"][data-check="approved"]`);
     }
     await p1.waitForSelector(`${row}[data-status="approved"]`);
+    // the PDF and the image preview in the page, under the security policy (nothing refused)
+    const refused: string[] = [];
+    p1.on('console', (m) => m.text().includes('Content Security Policy') && refused.push(m.text()));
+    await p1.click('.doc[data-doc="uniqueNumber"] button.view');
+    await p1.waitForSelector('.doc[data-doc="uniqueNumber"] .preview:not([hidden]) iframe[src^="blob:"]');
+    // Chromium's PDF viewer opened inside the frame (a refused frame shows chrome-error:// instead)
+    for (let i = 0; i < 50 && !p1.frames().some((f) => f.url().startsWith('chrome-extension://')); i++) await p1.waitForTimeout(100);
+    expect(p1.frames().map((f) => f.url()).filter((u) => !u.startsWith('http'))).toEqual(expect.arrayContaining([expect.stringMatching(/^chrome-extension:\/\/.+\/index\.html/)]));
+    expect(p1.frames().some((f) => f.url().startsWith('chrome-error://'))).toBe(false);
+    await p1.click('.doc[data-doc="bizCard"] button.view');
+    await p1.waitForFunction(() => {
+      const img = document.querySelector('.doc[data-doc="bizCard"] .preview img') as HTMLImageElement | null;
+      return !!img && img.complete && img.naturalWidth > 0;
+    });
+    expect(refused).toEqual([]);
     // the other partner page follows live, without a reload
     await p2.waitForSelector(`${row}[data-status="approved"]`, { timeout: 10_000 });
     expect(await p2.textContent('#c-approved')).toBe('1');

@@ -6,7 +6,7 @@ import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { tempDir } from '../support/process.js';
 import { connectTopics, type TopicClient } from '../support/ws.js';
 
-/** Subscriptions on /ws name something that exists: a ticket, a document; a job id that can be one. */
+/** Subscriptions on /ws name something that exists: a ticket, a document (saved, or with someone present on it); a job admitted on some process. */
 describe('subscribing to a ticket, document or job that does not exist', () => {
   let maru: Maru;
   let ws: TopicClient;
@@ -47,17 +47,50 @@ describe('subscribing to a ticket, document or job that does not exist', () => {
     expect(await subscribe(`mticket:${code}`)).toMatchObject({ type: 'subscribed', topic: `mticket:${code}` });
   });
 
-  it('answers unknown_topic for a name that cannot be a document; the list and a document slug subscribe', async () => {
+  it('answers unknown_topic for a name that cannot be a document; the list and a document slug subscribe', { timeout: 40_000 }, async () => {
     expect(await subscribe('md:../etc')).toMatchObject({ type: 'error', code: 'unknown_topic', topic: 'md:../etc' });
     expect(await subscribe('md:')).toMatchObject({ type: 'error', code: 'unknown_topic' });
     expect(await subscribe('md:all')).toMatchObject({ type: 'subscribed', topic: 'md:all' });
+    // a document being written before its first save: someone is present on it
+    expect((await post('/api/md/presence', { slug: 'being-written' }, editor)).status).toBeLessThan(300);
+    expect(await subscribe('md:being-written')).toMatchObject({ type: 'subscribed', topic: 'md:being-written' });
+    // neither saved nor written: subscribed for a moment (someone may be about to join), then ended
+    // with unknown_topic; one that someone joins meanwhile stays
+    const t0 = Date.now();
+    expect(await subscribe('md:never-written')).toMatchObject({ type: 'subscribed', topic: 'md:never-written' });
+    expect(await subscribe('md:joined-soon')).toMatchObject({ type: 'subscribed', topic: 'md:joined-soon' });
+    expect((await post('/api/md/presence', { slug: 'joined-soon' }, editor)).status).toBeLessThan(300);
+    let f = await ws.next(15_000);
+    while (f.type === 'message') f = await ws.next(15_000);
+    expect(f).toMatchObject({ type: 'error', code: 'unknown_topic', topic: 'md:never-written' });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(9_900);
+    ws.ws.send(JSON.stringify({ type: 'ping' }));
+    f = await ws.next();
+    while (f.type === 'message') f = await ws.next();
+    expect(f.type).toBe('pong');
     expect((await post('/api/md/save', { slug: 'exists', content: '# hi' }, editor)).status).toBeLessThan(300);
     expect(await subscribe('md:exists')).toMatchObject({ type: 'subscribed', topic: 'md:exists' });
   });
 
-  it('answers unknown_topic for a name that cannot be a job id; a well-formed one subscribes before its job is posted', async () => {
+  it('answers unknown_topic for a name that cannot be a job id; a well-formed one subscribes before its job is posted', { timeout: 40_000 }, async () => {
     expect(await subscribe('job:')).toMatchObject({ type: 'error', code: 'unknown_topic' });
     expect(await subscribe('job:no/such job')).toMatchObject({ type: 'error', code: 'unknown_topic' });
+    // well-formed ids are subscribed at once (a job may be about to be posted); one of them is
+    // posted, the other never is: that one alone is ended with unknown_topic when the wait (10 s) is over
+    const t0 = Date.now();
     expect(await subscribe('job:ui-123')).toMatchObject({ type: 'subscribed', topic: 'job:ui-123' });
+    expect(await subscribe('job:ui-456')).toMatchObject({ type: 'subscribed', topic: 'job:ui-456' });
+    const posted = await post('/api/program/backtest', { job_id: 'ui-456', symbol: 'ES', count: 2000, strategy: 'ema_cross' }, editor);
+    expect(posted.status).toBe(200);
+    let f = await ws.next(15_000);
+    while (f.type === 'message') f = await ws.next(15_000);
+    expect(f).toMatchObject({ type: 'error', code: 'unknown_topic', topic: 'job:ui-123' });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(9_900);
+    ws.ws.send(JSON.stringify({ type: 'ping' }));
+    f = await ws.next();
+    while (f.type === 'message') f = await ws.next();
+    expect(f.type).toBe('pong');
+    // a job that ended a moment ago is still a topic
+    expect(await subscribe('job:ui-456')).toMatchObject({ type: 'subscribed', topic: 'job:ui-456' });
   });
 });

@@ -96,6 +96,7 @@ describe('security headers', () => {
       "font-src 'self'",
       "connect-src 'self'",
       "media-src 'self' blob:",
+      "frame-src 'self' blob:",
       "worker-src 'self'",
       "manifest-src 'self'",
       "object-src 'none'",

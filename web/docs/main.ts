@@ -108,7 +108,20 @@ newForm.onsubmit = async (ev) => {
 };
 
 // ---- the open document ----------------------------------------------------------------------
-interface Open { slug: string; doc: Y.Doc; provider?: WebsocketProvider; awareness: Awareness; editor: BoundEditor; presenceId?: string; heartbeat?: number; off: () => void; base: Doc }
+/**
+ * An open document. `mode`: `loading` while the live room has not synced yet (the editor shows the
+ * saved text, read-only, and nothing can be saved: a text that does not hold the stored content is
+ * never presented for editing); `live` once it has synced (the editor follows the room); `http` when
+ * the room could not be reached (LIVE_FAILURES, LIVE_WAIT_MS) (the editor holds the saved text loaded over
+ * HTTP, and a save is built on its version, so someone else's later save is a conflict).
+ */
+interface Open { slug: string; doc: Y.Doc; provider?: WebsocketProvider; awareness: Awareness; editor: BoundEditor; presenceId?: string; heartbeat?: number; off: () => void; base: Doc; mode: 'loading' | 'live' | 'http'; stored?: Y.Doc; liveWait?: number }
+/**
+ * An editor edits the saved text over HTTP when the live room's socket has closed LIVE_FAILURES
+ * times before it ever synced (refused by a proxy, say), or has not synced within LIVE_WAIT_MS.
+ */
+const LIVE_WAIT_MS = 15_000;
+const LIVE_FAILURES = 2;
 let cur: Open | undefined;
 let peers: Peer[] = [];
 
@@ -155,9 +168,9 @@ async function showLock(event?: { state?: string }) {
   $('lock-btn').textContent = lockMine ? '잠금 해제' : breakable ? '잠금 풀기 · break' : '잠금';
   const why = !canEdit() ? '편집자로 로그인하세요 · sign in as an editor' : lockOther ? `${who} 님이 잠갔습니다 · locked by ${who}` : '';
   $<HTMLButtonElement>('lock-btn').disabled = !canEdit() || (lockOther && !breakable);
-  $<HTMLButtonElement>('save-btn').disabled = !canEdit() || lockOther;
+  $<HTMLButtonElement>('save-btn').disabled = !canEdit() || lockOther || cur.mode === 'loading';
   for (const id of ['lock-btn', 'save-btn']) $(id).title = $<HTMLButtonElement>(id).disabled ? why : '';
-  cur.editor.setEditable(canEdit() && !lockOther && !!cur.provider);
+  cur.editor.setEditable(canEdit() && !lockOther && !!cur.provider && cur.mode !== 'loading');
   $('editor-card').dataset.locked = lockOther ? 'other' : lockMine ? 'mine' : 'none';
   clearTimeout(lockCheck);
   if (lockOther) {
@@ -207,8 +220,11 @@ async function open(slug: string) {
   const awareness = provider?.awareness ?? new Awareness(doc);
   const editorHost = $('editor');
   editorHost.replaceChildren();
-  const editor = bindEditor(editorHost, text, awareness, queuePreview);
-  editor.setEditable(!!provider);
+  // until the room has synced, the editor shows the saved text (a copy outside the room), read-only
+  const stored = provider ? new Y.Doc() : undefined;
+  stored?.getText('content').insert(0, r.body.doc.content);
+  const editor = bindEditor(editorHost, stored ? stored.getText('content') : text, stored ? new Awareness(stored) : awareness, queuePreview);
+  editor.setEditable(false);
   const offTopic = live.on(`md:${slug}`, (m: any) => {
     if (m.type === 'presence') (peers = m.peers, drawPresence());
     if (m.type === 'lock') void showLock(m);
@@ -222,9 +238,10 @@ async function open(slug: string) {
     }
     if (m.type === 'deleted') notice('이 문서는 삭제되었습니다 · this document was deleted', 'info');
   }, () => (void showLock(), void loadList()));
-  const opened: Open = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc };
+  const opened: Open = { slug, doc, provider, awareness, editor, off: offTopic, base: r.body.doc, mode: provider ? 'loading' : 'live', stored };
   cur = opened;
   if (provider) followSocket(opened, provider);
+  if (provider) opened.liveWait = window.setTimeout(() => editSavedText(opened), LIVE_WAIT_MS);
   // the hub ends the socket of a token that is no longer valid (4401, final for the provider): the
   // session check shows the sign-in form, and the document reopens read-only
   provider?.on('connection-close', (ev: CloseEvent | null) => {
@@ -261,6 +278,33 @@ async function open(slug: string) {
   void showLock();
 }
 
+/** The room has synced: the editor leaves the saved copy and follows the room's text. */
+function followRoom(opened: Open) {
+  clearTimeout(opened.liveWait);
+  opened.mode = 'live';
+  opened.editor.destroy();
+  opened.stored?.destroy();
+  opened.stored = undefined;
+  const host = $('editor');
+  host.replaceChildren();
+  opened.editor = bindEditor(host, opened.doc.getText('content'), opened.awareness, queuePreview);
+  queuePreview();
+  void showLock();
+}
+
+/**
+ * The room could not be reached in time (a proxy that blocks WebSockets, say): the page stops
+ * trying, and the editor edits the saved text loaded over HTTP; a save is built on that version.
+ */
+function editSavedText(opened: Open) {
+  if (cur !== opened || opened.mode !== 'loading') return;
+  opened.mode = 'http';
+  opened.provider?.destroy();
+  conn.setCoedit('offline');
+  notice('실시간 공동 편집에 연결할 수 없어 저장된 내용을 편집합니다. 저장하면 그 사이 다른 사람의 저장과 비교합니다 · live co-editing is unreachable: editing the saved text; a save is checked against anyone else\'s', 'info');
+  void showLock();
+}
+
 /**
  * The co-editing socket of an open document: its state goes to the header's indicator, and each
  * time it has synced, the editor's text contains every version saved so far, so the base of the
@@ -278,9 +322,14 @@ function followSocket(opened: Open, provider: WebsocketProvider) {
     if (status === 'disconnected') set('offline');
     else if (status === 'connecting' && state !== 'offline') set('connecting');
   });
-  provider.on('connection-close', () => set('offline'));
+  let failures = 0;
+  provider.on('connection-close', () => {
+    set('offline');
+    if (opened.mode === 'loading' && ++failures >= LIVE_FAILURES) editSavedText(opened);
+  });
   provider.on('sync', async (synced: boolean) => {
-    if (cur !== opened || !synced) return;
+    if (cur !== opened || !synced || opened.mode === 'http') return;
+    if (opened.mode === 'loading') followRoom(opened);
     set('live');
     queuePreview();
     const r = await api<{ doc: Doc }>(`/api/md/doc/${encodeURIComponent(opened.slug)}`);
@@ -300,7 +349,9 @@ function close() {
   if (cur.presenceId) void fetch('/api/md/presence/leave', { method: 'POST', keepalive: true, headers: session.headers(true), body: JSON.stringify({ slug: cur.slug, id: cur.presenceId }) }).catch(() => undefined);
   clearInterval(cur.heartbeat);
   cur.off();
+  clearTimeout(cur.liveWait);
   cur.editor.destroy();
+  cur.stored?.destroy();
   cur.provider?.destroy();
   if (!cur.provider) cur.awareness.destroy();
   cur.doc.destroy();
