@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OPTIMIZE_OBJECTIVES } from './analyses.js';
 import { settingsSchema } from './engine.js';
 import { REASONS } from './engine-settings.js';
 import { STRATEGIES } from './strategies.js';
@@ -121,4 +122,45 @@ export const backtestAnswer = z.object({
     }),
   ),
   trades_total: int,
+});
+
+const objectiveValue = z.number().nullable().describe('the objective of this combination; null where the statistic is undefined');
+const paramsSchema = z.record(z.string(), z.number());
+
+/** POST /api/program/optimize. */
+export const optimizeAnswer = z.object({
+  strategy: z.enum(STRATEGIES),
+  objective: z.enum(OPTIMIZE_OBJECTIVES),
+  candles: z.object({ seed: int, symbol: z.enum(SYMBOLS), timeframe: z.enum(TIMEFRAMES), count: int }),
+  combinations: int.describe('combinations run'),
+  asked: int.describe('size of the grid (the product of the value lists)'),
+  skipped: int.describe('combinations the strategy refuses (e.g. fast >= slow)'),
+  constraint: z.string().nullable(),
+  constrained: int.describe('combinations outside the constraint'),
+  search: z.object({ mode: z.enum(['grid', 'random']), samples: int, seed: int }),
+  best: z.object({ params: paramsSchema, metrics: metricsSchema, objective_value: objectiveValue }).nullable(),
+  top: z.array(z.object({ params: paramsSchema, metrics: metricsSchema, objective_value: objectiveValue })),
+  results: z.array(
+    z.object({
+      params: paramsSchema,
+      trades: int,
+      win_rate: ratio,
+      profit_factor: ratio,
+      net_profit: usd,
+      sharpe: ratio,
+      max_drawdown: ratio,
+      sqn: ratio,
+      objective_value: objectiveValue,
+    }),
+  ),
+  heatmap: z
+    .object({
+      x: z.string(),
+      y: z.string(),
+      x_values: z.array(z.number()),
+      y_values: z.array(z.number()),
+      fixed: paramsSchema.describe('the other parameters, at the best combination\'s values'),
+      values: z.array(z.array(z.number().nullable())).describe('values[j][i]: the objective at y_values[j], x_values[i]; null where no such combination ran'),
+    })
+    .nullable(),
 });

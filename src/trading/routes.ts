@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { appearsWithin, Reply, type Hub, type RequestContext } from '../hub/declare.js';
 import { OBJECTIVES, OPTIMIZE_OBJECTIVES } from './analyses.js';
 import { MAX_CONSTRAINT_LENGTH } from './constraint.js';
-import { backtestAnswer } from './answers.js';
+import { backtestAnswer, optimizeAnswer } from './answers.js';
 import { MAX_CANDLES } from './candles.js';
 import { settingsSchema } from './engine.js';
 import {
@@ -230,7 +230,7 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
 
   hub.route({ method: 'POST', path: '/api/program/backtest', auth: optional, body: { schema: backtestBody }, response: backtestAnswer, handler: async (ctx) => answer(await service.backtest(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/backtest-compare', auth: optional, body: { schema: compareBody }, handler: async (ctx) => answer(await service.compare(ctx.body, origin(ctx))) });
-  hub.route({ method: 'POST', path: '/api/program/optimize', auth: optional, body: { schema: optimizeBody }, handler: async (ctx) => answer(await service.optimize(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/optimize', auth: optional, body: { schema: optimizeBody }, response: optimizeAnswer, handler: async (ctx) => answer(await service.optimize(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/walkforward', auth: optional, body: { schema: walkForwardBody }, handler: async (ctx) => answer(await service.walkForward(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/montecarlo', auth: optional, body: { schema: monteCarloBody }, handler: async (ctx) => answer(await service.monteCarlo(ctx.body, origin(ctx))) });
 

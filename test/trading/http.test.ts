@@ -114,6 +114,11 @@ describe('trading analyses over HTTP', () => {
     const dd = await post(base, '/api/program/optimize', { ...bt, grid, objective: 'max_drawdown_duration_ms' });
     const durations = dd.body.results.map((r: any) => r.objective_value as number);
     expect(dd.body.best.objective_value).toBe(Math.min(...durations));
+    // the answer is declared (and each answer above checked against it by the contract check)
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as any;
+    const props = doc.paths['/api/program/optimize'].post.responses['200'].content['application/json'].schema.properties;
+    for (const k of ['best', 'top', 'results', 'constraint', 'constrained', 'search', 'heatmap']) expect(props).toHaveProperty(k);
+    expect(props.objective.enum).toEqual(expect.arrayContaining(['sharpe', 'sortino_ratio', 'calmar_ratio', 'max_drawdown_duration_ms']));
   });
 
   it('optimize: a grid over 500 combinations runs as a seeded random search', async () => {
