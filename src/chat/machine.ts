@@ -18,13 +18,25 @@ import type { EditTarget, Need, Source } from './keywords.js';
  */
 export const MACHINE_VERSION = 1;
 
-/** The journey's stages in order; a stage's stageCode is its position, from 1. */
-export const STAGES = ['greet', 'need', 'recommend', 'collect', 'confirm', 'received', 'track', 'upsell', 'referral', 'sharing'] as const;
-export type Stage = (typeof STAGES)[number];
+/**
+ * The interface document's nine stages, in its order; a stage's stageCode is its position, from 1.
+ * These are what the wire says (`stage`, `stageCode`).
+ */
+export const STAGES = ['greet', 'need', 'recommend', 'collect', 'received', 'track', 'upsell', 'referral', 'sharing'] as const;
+export type WireStage = (typeof STAGES)[number];
+/**
+ * The journey's states: the nine stages, and the summary the customer confirms (`confirm`), a step
+ * inside collect: it reports stage `collect` and collect's code, with the `summary` card.
+ */
+export const JOURNEY = ['greet', 'need', 'recommend', 'collect', 'confirm', 'received', 'track', 'upsell', 'referral', 'sharing'] as const;
+export type Stage = (typeof JOURNEY)[number];
 /** Hand-off states (reported as stage "handoff", stageCode 0). */
 export type StateName = Stage | 'handoffContact' | 'handoff';
 
-export const stageCode = (s: StateName): number => (STAGES as readonly string[]).indexOf(s) + 1;
+/** The stage a state reports on the wire. */
+export const wireStage = (s: StateName): WireStage | 'handoff' => (s === 'confirm' ? 'collect' : s === 'handoffContact' ? 'handoff' : s);
+/** The wire's stageCode of a state: its stage's position from 1; the hand-off 0. */
+export const stageCode = (s: StateName): number => (STAGES as readonly string[]).indexOf(wireStage(s)) + 1;
 
 /** A failed answer is asked again with a clearer hint; the third failure in a row hands off to a person. */
 export const MAX_RETRIES = 3;
@@ -163,7 +175,7 @@ const handoffs = (stage: Stage, request: (a: Ctx) => boolean = wantsPerson) => (
 
 /** Back to the stage the customer left for a person. */
 const resume = (when: (a: Ctx) => boolean) =>
-  STAGES.map((s) => ({ guard: (a: Ctx) => when(a) && a.context.returnTo === s, target: s, actions: set({ returnTo: undefined, ...moved }) }));
+  JOURNEY.map((s) => ({ guard: (a: Ctx) => when(a) && a.context.returnTo === s, target: s, actions: set({ returnTo: undefined, ...moved }) }));
 
 /**
  * A new conversation in the same session: everything but the subject is forgotten (assign merges, so

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { STAGES } from './machine.js';
 import { normaliseName, normalisePhone } from './contact.js';
 import { parseReferralCode } from './referral-code.js';
 import type { ReferralService } from './referral.js';
@@ -66,8 +67,8 @@ const card = z
   .describe('product, summary, upsell, receipt, progress, callback or share card (fields by type, docs/chat.md)');
 const turnAnswer = z.object({
   session: z.string(),
-  stage: z.string(),
-  stageCode: z.number().int(),
+  stage: z.enum([...STAGES, 'handoff']).describe('one of the nine stages in order, or handoff (a person takes over: the callback is asked for or registered)'),
+  stageCode: z.number().int().min(0).max(STAGES.length).describe('the stage position from 1 (greet) to 9 (sharing); 0 for handoff'),
   bot: z.string(),
   choices: z.array(z.string()),
   card: card.optional(),

@@ -2,7 +2,7 @@ import { josa } from 'es-hangul';
 import { NEED_LABELS, PRODUCTS, SOURCE_LABELS, productFor } from './catalog.js';
 import { normalise } from './classify.js';
 import { SOURCES, type Need } from './keywords.js';
-import { MAX_RETRIES, stageCode, type AnswerEvent, type ChatContext, type Field, type StateName } from './machine.js';
+import { MAX_RETRIES, stageCode, wireStage, type AnswerEvent, type ChatContext, type Field, type Stage, type StateName } from './machine.js';
 import { referralCode } from './referral-code.js';
 
 /**
@@ -110,8 +110,8 @@ function hint(ctx: ChatContext): string {
 
 export function view(state: StateName, ctx: ChatContext, welcome = false): View {
   const h = hint(ctx);
-  const at = (stage: string, bot: string, choices: Choice[], card?: Card): View => ({
-    stage,
+  const at = (stage: Stage, bot: string, choices: Choice[], card?: Card): View => ({
+    stage: wireStage(stage),
     stageCode: stageCode(state),
     bot: h + bot,
     choices,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { forbidden } from '../errors.js';
 import { appearsWithin, type Hub, type RequestContext } from '../hub/declare.js';
 import { CATEGORY_RE, LIST_TOPIC, SLUG_RE, type CollabService, type Editor } from './service.js';
 import { collabResponses as R } from './schemas.js';
@@ -123,8 +124,16 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     path: '/api/md/lock',
     auth: EDITOR,
     response: R.lock,
-    body: { schema: z.strictObject({ slug }) },
-    handler: (ctx) => service.locks.lock(ctx.body.slug, editorOf(ctx)),
+    // the interface document's request "identifies the document and holder": `holder`, when given,
+    // names the signed-in identity (its account id); any other holder is 403 (docs/collab.md)
+    body: { schema: z.strictObject({ slug, holder: z.string().min(1).max(64).optional() }) },
+    handler: (ctx) => {
+      const who = editorOf(ctx);
+      if (ctx.body.holder !== undefined && ctx.body.holder !== who.id) {
+        throw forbidden(`holder ${ctx.body.holder} is not the signed-in identity; a lock is held by whoever asks for it`, { holder: ctx.body.holder, identity: who.id });
+      }
+      return service.locks.lock(ctx.body.slug, who);
+    },
   });
   hub.route({
     method: 'POST',

@@ -69,27 +69,27 @@ describe('the journey from greet to sharing', () => {
     expect(v.choices).toContain('없음');
     v = await turn(id, { message: '오전에 연락 부탁드려요' });
     // the summary first: nothing is registered before it is confirmed
-    expect(v).toMatchObject({ stage: 'confirm', stageCode: 5, card: { type: 'summary', name: '홍길동', contact: '010-1234-5678', email: 'hong@example.kr', memo: '오전에 연락 부탁드려요' } });
+    expect(v).toMatchObject({ stage: 'collect', stageCode: 4, card: { type: 'summary', name: '홍길동', contact: '010-1234-5678', email: 'hong@example.kr', memo: '오전에 연락 부탁드려요' } });
     expect(v.receiptNo).toBeUndefined();
     expect((await call(base, 'GET', '/api/shareholder')).body.cumulativeReceipts).toBe(before);
     v = await turn(id, { choice: '확인' });
-    expect(v).toMatchObject({ stage: 'received', stageCode: 6, card: { type: 'receipt' } });
+    expect(v).toMatchObject({ stage: 'received', stageCode: 5, card: { type: 'receipt' } });
     expect(v.receiptNo).toMatch(/^R\d{6}-\d{6,}$/);
     expect(v.card.receiptNo).toBe(v.receiptNo);
     const receiptNo = v.receiptNo;
     const trackUrl = v.card.trackUrl;
     v = await turn(id, { choice: '진행 상황 보기' });
-    expect(v).toMatchObject({ stage: 'track', stageCode: 7, card: { type: 'progress', receiptNo, status: 'pending', label: '접수 완료' } });
+    expect(v).toMatchObject({ stage: 'track', stageCode: 6, card: { type: 'progress', receiptNo, status: 'pending', label: '접수 완료' } });
     v = await turn(id, { choice: '다음' });
-    expect(v).toMatchObject({ stage: 'upsell', stageCode: 8, card: { type: 'upsell', code } });
+    expect(v).toMatchObject({ stage: 'upsell', stageCode: 7, card: { type: 'upsell', code } });
     v = await turn(id, { choice: '추가할게요' });
-    expect(v).toMatchObject({ stage: 'referral', stageCode: 9 });
+    expect(v).toMatchObject({ stage: 'referral', stageCode: 8 });
     // the receipt is an intake record (a rental application the partner reviews for the rental,
     // type chat for the others), and it notes the accepted upsell
     const record = await call(base, 'GET', trackUrl);
     expect(record.body).toMatchObject({ receiptNo, type: code === 31 ? 'rental-ipa' : 'chat', contactName: '홍길동', contactPhone: '010-1234-5678', email: 'hong@example.kr', upsell: { code, accepted: true } });
     v = await turn(id, { choice: '추천 코드 받기' });
-    expect(v).toMatchObject({ stage: 'sharing', stageCode: 10, card: { type: 'share' } });
+    expect(v).toMatchObject({ stage: 'sharing', stageCode: 9, card: { type: 'share' } });
     const refCode = v.card.referralCode;
     expect(refCode).toMatch(/^MARU-[0-9A-Z]+$/);
     expect(v.card.url).toBe(`/chat?ref=${refCode}`);

@@ -32,7 +32,7 @@ describe.skipIf(!redis.available)('conversations on hub processes sharing Redis'
     expect(next.status).toBe(200);
     expect(next.body).toMatchObject({ stage: 'collect', stageCode: 4 });
     for (const m of ['정다은', '010-2222-3333', 'da@example.kr']) await post(b.url, '/api/chat', { session: id, message: m });
-    expect((await post(b.url, '/api/chat', { session: id, choice: '없음' })).body.stage).toBe('confirm');
+    expect((await post(b.url, '/api/chat', { session: id, choice: '없음' })).body).toMatchObject({ stage: 'collect', stageCode: 4, card: { type: 'summary' } });
     const done = await post(b.url, '/api/chat', { session: id, choice: '확인' });
     expect(done.body).toMatchObject({ stage: 'received', receiptNo: expect.stringMatching(/^R\d{6}-\d{6,}$/) });
     // a restarted process carries on too

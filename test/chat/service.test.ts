@@ -75,7 +75,7 @@ describe('ChatService', () => {
     const c = chat(flaky);
     const id = await toMemo(c);
     const before = await real.countReceipts();
-    expect((await c.turn(id, { choice: '없음' })).stage).toBe('confirm');
+    expect(await c.turn(id, { choice: '없음' })).toMatchObject({ stage: 'collect', stageCode: 4, card: { type: 'summary' } });
     await expect(c.turn(id, { choice: '확인' })).rejects.toMatchObject({ status: 503, code: 'intake_unavailable' });
     expect((await c.get(id)).stage).toBe('received');
     expect((await c.get(id)).receiptNo).toBeUndefined();

@@ -111,8 +111,12 @@ describe('document collaboration over HTTP', () => {
     expect(lock.body).toMatchObject({ locked: true, holder: 'kim', holder_name: 'kim', renewed: false, remaining_ms: 600_000 });
     expect(lock.body.token).toBeUndefined();
     expect((await live.next()).data).toMatchObject({ type: 'lock', state: 'locked', holder: 'kim' });
-    // a holder named in the body is refused: the holder is whoever signed in
-    expect((await lee('/api/md/lock', { slug: 'guide', holder: 'kim' })).body.error.code).toBe('invalid_body');
+    // the document's request names the holder: it must be the signed-in identity (403 otherwise, nothing changes)
+    const impostor = await lee('/api/md/lock', { slug: 'guide', holder: 'kim' });
+    expect([impostor.status, impostor.body.error.code]).toEqual([403, 'forbidden']);
+    expect((await lee('/api/md/lock', { slug: 'guide', holder: '' })).status).toBe(400);
+    const again = await post('/api/md/lock', { slug: 'guide', holder: 'kim' });
+    expect(again.body).toMatchObject({ locked: true, holder: 'kim', renewed: true });
 
     // another editor: the lock request (a renewal by a non-holder) is 423 naming the holder and the expiry
     const other = await lee('/api/md/lock', { slug: 'guide' });

@@ -56,7 +56,9 @@ describe.skipIf(!hasBrowser)('conversation and coaching pages in Chromium', () =
     expect(await lastBot(page)).toContain('010-1234-5678');
     await say(page, '010-3030-4040');
     await say(page, 'jimin@example.kr');
-    await pick(page, '없음', 'confirm');
+    await pick(page, '없음', 'collect');
+    await page.waitForSelector('#log li.card[data-card="summary"]');
+    expect(await page.textContent('#stage')).toBe('4. 정보 입력');
     expect(await page.textContent('#log li.card[data-card="summary"] dd[data-field="contact"]')).toBe('010-3030-4040');
     await pick(page, '확인', 'received');
     await page.waitForSelector('#receipt:not([hidden])');

@@ -36,8 +36,11 @@ function toCollect(): Actor {
 
 describe('conversation stages', () => {
   it('ten stages in the document order, codes from 1; hand-off states are code 0', () => {
-    expect(M.STAGES).toEqual(['greet', 'need', 'recommend', 'collect', 'confirm', 'received', 'track', 'upsell', 'referral', 'sharing']);
+    // the interface document's nine stages, codes 1..9 in its order; the summary to confirm is a step of collect
+    expect(M.STAGES).toEqual(['greet', 'need', 'recommend', 'collect', 'received', 'track', 'upsell', 'referral', 'sharing']);
     M.STAGES.forEach((s, i) => expect(M.stageCode(s)).toBe(i + 1));
+    expect([M.wireStage('confirm'), M.stageCode('confirm')]).toEqual(['collect', 4]);
+    expect(M.wireStage('handoffContact')).toBe('handoff');
     expect(M.stageCode('handoff')).toBe(0);
     expect(M.stageCode('handoffContact')).toBe(0);
     expect(M.MACHINE_VERSION).toBe(1);

@@ -206,7 +206,7 @@ describe('turns', () => {
     const before = await go(s.session, ...TO_MEMO, '건너뛰기');
     expect('receiptNo' in before).toBe(false);
     const summary = await go(s.session, '없음');
-    expect([summary.stage, 'receiptNo' in summary]).toEqual(['confirm', false]);
+    expect([summary.stage, summary.card?.type, 'receiptNo' in summary]).toEqual(['collect', 'summary', false]);
     const r = await go(s.session, '확인');
     expect([r.stage, r.receiptNo]).toEqual(['received', 'R-1']);
     expect((await chat.get(s.session)).receiptNo).toBe('R-1');
@@ -218,7 +218,7 @@ describe('the summary', () => {
     const { chat, go, calls } = await setup();
     const s = await chat.start('x');
     const c = await go(s.session, ...TO_MEMO, '건너뛰기', { message: '네' });
-    expect(c.stage).toBe('confirm');
+    expect(c.stage).toBe('collect');
     expect(c.card).toEqual({ type: 'summary', name: '홍길동', contact: '010-1234-5678', email: null, product: 'SOL-702 디지털 화재감지기', need: '렌탈', memo: null });
     expect(c.choices).toEqual(['확인', '수정', '상담원 연결']);
     expect(calls.some((x) => x.what === 'register')).toBe(false);

@@ -108,8 +108,8 @@ describe('the journey’s stages', () => {
     const { view } = await load();
     const filled = ctx({ category: 'rental', need: 'rental', name: '홍길동', contact: '010-1234-5678', email: null, memo: null, review: true });
     expect(view('confirm', filled)).toStrictEqual({
-      stage: 'confirm',
-      stageCode: 5,
+      stage: 'collect',
+      stageCode: 4,
       bot: '신청 내용을 확인해 주세요. 이대로 접수할까요?',
       choices: [{ label: '확인', answer: { yes: true } }, { label: '수정', answer: { change: true } }, PERSON],
       card: { type: 'summary', name: '홍길동', contact: '010-1234-5678', email: null, product: 'SOL-702 디지털 화재감지기', need: '렌탈', memo: null },
@@ -127,8 +127,8 @@ describe('the journey’s stages', () => {
       referralCode: 'MARU-7',
     });
     expect(view('confirm', { ...filled, editing: true })).toStrictEqual({
-      stage: 'confirm',
-      stageCode: 5,
+      stage: 'collect',
+      stageCode: 4,
       bot: '어떤 항목을 고칠까요?',
       choices: [
         { label: '성함', answer: { edit: 'name' } },
@@ -155,19 +155,19 @@ describe('the journey’s stages', () => {
     const choices = [{ label: '진행 상황 보기', answer: { yes: true } }, PERSON];
     expect(view('received', ctx({ receiptNo: 'R-1', accessKey: 'K9', email: 'a@b.io' }))).toStrictEqual({
       stage: 'received',
-      stageCode: 6,
+      stageCode: 5,
       bot: '접수되었어요. 접수번호는 R-1입니다. a@b.io(으)로 확인 메일을 보냈어요. 진행 상황을 보시겠어요?',
       choices,
       card: { type: 'receipt', receiptNo: 'R-1', trackUrl: '/api/subscriptions/R-1?key=K9', pageUrl: '/applicant.html#receipt=R-1&key=K9', accessKey: 'K9' },
     });
     expect(view('received', ctx({ receiptNo: 'R-1', email: null }))).toStrictEqual({
       stage: 'received',
-      stageCode: 6,
+      stageCode: 5,
       bot: '접수되었어요. 접수번호는 R-1입니다. 진행 상황을 보시겠어요?',
       choices,
       card: { type: 'receipt', receiptNo: 'R-1' },
     });
-    expect(view('received', ctx())).toStrictEqual({ stage: 'received', stageCode: 6, bot: '접수하고 있어요. 잠시 후 다시 눌러 주세요.', choices });
+    expect(view('received', ctx())).toStrictEqual({ stage: 'received', stageCode: 5, bot: '접수하고 있어요. 잠시 후 다시 눌러 주세요.', choices });
   });
 
   it('track: the progress label, or 확인 중 before it is known', async () => {
@@ -175,14 +175,14 @@ describe('the journey’s stages', () => {
     const choices = [{ label: '새로고침', answer: { refresh: true } }, { label: '다음', answer: { yes: true } }, PERSON];
     expect(view('track', ctx({ receiptNo: 'R-1', progress: { status: 'under_review', label: '검토 중' } }))).toStrictEqual({
       stage: 'track',
-      stageCode: 7,
+      stageCode: 6,
       bot: '접수번호 R-1의 진행 상황: 검토 중. 담당자가 확인하면 연락드려요.',
       choices,
       card: { type: 'progress', receiptNo: 'R-1', status: 'under_review', label: '검토 중' },
     });
     expect(view('track', ctx({ receiptNo: 'R-2' }))).toStrictEqual({
       stage: 'track',
-      stageCode: 7,
+      stageCode: 6,
       bot: '접수번호 R-2의 진행 상황: 확인 중. 담당자가 확인하면 연락드려요.',
       choices,
       card: { type: 'progress', receiptNo: 'R-2', status: 'unknown', label: '확인 중' },
@@ -193,7 +193,7 @@ describe('the journey’s stages', () => {
     const { view } = await load();
     expect(view('upsell', ctx({ upsellCode: 31 }))).toStrictEqual({
       stage: 'upsell',
-      stageCode: 8,
+      stageCode: 7,
       bot: 'SOL-702 디지털 화재감지기와 함께 많이 찾으시는 SOL-702 케어 플러스도 있어요. 추가하시겠어요?',
       choices: [{ label: '추가할게요', answer: { yes: true } }, { label: '괜찮아요', answer: { yes: false } }, PERSON],
       card: { type: 'upsell', code: 31, name: 'SOL-702 케어 플러스', baseName: 'SOL-702 디지털 화재감지기', summary: '무상 교체와 분기 점검 추가', monthlyFee: 30_000 },
@@ -206,7 +206,7 @@ describe('the journey’s stages', () => {
     const bot = '지인에게 maru를 추천하시면 두 분 모두 혜택을 드려요. 추천 코드를 받으시겠어요?';
     expect(view('referral', ctx())).toStrictEqual({
       stage: 'referral',
-      stageCode: 9,
+      stageCode: 8,
       bot,
       choices: [{ label: '추천 코드 받기', answer: { yes: true } }, { label: '다음에 할게요', answer: { yes: false } }, PERSON],
     });
@@ -221,7 +221,7 @@ describe('the journey’s stages', () => {
       const code = referralCode(id);
       expect(view('sharing', ctx({ referral: true, customerId: id }))).toStrictEqual({
         stage: 'sharing',
-        stageCode: 10,
+        stageCode: 9,
         bot: `추천 코드는 ${code}입니다. 아래 카드로 공유해 주세요. 상담해 주셔서 감사해요!`,
         choices,
         card: { type: 'share', title: 'maru 상담', text: `추천 코드 ${code}로 상담을 시작하면 두 분 모두 혜택을 받아요.`, url: `/chat?ref=${code}`, referralCode: code },
@@ -229,7 +229,7 @@ describe('the journey’s stages', () => {
     }
     const plain = {
       stage: 'sharing',
-      stageCode: 10,
+      stageCode: 9,
       bot: '상담해 주셔서 감사해요! 아래 카드로 maru를 공유해 주세요.',
       choices,
       card: { type: 'share', title: 'maru 상담', text: 'maru에서 렌탈·솔루션·버틀러·하드웨어 상담을 받아 보세요.', url: '/chat' },

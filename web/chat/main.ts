@@ -16,7 +16,7 @@ interface Turn {
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const STAGE_TEXT: Record<string, string> = {
-  greet: '인사', need: '필요 파악', recommend: '추천', collect: '정보 입력', confirm: '신청 확인', received: '접수',
+  greet: '인사', need: '필요 파악', recommend: '추천', collect: '정보 입력', received: '접수',
   track: '진행 조회', upsell: '추가 제안', referral: '추천 코드', sharing: '공유', handoff: '상담원 연결',
 };
 const KEY = 'maru:chat:session';
