@@ -6,7 +6,12 @@
  * servers send them) and records, for its k-th y-websocket update frame (binary, payload 0, 2, ...),
  * the CLOCK_MONOTONIC time in ms (the clock of Node's process.hrtime, which the writer uses).
  *
- *   collab-reader <host> <port> <path?query> <count> <total> <times-file>
+ *   collab-reader <host> <port> <path?query> <count> <total> <times-file> [hocuspocus-document]
+ *
+ * With a Hocuspocus document name, each socket speaks Hocuspocus's multiplexed form of the same
+ * protocol: it first sends the Auth message for that document (document name, type 2, token
+ * submessage 0, an empty token), and every frame the server sends starts with the document name,
+ * which is skipped before the y-websocket payload is read.
  *
  * stdout: "open" once every socket is upgraded; then commands on stdin: "count" answers
  * "count <frames delivered>", "report" writes count x total doubles (NaN: not received) to
@@ -48,9 +53,30 @@ static void die(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: collab-reader host port path count total times-file\n");
+  if (argc != 7 && argc != 8) {
+    fprintf(stderr, "usage: collab-reader host port path count total times-file [hocuspocus-document]\n");
     return 2;
+  }
+  const char *hdoc = argc == 8 ? argv[7] : NULL;
+  size_t hlen = hdoc ? strlen(hdoc) : 0;
+  if (hlen > 100) {
+    fprintf(stderr, "collab-reader: document name too long\n");
+    return 2;
+  }
+  /* the Hocuspocus Auth message, as a masked client frame (mask 0: the payload as it is) */
+  unsigned char auth[128];
+  size_t authlen = 0;
+  if (hdoc) {
+    size_t plen = 1 + hlen + 3;
+    auth[authlen++] = 0x82;
+    auth[authlen++] = 0x80 | (unsigned char)plen;
+    for (int j = 0; j < 4; j++) auth[authlen++] = 0;
+    auth[authlen++] = (unsigned char)hlen;
+    memcpy(auth + authlen, hdoc, hlen);
+    authlen += hlen;
+    auth[authlen++] = 2; /* Auth */
+    auth[authlen++] = 0; /* token */
+    auth[authlen++] = 0; /* an empty token */
   }
   const char *host = argv[1], *path = argv[3], *out = argv[6];
   int port = atoi(argv[2]);
@@ -113,6 +139,7 @@ int main(int argc, char **argv) {
       r->len -= head;
       r->upgraded = 1;
       upgraded++;
+      if (hdoc && write(r->fd, auth, authlen) != (ssize_t)authlen) die("write auth");
     }
   }
   /* frames already buffered during the upgrades are parsed with the first read below */
@@ -183,7 +210,9 @@ int main(int argc, char **argv) {
           head = 10;
         }
         if (r->len - at < head + plen) break;
-        if ((b[0] & 0x0f) == 2 && plen >= 2 && b[head] == 0 && b[head + 1] == 2) {
+        /* Hocuspocus: the payload starts with the document name (one length byte, then the name) */
+        size_t skip = hdoc ? 1 + hlen : 0;
+        if ((b[0] & 0x0f) == 2 && plen >= skip + 2 && b[head + skip] == 0 && b[head + skip + 1] == 2) {
           if (r->k < total) times[id * total + r->k] = t;
           r->k++;
           delivered++;

@@ -1,7 +1,9 @@
 /**
  * bench/collab: one writer and SUBSCRIBERS idle readers on one document, against maru's /yjs
  * endpoint (uWS, y-protocols) and, in the same run, the reference y-websocket server
- * (@y/websocket-server on `ws`, its stock bin). Each server runs in its own child process; the
+ * (@y/websocket-server on `ws`, its stock bin) and Hocuspocus (@hocuspocus/server, as its
+ * documentation starts it: bench/hocuspocus-server.ts; its clients speak its multiplexed form of
+ * the protocol, the document name before each message, after an Auth message). Each server runs in its own child process; the
  * writer runs here and the readers in one more process, bench/collab-reader.c (built at start with
  * the system's `cc`): every subscriber's socket on one epoll thread that parses the frames in place
  * and records when each update frame arrives. In use the clients run on other machines; here they
@@ -20,7 +22,7 @@
  *   the time from the first send to the last delivery.
  * - memory per idle connection: server RSS (from /proc) after all subscribers connected and the
  *   sync handshake settled, minus RSS before, divided by subscribers.
- * Prints one JSON object. `--only maru` skips the reference; `--cpu-prof <dir>` runs maru's process
+ * Prints one JSON object. `--only maru` skips the peers; `--cpu-prof <dir>` runs maru's process
  * under `node --cpu-prof` and stops it with SIGTERM so the profile is written to <dir>.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -64,14 +66,14 @@ const clock = () => Number(process.hrtime.bigint()) / 1e6;
  * subscriber's socket, built here with the system's C compiler. Its receive times are on
  * CLOCK_MONOTONIC, the clock of `clock()` below.
  */
-async function readers(url: string, total: number) {
+async function readers(url: string, total: number, hocuspocusDoc?: string) {
   const u = new URL(url);
   const dir = mkdtempSync(join(tmpdir(), 'maru-bench-readers-'));
   const bin = join(dir, 'collab-reader');
   const built = spawnSync('cc', ['-O2', '-o', bin, join(ROOT, 'bench/collab-reader.c')], { encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`cannot build bench/collab-reader.c (needs cc: apt-get install gcc): ${built.error ?? built.stderr}`);
   const timesFile = join(dir, 'times.bin');
-  const child = spawn(bin, [u.hostname, u.port, u.pathname + u.search, String(SUBSCRIBERS), String(total), timesFile], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(bin, [u.hostname, u.port, u.pathname + u.search, String(SUBSCRIBERS), String(total), timesFile, ...(hocuspocusDoc ? [hocuspocusDoc] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiting: ((line: string) => void)[] = [];
   let partial = '';
@@ -121,7 +123,9 @@ async function editorToken(http: string): Promise<string> {
   return (await post('/api/auth/login', { user: 'bench', password: 'bench-editor-password' })).token;
 }
 
-async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildProcess; url: string; query: string }> {
+type Kind = 'maru' | 'reference' | 'hocuspocus';
+
+async function startServer(kind: Kind): Promise<{ child: ChildProcess; url: string; query: string }> {
   const port = await freePort();
   const child =
     kind === 'maru'
@@ -130,7 +134,7 @@ async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildPr
           env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'maru-bench-collab-')), TRADING_WORKERS: '1', ADMIN_PASSWORD, CONN_MAX_PER_ADDRESS: '0', CONN_MAX_PER_IDENTITY: '0' },
           stdio: 'ignore',
         })
-      : spawn(process.execPath, [join(ROOT, 'node_modules/@y/websocket-server/src/server.js')], {
+      : spawn(process.execPath, [kind === 'reference' ? join(ROOT, 'node_modules/@y/websocket-server/src/server.js') : join(ROOT, 'dist/bench/hocuspocus-server.js')], {
           cwd: ROOT,
           env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port) },
           stdio: 'ignore',
@@ -150,27 +154,41 @@ async function startServer(kind: 'maru' | 'reference'): Promise<{ child: ChildPr
   throw new Error(`${kind} server did not start`);
 }
 
-function frame(update: Uint8Array): Uint8Array {
+/** A y-websocket update message; for Hocuspocus, its multiplexed form (the document name first). */
+function frame(update: Uint8Array, hocuspocusDoc?: string): Uint8Array {
   const enc = encoding.createEncoder();
+  if (hocuspocusDoc) encoding.writeVarString(enc, hocuspocusDoc);
   encoding.writeVarUint(enc, 0);
   encoding.writeVarUint(enc, 2);
   encoding.writeVarUint8Array(enc, update);
   return encoding.toUint8Array(enc);
 }
 
-async function run(kind: 'maru' | 'reference') {
+/** Hocuspocus's Auth message for a document (type 2, token submessage 0, an empty token). */
+function hocuspocusAuth(doc: string): Uint8Array {
+  const enc = encoding.createEncoder();
+  encoding.writeVarString(enc, doc);
+  encoding.writeVarUint(enc, 2);
+  encoding.writeVarUint(enc, 0);
+  encoding.writeVarString(enc, '');
+  return encoding.toUint8Array(enc);
+}
+
+async function run(kind: Kind) {
   const { child, url, query } = await startServer(kind);
   const room = `bench-${kind}`;
+  const hdoc = kind === 'hocuspocus' ? room : undefined;
   try {
     await sleep(500);
     const before = rssBytes(child.pid!);
     const sent: number[] = [];
-    const group = await readers(`${url}/${room}${query}`, WARMUP + PACED + BURST);
+    const group = await readers(`${url}/${room}${query}`, WARMUP + PACED + BURST, hdoc);
     await sleep(1500);
     const after = rssBytes(child.pid!);
 
     const writer = new WebSocket(`${url}/${room}${query}`, { perMessageDeflate: false });
     await new Promise((r) => writer.on('open', r));
+    if (hdoc) writer.send(hocuspocusAuth(hdoc));
     await sleep(200);
     const doc = new Y.Doc();
     const text = doc.getText('content');
@@ -179,7 +197,7 @@ async function run(kind: 'maru' | 'reference') {
     const send = () => {
       text.insert(text.length, 'x');
       sent.push(clock());
-      writer.send(frame(pending!));
+      writer.send(frame(pending!, hdoc));
     };
     // paced on a schedule (not sleep after send), so the rate holds when timers run late
     const paced = async (n: number) => {
@@ -213,7 +231,7 @@ async function run(kind: 'maru' | 'reference') {
     const seconds = (lastDelivery - t0) / 1000;
     latencies.sort((a, b) => a - b);
     const out = {
-      server: kind === 'maru' ? 'maru (uWS, y-protocols)' : '@y/websocket-server 0.1.1 (ws)',
+      server: kind === 'maru' ? 'maru (uWS, y-protocols)' : kind === 'reference' ? '@y/websocket-server 0.1.1 (ws)' : '@hocuspocus/server 3.4.4 (ws)',
       subscribers: SUBSCRIBERS,
       warmup_updates: WARMUP,
       paced_updates: PACED,
@@ -244,6 +262,13 @@ if (ONLY === 'maru') {
 }
 await sleep(500);
 const reference = await run('reference');
+await sleep(500);
+const hocuspocus = await run('hocuspocus');
+const ratio = (peer: typeof maru) => ({
+  deliveries_per_s: r2(maru.deliveries_per_s / Math.max(1, peer.deliveries_per_s)),
+  p99: r2(maru.latency_ms.p99 / Math.max(0.01, peer.latency_ms.p99)),
+  memory_per_connection: r2(maru.memory_per_idle_connection_kb / Math.max(0.01, peer.memory_per_idle_connection_kb)),
+});
 console.log(
   JSON.stringify(
     {
@@ -251,11 +276,8 @@ console.log(
       node: process.version,
       maru,
       reference,
-      ratio: {
-        deliveries_per_s: r2(maru.deliveries_per_s / Math.max(1, reference.deliveries_per_s)),
-        p99: r2(maru.latency_ms.p99 / Math.max(0.01, reference.latency_ms.p99)),
-        memory_per_connection: r2(maru.memory_per_idle_connection_kb / Math.max(0.01, reference.memory_per_idle_connection_kb)),
-      },
+      hocuspocus,
+      ratio: { reference: ratio(reference), hocuspocus: ratio(hocuspocus) },
     },
     null,
     2,

@@ -8,8 +8,9 @@ import type { Json, Store, Write } from '../store/port.js';
  *   `md:ydoc:<slug>`  the compacted Yjs state (base64), with `md:yupto:<slug>` the last update-log
  *                     sequence number merged into it;
  *   `md:ylog:<slug>`  the update log: every update a peer sends is appended here, numbered by
- *                     `md:yseq:<slug>`, BEFORE it is applied and fanned out, so an edit another
- *                     client has seen survives kill -9 even when no client is left to resend it;
+ *                     `md:yseq:<slug>`, right after it is applied and fanned out (one group
+ *                     commit), so an edit survives kill -9 once its append committed even when no
+ *                     client is left to resend it (docs/collab.md, "What a crash can lose");
  *   the debounced save compacts the log into the state.
  */
 export const YKEY = (slug: string) => `md:ydoc:${slug}`;

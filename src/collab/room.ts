@@ -18,8 +18,9 @@ export interface Fanout {
 /** What a room asks of its surroundings (persistence, the relay to other processes, logs). */
 export interface RoomHooks {
   /**
-   * Makes peers' updates durable (in order, one write); the room applies and fans them out only
-   * after this resolves. Updates that arrive while a write is under way go together in the next.
+   * Makes peers' updates durable (in order, one write). The room has applied and fanned them out
+   * already; updates that arrive while a write is under way go together in the next. A failed
+   * write is retried (the same updates, in order) until it succeeds or the room closes.
    */
   persistUpdates(updates: Uint8Array[]): Promise<void>;
   /** A change made here (a peer, an HTTP save), for the other processes. */
@@ -44,6 +45,12 @@ export interface RoomHooks {
  */
 export const WS_CLOSE_DOC_TOO_LARGE = 4413;
 
+/**
+ * Bytes of applied edits a room lets wait for the store (it is out or slow) before it refuses more
+ * (close 1013, the client reconnects later and resends): the bound on what memory holds unstored.
+ */
+export const MAX_UNSTORED_BYTES = 8 * 1024 * 1024;
+
 /** Origins of changes that are not a peer's. */
 export type Origin = 'load' | 'remote' | 'http';
 
@@ -62,13 +69,12 @@ export class Room {
   /** Each peer's signed-in identity (given at join). */
   private readonly who = new Map<Peer, string>();
   private updates: Promise<void> = Promise.resolve();
-  /** Peer updates waiting for the next durable write (group commit). */
-  private queue: { peer: Peer; update: Uint8Array }[] = [];
+  /** Peer updates applied and fanned out, waiting for the next durable write (group commit). */
+  private queue: Uint8Array[] = [];
+  /** Bytes of updates not yet durable (queued or being written). */
+  private queuedBytes = 0;
   private draining = false;
   private closed = false;
-  /** Accepted peer updates not applied yet (queued or being stored), in order: the size check counts them. */
-  private unapplied: Uint8Array[] = [];
-  private unappliedBytes = 0;
   /** UTF-8 bytes of the text, measured once per change (the size check), or undefined when stale. */
   private textBytes: number | undefined;
 
@@ -145,47 +151,48 @@ export class Room {
       peer.close(WS_CLOSE_DOC_TOO_LARGE, `document_too_large: a document holds at most ${limit} bytes`);
       return;
     }
-    // durable first, then applied and fanned out, in the order the peers sent them
-    this.unapplied.push(msg.update);
-    this.unappliedBytes += msg.update.length;
-    this.queue.push({ peer, update: msg.update });
+    if (this.queuedBytes + msg.update.length > MAX_UNSTORED_BYTES) {
+      // the store has been out long enough for this much to wait: take no more until it is back
+      this.hooks.warn({ slug: this.slug, queued: this.queuedBytes }, 'update refused: too many edits wait for the store');
+      this.drop(peer);
+      peer.close(1013, 'edits wait for storage: try again later');
+      return;
+    }
+    // applied and fanned out at once; the durable append follows for every update, in order
+    Y.applyUpdate(this.doc, msg.update, peer);
+    this.queue.push(msg.update);
+    this.queuedBytes += msg.update.length;
     if (!this.draining) this.updates = this.drain();
   }
 
   /**
-   * Writes every waiting update in one durable append, then applies them in order; repeats while
-   * more arrived meanwhile. Under load one commit carries many updates instead of each update
-   * waiting for the commits of all before it.
+   * Writes every waiting update in one durable append; repeats while more arrived meanwhile. Under
+   * load one commit carries many updates. A failed write is retried with the same updates first
+   * (backing off up to 2 s) until it succeeds or the room closes; the room's debounced save
+   * (the compacted state) also holds them.
    */
   private async drain(): Promise<void> {
     this.draining = true;
     try {
+      let wait = 50;
       while (this.queue.length > 0) {
         const batch = this.queue;
         this.queue = [];
         try {
-          await this.hooks.persistUpdates(batch.map((b) => b.update));
+          await this.hooks.persistUpdates(batch);
+          wait = 50;
+          for (const u of batch) this.queuedBytes -= u.length;
         } catch (err) {
-          this.hooks.warn({ slug: this.slug, err }, 'updates not stored: their peers reconnect and resend them');
-          this.settle(batch.length);
-          for (const { peer } of batch) {
-            if (!this.drop(peer)) continue;
-            peer.close(1011, 'update not stored');
-          }
-          continue;
+          if (this.closed) return;
+          this.hooks.warn({ slug: this.slug, err, updates: batch.length }, 'updates not stored yet: retrying');
+          this.queue = [...batch, ...this.queue];
+          await new Promise((r) => setTimeout(r, wait).unref());
+          wait = Math.min(wait * 2, 2000);
         }
-        this.settle(batch.length);
-        if (this.closed) continue;
-        for (const { peer, update } of batch) Y.applyUpdate(this.doc, update, peer);
       }
     } finally {
       this.draining = false;
     }
-  }
-
-  /** The first `n` unapplied updates are applied (or failed): they leave the size check's count. */
-  private settle(n: number): void {
-    for (const u of this.unapplied.splice(0, n)) this.unappliedBytes -= u.length;
   }
 
   /**
@@ -197,7 +204,7 @@ export class Room {
   private fits(update: Uint8Array, limit: number): boolean {
     const text = this.doc.getText('content');
     // updates waiting for a missing earlier one (Yjs keeps them aside) may join the text with this one
-    const waiting = this.unappliedBytes + (this.doc.store.pendingStructs?.update.length ?? 0) + update.length;
+    const waiting = (this.doc.store.pendingStructs?.update.length ?? 0) + update.length;
     // a UTF-16 code unit is at most 3 bytes of UTF-8
     if (text.length * 3 + waiting <= limit) return true;
     this.textBytes ??= Buffer.byteLength(text.toString());
@@ -205,7 +212,6 @@ export class Room {
     const copy = new Y.Doc({ gc: true });
     try {
       Y.applyUpdate(copy, Y.encodeStateAsUpdate(this.doc));
-      for (const u of this.unapplied) Y.applyUpdate(copy, u);
       Y.applyUpdate(copy, update);
       return Buffer.byteLength(copy.getText('content').toString()) <= limit;
     } finally {
@@ -213,7 +219,7 @@ export class Room {
     }
   }
 
-  /** Peer updates received but not yet applied (stored, then applied, in order). */
+  /** Resolves when every peer update received so far is durable (written to the update log). */
   settled(): Promise<void> {
     return this.updates;
   }

@@ -17,8 +17,9 @@ export { busTransport, type RoomTransport } from './relay.js';
  * (room.ts: Y.Doc + awareness + peers) whose Y.Text 'content' IS the markdown document.
  *
  * - Peers are whatever implements Peer (the hub adapts WebSockets to it): no sockets here.
- * - A peer's update is appended to the document's update log in the Store before it is applied
- *   and fanned out (persistence.ts), so an acknowledged edit survives kill -9.
+ * - A peer's update is applied and fanned out at once, then appended to the document's update log
+ *   in the Store (persistence.ts, group commit): readers never wait on the disk; what kill -9 can
+ *   lose, and who sends it again, is in docs/collab.md ("What a crash can lose").
  * - Saves are debounced (after the last edit, at most a maximum wait after the first, on the
  *   injected Clock): the state is compacted into the Store and saved as a markdown version when the
  *   text changed.

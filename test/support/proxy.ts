@@ -59,15 +59,19 @@ export async function tcpProxy(targetUrl: string): Promise<TcpProxy> {
  * order: a slow network in front of a server (e.g. Redis, so each store round trip of a hub takes
  * at least twice the delay and a test can act while a request waits on its store).
  */
-export async function latencyProxy(target: { host: string; port: number }, delayMs: number): Promise<{ port: number; close(): Promise<void> }> {
+export async function latencyProxy(
+  target: { host: string; port: number },
+  delayMs: number,
+): Promise<{ port: number; close(): Promise<void>; setDelay(ms: number): void }> {
   const open = new Set<Socket>();
+  let delay = delayMs;
   const relay = (from: Socket, to: Socket) => {
     from.on('data', (chunk) => {
       setTimeout(() => {
         if (!to.destroyed) to.write(chunk);
-      }, delayMs);
+      }, delay);
     });
-    from.on('close', () => setTimeout(() => to.destroy(), delayMs));
+    from.on('close', () => setTimeout(() => to.destroy(), delay));
   };
   const server = createServer((client) => {
     const upstream = connect(target.port, target.host);
@@ -82,10 +86,13 @@ export async function latencyProxy(target: { host: string; port: number }, delay
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     port: (server.address() as { port: number }).port,
+    /** Every connection ends at once: chunks still held are never delivered. */
     close: () =>
       new Promise<void>((r) => {
         for (const s of open) s.destroy();
         server.close(() => r());
       }),
+    /** The delay of chunks that arrive from now on. */
+    setDelay: (ms: number) => void (delay = ms),
   };
 }
