@@ -194,7 +194,8 @@ export function computeStats(run: RawRun, cs: Candles, contracts: number): Stats
   }
   const variance = days > 1 ? v / (days - 1) : NaN;
   const N = TRADING_DAYS;
-  const vol = Math.sqrt((variance + (1 + g) ** 2) ** N - (1 + g) ** (2 * N));
+  // the difference of two nearly equal powers can round below 0 when the variance is tiny: 0 then
+  const vol = Math.sqrt(Math.max(0, (variance + (1 + g) ** 2) ** N - (1 + g) ** (2 * N)));
   const sortinoDen = Math.sqrt(down / days) * Math.sqrt(N);
   const dds = drawdownPeriods(equity, (i) => cs.t[tradeFrom + i]!, capital);
   const rets = tradeReturns(run, cs, contracts);

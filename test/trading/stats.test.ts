@@ -250,3 +250,29 @@ describe('statistics of real backtests against the restated formulas', () => {
     for (const [k, v] of Object.entries(s)) if (typeof v === 'number') expect(Number.isFinite(v), k).toBe(true);
   });
 });
+
+describe('volatility of a nearly flat series', () => {
+  it('a difference of powers rounded below zero is 0, not NaN (null)', () => {
+    // two days losing ~5e-8 each: var(r) ~ 6e-20, and (var + (1 + g)^2)^252 - (1 + g)^504 rounds to -6.6e-15
+    const closes = [999.9999501465642, 999.9999006381756];
+    const cs = {
+      session: Int32Array.from([0, 1]),
+      t: Float64Array.from([0, 1].map((i) => Date.UTC(2024, 0, 1) + i * 86_400_000)),
+      c: Float64Array.from([1, 1]),
+      n: 2,
+      symbol: 'ES',
+    } as unknown as Candles;
+    const run: RawRun = {
+      trades: { n: 0, dir: [], entryBar: [], exitBar: [], entryPrice: [], exitPrice: [], pnl: [], reason: [] },
+      equity: Float64Array.from(closes),
+      exposedBars: 0,
+      commission: 0,
+      riskStops: 0,
+      capital: 1000,
+      range: { from: 0, tradeFrom: 0, to: 2 },
+    };
+    const s = computeStats(run, cs, 1);
+    expect(s.annual_volatility).toBe(0);
+    expect(s.sharpe_ratio).toBeNull();
+  });
+});
