@@ -69,7 +69,9 @@ describe('rooms across processes over a lossy pub/sub', () => {
       await new Promise((r) => setTimeout(r, 2));
     }
     const end = Date.now() + 5000;
-    while (p1.text('lossy') !== p2.text('lossy') || (p1.text('lossy') ?? '').length < 100) {
+    // converged: both processes hold the same text, with every edit of both editors
+    const done = () => p1.text('lossy') === p2.text('lossy') && ['a29', 'b29'].every((x) => (p1.text('lossy') ?? '').includes(x));
+    while (!done()) {
       if (Date.now() > end) throw new Error(`no convergence: ${p1.text('lossy')} vs ${p2.text('lossy')}`);
       await new Promise((r) => setTimeout(r, 20));
     }
