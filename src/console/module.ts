@@ -24,6 +24,10 @@ export const consoleModule = defineService({
       routes(hub) {
         service.attach(hub);
         registerConsoleRoutes(hub, { service, liveEveryMs: p.config.CONSOLE_LIVE_MS });
+        hub.page('/console', '/console.html', {
+          title: 'Console',
+          description: 'Operators see every hub process live (nodes, topics, queues, the store), look up the connections of an identity and disconnect them',
+        });
       },
       start: () => service.start(),
       stop: () => service.stop(),
