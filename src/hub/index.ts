@@ -343,15 +343,18 @@ export class Hub {
     return ended;
   }
 
-  /** The topics this process's WebSockets are subscribed to, with their subscriber counts here. */
-  topicCounts(): { topic: string; subscribers: number; presence: boolean }[] {
+  /** The topics this process's WebSockets are subscribed to, with their subscriber counts here (the `limit` most followed). */
+  topicCounts(limit = 500): { topic: string; subscribers: number; presence: boolean }[] {
     const counts = new Map<string, number>();
     for (const ws of this.sockets.open) {
       const data = ws.getUserData();
       if (data.closed) continue;
       for (const t of data.topics) counts.set(t, (counts.get(t) ?? 0) + 1);
     }
-    return [...counts].map(([topic, subscribers]) => ({ topic, subscribers, presence: this.topics.spec(topic)?.presence === true }));
+    return [...counts]
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+      .slice(0, limit)
+      .map(([topic, subscribers]) => ({ topic, subscribers, presence: this.topics.spec(topic)?.presence === true }));
   }
 
   /** Delivers the Bus's messages to this hub's topics and streams, and reads its history. */
