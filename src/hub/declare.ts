@@ -7,7 +7,7 @@
 export type { ConnectionFilter, ConnectionInfo, DisconnectReason, Hub, RateLimitSpec, RouteGroup } from './index.js';
 export { CONNECTION_ID, WS_CLOSE_DISCONNECTED } from './connections.js';
 export { WS_CLOSE_INVALID_TOKEN } from './credentials.js';
-export { parseClientJson, Reply, route, validate } from './http.js';
+export { attachment, parseClientJson, Reply, route, validate } from './http.js';
 export type { AuthSpec, BodyReader, Guard, IdempotencySpec, IdempotentRun, Principal, RequestContext, RouteDef } from './http.js';
 export type { SseStream } from './sse.js';
 export type { BusSseDef } from './sse-route.js';
