@@ -59,8 +59,8 @@ const changedKeys = (a: Map<string, string>, b: Map<string, string>) =>
  * attempts (a malformed check-in, a refused partner action).
  */
 const ATTEMPT_RECORDS = /ratelimit:|auth:fail:|ticket:audit|rental:audit/;
-/** What the hub writes on its own timers while requests run: the weekly payout schedule catching up. */
-const BACKGROUND = /pay:payout/;
+/** What the hub writes on its own timers while requests run: the weekly payout schedule catching up, the chain's tree head checked on its schedule. */
+const BACKGROUND = /pay:payout|pay:sth/;
 const ignored = (k: string) => ATTEMPT_RECORDS.test(k) || BACKGROUND.test(k);
 
 const CREDENTIALS: [string, () => Record<string, string>][] = [
