@@ -237,6 +237,11 @@ export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
   /** Cache-Control for successful answers; default no header (errors are always no-store). */
   cacheControl?: string;
   /**
+   * Headers of every answer of the route, errors included (a service states its version so:
+   * `{'x-service-version': '5.0'}`); shown on each response in /openapi.json.
+   */
+  headers?: Readonly<Record<string, string>>;
+  /**
    * The JSON answer's schema (a bare schema: status 200; or by status, e.g. {201: schema}). It
    * documents the route in /openapi.json, and tests check the answers they receive against it.
    */
@@ -290,4 +295,11 @@ export function validate<T>(schema: z.ZodType<T>, value: unknown, where: 'query'
 
 export function mediaType(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** `Content-Disposition: attachment` with the original name (RFC 6266 / 5987) and an ASCII fallback. */
+export function attachment(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
