@@ -161,7 +161,7 @@ export class CheckIns {
    */
   async settleOffline(scan: OfflineScan, input: CheckInInput & { device: string }): Promise<OfflineResult> {
     const id = ticketCodes.decode(await this.store.get(K.code(scan.code)));
-    const outcome = await this.decide(id, scan.code, 'code', { ...input, nonce: scan.id, source: scan.source }, scan);
+    const outcome = await this.decide(id, scan.code, 'code', { ...input, nonce: scan.id, source: scan.source, list_id: scan.list_id }, scan);
     switch (outcome.kind) {
       case 'settled':
         return { ...outcome.result, replayed: true };

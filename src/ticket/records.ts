@@ -113,6 +113,8 @@ export interface OfflineScan {
   /** When the door scanned it (the device's clock). */
   scanned_at: string;
   source: 'camera' | 'manual';
+  /** The check-in list it was scanned on (absent: the show's default list). */
+  list_id?: string | undefined;
 }
 
 /** Why an offline admission stands refused: the hub's answer had it been online (pretix's reasons). */

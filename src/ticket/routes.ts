@@ -389,13 +389,14 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     method: 'GET',
     path: '/api/checkin/list',
     auth: SCANNER,
-    query: z.object({ show_id: showId }).strict(),
+    query: z.object({ show_id: showId, list_id: listId.optional() }).strict(),
     guards: [offlineLimit],
     response: signedList,
-    summary: 'The signed offline check-in list of one show (hashed codes, status, seat; no names); ETag = version',
+    summary: 'The signed offline check-in list of one show (hashed codes, status, seat; no names), or of one check-in list with its rules; ETag = version',
     cacheControl: 'no-store',
     handler: async (ctx) => {
-      const list = await service.checkInList(ctx.query.show_id);
+      const who = ctx.identity!;
+      const list = await service.checkInList(ctx.query.show_id, ctx.query.list_id, who.kind === 'device' ? who.id : undefined);
       const etag = `"${list.version}"`;
       const asked = ctx.headers['if-none-match'];
       if (asked !== undefined && asked.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) return Reply.empty(304, { etag });

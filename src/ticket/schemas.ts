@@ -159,6 +159,8 @@ export const offlineScan = z
     code: ticketCode,
     scanned_at: z.iso.datetime({ offset: true }),
     source: z.enum(['camera', 'manual']).default('manual'),
+    /** The check-in list the door scanned on (default: the show's default list). */
+    list_id: listId.optional(),
   })
   .strict();
 export const offlineBatch = z.object({ scans: z.array(offlineScan).min(1).max(MAX_OFFLINE_BATCH) }).strict();

@@ -243,8 +243,15 @@ export class TicketService {
   // ---- offline mode (docs/ticket.md, "Offline mode") ----------------------------------------------
 
   /** The signed offline check-in list of one show. 404 show_not_found, 413 list_too_large. */
-  async checkInList(showId: string): Promise<SignedList & { version: string }> {
-    return this.lists.list(await this.show(showId));
+  async checkInList(showId: string, listId?: string, deviceId?: string): Promise<SignedList & { version: string }> {
+    const show = await this.show(showId);
+    if (listId === undefined) return this.lists.list(show);
+    const list = (await this.checkInLists(showId)).lists.find((l) => l.id === listId);
+    if (!list) throw notFound('list_not_found', `no check-in list ${listId} in show ${showId}`, { list_id: listId });
+    if (deviceId !== undefined && list.devices.length > 0 && !list.devices.includes(deviceId)) {
+      throw new AppError('forbidden', 'device_not_on_list', `this scanner device may not scan on list ${listId}`, { list_id: listId });
+    }
+    return this.lists.list(show, list);
   }
 
   /**

@@ -162,4 +162,21 @@ describe('the rules on two hub processes sharing Redis', () => {
     expect([x!.body.results[0].result, y!.body.results[0].result].sort()).toEqual(['conflict', 'ok']);
     expect(await inside(show.id)).toEqual({ show: 2, main: 2 });
   });
+
+  it.skipIf(!redis.available)('offline uploads on a list of their own, split over both processes: one entry stands on that list; its rules name the conflicts', async () => {
+    const { show, tickets } = await showWith(['V-1', 'W-1']);
+    const vip = (await call(a.url, 'POST', `/api/shows/${show.id}/lists`, { name: 'VIP', seats: [{ from: 'V-1', to: 'V-9' }], allow_entry_after_exit: false }, staff)).body;
+    const upload = (i: number, scans: unknown[]) => call(on(i), 'POST', '/api/checkin/offline', { scans }, staff);
+    const at = new Date(Date.now() - 60_000).toISOString();
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => upload(i, [{ id: `vip-${process.pid}-${i}`, code: tickets[0].code, scanned_at: at, source: 'camera', list_id: vip.id }])),
+    );
+    const results = answers.map((x) => x.body.results[0]);
+    expect(results.filter((r) => r.result === 'ok')).toHaveLength(1);
+    expect(results.filter((r) => r.result === 'conflict' && r.conflict.reason === 'already_redeemed' && r.conflict.list_id === vip.id)).toHaveLength(9);
+    // a ticket the list does not admit, uploaded from its door: a conflict, not an entry
+    const w = await upload(1, [{ id: `vip-${process.pid}-w`, code: tickets[1].code, scanned_at: at, source: 'camera', list_id: vip.id }]);
+    expect(w.body.results[0]).toMatchObject({ result: 'conflict', conflict: { reason: 'product', seat: 'W-1' } });
+    expect(await inside(show.id, 1)).toEqual({ show: 1, main: 0, [vip.id]: 1 });
+  });
 });

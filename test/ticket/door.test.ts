@@ -298,3 +298,64 @@ describe('bad input and credentials on the new routes', () => {
     expect((await door(show.id)).inside).toBe(1);
   });
 });
+
+describe('offline: a list\'s own signed set, and uploads settled on their list', () => {
+  const upload = (scans: unknown[], auth = staff) => call(base, 'POST', '/api/checkin/offline', { scans }, auth);
+  let n = 0;
+  const offline = (code: string, listId?: string, at = T0 - 60_000) => ({ id: `door-${process.pid}-${++n}`, code, scanned_at: new Date(at).toISOString(), source: 'camera', ...(listId ? { list_id: listId } : {}) });
+
+  it('the set of a list carries its rules and, per ticket, kind, entered and inside on that list; signed like the show\'s', async () => {
+    const { show, tickets } = await showWith(['M-1', { seat: 'M-2', kind: 'vip' }]);
+    const vip = await list(show.id, { name: 'VIP', kinds: ['vip'], allow_entry_after_exit: false, valid_until: '2026-12-24T23:00:00+09:00' });
+    expect((await scan(tickets[1].code, { list_id: vip.id })).status).toBe(201);
+    const r = await call(base, 'GET', `/api/checkin/list?show_id=${show.id}&list_id=${vip.id}`, undefined, staff);
+    expect(r.status).toBe(200);
+    const { createPublicKey, verify } = await import('node:crypto');
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: r.body.public_key }, format: 'jwk' });
+    expect(verify(null, Buffer.from(r.body.payload), key, Buffer.from(r.body.signature, 'base64url'))).toBe(true);
+    const payload = JSON.parse(r.body.payload);
+    expect(payload).toMatchObject({ v: 2, count: 2, list: { id: vip.id, name: 'VIP', kinds: ['vip'], seats: null, allow_multiple_entries: false, allow_entry_after_exit: false, valid_until: '2026-12-24T14:00:00.000Z' } });
+    const bySeat = Object.fromEntries(payload.tickets.map((t: any) => [t.seat, t]));
+    expect(bySeat['M-1']).toMatchObject({ kind: 'standard', entered: false, inside: false, checked_in_at: null });
+    expect(bySeat['M-2']).toMatchObject({ kind: 'vip', entered: true, inside: true, status: 'checked_in' });
+    expect(r.body.payload).not.toContain('홀더');
+    // the main list's set: M-2 is not in by the main gate
+    const main = JSON.parse((await call(base, 'GET', `/api/checkin/list?show_id=${show.id}&list_id=main`, undefined, staff)).body.payload);
+    expect(main.tickets.find((t: any) => t.seat === 'M-2')).toMatchObject({ entered: false, inside: false });
+    // without list_id: the show's set, as before
+    expect(JSON.parse((await call(base, 'GET', `/api/checkin/list?show_id=${show.id}`, undefined, staff)).body.payload)).not.toHaveProperty('list');
+    // bad input, unknown list, a device the list does not name
+    expect(errorOf(await call(base, 'GET', `/api/checkin/list?show_id=${show.id}&list_id=VIP`, undefined, staff))).toEqual({ status: 400, code: 'invalid_query' });
+    expect(errorOf(await call(base, 'GET', `/api/checkin/list?show_id=${show.id}&list_id=cl_nosuchlist`, undefined, staff))).toEqual({ status: 404, code: 'list_not_found' });
+    const mine = await device('M', 'door-m');
+    const stranger = await device('N', 'door-n');
+    const gated = await list(show.id, { name: '게이트 M', devices: [mine.id] });
+    expect(errorOf(await call(base, 'GET', `/api/checkin/list?show_id=${show.id}&list_id=${gated.id}`, undefined, stranger.auth))).toEqual({ status: 403, code: 'device_not_on_list' });
+    expect((await call(base, 'GET', `/api/checkin/list?show_id=${show.id}&list_id=${gated.id}`, undefined, mine.auth)).status).toBe(200);
+    expect((await call(base, 'GET', `/api/checkin/list?show_id=${show.id}&list_id=${gated.id}`)).status).toBe(401);
+  });
+
+  it('uploads are settled on the list they name, by its rules: not on the list, outside its hours, in twice are conflicts', async () => {
+    const { show, tickets } = await showWith(['P-1', 'P-2', 'Q-1']);
+    const vip = await list(show.id, { name: 'VIP', seats: [{ from: 'P-1', to: 'P-9' }], valid_from: '2026-12-24T17:00:00+09:00' });
+    const res = await upload([
+      offline(tickets[0].code, vip.id),
+      offline(tickets[2].code, vip.id),
+      offline(tickets[1].code, vip.id, Date.parse('2026-12-24T16:00:00+09:00')),
+      offline(tickets[0].code, vip.id),
+      offline(tickets[0].code),
+    ]);
+    expect(res.status).toBe(200);
+    const results = res.body.results;
+    expect(results[0]).toMatchObject({ result: 'ok' });
+    expect(results[1]).toMatchObject({ result: 'conflict', conflict: { reason: 'product', list_id: vip.id, seat: 'Q-1' } });
+    expect(results[2]).toMatchObject({ result: 'conflict', conflict: { reason: 'invalid_time', list_id: vip.id } });
+    expect(results[3]).toMatchObject({ result: 'conflict', conflict: { reason: 'already_redeemed', list_id: vip.id } });
+    // on the main list (no list named: the default) the same ticket is a first entry
+    expect(results[4]).toMatchObject({ result: 'ok' });
+    expect(await inside(show.id)).toMatchObject({ show: 1, main: 1, [vip.id]: 1 });
+    const conflicts = (await call(base, 'GET', `/api/checkin/conflicts?show_id=${show.id}`, undefined, staff)).body.conflicts;
+    expect(conflicts.map((c: any) => c.reason)).toEqual(['already_redeemed', 'invalid_time', 'product']);
+    expect(errorOf(await upload([{ ...offline(tickets[1].code), list_id: 'nope' }]))).toEqual({ status: 400, code: 'invalid_body' });
+  });
+});
