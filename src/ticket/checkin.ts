@@ -353,6 +353,8 @@ export class CheckIns {
       };
     });
     this.bus.emit(doorTopic(done.r.show_id), doorEvent(done.r, done.scan, done.list.id));
+    // the holder's page: what the ticket is now (checked in still, or entry allowed again)
+    this.bus.emit(ticketTopic(done.r.code), { type: 'checkin_reverted', status: done.r.status, checked_in_at: done.r.checkin?.at ?? null, at: now });
     return {
       status: 'reverted' as const,
       undo: { id: undoId, at: now, by: input.by, reason: input.reason, reverts: input.scan_id },

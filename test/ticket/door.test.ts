@@ -193,13 +193,18 @@ describe('undo', () => {
     const other = await connectTopics(base);
     await other.auth(staffToken);
     await other.subscribe(`door:${show.id}`);
+    const holder = await connectTopics(base);
+    await holder.subscribe(`mticket:${t.code}`);
     const entered = await scan(t.code);
+    expect((await holder.next()).data).toMatchObject({ type: 'checkin', seat: 'H-1' });
     expect((await other.next()).data).toMatchObject({ type: 'entry', list_id: 'main', seat: 'H-1', scan: { id: entered.body.checkin.id } });
     const r = await revert(show.id, 'main', { reservation_id: t.reservation_id, scan_id: entered.body.checkin.id, reason: '잘못 스캔함' });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'reverted', undo: { reverts: entered.body.checkin.id, reason: '잘못 스캔함' }, ticket: { status: 'entry_allowed', seat: 'H-1' } });
     expect((await other.next()).data).toMatchObject({ type: 'revert', list_id: 'main', scan: { id: entered.body.checkin.id, reverted: { reason: '잘못 스캔함' } }, status: 'entry_allowed' });
     other.close();
+    expect((await holder.next()).data).toMatchObject({ type: 'checkin_reverted', status: 'entry_allowed', checked_in_at: null });
+    holder.close();
     expect(await ticketStatus(t.code)).toBe('entry_allowed');
     expect(await inside(show.id)).toMatchObject({ show: 0, main: 0 });
     expect((await call(base, 'GET', `/api/shows/${show.id}/counts`, undefined, staff)).body).toMatchObject({ checked_in: 0 });
