@@ -147,6 +147,20 @@ describe('check-in lists', () => {
     }
   });
 
+  it('the check-in by reservation id takes the list and the type too; bad values are 400', async () => {
+    const { show, tickets } = await showWith(['N-1']);
+    const vip = await list(show.id, { name: 'VIP' });
+    const byId = (body: unknown) => call(base, 'POST', `/api/tickets/${tickets[0].reservation_id}/checkin`, body, staff);
+    const inn = await byId({ list_id: vip.id });
+    expect(inn.status).toBe(201);
+    expect(inn.body).toMatchObject({ checkin: { list_id: vip.id, type: 'entry' }, ticket: { holder: '홀더 N-1' } });
+    expect(errorOf(await byId({ list_id: vip.id }))).toEqual({ status: 409, code: 'already_redeemed' });
+    expect((await byId({ list_id: vip.id, type: 'exit' })).status).toBe(201);
+    expect(errorOf(await byId({ type: 'exit' }))).toEqual({ status: 409, code: 'not_inside' });
+    expect(errorOf(await byId({ type: 'in' }))).toEqual({ status: 400, code: 'invalid_body' });
+    expect(await inside(show.id)).toMatchObject({ show: 0, main: 0, [vip.id]: 0 });
+  });
+
   it('an exit of a ticket not inside is 409 not_inside and changes nothing', async () => {
     const { show, tickets } = await showWith(['E-1']);
     const r = await scan(tickets[0].code, { type: 'exit' });
