@@ -4,6 +4,11 @@ const P = 'ticket:';
 export const K = {
   /** Show record: id, name, venue, date, created_at. */
   show: (id: string) => `${P}show:${id}`,
+  /** The show's check-in lists (CheckInList[]; the main list is implicit until stored). */
+  showLists: (showId: string) => `${P}show:${showId}:lists`,
+  /** People inside: of the show (on any list), and of one list (integers, added to in the scan's update). */
+  showInside: (showId: string) => `${P}show:${showId}:inside`,
+  listInside: (showId: string, listId: string) => `${P}show:${showId}:list:${listId}:inside`,
   /** Index of every show, score = creation time. */
   shows: `${P}shows`,
   /** Reservation record (the ticket): see ReservationRecord. */

@@ -7,6 +7,7 @@ import type { Store } from '../store/port.js';
 import { K } from './keys.js';
 import { ensureShowIndex } from './lists.js';
 import { iso, reservations, type ShowRecord, type TicketStatus } from './records.js';
+import { doorOf, firstOn, insideOn, DEFAULT_KIND, type CheckInList } from './door.js';
 
 /**
  * The offline check-in list (pretixSCAN's offline mode; docs/ticket.md, "Offline mode"): what a
@@ -24,14 +25,23 @@ export interface ListTicket {
   h: string;
   status: TicketStatus;
   seat: string;
-  /** When it was checked in (for a ticket already in at download), else null. */
+  /** When it was checked in (for a ticket already in at download), else null; on a list's set, its first entry on that list. */
   checked_in_at: string | null;
+  /** On a list's own set (v 2): the ticket kind, and whether it has an entry that stands on the list and is inside on it. */
+  kind?: string;
+  entered?: boolean;
+  inside?: boolean;
 }
+
+/** The rules a door applies offline: the list's, as the hub applies them (src/ticket/door.ts). */
+export type ListRules = Pick<CheckInList, 'id' | 'name' | 'kinds' | 'seats' | 'allow_multiple_entries' | 'allow_entry_after_exit' | 'valid_from' | 'valid_until'>;
 
 export interface ListPayload {
   kind: 'maru.checkin-list';
-  v: 1;
+  /** 1: the show's tickets (no list named); 2: one check-in list's own set, with its rules. */
+  v: 1 | 2;
   show: Pick<ShowRecord, 'id' | 'name' | 'venue' | 'date'>;
+  list?: ListRules;
   /** Hash of show and tickets: the list's ETag; unchanged tickets give the same version. */
   version: string;
   generated_at: string;
@@ -104,7 +114,7 @@ export class OfflineLists {
   }
 
   /** The version (ETag) of a show's list as it would be built now, and the list's tickets. */
-  private async tickets(show: ShowRecord): Promise<ListTicket[]> {
+  private async tickets(show: ShowRecord, list?: CheckInList): Promise<ListTicket[]> {
     await ensureShowIndex(this.store, show.id);
     const key = K.showReservations(show.id);
     const total = await this.store.indexCount(key);
@@ -119,7 +129,12 @@ export class OfflineLists {
       for (const raw of recs) {
         const r = reservations.decode(raw);
         if (!r || r.show_id !== show.id) continue;
-        out.push({ h: ticketHash(show.id, r.code), status: r.status, seat: r.seat, checked_in_at: r.checkin?.at ?? null });
+        if (!list) out.push({ h: ticketHash(show.id, r.code), status: r.status, seat: r.seat, checked_in_at: r.checkin?.at ?? null });
+        else {
+          const scans = doorOf(r)[list.id];
+          const first = firstOn(scans);
+          out.push({ h: ticketHash(show.id, r.code), status: r.status, seat: r.seat, kind: r.kind ?? DEFAULT_KIND, checked_in_at: first?.at ?? null, entered: first !== null, inside: insideOn(scans) });
+        }
       }
       if (entries.length < BATCH) break;
     }
@@ -127,15 +142,20 @@ export class OfflineLists {
     return out.sort((a, b) => (a.h < b.h ? -1 : a.h > b.h ? 1 : 0));
   }
 
-  /** The signed list of one show's tickets. */
-  async list(show: ShowRecord): Promise<SignedList & { version: string }> {
-    const tickets = await this.tickets(show);
+  /** The signed list of one show's tickets; with a check-in list, that list's own set (v 2) with its rules. */
+  async list(show: ShowRecord, checkInList?: CheckInList): Promise<SignedList & { version: string }> {
+    const tickets = await this.tickets(show, checkInList);
     const showPart = { id: show.id, name: show.name, venue: show.venue, date: show.date };
-    const version = createHash('sha256').update(canonicalJson({ show: showPart, tickets })).digest('base64url').slice(0, 22);
+    const rules: ListRules | undefined = checkInList && {
+      id: checkInList.id, name: checkInList.name, kinds: checkInList.kinds, seats: checkInList.seats, allow_multiple_entries: checkInList.allow_multiple_entries,
+      allow_entry_after_exit: checkInList.allow_entry_after_exit, valid_from: checkInList.valid_from, valid_until: checkInList.valid_until,
+    };
+    const version = createHash('sha256').update(canonicalJson(rules ? { show: showPart, list: rules, tickets } : { show: showPart, tickets })).digest('base64url').slice(0, 22);
     const payload: ListPayload = {
       kind: 'maru.checkin-list',
-      v: 1,
+      v: rules ? 2 : 1,
       show: showPart,
+      ...(rules ? { list: rules } : {}),
       version,
       generated_at: iso(this.clock.now()),
       count: tickets.length,

@@ -17,7 +17,10 @@ export type TicketStatus = 'entry_allowed' | 'checked_in' | 'cancelled';
 /** How the code reached the server: a camera scan, typed by staff, or another system by id. */
 export type CheckInSource = 'camera' | 'manual' | 'api';
 /** Audit results: pretix's answers, plus the two refusals that happen before a ticket is looked up. */
-export type AttemptResult = 'ok' | 'already_redeemed' | 'canceled' | 'invalid' | 'malformed' | 'rate_limited' | 'conflict';
+export type AttemptResult =
+  | 'ok' | 'already_redeemed' | 'canceled' | 'invalid' | 'malformed' | 'rate_limited' | 'conflict'
+  /** The door's list rules (pretix): not on this list, outside its validity, an exit of a ticket not inside, an undo. */
+  | 'product' | 'invalid_time' | 'not_inside' | 'reverted';
 
 export interface ShowRecord {
   id: string;
@@ -38,6 +41,17 @@ export interface CheckInMark {
   offline?: boolean;
 }
 
+export type ScanType = 'entry' | 'exit';
+
+/** One successful scan of a ticket on a check-in list (src/ticket/door.ts), as the ticket keeps it. */
+export interface DoorScan extends CheckInMark {
+  id: string;
+  type: ScanType;
+  list_id: string;
+  /** Set by an undo (a new audit entry says who and why; the scan itself stays). */
+  reverted?: { id: string; at: string; by: string; reason: string } | undefined;
+}
+
 /** A reservation is the ticket: one seat of one show, with its code and bingo cards. */
 export interface ReservationRecord {
   id: string;
@@ -53,7 +67,12 @@ export interface ReservationRecord {
   created_at: string;
   /** Absent or null on reservations made before cards existed: filled on first lookup. */
   bingo_cards?: BingoCard[] | null;
+  /** The first entry that stands, on any list (null when none, or every one was undone). */
   checkin: CheckInMark | null;
+  /** The ticket kind lists admit by (booking's `kind`; absent = "standard"). */
+  kind?: string;
+  /** Scans per check-in list (src/ticket/door.ts); absent on tickets never scanned since lists existed. */
+  door?: Record<string, DoorScan[]>;
   cancelled_at: string | null;
   cancel_reason: string | null;
 }
@@ -75,6 +94,13 @@ export interface AuditEntry {
   replayed: boolean;
   /** An offline scan: its id, when the door scanned it, when the hub received it. */
   offline?: { id: string; scanned_at: string; received_at: string };
+  /** The check-in list and the kind of scan (absent on entries older than lists: the main list, an entry). */
+  list_id?: string;
+  type?: ScanType | 'revert';
+  /** The successful scan's id (an undo names it); on an undo, the undo's own id and what it reverts, and why. */
+  scan_id?: string;
+  reverts?: string;
+  reason?: string;
   /** Result `conflict`: why, and the check-in that came first. */
   conflict?: { reason: ConflictReason; first_checkin: OfflineConflict['first_checkin'] };
 }
@@ -87,9 +113,12 @@ export interface OfflineScan {
   /** When the door scanned it (the device's clock). */
   scanned_at: string;
   source: 'camera' | 'manual';
+  /** The check-in list it was scanned on (absent: the show's default list). */
+  list_id?: string | undefined;
 }
 
-export type ConflictReason = 'already_redeemed' | 'canceled';
+/** Why an offline admission stands refused: the hub's answer had it been online (pretix's reasons). */
+export type ConflictReason = 'already_redeemed' | 'canceled' | 'product' | 'invalid_time';
 
 /** An offline scan of a ticket that was already in (or cancelled): both scans, for staff. */
 export interface OfflineConflict {
@@ -108,6 +137,8 @@ export interface OfflineConflict {
   /** The check-in that stands (null for a ticket cancelled before any check-in). */
   first_checkin: { at: string; scanner: string; gate: string | null; offline: boolean } | null;
   cancelled_at: string | null;
+  /** The check-in list the scan was made on (absent on conflicts older than lists: the main list). */
+  list_id?: string;
 }
 
 /** What the device learns of each offline scan it uploaded. */
@@ -130,6 +161,11 @@ export interface CheckInInput {
   gate?: string | undefined;
   source?: CheckInSource | undefined;
   client?: string | undefined;
+  /** The check-in list (default: the show's default list) and entry or exit (default: entry). */
+  list_id?: string | undefined;
+  type?: ScanType | undefined;
+  /** The scanning device's id, when a device scans (a list may admit only its own devices). */
+  device_id?: string | undefined;
 }
 
 export interface BookInput {
@@ -138,6 +174,7 @@ export interface BookInput {
   amount_paid: number;
   holder?: string | undefined;
   theme?: string | undefined;
+  kind?: string | undefined;
 }
 
 export const iso = (ms: number) => new Date(ms).toISOString();
@@ -159,8 +196,8 @@ export const offlineResults = codec<OfflineResult>('offline scan result', {
 });
 export const offlineConflicts = codec<OfflineConflict>('offline-scan conflict', {
   fields: {
-    at: F.str, received_at: F.str, reason: (v) => v === 'already_redeemed' || v === 'canceled', code: F.str, reservation_id: F.str, show_id: F.str, seat: F.str,
-    scanner: F.str, gate: F.strOrNull, offline_id: F.str, client: F.strOrNull, first_checkin: (v) => v === null || F.obj(v), cancelled_at: optional(F.strOrNull),
+    at: F.str, received_at: F.str, reason: (v) => v === 'already_redeemed' || v === 'canceled' || v === 'product' || v === 'invalid_time', code: F.str, reservation_id: F.str, show_id: F.str, seat: F.str,
+    scanner: F.str, gate: F.strOrNull, offline_id: F.str, client: F.strOrNull, first_checkin: (v) => v === null || F.obj(v), cancelled_at: optional(F.strOrNull), list_id: optional(F.str),
   },
 });
 

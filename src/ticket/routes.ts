@@ -14,6 +14,13 @@ import {
   checkInBody,
   checkInByIdBody,
   checkInEvent,
+  checkInList,
+  doorCounts,
+  listId,
+  newList,
+  revertBody,
+  reverted,
+  ticketKind,
   conflictRecord,
   offlineBatch,
   offlineResults,
@@ -69,10 +76,10 @@ const client = (ctx: RequestContext) => (ctx.identity ? `${ctx.identity.kind}:${
 const STAFF = { roles: ['staff'] } as const;
 const SCANNER = { roles: ['staff', 'scanner'] } as const;
 
-/** The scanner and gate of a check-in: a device's from its token; staff may name them. */
+/** The scanner and gate of a check-in: a device's from its token (with its id, which lists may name); staff may name them. */
 function scanOrigin(ctx: RequestContext, body: { scanner?: string; gate?: string }) {
   const who = ctx.identity!;
-  if (who.kind === 'device') return { scanner: who.name, gate: who.gate };
+  if (who.kind === 'device') return { scanner: who.name, gate: who.gate, device_id: who.id };
   return { scanner: body.scanner ?? who.name, gate: body.gate };
 }
 
@@ -197,6 +204,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
           amount_paid: z.number().int().min(0).max(100_000_000),
           holder: label(100).optional(),
           theme: z.enum(THEME_IDS).optional(),
+          kind: ticketKind.optional(),
         })
         .strict(),
     },
@@ -244,7 +252,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const b = ctx.body;
-      const input: CheckInInput = { nonce: b.nonce, ...scanOrigin(ctx, b), source: b.source, client: client(ctx) };
+      const input: CheckInInput = { nonce: b.nonce, ...scanOrigin(ctx, b), source: b.source, client: client(ctx), list_id: b.list_id, type: b.type };
       const code = parseCode(b.code);
       if (!code) {
         // a malformed code is an attempt too: audit it, then the usual 400 naming the field
@@ -265,7 +273,7 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: async (ctx) => {
       const b = ctx.body ?? {};
-      const input: CheckInInput = { nonce: b.nonce, ...scanOrigin(ctx, b), source: 'api', client: client(ctx) };
+      const input: CheckInInput = { nonce: b.nonce, ...scanOrigin(ctx, b), source: 'api', client: client(ctx), list_id: b.list_id, type: b.type };
       return Reply.json(await service.checkInById(ctx.params.id, input), 201);
     },
   });
@@ -312,18 +320,83 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       entries: await service.auditLog({ limit: ctx.query.limit ?? 100, reservation_id: ctx.query.reservation_id, show_id: ctx.query.show_id }),
     }),
   });
+  // ---- check-in lists, people inside, undo (docs/ticket.md, "The door") ---------------------------
+  hub.topic({
+    name: 'door:*',
+    policy: 'close',
+    history: 1000,
+    // one show's entries, exits and undos: the scanners and the back office
+    authorize: async (topic, who) => {
+      if (!who) return 'unauthorized';
+      if (!who.roles.some((r) => r === 'staff' || r === 'scanner')) return 'forbidden';
+      const id = topic.slice('door:'.length);
+      if (!showId.safeParse(id).success) return 'unknown';
+      try {
+        await service.show(id);
+        return 'ok';
+      } catch (err) {
+        if (err instanceof AppError && err.status === 404) return 'unknown';
+        throw err;
+      }
+    },
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/shows/:id/lists',
+    auth: SCANNER,
+    params: z.object({ id: showId }),
+    response: z.strictObject({ show_id: z.string(), default_list_id: z.string(), lists: z.array(checkInList) }),
+    summary: 'The show\'s check-in lists (the main list first) with their rules',
+    cacheControl: 'no-store',
+    handler: (ctx) => service.checkInLists(ctx.params.id),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/shows/:id/lists',
+    auth: STAFF,
+    params: z.object({ id: showId }),
+    body: { schema: newList },
+    response: { 201: checkInList },
+    summary: 'Adds a check-in list: which tickets it admits (seat ranges, kinds), its rules, validity and devices',
+    cacheControl: 'no-store',
+    handler: async (ctx) => Reply.json(await service.createCheckInList(ctx.params.id, ctx.body), 201),
+  });
+  hub.route({
+    method: 'GET',
+    path: '/api/shows/:id/door',
+    auth: SCANNER,
+    params: z.object({ id: showId }),
+    response: doorCounts,
+    summary: 'People inside now: the show\'s and each check-in list\'s',
+    cacheControl: 'no-store',
+    handler: (ctx) => service.door(ctx.params.id),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/shows/:id/lists/:list/revert',
+    auth: STAFF,
+    params: z.object({ id: showId, list: listId }),
+    body: { schema: revertBody },
+    response: reverted,
+    summary: 'Undoes one scan of this list (staff, with a reason): a new audit entry; the counters move back',
+    cacheControl: 'no-store',
+    handler: (ctx) =>
+      service.revertScan({ show_id: ctx.params.id, list_id: ctx.params.list, ...ctx.body, by: ctx.identity!.name, client: client(ctx) }),
+  });
+
   // ---- offline mode (docs/ticket.md, "Offline mode") ----------------------------------------------
   hub.route({
     method: 'GET',
     path: '/api/checkin/list',
     auth: SCANNER,
-    query: z.object({ show_id: showId }).strict(),
+    query: z.object({ show_id: showId, list_id: listId.optional() }).strict(),
     guards: [offlineLimit],
     response: signedList,
-    summary: 'The signed offline check-in list of one show (hashed codes, status, seat; no names); ETag = version',
+    summary: 'The signed offline check-in list of one show (hashed codes, status, seat; no names), or of one check-in list with its rules; ETag = version',
     cacheControl: 'no-store',
     handler: async (ctx) => {
-      const list = await service.checkInList(ctx.query.show_id);
+      const who = ctx.identity!;
+      const list = await service.checkInList(ctx.query.show_id, ctx.query.list_id, who.kind === 'device' ? who.id : undefined);
       const etag = `"${list.version}"`;
       const asked = ctx.headers['if-none-match'];
       if (asked !== undefined && asked.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) return Reply.empty(304, { etag });

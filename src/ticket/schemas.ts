@@ -29,8 +29,55 @@ export const scanFields = {
   scanner: label(64).optional(),
   gate: label(64).optional(),
 };
-export const checkInBody = z.object({ code: z.string().max(256), source: z.enum(['camera', 'manual']).default('manual'), ...scanFields }).strict();
-export const checkInByIdBody = z.object(scanFields).strict().optional();
+export const listId = z.string().regex(/^(main|cl_[A-Za-z0-9_-]{10})$/, 'must be a check-in list id (main, or cl_ and 10 characters)');
+/** Optional on both check-in routes: the list (default: the show's default list) and entry or exit (default: entry). */
+export const doorFields = { list_id: listId.optional(), type: z.enum(['entry', 'exit']).optional() };
+export const checkInBody = z.object({ code: z.string().max(256), source: z.enum(['camera', 'manual']).default('manual'), ...scanFields, ...doorFields }).strict();
+export const checkInByIdBody = z.object({ ...scanFields, ...doorFields }).strict().optional();
+export const ticketKind = z.string().regex(/^[a-z0-9_-]{1,32}$/, 'must be 1 to 32 of a-z 0-9 _ -');
+const seatText = z.string().trim().regex(/^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,31}$/u, 'must be 1 to 32 letters, digits, space . _ -');
+export const seatRange = z.strictObject({ from: seatText, to: seatText });
+const instant = z.iso.datetime({ offset: true });
+/** A new check-in list; a rule that contradicts itself is refused by the service (400 invalid_rule). */
+export const newList = z.strictObject({
+  name: label(100),
+  kinds: z.array(ticketKind).min(1).max(20).optional(),
+  seats: z.array(seatRange).min(1).max(50).optional(),
+  allow_multiple_entries: z.boolean().optional(),
+  allow_entry_after_exit: z.boolean().optional(),
+  valid_from: instant.optional(),
+  valid_until: instant.optional(),
+  devices: z.array(z.string().regex(/^d_[0-9a-f]{12}$/, 'must be a device id (d_ and 12 hex digits)')).max(100).optional(),
+  is_default: z.boolean().optional(),
+});
+export const checkInList = z.strictObject({
+  id: z.string(),
+  show_id: z.string(),
+  name: z.string(),
+  kinds: z.array(z.string()).nullable(),
+  seats: z.array(z.strictObject({ from: z.string(), to: z.string() })).nullable(),
+  allow_multiple_entries: z.boolean(),
+  allow_entry_after_exit: z.boolean(),
+  valid_from: z.string().nullable(),
+  valid_until: z.string().nullable(),
+  devices: z.array(z.string()),
+  is_default: z.boolean(),
+  created_at: z.string().nullable(),
+});
+export const revertBody = z.strictObject({
+  reservation_id: z.string().regex(RESERVATION_ID_RE, 'must be a reservation id (r_ and 10 characters)'),
+  scan_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a scan id'),
+  reason: label(200),
+});
+const scanView = z.strictObject({
+  id: z.string(),
+  type: z.enum(['entry', 'exit']),
+  list_id: z.string(),
+  at: z.string(),
+  scanner: z.string(),
+  gate: z.string().nullable(),
+  reverted: z.strictObject({ id: z.string(), at: z.string(), by: z.string(), reason: z.string() }).nullable(),
+});
 
 // answers (docs/ticket.md)
 export const nullable = z.string().nullable();
@@ -60,8 +107,22 @@ export const ticketView = z.object({
 export const checkedIn = z.object({
   status: z.literal('ok'),
   replayed: z.boolean(),
-  ticket: brief,
-  checkin: z.object({ at: z.string(), scanner: z.string(), gate: nullable, nonce: nullable }),
+  /** The brief and the holder's name: the door may ask to see it. */
+  ticket: brief.extend({ holder: nullable }),
+  checkin: z.object({ at: z.string(), scanner: z.string(), gate: nullable, nonce: nullable, id: z.string(), type: z.enum(['entry', 'exit']), list_id: z.string() }),
+  list: z.object({ id: z.string(), name: z.string() }),
+});
+export const reverted = z.strictObject({
+  status: z.literal('reverted'),
+  undo: z.strictObject({ id: z.string(), at: z.string(), by: z.string(), reason: z.string(), reverts: z.string() }),
+  scan: scanView,
+  ticket: brief.extend({ holder: nullable }),
+});
+export const doorCounts = z.strictObject({
+  show_id: z.string(),
+  default_list_id: z.string(),
+  inside: z.number().int(),
+  lists: z.array(z.strictObject({ id: z.string(), name: z.string(), inside: z.number().int() })),
 });
 export const cancelled = brief.extend({ cancelled_at: nullable, cancel_reason: nullable });
 export const checkInEvent = brief.omit({ status: true }).extend({ type: z.literal('checkin'), at: z.string(), scanner: z.string(), gate: nullable, source }).loose();
@@ -98,6 +159,8 @@ export const offlineScan = z
     code: ticketCode,
     scanned_at: z.iso.datetime({ offset: true }),
     source: z.enum(['camera', 'manual']).default('manual'),
+    /** The check-in list the door scanned on (default: the show's default list). */
+    list_id: listId.optional(),
   })
   .strict();
 export const offlineBatch = z.object({ scans: z.array(offlineScan).min(1).max(MAX_OFFLINE_BATCH) }).strict();
@@ -105,7 +168,8 @@ const firstCheckin = z.object({ at: z.string(), scanner: z.string(), gate: nulla
 export const conflictRecord = z.strictObject({
   at: z.string(),
   received_at: z.string(),
-  reason: z.enum(['already_redeemed', 'canceled']),
+  reason: z.enum(['already_redeemed', 'canceled', 'product', 'invalid_time']),
+  list_id: z.string().optional(),
   code: z.string(),
   reservation_id: z.string(),
   show_id: z.string(),

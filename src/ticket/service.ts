@@ -7,6 +7,7 @@ import { CheckIns } from './checkin.js';
 import { showCounts, type ShowCounts } from './counts.js';
 import { generateCode } from './code.js';
 import { K } from './keys.js';
+import { checkInLists, contradiction, storedLists, defaultList, MAX_LISTS, showLists, type CheckInList, type SeatRange } from './door.js';
 import { listBookings, listShows, type Page } from './lists.js';
 import { OfflineLists, type SignedList } from './offline.js';
 import { qrImage } from './qr.js';
@@ -120,6 +121,7 @@ export class TicketService {
           seat: input.seat,
           amount_paid: input.amount_paid,
           holder: input.holder ?? null,
+          ...(input.kind ? { kind: input.kind } : {}),
           status: 'entry_allowed',
           created_at: iso(now),
           bingo_cards: cards,
@@ -241,8 +243,15 @@ export class TicketService {
   // ---- offline mode (docs/ticket.md, "Offline mode") ----------------------------------------------
 
   /** The signed offline check-in list of one show. 404 show_not_found, 413 list_too_large. */
-  async checkInList(showId: string): Promise<SignedList & { version: string }> {
-    return this.lists.list(await this.show(showId));
+  async checkInList(showId: string, listId?: string, deviceId?: string): Promise<SignedList & { version: string }> {
+    const show = await this.show(showId);
+    if (listId === undefined) return this.lists.list(show);
+    const list = (await this.checkInLists(showId)).lists.find((l) => l.id === listId);
+    if (!list) throw notFound('list_not_found', `no check-in list ${listId} in show ${showId}`, { list_id: listId });
+    if (deviceId !== undefined && list.devices.length > 0 && !list.devices.includes(deviceId)) {
+      throw new AppError('forbidden', 'device_not_on_list', `this scanner device may not scan on list ${listId}`, { list_id: listId });
+    }
+    return this.lists.list(show, list);
   }
 
   /**
@@ -310,6 +319,71 @@ export class TicketService {
   async bookings(showId: string, page: Page & { q?: string | undefined }) {
     await this.show(showId);
     return listBookings(this.store, showId, page);
+  }
+
+  // ---- check-in lists (src/ticket/door.ts) ------------------------------------------------------
+
+  /** The show's check-in lists, the main list first; 404 show_not_found. */
+  async checkInLists(showId: string): Promise<{ show_id: string; default_list_id: string; lists: CheckInList[] }> {
+    const [show, raw] = await this.store.getMany([K.show(showId), K.showLists(showId)]);
+    if (!shows.decode(show)) throw notFound('show_not_found', `no show ${showId}`);
+    const lists = showLists(showId, storedLists(raw));
+    return { show_id: showId, default_list_id: defaultList(lists).id, lists };
+  }
+
+  /**
+   * Adds a check-in list to a show (one atomic update of the show's lists). A rule that contradicts
+   * itself (valid until before valid from, a seat range ending before it starts) is 400 invalid_rule;
+   * `is_default` moves the show's default to it. At most MAX_LISTS lists (409 too_many_lists).
+   */
+  async createCheckInList(showId: string, input: {
+    name: string; kinds?: string[] | undefined; seats?: SeatRange[] | undefined; allow_multiple_entries?: boolean | undefined; allow_entry_after_exit?: boolean | undefined;
+    valid_from?: string | undefined; valid_until?: string | undefined; devices?: string[] | undefined; is_default?: boolean | undefined;
+  }): Promise<CheckInList> {
+    const list: CheckInList = {
+      id: randomId('cl_'),
+      show_id: showId,
+      name: input.name,
+      kinds: input.kinds ?? null,
+      seats: input.seats ?? null,
+      allow_multiple_entries: input.allow_multiple_entries ?? false,
+      allow_entry_after_exit: input.allow_entry_after_exit ?? true,
+      valid_from: input.valid_from ? iso(Date.parse(input.valid_from)) : null,
+      valid_until: input.valid_until ? iso(Date.parse(input.valid_until)) : null,
+      devices: input.devices ?? [],
+      is_default: input.is_default ?? false,
+      created_at: iso(this.clock.now()),
+    };
+    const bad = contradiction(list);
+    if (bad) throw new AppError('invalid', 'invalid_rule', bad.message, { field: bad.field });
+    return this.store.update([K.show(showId), K.showLists(showId)], ([show, raw]) => {
+      if (!shows.decode(show)) throw notFound('show_not_found', `no show ${showId}`);
+      const stored = storedLists(raw);
+      if (stored.filter((l) => l.id !== 'main').length >= MAX_LISTS - 1) throw conflict('too_many_lists', `a show has at most ${MAX_LISTS} check-in lists`, { max: MAX_LISTS });
+      const all = showLists(showId, stored);
+      // the main list is stored once another list takes the default, so it keeps its rules but not the default
+      const kept = list.is_default ? all.map((l) => ({ ...l, is_default: false })) : stored;
+      const next = [...kept, list];
+      return { writes: [{ op: 'set', key: K.showLists(showId), value: checkInLists.encode({ lists: next }) }] as Write[], result: list };
+    });
+  }
+
+  /** People inside now: the show's (on any list) and each list's, read from the counters the scans move. */
+  async door(showId: string) {
+    const { lists, default_list_id } = await this.checkInLists(showId);
+    const values = await this.store.getMany([K.showInside(showId), ...lists.map((l) => K.listInside(showId, l.id))]);
+    const n = (v: unknown) => (typeof v === 'number' ? v : 0);
+    return {
+      show_id: showId,
+      default_list_id,
+      inside: n(values[0]),
+      lists: lists.map((l, i) => ({ id: l.id, name: l.name, inside: n(values[i + 1]) })),
+    };
+  }
+
+  /** Undoes a scan (staff, with a reason): see CheckIns.revert. */
+  async revertScan(input: Parameters<CheckIns['revert']>[0]) {
+    return this.checkins.revert(input);
   }
 
   /** Successful check-ins, newest first. */

@@ -7,6 +7,8 @@ import { kstTime } from '../common/time.js';
 
 interface CheckInEvent {
   type: 'checkin';
+  scan_id?: string;
+  list_id?: string;
   reservation_id: string;
   code: string;
   show_id: string;
@@ -16,9 +18,12 @@ interface CheckInEvent {
   scanner: string;
   gate: string | null;
 }
-interface Brief { code: string; show_id: string; show_name: string; seat: string; status: string }
+interface Brief { reservation_id: string; code: string; show_id: string; show_name: string; seat: string; status: string; holder?: string | null }
+interface CheckInList { id: string; name: string; is_default: boolean }
+/** An entry, exit or undo on one show's door (topic door:<show>). */
+interface DoorEvent { type: 'entry' | 'exit' | 'revert'; show_id: string; list_id: string; code: string; seat: string; scan: { id: string; at: string; scanner: string; gate: string | null; reverted: { reason: string; by: string } | null } }
 type Answer =
-  | { status: 'ok'; replayed: boolean; ticket: Brief; checkin: { at: string; scanner: string; gate: string | null } }
+  | { status: 'ok'; replayed: boolean; ticket: Brief; checkin: { at: string; scanner: string; gate: string | null; id: string; type: 'entry' | 'exit'; list_id: string }; list: { id: string; name: string } }
   | { error: { code: string; message: string; details?: any } };
 
 // The code alphabet of docs/ticket.md: digits 2-9, capitals without I, L, O.
@@ -50,10 +55,12 @@ session.onChange((me) => {
   live.reauthenticate();
   if (me) {
     door.resume();
-    void door.sync(localStorage.getItem('scan:show') ?? undefined);
+    void door.sync(localStorage.getItem('scan:show') ?? undefined, currentList());
   } else if (!session.token) void door.wipe();
   if (me) void loadRecent().catch(() => undefined);
   if (me) void loadCount().catch(() => undefined);
+  if (me) void loadLists().catch(() => undefined);
+  undoBox.hidden = true;
 });
 $('register').addEventListener('submit', (ev) => {
   ev.preventDefault();
@@ -102,6 +109,12 @@ const TITLES: Record<string, string> = {
   invalid: '없는 코드 · unknown code',
   invalid_body: '코드 형식 오류 · malformed code',
   rate_limited: '잠시 후 다시 · too many tries',
+  exit: '퇴장 확인 · exit OK',
+  reverted: '되돌림 · scan undone',
+  product: '이 명단이 아님 · not on this list',
+  invalid_time: '입장 시간 아님 · outside the list\'s hours',
+  not_inside: '안에 없음 · not inside (no exit)',
+  device_not_on_list: '이 기기는 이 명단 불가 · device not on this list',
   unauthorized: '로그인 필요 · sign in first',
   invalid_token: '다시 로그인 · sign in again',
   error: '오류 · error',
@@ -175,12 +188,15 @@ async function answerOffline(input: string, source: 'camera' | 'manual', nonce: 
   }
   if (a.result === 'already_redeemed') return show('already_redeemed', `${code} · ${a.at ? time(a.at) : ''} · ${a.seat}${tag}`, how);
   if (a.result === 'canceled') return show('canceled', `${code} · ${a.seat}${tag}`, how);
+  if (a.result === 'product') return show('product', `${code} · ${a.seat} · ${door.checkInList?.name ?? ''}${tag}`, how);
+  if (a.result === 'invalid_time') return show('invalid_time', `${code} · ${a.seat} · ${door.checkInList?.name ?? ''}${tag}`, how);
   show('invalid', `${code} · 이 공연 명단에 없음 · not in this show's list${tag}`, how);
 }
 
 function renderOffline(): void {
   const q = door.pending;
   document.body.dataset.list = door.wiped ? 'wiped' : door.ready ? 'ready' : 'none';
+  document.body.dataset.offlineList = door.checkInList?.id ?? '';
   document.body.dataset.queue = String(q.length);
   $('queue-count').textContent = String(q.length);
   $('queue').replaceChildren(
@@ -200,7 +216,7 @@ function renderOffline(): void {
 
 /** Upload and refresh while online: when the network returns, every 15 s, and on demand. */
 function syncNow(): void {
-  if (navigator.onLine && session.token) void door.sync(localStorage.getItem('scan:show') ?? undefined);
+  if (navigator.onLine && session.token) void door.sync(localStorage.getItem('scan:show') ?? undefined, currentList());
 }
 window.addEventListener('online', syncNow);
 window.addEventListener('offline', () => renderOffline());
@@ -212,23 +228,35 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
   if (busy) return;
   busy = true;
   const device = session.me?.kind === 'device';
-  const { nonce } = nonceFor(code, device ? session.me!.id : scannerInput.value.trim());
+  // one nonce per scan of a mode: an exit ends the entry's "same scan" window (and the other way round),
+  // so an entry after an exit is a new entry, not a repeat of the first
+  const who = device ? session.me!.id : scannerInput.value.trim();
+  recentScans.delete(`${who}\u0000${exitMode() ? 'entry' : 'exit'}:${code}`);
+  const { nonce } = nonceFor(`${exitMode() ? 'exit' : 'entry'}:${code}`, who);
+  const mode = exitMode() ? 'exit' : 'entry';
+  const listId = currentList();
   const body = JSON.stringify({
     code,
     source,
     nonce,
+    ...(listId ? { list_id: listId } : {}),
+    ...(mode === 'exit' ? { type: 'exit' } : {}),
     scanner: device ? undefined : scannerInput.value.trim() || undefined,
     gate: device ? undefined : gateInput.value.trim() || undefined,
   });
   const started = performance.now();
   try {
     // no network and a list on the device: the list answers, without trying the network
-    if (door.ready && !navigator.onLine) return await answerOffline(code, source, nonce, started);
+    if (door.ready && !navigator.onLine) {
+      if (exitMode()) return show('error', '퇴장은 온라인에서만 · exits need the network');
+      return await answerOffline(code, source, nonce, started);
+    }
     let res: Response | undefined;
     if (door.ready) {
       // one try: without an answer the list answers; the scan is queued with this nonce, so a
       // check-in the hub did make before the answer was lost is the same check-in, not a conflict
       res = await fetch('/api/checkin', { method: 'POST', headers: session.headers(true), body, signal: AbortSignal.timeout(4000) }).catch(() => undefined);
+      if ((!res || res.status >= 502) && exitMode()) return show('error', '퇴장은 온라인에서만 · exits need the network');
       if (!res || res.status >= 502) return await answerOffline(code, source, nonce, started);
     }
     for (let attempt = 0; attempt < 3 && !res; attempt++) {
@@ -241,15 +269,25 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
     if (!res) return show('error', '서버에 연결할 수 없습니다 · network error');
     const a = (await res.json()) as Answer;
     if ('status' in a && a.status === 'ok') {
-      door.checkedInOnline(a.ticket.code, a.checkin.at);
+      if (a.checkin.type === 'entry') door.checkedInOnline(a.ticket.code, a.checkin.at);
       followShow(a.ticket.show_id, a.ticket.show_name);
-      return show('ok', `${a.ticket.code} · ${a.ticket.show_name} · ${a.ticket.seat}${a.replayed ? ' · 같은 스캔 (same scan)' : ''}`);
+      lastScan = { show_id: a.ticket.show_id, list_id: a.checkin.list_id, reservation_id: a.ticket.reservation_id, scan_id: a.checkin.id, code: a.ticket.code };
+      // staff may undo a wrong scan; a door device asks staff
+      undoBox.hidden = session.me?.kind === 'device';
+      const who = a.ticket.holder ? `${a.ticket.holder} · ` : '';
+      return show(a.checkin.type === 'exit' ? 'exit' : 'ok', `${who}${a.ticket.seat} · ${a.ticket.code} · ${a.list.name}${a.replayed ? ' · 같은 스캔 (same scan)' : ''}`);
     }
     if ('error' in a) {
       const e = a.error;
+      undoBox.hidden = true;
+      const t = e.details?.ticket as Brief | undefined;
+      if (t && (e.code === 'product' || e.code === 'invalid_time' || e.code === 'not_inside')) {
+        return show(e.code, `${t.holder ? `${t.holder} · ` : ''}${t.seat} · ${t.code} · ${e.message}`);
+      }
+      if (e.code === 'device_not_on_list') return show(e.code, e.message);
       if (e.code === 'already_redeemed') {
         const f = e.details.first_checkin;
-        return show(e.code, `${e.details.ticket.code} · ${time(f.at)} · ${f.scanner}${f.gate ? ` @ ${f.gate}` : ''}`);
+        return show(e.code, `${t?.holder ? `${t.holder} · ` : ''}${e.details.ticket.seat} · ${e.details.ticket.code} · ${time(f.at)} · ${f.scanner}${f.gate ? ` @ ${f.gate}` : ''}`);
       }
       if (e.code === 'canceled') return show(e.code, `${e.details.ticket.code} · ${e.details.ticket.seat}`);
       if (e.code === 'rate_limited') return show(e.code, `${e.details.retry_after_s}s`);
@@ -384,11 +422,12 @@ setCamera('off', '');
 const list = $('live');
 const seen = new Set<string>();
 function addCheckIn(ev: CheckInEvent, fresh: boolean): void {
-  if (seen.has(ev.reservation_id)) return;
-  seen.add(ev.reservation_id);
+  const key = ev.scan_id ?? ev.reservation_id;
+  if (seen.has(key)) return;
+  seen.add(key);
   const li = el(
     'li',
-    { 'data-code': ev.code, class: fresh ? 'fresh' : '' },
+    { 'data-code': ev.code, 'data-type': 'entry', ...(ev.scan_id ? { 'data-scan': ev.scan_id } : {}), class: fresh ? 'fresh' : '' },
     el('time', { datetime: ev.at }, time(ev.at)),
     el('span', {}, el('span', { class: 'code' }, ev.code), ` · ${ev.show_name} · ${ev.seat}`),
     el('span', { class: 'who' }, `${ev.scanner}${ev.gate ? ` @ ${ev.gate}` : ''}`),
@@ -408,7 +447,7 @@ function followShow(id: string | undefined, name: string): void {
   if (localStorage.getItem('scan:show') !== id) {
     localStorage.setItem('scan:show', id);
     localStorage.setItem('scan:show-name', name);
-    void door.sync(id);
+    void loadLists().then(() => door.sync(id, currentList()));
   }
   window.clearTimeout(counted);
   counted = window.setTimeout(() => void loadCount(), 300);
@@ -424,7 +463,100 @@ async function loadCount(): Promise<void> {
   $('door-in').textContent = String(c.checked_in);
   $('door-total').textContent = String(c.tickets);
   $('door-count').hidden = false;
+  await loadInside();
 }
+
+// ---- the check-in list this door scans on, entry or exit, people inside, undo -------------------
+// The list is picked per show and kept on the device (`scan:list:<show>`); a link may name the show
+// and list (/scan?show=s_…&list=cl_…). The show's door topic brings every entry, exit and undo.
+const listSelect = $<HTMLSelectElement>('list');
+const undoBox = $<HTMLFormElement>('undo');
+let lastScan: { show_id: string; list_id: string; reservation_id: string; scan_id: string; code: string } | undefined;
+const exitMode = () => $<HTMLInputElement>('mode-exit').checked;
+const currentList = () => (listSelect.value && !$('door').hidden ? listSelect.value : undefined);
+const linked = new URLSearchParams(location.search);
+if (linked.get('show')) localStorage.setItem('scan:show', linked.get('show')!);
+if (linked.get('show') && linked.get('list')) localStorage.setItem(`scan:list:${linked.get('show')}`, linked.get('list')!);
+const following = new Set<string>();
+async function loadLists(): Promise<void> {
+  const id = localStorage.getItem('scan:show');
+  if (!id || !session.token) return;
+  const res = await session.fetch(`/api/shows/${encodeURIComponent(id)}/lists`).catch(() => undefined);
+  if (!res?.ok) return;
+  const { lists, default_list_id } = (await res.json()) as { lists: CheckInList[]; default_list_id: string };
+  const kept = localStorage.getItem(`scan:list:${id}`);
+  listSelect.replaceChildren(...lists.map((l) => el('option', { value: l.id }, `${l.name}${l.is_default ? ' (기본 · default)' : ''}`)));
+  listSelect.value = lists.some((l) => l.id === kept) ? kept! : default_list_id;
+  $('door').hidden = false;
+  document.body.dataset.checkinList = listSelect.value;
+  // the offline set is the picked list's own (its tickets and rules)
+  if (navigator.onLine && door.checkInList?.id !== listSelect.value) void door.sync(id, listSelect.value);
+  if (!following.has(id)) {
+    following.add(id);
+    live.on(`door:${id}`, (data) => onDoorEvent(data as DoorEvent), () => void loadInside());
+  }
+  await loadInside();
+}
+listSelect.addEventListener('change', () => {
+  const id = localStorage.getItem('scan:show');
+  if (id) localStorage.setItem(`scan:list:${id}`, listSelect.value);
+  document.body.dataset.checkinList = listSelect.value;
+  void loadInside();
+  // the offline set follows the list: its own tickets and rules
+  if (id && navigator.onLine) void door.sync(id, listSelect.value);
+});
+async function loadInside(): Promise<void> {
+  const id = localStorage.getItem('scan:show');
+  if (!id || !session.token) return;
+  const res = await session.fetch(`/api/shows/${encodeURIComponent(id)}/door`).catch(() => undefined);
+  if (!res?.ok) return;
+  const d = (await res.json()) as { inside: number; lists: { id: string; inside: number }[] };
+  $('inside-show').textContent = String(d.inside);
+  $('inside-list').textContent = String(d.lists.find((l) => l.id === listSelect.value)?.inside ?? 0);
+}
+function onDoorEvent(ev: DoorEvent): void {
+  if (ev.show_id !== localStorage.getItem('scan:show')) return;
+  void loadInside();
+  if (ev.type === 'entry') return; // listed from the check-ins topic
+  const key = `${ev.type}:${ev.scan.id}`;
+  if (seen.has(key)) return;
+  seen.add(key);
+  const text = ev.type === 'exit' ? ` · ${ev.seat} · 퇴장 · exit` : ` · ${ev.seat} · 되돌림 · undone: ${ev.scan.reverted?.reason ?? ''}`;
+  list.prepend(
+    el(
+      'li',
+      { 'data-code': ev.code, 'data-type': ev.type, 'data-scan': ev.scan.id, class: 'fresh' },
+      el('time', { datetime: ev.scan.at }, time(ev.scan.at)),
+      el('span', {}, el('span', { class: 'code' }, ev.code), text),
+      el('span', { class: 'who' }, ev.type === 'revert' ? `${ev.scan.reverted?.by ?? ''}` : `${ev.scan.scanner}${ev.scan.gate ? ` @ ${ev.scan.gate}` : ''}`),
+    ),
+  );
+  if (ev.type === 'revert') {
+    for (const li of list.querySelectorAll<HTMLElement>(`li[data-scan="${CSS.escape(ev.scan.id)}"]:not([data-type="revert"])`)) li.dataset.reverted = 'true';
+    // the banner still shows the scan another scanner just undid: say so
+    if (lastScan?.scan_id === ev.scan.id) {
+      undoBox.hidden = true;
+      show('reverted', `${ev.code} · ${ev.seat} · ${ev.scan.reverted?.reason ?? ''}`);
+    }
+  }
+}
+undoBox.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const s = lastScan;
+  const reason = $<HTMLInputElement>('undo-reason').value.trim();
+  if (!s || !reason) return;
+  void (async () => {
+    const res = await session.fetch(`/api/shows/${encodeURIComponent(s.show_id)}/lists/${encodeURIComponent(s.list_id)}/revert`, {
+      body: { reservation_id: s.reservation_id, scan_id: s.scan_id, reason },
+    });
+    const body = await res.json();
+    if (!res.ok) return show('error', body?.error?.message ?? `HTTP ${res.status}`);
+    undoBox.hidden = true;
+    $<HTMLInputElement>('undo-reason').value = '';
+    lastScan = undefined;
+    show('reverted', `${s.code} · ${body.ticket.seat} · ${reason}`);
+  })();
+});
 
 async function loadRecent(): Promise<void> {
   if (!session.token) return;
@@ -448,6 +580,7 @@ void session
   .catch(() => undefined)
   .finally(() => {
     void loadCount();
+    void loadLists().catch(() => undefined);
     document.body.dataset.ready = 'true';
   });
 if (!navigator.mediaDevices?.getUserMedia) setCamera('unavailable', NO_CAMERA);

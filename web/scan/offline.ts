@@ -5,11 +5,21 @@
  * uploaded when the network returns.
  */
 
-export interface ListTicket { h: string; status: 'entry_allowed' | 'checked_in' | 'cancelled'; seat: string; checked_in_at: string | null }
+export interface ListTicket {
+  h: string; status: 'entry_allowed' | 'checked_in' | 'cancelled'; seat: string; checked_in_at: string | null;
+  /** A list's own set (v 2): the kind, an entry that stands on the list, inside on it. */
+  kind?: string; entered?: boolean; inside?: boolean;
+}
+/** The rules of one check-in list, applied here as the hub applies them (docs/ticket.md, "The door"). */
+interface ListRules {
+  id: string; name: string; kinds: string[] | null; seats: { from: string; to: string }[] | null;
+  allow_multiple_entries: boolean; allow_entry_after_exit: boolean; valid_from: string | null; valid_until: string | null;
+}
 interface ListPayload {
   kind: 'maru.checkin-list';
-  v: 1;
+  v: 1 | 2;
   show: { id: string; name: string; venue: string; date: string };
+  list?: ListRules;
   version: string;
   generated_at: string;
   count: number;
@@ -18,11 +28,11 @@ interface ListPayload {
 interface SignedList { alg: 'Ed25519'; key_id: string; public_key: string; payload: string; signature: string; version: string }
 /** What is kept (encrypted) under "list": the signed list as downloaded and the key pinned at the first one. */
 interface KeptList { signed: SignedList; pinned_key: string; fetched_at: string }
-export interface QueuedScan { id: string; code: string; scanned_at: string; source: 'camera' | 'manual'; seat: string; show_id: string }
+export interface QueuedScan { id: string; code: string; scanned_at: string; source: 'camera' | 'manual'; seat: string; show_id: string; list_id?: string }
 /** Kept under "queue": scans waiting for upload, and tickets this device admitted offline since the list was fetched. */
 interface KeptQueue { items: QueuedScan[]; used: Record<string, string> }
 export interface UploadResult { id: string; result: 'ok' | 'conflict' | 'invalid'; replayed: boolean; conflict?: { reason: string; code: string; first_checkin: { at: string; scanner: string; gate: string | null } | null } }
-export type OfflineAnswer = { result: 'ok' | 'already_redeemed' | 'canceled' | 'invalid'; seat?: string; at?: string; same?: boolean; saved?: Promise<void> };
+export type OfflineAnswer = { result: 'ok' | 'already_redeemed' | 'canceled' | 'invalid' | 'product' | 'invalid_time'; seat?: string; at?: string; same?: boolean; saved?: Promise<void> };
 type Fetch = (url: string, init?: { method?: string; body?: unknown; headers?: Record<string, string> }) => Promise<Response>;
 
 import { sha256 } from './sha256.js';
@@ -50,11 +60,30 @@ export function ticketHash(showId: string, code: string): string {
   return toB64u(sha256(`${showId}:${code}`).subarray(0, 16));
 }
 
+const natural = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
+const rulesShape = (r: ListRules | undefined) =>
+  !!r && typeof r.id === 'string' && /^(main|cl_[A-Za-z0-9_-]{10})$/.test(r.id) && typeof r.name === 'string' &&
+  typeof r.allow_multiple_entries === 'boolean' && typeof r.allow_entry_after_exit === 'boolean' &&
+  (r.kinds === null || (Array.isArray(r.kinds) && r.kinds.every((k) => typeof k === 'string'))) &&
+  (r.seats === null || (Array.isArray(r.seats) && r.seats.every((x) => typeof x?.from === 'string' && typeof x.to === 'string'))) &&
+  (r.valid_from === null || typeof r.valid_from === 'string') && (r.valid_until === null || typeof r.valid_until === 'string');
+
+/** The list's entry rule (pretix's; src/ticket/door.ts entryVerdict), for a ticket of its own set. */
+function entryRule(r: ListRules, t: ListTicket, usedHere: boolean, now: number): 'ok' | 'already_redeemed' | 'product' | 'invalid_time' {
+  if (r.kinds && !r.kinds.includes(t.kind ?? 'standard')) return 'product';
+  if (r.seats && !r.seats.some((s) => natural.compare(s.from, t.seat) <= 0 && natural.compare(t.seat, s.to) <= 0)) return 'product';
+  if ((r.valid_from && now < Date.parse(r.valid_from)) || (r.valid_until && now > Date.parse(r.valid_until))) return 'invalid_time';
+  if (!t.entered && !usedHere) return 'ok';
+  if (r.allow_multiple_entries) return 'ok';
+  if (r.allow_entry_after_exit && !t.inside && !usedHere) return 'ok';
+  return 'already_redeemed';
+}
+
 /** The shape a list must have before it is used (after its signature was checked). */
 function listShape(p: unknown): p is ListPayload {
   const l = p as ListPayload;
   return (
-    !!l && l.kind === 'maru.checkin-list' && l.v === 1 && typeof l.version === 'string' &&
+    !!l && l.kind === 'maru.checkin-list' && (l.v === 1 ? l.list === undefined : l.v === 2 && rulesShape(l.list)) && typeof l.version === 'string' &&
     typeof l.show?.id === 'string' && /^s_[A-Za-z0-9_-]{10}$/.test(l.show.id) && typeof l.show.name === 'string' &&
     Array.isArray(l.tickets) && l.tickets.length === l.count && l.count <= MAX_TICKETS &&
     l.tickets.every((t) => typeof t?.h === 'string' && /^[A-Za-z0-9_-]{22}$/.test(t.h) && STATUSES.has(t.status) && typeof t.seat === 'string' && (t.checked_in_at === null || typeof t.checked_in_at === 'string'))
@@ -82,6 +111,7 @@ export class OfflineDoor {
   private byHash = new Map<string, ListTicket>();
   private queue: KeptQueue = { items: [], used: {} };
   private syncing: Promise<void> | undefined;
+  private wanted: { show: string | undefined; list: string | undefined } | undefined;
   private loading: Promise<void> = Promise.resolve();
   /** Set when the hub refused this device (revoked): nothing is answered offline until it is registered again. */
   wiped = false;
@@ -97,6 +127,10 @@ export class OfflineDoor {
   }
   get show() {
     return this.list?.show;
+  }
+  /** The check-in list whose own set this is (undefined: the show's tickets, v 1). */
+  get checkInList() {
+    return this.list?.list;
   }
   get size(): number {
     return this.list?.count ?? 0;
@@ -191,9 +225,13 @@ export class OfflineDoor {
     if (!t) return { result: 'invalid' };
     if (t.status === 'cancelled') return { result: 'canceled', seat: t.seat };
     const usedAt = this.queue.used[h];
-    if (t.status === 'checked_in' || usedAt) return { result: 'already_redeemed', seat: t.seat, at: usedAt ?? t.checked_in_at ?? undefined };
+    if (list.list) {
+      const verdict = entryRule(list.list, t, !!usedAt, Date.now());
+      if (verdict === 'already_redeemed') return { result: verdict, seat: t.seat, at: usedAt ?? t.checked_in_at ?? undefined };
+      if (verdict !== 'ok') return { result: verdict, seat: t.seat };
+    } else if (t.status === 'checked_in' || usedAt) return { result: 'already_redeemed', seat: t.seat, at: usedAt ?? t.checked_in_at ?? undefined };
     const at = new Date().toISOString();
-    this.queue.items.push({ id, code, scanned_at: at, source, seat: t.seat, show_id: list.show.id });
+    this.queue.items.push({ id, code, scanned_at: at, source, seat: t.seat, show_id: list.show.id, ...(list.list ? { list_id: list.list.id } : {}) });
     this.queue.used[h] = at;
     this.onChange();
     // the answer goes on screen at once; the queue is written behind it, one write after another
@@ -213,21 +251,32 @@ export class OfflineDoor {
     if (!this.list) return;
     const h = ticketHash(this.list.show.id, code);
     const t = this.byHash.get(h);
-    if (!t || t.status !== 'entry_allowed') return;
+    if (!t || t.status === 'cancelled') return;
+    if (this.list.list) {
+      t.entered = true;
+      t.inside = true;
+    }
+    if (t.status !== 'entry_allowed') return;
     t.status = 'checked_in';
     t.checked_in_at = at;
   }
 
-  /** Uploads the queue, then refreshes the list of `showId`; one at a time. */
-  sync(showId: string | undefined): Promise<void> {
-    this.syncing ??= this.run(showId).finally(() => {
+  /** Uploads the queue, then refreshes the list of `showId` (the set of its check-in list `listId` when given); one at a time. */
+  sync(showId: string | undefined, listId?: string): Promise<void> {
+    // another list asked for while a sync runs: it follows that one
+    if (this.syncing && listId !== undefined && (this.wanted?.show !== showId || this.wanted?.list !== listId)) {
+      const after = this.syncing.then(() => this.sync(showId, listId));
+      return after;
+    }
+    this.wanted = { show: showId, list: listId };
+    this.syncing ??= this.run(showId, listId).finally(() => {
       this.syncing = undefined;
       this.onChange();
     });
     return this.syncing;
   }
 
-  private async run(showId: string | undefined): Promise<void> {
+  private async run(showId: string | undefined, listId: string | undefined): Promise<void> {
     await this.loading;
     if (this.wiped) return;
     const conflicts: UploadResult[] = [];
@@ -235,7 +284,7 @@ export class OfflineDoor {
     try {
       while (this.queue.items.length > 0) {
         const batch = this.queue.items.slice(0, UPLOAD_BATCH);
-        const res = await this.fetch('/api/checkin/offline', { body: { scans: batch.map(({ id, code, scanned_at, source }) => ({ id, code, scanned_at, source })) } });
+        const res = await this.fetch('/api/checkin/offline', { body: { scans: batch.map(({ id, code, scanned_at, source, list_id }) => ({ id, code, scanned_at, source, ...(list_id ? { list_id } : {}) })) } });
         if (res.status === 401 || res.status === 403) return await this.wipe();
         if (!res.ok) throw new Error(`upload: HTTP ${res.status}`);
         const { results } = (await res.json()) as { results: UploadResult[] };
@@ -247,17 +296,17 @@ export class OfflineDoor {
         this.onChange();
       }
       const id = showId ?? this.list?.show.id;
-      if (id) await this.download(id);
+      if (id) await this.download(id, showId ? listId : (listId ?? this.list?.list?.id));
       this.lastSync = { at: new Date().toISOString(), uploaded, conflicts };
     } catch (err) {
       this.lastSync = { at: new Date().toISOString(), uploaded, conflicts, error: (err as Error).message };
     }
   }
 
-  private async download(showId: string): Promise<void> {
-    const same = this.list?.show.id === showId;
+  private async download(showId: string, listId: string | undefined): Promise<void> {
+    const same = this.list?.show.id === showId && this.list?.list?.id === listId;
     const headers: Record<string, string> = same && this.kept ? { 'if-none-match': `"${this.kept.signed.version}"` } : {};
-    const res = await this.fetch(`/api/checkin/list?show_id=${encodeURIComponent(showId)}`, { headers });
+    const res = await this.fetch(`/api/checkin/list?show_id=${encodeURIComponent(showId)}${listId ? `&list_id=${encodeURIComponent(listId)}` : ''}`, { headers });
     if (res.status === 401 || res.status === 403) return this.wipe();
     if (res.status !== 304 && !res.ok) throw new Error(`list: HTTP ${res.status}`);
     const fetchedAt = new Date().toISOString();

@@ -43,5 +43,9 @@ const RESULTS: Record<AttemptResult, string> = {
   malformed: '잘못된 코드 · malformed',
   rate_limited: '제한 · rate limited',
   conflict: '충돌(오프라인 중복 입장) · offline conflict',
+  product: '이 명단 아님 · not on this list',
+  invalid_time: '입장 시간 아님 · outside the list\'s hours',
+  not_inside: '안에 없음(퇴장 불가) · not inside',
+  reverted: '취소됨(되돌림) · undone',
 };
 export const resultText = (r: string) => RESULTS[r as AttemptResult] ?? r;

@@ -4,7 +4,7 @@
  */
 import { mountSignIn, Session } from '../common/auth.js';
 import { demoSignIn } from '../common/demo-sign-in.js';
-import { el } from '../common/live.js';
+import { el, LiveTopics } from '../common/live.js';
 import { amount, kstInput, resultText, showDate, statusText, when, type Booking } from './format.js';
 
 interface Show { id: string; name: string; venue: string; date: string; created_at: string }
@@ -139,7 +139,81 @@ async function loadAudit(id: string): Promise<void> {
   );
 }
 
-const refreshShow = (id: string) => Promise.all([loadCounts(id), loadBookings(id), loadAudit(id)]);
+// ---- the door: check-in lists, people inside (live on door:<show>) ------------------------------
+interface CheckInList {
+  id: string; name: string; kinds: string[] | null; seats: { from: string; to: string }[] | null; allow_multiple_entries: boolean;
+  allow_entry_after_exit: boolean; valid_from: string | null; valid_until: string | null; is_default: boolean;
+}
+async function loadDoor(id: string): Promise<void> {
+  const [{ lists }, door] = await Promise.all([
+    answer<{ lists: CheckInList[] }>(await session.fetch(`/api/shows/${id}/lists`)),
+    answer<{ inside: number; lists: { id: string; inside: number }[] }>(await session.fetch(`/api/shows/${id}/door`)),
+  ]);
+  $('c-inside').textContent = String(door.inside);
+  const inside = new Map(door.lists.map((l) => [l.id, l.inside]));
+  $('lists').replaceChildren(
+    ...lists.map((l) => {
+      const admits = [l.seats?.map((s) => `${s.from}–${s.to}`).join(', '), l.kinds?.join(', ')].filter(Boolean).join(' · ') || '전체 · all tickets';
+      const rules = [
+        l.allow_multiple_entries ? '여러 번 입장 · multiple entries' : '한 번 입장 · one entry',
+        l.allow_entry_after_exit ? '퇴장 후 재입장 · re-entry after exit' : '재입장 없음 · no re-entry',
+        l.valid_from || l.valid_until ? `${l.valid_from ? when(l.valid_from) : ''} ~ ${l.valid_until ? when(l.valid_until) : ''}` : '',
+      ].filter(Boolean).join(' · ');
+      return el(
+        'tr',
+        { 'data-list': l.id },
+        el('td', {}, `${l.name}${l.is_default ? ' (기본 · default)' : ''}`),
+        el('td', {}, admits),
+        el('td', {}, rules),
+        el('td', { class: 'num inside' }, String(inside.get(l.id) ?? 0)),
+        el('td', {}, el('a', { href: `/scan?show=${encodeURIComponent(id)}&list=${encodeURIComponent(l.id)}` }, '스캐너 열기 · open scanner')),
+      );
+    }),
+  );
+}
+const live = new LiveTopics(undefined, () => session.token, () => void session.restore());
+const followed = new Set<string>();
+function followDoor(id: string): void {
+  if (followed.has(id)) return;
+  followed.add(id);
+  const again = () => {
+    if (state.show?.id === id) void Promise.all([loadDoor(id), loadCounts(id), loadAudit(id)]).catch(fail);
+  };
+  live.on(`door:${id}`, again, again);
+}
+$('new-list').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const show = state.show;
+  if (!show) return;
+  const v = (id: string) => $<HTMLInputElement>(id).value.trim();
+  const from = v('list-from');
+  const to = v('list-to') || from;
+  const kinds = v('list-kinds').split(',').map((k) => k.trim()).filter(Boolean);
+  const body = {
+    name: v('list-name'),
+    ...(from ? { seats: [{ from, to }] } : {}),
+    ...(kinds.length ? { kinds } : {}),
+    ...(v('list-from-time') ? { valid_from: kstInput(v('list-from-time')) } : {}),
+    ...(v('list-until-time') ? { valid_until: kstInput(v('list-until-time')) } : {}),
+    allow_multiple_entries: $<HTMLInputElement>('list-multiple').checked,
+    allow_entry_after_exit: $<HTMLInputElement>('list-after-exit').checked,
+    is_default: $<HTMLInputElement>('list-default').checked,
+  };
+  session
+    .fetch(`/api/shows/${show.id}/lists`, { body })
+    .then((r) => answer<CheckInList>(r))
+    .then(async (l) => {
+      (ev.target as HTMLFormElement).reset();
+      say(`${l.name}: 명단 추가 · list added`);
+      await loadDoor(show.id);
+    })
+    .catch(fail);
+});
+
+const refreshShow = (id: string) => {
+  followDoor(id);
+  return Promise.all([loadCounts(id), loadBookings(id), loadAudit(id), loadDoor(id)]);
+};
 
 async function openShow(id: string): Promise<void> {
   const show = await answer<Show>(await session.fetch(`/api/shows/${id}`));
@@ -274,6 +348,7 @@ session.onChange((me) => {
     $('detail').hidden = true;
   }
   document.body.dataset.auth = ok ? 'staff' : me ? 'other' : 'none';
+  live.reauthenticate();
   if (ok) void route();
   else document.body.dataset.ready = 'true';
 });
