@@ -1,6 +1,7 @@
 import { parseTrustedProxies } from './hub/client-address.js';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { chainPublicKey, parseKnownHead } from './payment/chain-keys.js';
 
 /**
  * Every knob of the hub, read once from the environment and validated. Nothing else reads
@@ -190,8 +191,32 @@ const schema = z.object({
   /** Standard Webhooks secret (whsec_...) of the banking service's confirmation webhook. */
   BANKING_WEBHOOK_SECRET: z.string().min(16).optional(),
   CHAIN_URL: z.string().url().optional(),
-  /** The chain's Ed25519 public key (PEM, or base64 of its 32 bytes): its signed tree heads are verified with it. */
-  CHAIN_PUBLIC_KEY: z.string().min(40).optional(),
+  /** The chain's Ed25519 public key (PEM, or base64 of its 32 bytes): its signed tree heads are verified with it (pinned: no other key is taken). */
+  CHAIN_PUBLIC_KEY: z
+    .string()
+    .min(40)
+    .refine((v) => {
+      try {
+        return chainPublicKey(v).asymmetricKeyType === 'ed25519';
+      } catch {
+        return false;
+      }
+    }, 'must be an Ed25519 public key: a PEM (SPKI) or the base64 of its 32 bytes')
+    .optional(),
+  /** A known-good head of the chain, `<tree_size>:<root hex>`: every head the hub accepts must be it or extend it (no trust on first use). */
+  CHAIN_PINNED_HEAD: z
+    .string()
+    .transform((v, ctx) => {
+      const k = parseKnownHead(v);
+      if (typeof k === 'string') {
+        ctx.addIssue({ code: 'custom', message: k });
+        return z.NEVER;
+      }
+      return k;
+    })
+    .optional(),
+  /** How often the hub pulls and verifies the chain's signed tree head with no request, ms (a refused head raises its alarm within this + 2 x PEER_TIMEOUT_MS). */
+  CHAIN_WATCH_MS: intFrom(60_000, 1000, 86_400_000),
   BROKER_URL: z.string().url().optional(),
   /** The three token/USD price providers, comma-separated. */
   PRICE_PROVIDER_URLS: z.string().optional(),
@@ -202,6 +227,8 @@ const schema = z.object({
   PAYMENT_POSTS_PER_MINUTE: intFrom(120, 1, 100_000),
   /** How often the hub reads the bank's event list to settle what a lost webhook missed, ms (one process at a time, under a lease). */
   RECONCILE_PERIOD_MS: intFrom(60_000, 200, 86_400_000),
+  /** An on-ramp the bank's events have not settled this long after it was opened is asked for by its status (GET /api/payments/:ref), ms. */
+  RECONCILE_STATUS_AFTER_MS: intFrom(900_000, 1000, 7 * 86_400_000),
   /** How long a pull's lease holds off other pulls, ms: a process killed mid-pull blocks reconciliation until it expires. */
   RECONCILE_LEASE_MS: intFrom(60_000, 1000, 3_600_000),
   /** Largest single on-ramp, KRW. */

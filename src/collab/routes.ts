@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { forbidden } from '../errors.js';
-import { appearsWithin, type Hub, type RequestContext } from '../hub/declare.js';
+import { appearsWithin, type Hub, type RequestContext, type RouteDef } from '../hub/declare.js';
 import { CATEGORY_RE, LIST_TOPIC, SLUG_RE, type CollabService, type Editor } from './service.js';
 import { collabResponses as R } from './schemas.js';
 
@@ -32,8 +32,16 @@ const editorOf = (ctx: RequestContext<any, any, any>): Editor => {
 /** How long a subscription to a document that is neither saved nor being written waits for it. */
 export const MD_TOPIC_WAIT_MS = 10_000;
 
+/**
+ * "The document service is version 5.0" (the interface document): every answer of its routes,
+ * errors included, says so in `X-Service-Version` (no version segment in any path; docs/collab.md).
+ */
+export const MD_SERVICE_VERSION = '5.0';
+const VERSION_HEADERS = { 'x-service-version': MD_SERVICE_VERSION } as const;
+
 export function registerCollabRoutes(hub: Hub, opts: { service: CollabService }): void {
   const { service } = opts;
+  const route = <Q, B, P>(def: RouteDef<Q, B, P>) => hub.route({ ...def, headers: VERSION_HEADERS });
   hub.topic({
     name: 'md:*',
     policy: 'drop',
@@ -60,7 +68,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     baseVersion: z.number().int().min(0).optional(),
   });
 
-  hub.route({
+  route({
     method: 'POST',
     path: '/api/md/save',
     auth: EDITOR,
@@ -72,7 +80,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
       return { ok: true, changed: out.changed, doc: out.doc };
     },
   });
-  hub.route({
+  route({
     method: 'GET',
     path: '/api/md/docs',
     response: R.list,
@@ -80,8 +88,8 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     query: z.object({ category: z.string().max(40).optional() }),
     handler: (ctx) => service.list(ctx.query.category),
   });
-  hub.route({ method: 'GET', path: '/api/md/doc/:slug', response: R.doc, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ doc: await service.get(ctx.params.slug) }) });
-  hub.route({
+  route({ method: 'GET', path: '/api/md/doc/:slug', response: R.doc, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ doc: await service.get(ctx.params.slug) }) });
+  route({
     method: 'POST',
     path: '/api/md/delete',
     auth: EDITOR,
@@ -89,7 +97,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     body: { schema: z.strictObject({ slug }) },
     handler: (ctx) => service.remove(ctx.body.slug, editorOf(ctx)),
   });
-  hub.route({
+  route({
     method: 'GET',
     path: '/api/md/search',
     response: R.search,
@@ -97,8 +105,8 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     query: z.object({ q: z.string().trim().min(1).max(200), category: z.string().max(40).optional() }),
     handler: async (ctx) => ({ q: ctx.query.q, results: await service.search(ctx.query.q, ctx.query.category) }),
   });
-  hub.route({ method: 'GET', path: '/api/md/history/:slug', response: R.history, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.history(ctx.params.slug) });
-  hub.route({
+  route({ method: 'GET', path: '/api/md/history/:slug', response: R.history, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.history(ctx.params.slug) });
+  route({
     method: 'GET',
     path: '/api/md/history/:slug/:version',
     response: R.version,
@@ -106,7 +114,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     params: z.object({ slug, version: z.coerce.number().int().min(1) }),
     handler: async (ctx) => ({ slug: ctx.params.slug, version: await service.version(ctx.params.slug, ctx.params.version) }),
   });
-  hub.route({
+  route({
     method: 'POST',
     path: '/api/md/restore',
     auth: EDITOR,
@@ -119,7 +127,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
   });
 
   // the four routes of the spec
-  hub.route({
+  route({
     method: 'POST',
     path: '/api/md/lock',
     auth: EDITOR,
@@ -135,7 +143,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
       return service.locks.lock(ctx.body.slug, who);
     },
   });
-  hub.route({
+  route({
     method: 'POST',
     path: '/api/md/unlock',
     auth: EDITOR,
@@ -143,11 +151,11 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     body: { schema: z.strictObject({ slug }) },
     handler: (ctx) => service.locks.unlock(ctx.body.slug, editorOf(ctx)),
   });
-  hub.route({ method: 'GET', path: '/api/md/lock/:slug', response: R.lock, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.locks.state(ctx.params.slug) });
-  hub.route({ method: 'GET', path: '/api/md/stats', response: R.stats, cacheControl: 'no-store', handler: () => service.stats() });
+  route({ method: 'GET', path: '/api/md/lock/:slug', response: R.lock, cacheControl: 'no-store', params: slugParams, handler: (ctx) => service.locks.state(ctx.params.slug) });
+  route({ method: 'GET', path: '/api/md/stats', response: R.stats, cacheControl: 'no-store', handler: () => service.stats() });
 
   // presence: join / heartbeat every 15 s, leave; dead peers expire after 30 s
-  hub.route({
+  route({
     method: 'POST',
     path: '/api/md/presence',
     auth: EDITOR,
@@ -155,7 +163,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     body: { schema: z.strictObject({ slug, id: presenceId.optional() }) },
     handler: (ctx) => service.presence.join(ctx.body.slug, editorOf(ctx), ctx.body.id),
   });
-  hub.route({
+  route({
     method: 'POST',
     path: '/api/md/presence/leave',
     auth: EDITOR,
@@ -163,7 +171,7 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     body: { schema: z.strictObject({ slug, id: presenceId }) },
     handler: (ctx) => service.presence.leave(ctx.body.slug, editorOf(ctx), ctx.body.id),
   });
-  hub.route({ method: 'GET', path: '/api/md/presence/:slug', response: R.peers, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.presence.peers(ctx.params.slug) }) });
+  route({ method: 'GET', path: '/api/md/presence/:slug', response: R.peers, cacheControl: 'no-store', params: slugParams, handler: async (ctx) => ({ peers: await service.presence.peers(ctx.params.slug) }) });
 
   // the document list's events as Server-Sent Events, resumable with Last-Event-ID from the Bus history
   hub.sse({ path: '/api/md/stream', topics: [LIST_TOPIC], history: 200 });

@@ -237,6 +237,11 @@ export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
   /** Cache-Control for successful answers; default no header (errors are always no-store). */
   cacheControl?: string;
   /**
+   * Headers of every answer of the route, errors included (a service states its version so:
+   * `{'x-service-version': '5.0'}`); shown on each response in /openapi.json.
+   */
+  headers?: Readonly<Record<string, string>>;
+  /**
    * The JSON answer's schema (a bare schema: status 200; or by status, e.g. {201: schema}). It
    * documents the route in /openapi.json, and tests check the answers they receive against it.
    */

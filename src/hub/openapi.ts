@@ -17,7 +17,7 @@ export interface RouteEntry {
   kind: 'route' | 'sse' | 'page';
   /** The service that registered it (its tag in the document); the hub's own routes have none. */
   service?: string;
-  def: Pick<RouteDef, 'query' | 'params' | 'body' | 'auth' | 'guards' | 'idempotency'> & { response?: ResponseSpec; summary?: string };
+  def: Pick<RouteDef, 'query' | 'params' | 'body' | 'auth' | 'guards' | 'idempotency' | 'headers'> & { response?: ResponseSpec; summary?: string };
 }
 
 export interface ApiInfo {
@@ -145,6 +145,11 @@ function operation(e: RouteEntry): Record<string, unknown> {
   if (e.def.idempotency) (errors.add(400), errors.add(409), errors.add(422));
   for (const s of [...errors].sort()) {
     responses[String(s)] = { description: ERROR_TEXT[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+  }
+  const constant = e.def.headers;
+  if (constant) {
+    const headers = Object.fromEntries(Object.entries(constant).map(([k, v]) => [k, { schema: { type: 'string', const: v }, description: `always ${v}` }]));
+    for (const r of Object.values(responses)) (r as { headers?: unknown }).headers = headers;
   }
   op.responses = responses;
   if (e.def.body) {

@@ -92,6 +92,8 @@ export class Context implements RequestContext<any, any, any> {
   stored: StoredUpload[] | undefined = undefined;
   params: any = undefined;
   route = '';
+  /** The matched route's constant answer headers (RouteDef.headers), errors included. */
+  answerHeaders: Readonly<Record<string, string>> | undefined = undefined;
   aborted = false;
   /** True while uWS's own call runs (its writes are corked by uWS); false once the answer is late. */
   sync = true;
@@ -218,6 +220,7 @@ export class Pipeline {
     ctx.route = match.pattern;
     ctx.params = match.params;
     const def = entry.def as RouteDef<any, any, any>;
+    if (entry.kind === 'route') ctx.answerHeaders = def.headers;
     const hasBody = entry.kind === 'route' && def.body !== undefined;
     // A state-changing request takes JSON only: a form post (the cross-site kind a browser sends
     // without asking) is refused even on routes that read no body.
@@ -364,9 +367,10 @@ export class Pipeline {
     this.finish(ctx, routeLabel, errorReply(this.deps.log, err, ctx.requestId, ctx.method, ctx.path));
   }
 
-  private finish(ctx: Context, routeLabel: string, reply: Reply, cacheControl?: string): void {
+  private finish(ctx: Context, routeLabel: string, given: Reply, cacheControl?: string): void {
     ctx.end();
     if (ctx.aborted) return;
+    const reply = ctx.answerHeaders ? given.withHeaders(ctx.answerHeaders) : given;
     const res = ctx.res;
     // inside uWS's own call the answer is corked already; later (after a promise) it is corked here
     if (ctx.sync) writeReply(res, ctx.method, reply, ctx.requestId, cacheControl);

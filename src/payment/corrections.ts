@@ -23,6 +23,7 @@ const userOf = (account: string) => /^u:(.+):(?:wallet|credit|collateral)$/.exec
 export class Corrections {
   constructor(private readonly svc: PaymentService) {}
 
+  /** `operator` is the operator's account id (kept in the reversal's meta and the audit entry). */
   async reverse(originalId: string, operator: string, reason: string, e: Effect = {}): Promise<Json> {
     const store = this.svc.store;
     const orig = parseTransfer(await store.get(K.transfer(originalId)));

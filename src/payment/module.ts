@@ -1,3 +1,4 @@
+import { Counter } from 'prom-client';
 import type { Config } from '../config.js';
 import { registerPaymentRoutes } from './routes.js';
 import { registerSettlementRoutes } from './routes-settlement.js';
@@ -38,6 +39,11 @@ export const paymentModule = defineService({
       name: 'payment',
       ports: { payment },
       routes: (hub) => {
+        // refused tree heads (forged, out of order, a rewritten log), by code and source (watch, chain, operator)
+        if (payment.treeHeads) {
+          const alarms = new Counter({ name: 'chain_tree_head_alarms_total', help: 'Signed tree heads of the chain the hub refused, by code and source', labelNames: ['code', 'source'] as const, registers: [hub.metrics.registry] });
+          payment.treeHeads.onAlarm = (code, source) => alarms.labels(code, source.startsWith('operator:') ? 'operator' : source).inc();
+        }
         registerPaymentRoutes(hub, payment);
         registerSettlementRoutes(hub, payment);
         registerPaymentChainRoutes(hub, payment);

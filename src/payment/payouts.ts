@@ -36,7 +36,30 @@ export const PAYOUT = {
   reviewsOpen: 'pay:reviews:open',
   reviewsAll: 'pay:reviews',
   warnings: 'pay:warnings',
+  /** The week's pool verdict, decided once at its first payout (a user's request or the run). */
+  pool: (week: string) => `pay:payoutpool:${week}`,
 };
+
+/**
+ * The pool rule over a week as a whole, decided once, before any payout of the week moves, by
+ * whoever asks first (a user's payout request or the weekly run) and kept: every payout of the week
+ * follows it, so the answer does not depend on who asks first, and the run's report shows it.
+ */
+export interface WeekPool {
+  week: string;
+  /** Escrow available when the verdict was taken (no payout of the week had moved yet). */
+  escrow_available: string;
+  /** Holds pending on escrow then (earlier weeks' reviews). */
+  pending: string;
+  /** The week's payouts not yet decided then (every funded user's expected total). */
+  sum: string;
+  /** poolFactor x (sum + pending). */
+  required: string;
+  ok: boolean;
+  held: boolean;
+  decided_at: number;
+  decided_by: 'request' | 'run';
+}
 
 export interface PayoutOptions {
   scalePpm: bigint;
@@ -101,10 +124,49 @@ export class PayoutService {
     return { user, total: platform + trader, platform, trader, challenges };
   }
 
-  /** Pays (or holds) one user's week, exactly once. */
+  /**
+   * The week's pool verdict: the kept one, or (at the week's first payout) taken now over every funded
+   * user's payout of the week not yet decided, against escrow available and the holds pending, and
+   * kept unless another process kept one first (then that one is the answer).
+   */
+  async weekPool(week: string, by: 'request' | 'run', expected?: Expected[]): Promise<WeekPool> {
+    const kept = (await this.store.get(PAYOUT.pool(week))) as WeekPool | undefined;
+    if (kept) return kept;
+    const exp = expected ?? (await Promise.all((await this.fundedUsers()).map((u) => this.expected(week, u))));
+    // a payout already decided (before verdicts were kept) is in escrow's balance or its pending holds:
+    // counted there, never in the sum as well
+    const decided = await this.store.getMany(exp.map((x) => PAYOUT.record(week, x.user)));
+    const sum = exp.reduce((acc, x, i) => (decided[i] ? acc : acc + x.total), 0n);
+    const escrow = await readAccount(this.store, 'escrow');
+    const required = this.opts.poolFactor * (sum + escrow.debits_pending);
+    const held = availableOf(escrow) < required;
+    const verdict: WeekPool = {
+      week, escrow_available: availableOf(escrow).toString(), pending: escrow.debits_pending.toString(), sum: sum.toString(),
+      required: required.toString(), ok: !held, held, decided_at: this.svc.now(), decided_by: by,
+    };
+    return this.store.update([PAYOUT.pool(week)], ([cur]) => {
+      if (cur) return { writes: [], result: cur as unknown as WeekPool };
+      return { writes: [{ op: 'set', key: PAYOUT.pool(week), value: verdict as unknown as Json }], result: verdict };
+    });
+  }
+
+  private async fundedUsers(): Promise<string[]> {
+    const funded = await this.store.indexRange(PK.funded);
+    const recs = challengeRecords.decodeMany(await this.store.getMany(funded.map((e) => PK.challenge(e.member))));
+    return [...new Set(recs.filter(Boolean).map((c) => c!.user))].sort();
+  }
+
+  /**
+   * Pays (or holds) one user's week, exactly once. `runHold` (the run's, from the week's verdict)
+   * holds it for review; without it the week's kept verdict decides, taken now if this is the week's
+   * first payout.
+   */
   async payout(week: string, user: string, e: Effect = {}, exp?: Expected, runHold?: string): Promise<Json> {
     const at = payoutAt(week);
     if (at > this.svc.now()) throw new AppError('invalid', 'week_not_finished', `the payout of ${week} is due ${new Date(at).toISOString()}`);
+    if (runHold === undefined && !(await this.store.get(PAYOUT.record(week, user)))) {
+      runHold = (await this.weekPool(week, 'request')).held ? 'pool_floor_run' : undefined;
+    }
     const x = exp ?? (await this.expected(week, user));
     const wallet = userAccount(user, 'wallet');
     const ids = { trader: `payout:${week}:${user}:trader`, platform: `payout:${week}:${user}:platform` };
@@ -195,27 +257,29 @@ export class PayoutService {
     });
     if (!got) return { week, status: 'busy' };
     try {
-      const funded = await this.store.indexRange(PK.funded);
-      const recs = challengeRecords.decodeMany(await this.store.getMany(funded.map((e) => PK.challenge(e.member))));
-      const users = [...new Set(recs.filter(Boolean).map((c) => c!.user))].sort();
+      const users = await this.fundedUsers();
       const expected = await Promise.all(users.map((u) => this.expected(week, u)));
       const sum = expected.reduce((s, x) => s + x.total, 0n);
-      const escrow = await readAccount(this.store, 'escrow');
       const counts: Record<string, number> = {};
-      // the pool rule over the run as a whole: when paying the whole run would leave escrow below
-      // poolFactor x (the run's payouts + the holds already pending), every payout of it is held
-      const runHold = availableOf(escrow) < this.opts.poolFactor * (sum + escrow.debits_pending) ? 'pool_floor_run' : undefined;
+      // the pool rule over the week as a whole: when paying all of it would leave escrow below
+      // poolFactor x (the week's payouts + the holds already pending), every payout of it is held. It
+      // is the week's kept verdict, taken by this run or by a user's request that came first, so a
+      // payout already decided is counted once (in escrow), and the report agrees with the outcomes
+      const pool = await this.weekPool(week, 'run', expected);
+      const runHold = pool.held ? 'pool_floor_run' : undefined;
       let n = 0;
       for (const x of expected) {
         if (this.opts.crashAfter !== undefined && n >= this.opts.crashAfter) throw new Error(`injected crash after ${n} payouts`);
-        const r = (await this.payout(week, x.user, {}, x, runHold)) as { status: string };
-        counts[r.status] = (counts[r.status] ?? 0) + 1;
+        const r = (await this.payout(week, x.user, {}, x, runHold)) as { status: string; review?: string };
+        // a held payout an operator approved before the run reads paid in its record: it counts as approved
+        const outcome = r.status === 'paid' && r.review ? 'approved' : r.status;
+        counts[outcome] = (counts[outcome] ?? 0) + 1;
         onPayout?.(x.user, r.status);
         n++;
       }
       const report = {
         week, status: 'done', ran_at: this.svc.now(), users: users.length, expected_total: sum.toString(),
-        pool: { escrow_available: availableOf(escrow).toString(), required: (this.opts.poolFactor * (sum + escrow.debits_pending)).toString(), ok: runHold === undefined, held: runHold !== undefined },
+        pool: { escrow_available: pool.escrow_available, pending: pool.pending, sum: pool.sum, required: pool.required, ok: pool.ok, held: pool.held, decided_at: pool.decided_at, decided_by: pool.decided_by },
         outcomes: counts,
       };
       await this.store.update([PAYOUT.run(week), PAYOUT.last], ([, last]) => ({

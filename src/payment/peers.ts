@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { canonicalJson } from '../canonical.js';
 import { notConfigured, type Deliver } from '../outbox.js';
 import type { Json } from '../store/port.js';
 
@@ -59,6 +60,15 @@ export class PriceProviderClient implements PriceSource {
       .filter((s: any) => Number.isFinite(s?.t) && Number.isFinite(s?.price) && s.price > 0)
       .map((s: any) => ({ t: Number(s.t), price: Number(s.price) }));
   }
+}
+
+/**
+ * The bytes the chain hashes into a leaf for a record (RFC 6962 leaf = SHA-256(0x00 || these)): the
+ * canonical JSON of `{id, kind, data}` as the hub posted it. The hub recomputes a receipt's leaf
+ * from them to bind the receipt to the leaf an inclusion proof names.
+ */
+export function chainLeafData(id: string, kind: string, data: unknown): string {
+  return canonicalJson({ id, kind, data } as Json);
 }
 
 export interface ChainLink {

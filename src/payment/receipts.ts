@@ -2,7 +2,7 @@ import { canonicalJson, sha256Hex } from '../canonical.js';
 import { outboxWrites } from '../outbox.js';
 import { codec } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
-import { CHAIN_DEST } from './peers.js';
+import { CHAIN_DEST, chainLeafData } from './peers.js';
 
 /**
  * Receipts: every payment and payout leaves one, hashed with SHA-256 over its canonical JSON, which
@@ -33,9 +33,22 @@ export interface Receipt {
   ts: number;
 }
 
-const receipts = codec<Receipt>('receipt', (r) => typeof r.n === 'number' && typeof r.prev_hash === 'string');
+export const receipts = codec<Receipt>('receipt', (r) => typeof r.n === 'number' && typeof r.prev_hash === 'string');
 
 export const receiptHash = (r: Receipt) => sha256Hex(canonicalJson(r));
+
+/** What the hub records on the chain for a receipt (its hash, link and kind), under `receipt:{hash}`. */
+const receiptChainData = (hash: string, r: Receipt): Json => ({ hash, prev_hash: r.prev_hash, n: r.n, kind: r.kind });
+
+/**
+ * The chain leaf's data of a receipt, recomputed from its content: its hash is recomputed too, so a
+ * leaf matches only a receipt whose every field is the one recorded. Null when `hash` is not the
+ * receipt's hash.
+ */
+export function receiptLeafData(hash: string, r: Receipt): string | null {
+  if (receiptHash(r) !== hash) return null;
+  return chainLeafData(`receipt:${hash}`, 'receipt', receiptChainData(hash, r));
+}
 
 /** Chain event (not a receipt): recorded through the outbox with a stable id. */
 export function chainEventWrites(id: string, kind: string, data: Json, ts: number): Write[] {
@@ -54,7 +67,7 @@ export function receiptWrites(head: Json | undefined, r: Omit<Receipt, 'n' | 'pr
     { op: 'set', key: RK.receipt(hash), value: receipts.encode(receipt) },
     { op: 'set', key: RK.head, value: { hash, n: receipt.n } },
     { op: 'index', key: RK.all, member: hash, score: receipt.n },
-    ...chainEventWrites(`receipt:${hash}`, 'receipt', { hash, prev_hash: receipt.prev_hash, n: receipt.n, kind: r.kind }, r.ts),
+    ...chainEventWrites(`receipt:${hash}`, 'receipt', receiptChainData(hash, receipt), r.ts),
   ];
   if (r.user) writes.push({ op: 'index', key: RK.user(r.user), member: hash, score: receipt.n });
   return { hash, receipt, writes };

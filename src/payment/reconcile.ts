@@ -61,6 +61,8 @@ export interface PullReport {
   offramps_returned: number;
   differences: number;
   cursor: number;
+  /** Open on-ramps the events had not settled whose status the bank was asked (GET /api/payments/:ref). */
+  status_checked: number;
 }
 
 const isEvent = (e: unknown): e is BankEvent => {
@@ -73,7 +75,13 @@ export class Reconciler {
   constructor(
     private readonly svc: PaymentService,
     private readonly bank: BankingClient,
-    private readonly opts: { periodMs: number; leaseMs: number; logger?: Logger },
+    private readonly opts: {
+      periodMs: number;
+      leaseMs: number;
+      /** An on-ramp still open this long after it was opened is asked for by its status (RECONCILE_STATUS_AFTER_MS). */
+      statusAfterMs?: number;
+      logger?: Logger;
+    },
   ) {}
 
   start(): void {
@@ -97,7 +105,7 @@ export class Reconciler {
       if (c && (c.until ?? 0) > now) return { writes: [], result: false };
       return { writes: [{ op: 'set', key: RECON.lease, value: leases.encode({ token, until: now + this.opts.leaseMs }) }], result: true };
     });
-    const report: PullReport = { status: 'busy', events: 0, credited: 0, declined: 0, offramps_paid: 0, offramps_returned: 0, differences: 0, cursor: 0 };
+    const report: PullReport = { status: 'busy', events: 0, credited: 0, declined: 0, offramps_paid: 0, offramps_returned: 0, differences: 0, cursor: 0, status_checked: 0 };
     if (!got) return report;
     report.status = 'done';
     try {
@@ -122,6 +130,7 @@ export class Reconciler {
         if (!answer.has_more || events.length === 0) break;
       }
       report.cursor = cursor;
+      await this.askStatuses(now, token, report);
       return report;
     } finally {
       await store.update([RECON.lease], ([cur]) => ({ writes: leases.decode(cur)?.token === token ? [{ op: 'del', key: RECON.lease }] : [], result: null }));
@@ -167,8 +176,65 @@ export class Reconciler {
       const o = onrampRecords.decode(cur);
       if (!o) throw new AppError('not_found', 'onramp_not_found', `no on-ramp ${ref}`);
       if (o.state !== 'open') return { writes: [], result: false };
-      return { writes: [{ op: 'set', key: PK.onramp(ref), value: onrampRecords.encode({ ...o, state: 'declined' }) }], result: true };
+      return {
+        writes: [
+          { op: 'set', key: PK.onramp(ref), value: onrampRecords.encode({ ...o, state: 'declined' }) },
+          { op: 'unindex', key: PK.onrampsOpen, member: ref },
+        ],
+        result: true,
+      };
     });
+  }
+
+  /**
+   * The payments the events never settled: each on-ramp still open `statusAfterMs` after it was
+   * opened is asked for by its status at the bank (`GET /api/payments/:ref`, at most 100 a pull),
+   * then settled as its event would be: confirmed credits through confirmOnramp (once per banking
+   * payment id, whatever comes first: webhook, event or status), declined marks it declined. One
+   * the bank does not know yet (404, or still pending) is asked again a period `statusAfterMs`
+   * later; one that cannot be settled (another amount) is kept as a difference and not asked again.
+   */
+  private async askStatuses(now: number, token: string, report: PullReport): Promise<void> {
+    const after = this.opts.statusAfterMs;
+    if (after === undefined) return;
+    const store = this.svc.store;
+    const due = await store.indexRange(PK.onrampsOpen, { max: now - after, limit: 100 });
+    for (const { member: ref } of due) {
+      if (leases.decode(await store.get(RECON.lease))?.token !== token) return; // another pull took over
+      const o = onrampRecords.decode(await store.get(PK.onramp(ref)));
+      if (!o || o.state !== 'open') {
+        await store.update([], () => ({ writes: [{ op: 'unindex' as const, key: PK.onrampsOpen, member: ref }], result: null }));
+        continue;
+      }
+      let p: Record<string, unknown> | undefined;
+      try {
+        p = await this.bank.payment(ref);
+      } catch (err) {
+        if ((err as { status?: number }).status !== 404) {
+          throw new AppError('unavailable', 'bank_unavailable', `the bank did not answer the status of ${ref}: ${(err as Error).message}`);
+        }
+      }
+      report.status_checked++;
+      const status = p?.status;
+      if (status !== 'confirmed' && status !== 'declined') {
+        // not known (or not final) at the bank yet: asked again a period later, if still open then
+        await store.update([PK.onramp(ref)], ([cur]) => ({
+          writes: [onrampRecords.decode(cur)?.state === 'open' ? { op: 'index', key: PK.onrampsOpen, member: ref, score: now } : { op: 'unindex', key: PK.onrampsOpen, member: ref }],
+          result: null,
+        }));
+        continue;
+      }
+      const ev: BankEvent = {
+        id: `status:${ref}`,
+        seq: 0,
+        type: status === 'confirmed' ? 'payment.confirmed' : 'payment.declined',
+        data: status === 'confirmed' ? { payment_id: p!.payment_id, ref, amount_krw: p!.amount_krw, usd_micro: p!.usd_micro } : { ref },
+      };
+      const outcome = await this.apply(ev);
+      if (outcome !== 'none') report[outcome]++;
+      // settled, or kept as a difference for an operator: not asked again
+      await store.update([], () => ({ writes: [{ op: 'unindex' as const, key: PK.onrampsOpen, member: ref }], result: null }));
+    }
   }
 
   /** Marks an off-ramp paid, or returns it (net + fee) to the wallet by a new transfer; once. */

@@ -37,7 +37,7 @@ export function createPayment(
 ) {
   const t = cfg.PEER_TIMEOUT_MS;
   const chain = cfg.CHAIN_URL ? new ChainClient(cfg.CHAIN_URL, t) : undefined;
-  const treeHeads = chain && cfg.CHAIN_PUBLIC_KEY ? new TreeHeads(deps.store, chain, chainPublicKey(cfg.CHAIN_PUBLIC_KEY), deps.clock, deps.logger) : undefined;
+  const treeHeads = chain && cfg.CHAIN_PUBLIC_KEY ? new TreeHeads(deps.store, chain, chainPublicKey(cfg.CHAIN_PUBLIC_KEY), deps.clock, deps.logger, cfg.CHAIN_PINNED_HEAD) : undefined;
   const providers = (cfg.PRICE_PROVIDER_URLS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const peg = new PegService(
     providers.map((u, i) => new PriceProviderClient(`provider${i + 1}`, u, cfg.PEG_TIMEOUT_MS)),
@@ -70,7 +70,7 @@ export function createPayment(
   });
   const sso = new SsoVerifier({ jwksUrl: cfg.SSO_JWKS_URL, publicKeyPem: cfg.SSO_PUBLIC_KEY, issuer: cfg.SSO_ISSUER, audience: cfg.SSO_AUDIENCE, clock: deps.clock });
   const banking = cfg.BANKING_URL ? new BankingClient(cfg.BANKING_URL, t) : undefined;
-  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: cfg.RECONCILE_LEASE_MS, logger: deps.logger }) : undefined;
+  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: cfg.RECONCILE_LEASE_MS, statusAfterMs: cfg.RECONCILE_STATUS_AFTER_MS, logger: deps.logger }) : undefined;
   const deliverers: Record<string, Deliver> = paymentDeliverers(
     {
       chain,
@@ -111,10 +111,12 @@ export function createPayment(
     start(listening?: { url: string }) {
       publicUrl ??= listening?.url || undefined;
       reconciler?.start();
+      treeHeads?.watch(cfg.CHAIN_WATCH_MS);
       payouts.start((err) => deps.logger.warn({ err }, 'weekly payout run failed'));
     },
     stop() {
       reconciler?.stop();
+      treeHeads?.stopWatch();
       payouts.stop();
     },
   };

@@ -9,7 +9,7 @@ import { knownAccount, parsePeriod, statement, statementCsv, userStatementAccoun
 import type { ChallengeLifecycle } from './lifecycle.js';
 import { verifyWebhook, type ChainClient } from './peers.js';
 import type { PayoutService } from './payouts.js';
-import { verifyReceiptChain } from './receipts.js';
+import { receiptLeafData, receipts, verifyReceiptChain } from './receipts.js';
 import type { TreeHeads } from './tree-heads.js';
 import type { Reconciler } from './reconcile.js';
 import type { ChallengeProgramPort, Effect, PaymentService } from './service.js';
@@ -258,7 +258,11 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
         if (p) proof = p as unknown as Json;
         if (p && head && link.leaf_index < head.sth.tree_size) {
           sth = head.sth as unknown as Json;
-          verified = opts.treeHeads!.inclusion(head.sth, p);
+          // the leaf must be this receipt's: recomputed from its content (hash included), never
+          // taken from the chain's answer, so a rewritten leaf does not verify
+          const content = receipts.decode(r.receipt);
+          const leaf = content ? receiptLeafData(ctx.params.hash, content) : null;
+          verified = leaf !== null && opts.treeHeads!.inclusion(head.sth, p, leaf);
         }
       }
       return { ...r, proof, sth, verified, tree_head_error: treeHeadError };
@@ -326,7 +330,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     idempotency: perOperator,
     response: A.effect,
     summary: 'Reverses a posted payout or on-ramp credit by a new linked transfer, once',
-    handler: (ctx) => corrections.reverse(ctx.params.id, ctx.identity!.name, ctx.body.reason, effect(ctx)),
+    handler: (ctx) => corrections.reverse(ctx.params.id, ctx.identity!.id, ctx.body.reason, effect(ctx)),
   });
   api.route({ method: 'GET', path: '/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
   api.route({ method: 'GET', path: '/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });

@@ -25,6 +25,8 @@ export const PK = {
   userChallenges: (user: string) => `pay:uchals:${user}`,
   onramp: (id: string) => `pay:onramp:${id}`,
   bankPayment: (id: string) => `pay:bankpay:${id}`,
+  /** On-ramps not yet credited or declined, scored by when the bank is next asked their status. */
+  onrampsOpen: 'pay:onramps:open',
   funded: 'pay:funded',
   audit: 'pay:audit',
 };
@@ -261,6 +263,7 @@ export class PaymentService {
       return {
         writes: [
           { op: 'set', key: PK.onramp(id), value: onrampRecords.encode({ id, user, amount_krw: amountKrw, method, peg_ppm: peg.peg_ppm, created_at: now, state: 'open' }) },
+          { op: 'index', key: PK.onrampsOpen, member: id, score: now },
           ...this.idemFinish(e, answer),
         ],
         result: answer,
@@ -282,7 +285,9 @@ export class PaymentService {
       const seen = bankPayments.decode(get(PK.bankPayment(data.payment_id)));
       if (seen) return { result: { credited: false, receipt_hash: seen.receipt_hash, amount: units.toString() } };
       const onr = onrampRecords.decode(get(PK.onramp(or.id)))!;
-      if (onr.state !== 'open') throw new AppError('conflict', 'onramp_settled', `on-ramp ${or.id} was settled by payment ${onr.payment_id}`);
+      if (onr.state !== 'open') throw new AppError('conflict', 'onramp_settled', onr.state === 'declined'
+        ? `on-ramp ${or.id} was declined by the bank; it takes no payment`
+        : `on-ramp ${or.id} was already credited by payment ${onr.payment_id ?? 'unknown'}`, { state: onr.state });
       tx.transfer(t);
       const r = receiptWrites(get(RK.head), { kind: 'onramp', user: or.user, amount: units.toString(), transfers: [t.id], ref: data.payment_id, ts: now });
       return {
@@ -290,6 +295,7 @@ export class PaymentService {
           ...r.writes,
           { op: 'set', key: PK.bankPayment(data.payment_id), value: bankPayments.encode({ ref: or.id, receipt_hash: r.hash }) },
           { op: 'set', key: PK.onramp(or.id), value: onrampRecords.encode({ ...onr, state: 'credited', payment_id: data.payment_id, units: units.toString() }) },
+          { op: 'unindex', key: PK.onrampsOpen, member: or.id },
         ],
         result: { credited: true, receipt_hash: r.hash, amount: units.toString() },
       };

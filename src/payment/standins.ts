@@ -4,6 +4,7 @@ import { canonicalJson } from '../canonical.js';
 import { auditPath, consistencyProof, leafHash, treeHash } from './merkle.js';
 import { rawPublicKey, signTreeHead } from './sth.js';
 import { bankSettlement } from './standin-bank.js';
+import { chainLeafData } from './peers.js';
 import { HttpError, readJsonBody, routeMiss, startStandin, type Standin, type StandinOptions } from '../peers/index.js';
 
 /**
@@ -222,9 +223,7 @@ export interface ChainState {
   byId: Map<string, number>;
 }
 
-export function chainLeafData(id: string, kind: string, data: unknown): string {
-  return canonicalJson({ id, kind, data });
-}
+export { chainLeafData };
 
 export async function startChainStandin(opts: StandinOptions & { signingKey?: KeyObject } = {}): Promise<Standin<ChainState>> {
   const signingKey = opts.signingKey ?? generateKeyPairSync('ed25519').privateKey;

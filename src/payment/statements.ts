@@ -58,7 +58,7 @@ export function parsePeriod(from: string, to: string): { from: number; to: numbe
   const t = Date.parse(to);
   if (!Number.isFinite(f) || !Number.isFinite(t)) throw new AppError('invalid', 'invalid_period', 'from and to are ISO 8601 dates or times (UTC)');
   if (t <= f) throw new AppError('invalid', 'invalid_period', 'the period ends before it starts', { from, to });
-  if (t - f > MAX_PERIOD_MS) throw new AppError('invalid', 'invalid_period', 'a statement covers at most 400 days');
+  if (t - f > MAX_PERIOD_MS) throw new AppError('invalid', 'period_too_long', 'a statement covers at most 400 days', { max_days: 400 });
   return { from: f, to: t };
 }
 

@@ -1,4 +1,4 @@
-import { createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { sign, verify, type KeyObject } from 'node:crypto';
 import { codec, F } from '../store/codec.js';
 
 /**
@@ -56,13 +56,6 @@ export function verifyTreeHead(key: KeyObject, h: SignedTreeHead): boolean {
   }
 }
 
-/** The chain's public key from config: a PEM (SPKI) or the base64 of the 32 raw Ed25519 bytes. */
-export function chainPublicKey(text: string): KeyObject {
-  const t = text.trim();
-  if (t.startsWith('-----BEGIN')) return createPublicKey(t);
-  const raw = Buffer.from(t, 'base64');
-  if (raw.length !== 32) throw new Error('CHAIN_PUBLIC_KEY must be a PEM or 32 base64 bytes of an Ed25519 key');
-  return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
-}
+export { chainPublicKey } from './chain-keys.js';
 
 export const rawPublicKey = (key: KeyObject): string => Buffer.from(key.export({ format: 'jwk' }).x as string, 'base64url').toString('base64');

@@ -36,6 +36,19 @@ describe('document collaboration over HTTP', () => {
   });
   afterAll(() => maru.stop());
 
+  it('states the service version 5.0 on every answer of its routes, errors included, and in /openapi.json', async () => {
+    const ok = await fetch(`${base}/api/md/docs`);
+    expect([ok.status, ok.headers.get('x-service-version')]).toEqual([200, '5.0']);
+    const missing = await fetch(`${base}/api/md/doc/no-such-doc`);
+    expect([missing.status, missing.headers.get('x-service-version')]).toEqual([404, '5.0']);
+    const refused = await fetch(`${base}/api/md/save`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect([refused.status, refused.headers.get('x-service-version')]).toEqual([401, '5.0']);
+    // another service's answer does not carry it
+    expect((await fetch(`${base}/healthz`)).headers.get('x-service-version')).toBeNull();
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as any;
+    expect(doc.paths['/api/md/docs'].get.responses['200'].headers['x-service-version'].schema.const).toBe('5.0');
+  });
+
   it('saves, gets, lists by category; identical content makes no new version', async () => {
     const a = await post('/api/md/save', { slug: 'guide', category: 'manual', content: '# 안내서\n\n실시간협업문서 입니다.' });
     expect(a.status).toBe(200);

@@ -4,7 +4,7 @@ import { startMaru, type Maru } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
-import { signIn } from '../support/auth.js';
+import { login, signIn, TEST_ADMIN_PASSWORD } from '../support/auth.js';
 import { paymentHubEnv } from '../support/payment.js';
 import { call } from '../support/http.js';
 
@@ -31,7 +31,11 @@ describe('reversals and statements over HTTP', () => {
       { clock, logger: silent },
     );
     base = maru.url;
-    op = await signIn(base, ['operator'], 'bookops');
+    // an operator whose display name is not its account id: a reversal records the account id
+    const admin = await login(base, 'admin', TEST_ADMIN_PASSWORD);
+    const made = await call(base, 'POST', '/api/auth/accounts', { user: 'bookops', name: '운영자', password: 'pw-bookops-secret', roles: ['operator'] }, { authorization: `Bearer ${admin}` });
+    expect(made.status).toBe(201);
+    op = await login(base, 'bookops', 'pw-bookops-secret');
     notOp = await signIn(base, ['staff'], 'bookuser');
   });
   afterAll(async () => {
@@ -127,6 +131,13 @@ describe('reversals and statements over HTTP', () => {
       [`/api/token/ops/statement?account=u:nobody:wallet&${period()}`, opH(), 404],
       [`/api/token/ops/statement?account=escrow&from=2026-02-01&to=2026-01-01`, opH(), 400],
     ];
+    // the codes as docs/payment.md names them: a bad or inverted period, one longer than 400 days
+    const code = async (q: string) => (await call(base, 'GET', `/api/token/statement?account=wallet&${q}`, undefined, h)).body.error?.code;
+    expect(await code('from=2026-02-01&to=2026-01-01')).toBe('invalid_period');
+    expect(await code('from=yesterday&to=2026-01-01')).toBe('invalid_period');
+    expect(await code('from=2020-01-01&to=2026-01-01')).toBe('period_too_long');
+    expect(await code('from=2025-01-01&to=2026-02-06')).toBe('period_too_long');
+    expect((await call(base, 'GET', '/api/token/statement?account=wallet&from=2025-01-01&to=2026-02-05', undefined, h)).status).toBe(200);
     for (const [path, headers, status] of cases) {
       const r = await call(base, 'GET', path, undefined, headers);
       expect(r.status, path).toBe(status);

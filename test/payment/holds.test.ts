@@ -118,4 +118,57 @@ describe('payout holds: deadlines, the day total, the pool rule per run', () => 
     expect(r2).toMatchObject({ pool: { ok: true }, outcomes: { paid: 3 } });
     expect(split(X, 20n).trader).toBeGreaterThan(0n);
   });
+
+  /** Each user's payout status (and hold reason) for week W. */
+  const outcomes = async (store: Store, users: string[]) =>
+    Promise.all(users.map(async (u) => {
+      const r = (await store.get(PAYOUT.record(W, u))) as { status: string; reason?: string };
+      return `${u}:${r.status}${r.reason ? `:${r.reason}` : ''}`;
+    }));
+  type Report = { pool: { held: boolean; ok: boolean; required: string; escrow_available: string }; outcomes: Record<string, number> };
+  /** A report whose pool is held has no payout of the week paid. */
+  const agrees = (r: Report) => expect(r.pool.held ? (r.outcomes.paid ?? 0) : 0).toBe(0);
+
+  it('the pool rule gives the same answer whether the users ask first or the run does; the report agrees with its outcomes', async () => {
+    // escrow 5 X, three payouts of X: each alone keeps 2 X, the week as a whole needs 6 X
+    const users = ['p1', 'p2', 'p3'];
+    const runFirst = await world(users, 5n * X);
+    const r1 = (await relay(runFirst.store, runFirst.clock, { breakerPercent: 100n }).pay.runWeek(W)) as Report;
+    const usersFirst = await world(users, 5n * X);
+    const { pay } = relay(usersFirst.store, usersFirst.clock, { breakerPercent: 100n });
+    // the users' own requests come 4 s before the catch-up run
+    for (const u of users) expect(await pay.payout(W, u)).toMatchObject({ status: 'review', reason: 'pool_floor_run' });
+    usersFirst.clock.advance(4_000);
+    const r2 = (await pay.runWeek(W)) as Report;
+    expect(await outcomes(usersFirst.store, users)).toEqual(await outcomes(runFirst.store, users));
+    expect(await outcomes(runFirst.store, users)).toEqual(users.map((u) => `${u}:review:pool_floor_run`));
+    expect(r2.outcomes).toEqual(r1.outcomes);
+    expect(r2.pool).toMatchObject({ held: true, ok: false, required: (6n * X).toString(), escrow_available: (5n * X).toString() });
+    expect(r1.pool).toMatchObject({ held: true, required: (6n * X).toString() });
+    agrees(r1);
+    agrees(r2);
+    expect(balanceOf(await usersFirst.acct('escrow'))).toBe(5n * X);
+  });
+
+  it('a hold of the week is counted once: in escrow\'s pending, not again in the week\'s total', async () => {
+    // escrow 7 X, three payouts of X, v1's held for a violation: the week needs 2 x 3 X = 6 X; counting
+    // v1's hold twice (3 X + X pending) would need 8 X and hold everyone
+    const users = ['v1', 'v2', 'v3'];
+    const runFirst = await world(users, 7n * X, ['v1']);
+    const r1 = (await relay(runFirst.store, runFirst.clock, { breakerPercent: 100n }).pay.runWeek(W)) as Report;
+    const usersFirst = await world(users, 7n * X, ['v1']);
+    const { pay } = relay(usersFirst.store, usersFirst.clock, { breakerPercent: 100n });
+    expect(await pay.payout(W, 'v1')).toMatchObject({ status: 'review', reason: 'violation_last_7_days' });
+    usersFirst.clock.advance(4_000);
+    const r2 = (await pay.runWeek(W)) as Report;
+    const want = ['v1:review:violation_last_7_days', 'v2:paid', 'v3:paid'];
+    expect(await outcomes(runFirst.store, users)).toEqual(want);
+    expect(await outcomes(usersFirst.store, users)).toEqual(want);
+    expect(r1.outcomes).toEqual({ review: 1, paid: 2 });
+    expect(r2.outcomes).toEqual(r1.outcomes);
+    expect(r2.pool).toMatchObject({ held: false, ok: true, required: (6n * X).toString() });
+    agrees(r1);
+    agrees(r2);
+    expect(await checkLedger(usersFirst.store)).toMatchObject({ ok: true });
+  });
 });

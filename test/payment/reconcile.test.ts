@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from '../../src/payment/standins.js';
+import { newWebhookSecret, startPaymentStandins, webhookSignature, type PaymentStandins } from '../../src/payment/standins.js';
 import { signIn } from '../support/auth.js';
 import { paymentHubEnv } from '../support/payment.js';
 import { call, until } from '../support/http.js';
@@ -123,6 +123,21 @@ describe('reconciliation with the bank', () => {
     // read again: the cursor moved past them, nothing is settled twice
     expect((await pull()).events).toBe(0);
     expect((await call(maru.url, 'POST', '/api/token/ops/reconcile', undefined, await as('nora'))).status).toBe(401);
+  });
+
+  it('a confirmation of a declined on-ramp is a 409 naming its state, never a payment id it does not have', async () => {
+    const q = await startOnramp('petra', 40_000);
+    peers.banking.decline(q.get('ref')!, q);
+    expect((await pull()).declined).toBe(1);
+    const body = JSON.stringify({ type: 'payment.confirmed', data: { payment_id: 'bp_after_decline', ref: q.get('ref')!, amount_krw: 40_000, usd_micro: 29_000_000 } });
+    const ts = Math.floor(Date.now() / 1000);
+    const r = await call(maru.url, 'POST', '/api/token/banking/webhook', body, { 'webhook-id': 'bp_after_decline', 'webhook-timestamp': String(ts), 'webhook-signature': webhookSignature(secret, 'bp_after_decline', ts, body) });
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('onramp_settled');
+    expect(r.body.error.message).toContain('declined');
+    expect(r.body.error.message).not.toContain('undefined');
+    expect(r.body.error.details).toMatchObject({ state: 'declined' });
+    expect(await balance('petra')).toBe(0n);
   });
 
   it('tracks an off-ramp until the bank pays it or rejects it; a rejected one returns with its fee, once', async () => {
