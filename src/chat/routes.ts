@@ -175,6 +175,10 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
   });
 
   // ---- the desk: staff answer in the conversation ------------------------------------------------
+  hub.page('/desk', '/desk.html', {
+    title: '상담 데스크 · Agent desk',
+    description: 'Staff take conversations handed off to a person, answer live in the customer chat and hand them back to the guide.',
+  });
   // one conversation's live lines and desk changes: the session id is the customer's secret
   hub.topic({
     name: 'chat:*',
