@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { forbidden } from '../errors.js';
-import { appearsWithin, type Hub, type RequestContext, type RouteDef } from '../hub/declare.js';
+import { appearsWithin, attachment, Reply, type Hub, type RequestContext, type RouteDef } from '../hub/declare.js';
+import { exportHtml } from './export.js';
 import { CATEGORY_RE, LIST_TOPIC, SLUG_RE, type CollabService, type Editor } from './service.js';
 import { collabResponses as R } from './schemas.js';
 
@@ -113,6 +114,24 @@ export function registerCollabRoutes(hub: Hub, opts: { service: CollabService })
     cacheControl: 'no-store',
     params: z.object({ slug, version: z.coerce.number().int().min(1) }),
     handler: async (ctx) => ({ slug: ctx.params.slug, version: await service.version(ctx.params.slug, ctx.params.version) }),
+  });
+  route({
+    method: 'GET',
+    path: '/api/md/export/:slug',
+    summary: 'A version of a document as its markdown or as one standalone, sanitised HTML file (an attachment)',
+    cacheControl: 'no-store',
+    params: slugParams,
+    query: z.object({ format: z.enum(['md', 'html']).default('md'), version: z.coerce.number().int().min(1).optional() }),
+    response: { 200: z.string().describe('text/markdown or text/html (attachment)') },
+    handler: async (ctx) => {
+      const slug = ctx.params.slug;
+      const doc = await service.get(slug);
+      const v = ctx.query.version === undefined || ctx.query.version === doc.version ? doc : await service.version(slug, ctx.query.version);
+      const version = 'version' in v ? v.version : doc.version;
+      const headers = { 'content-disposition': attachment(`${slug}-v${version}.${ctx.query.format}`) };
+      if (ctx.query.format === 'md') return Reply.text(v.content, 'text/markdown; charset=utf-8').withHeaders(headers);
+      return Reply.text(exportHtml({ slug, title: v.title, version, modified: v.modified, author: v.author, content: v.content }), 'text/html; charset=utf-8').withHeaders(headers);
+    },
   });
   route({
     method: 'POST',

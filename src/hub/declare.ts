@@ -5,7 +5,7 @@
  * other file of src/hub (.dependency-cruiser.cjs, rule service-imports-hub).
  */
 export type { Hub, RateLimitSpec, RouteGroup } from './index.js';
-export { parseClientJson, Reply, route, validate } from './http.js';
+export { attachment, parseClientJson, Reply, route, validate } from './http.js';
 export type { AuthSpec, BodyReader, Guard, IdempotencySpec, IdempotentRun, Principal, RequestContext, RouteDef } from './http.js';
 export type { SseStream } from './sse.js';
 export type { BusSseDef } from './sse-route.js';

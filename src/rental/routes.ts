@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { BlobStore } from '../blobs/index.js';
 import { AppError, badRequest } from '../errors.js';
-import { Reply, qInt, type Guard, type Hub, type Principal, type RequestContext } from '../hub/declare.js';
+import { attachment, Reply, qInt, type Guard, type Hub, type Principal, type RequestContext } from '../hub/declare.js';
 import { intakeInput, RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/index.js';
 import type { Mailer } from '../mail/index.js';
 import type { PartnerAudit } from './audit.js';
@@ -59,13 +59,6 @@ const counters = z.object({ total: z.number(), pending: z.number(), documents_su
 const listAnswer = z.object({ items: z.array(application), page: z.number(), pageSize: z.number(), matched: z.number(), pages: z.number(), counters });
 const auditEntry = z.object({ at: z.string(), actor: z.string(), client: z.string(), action: z.string(), target: z.string().nullable(), result: z.string(), detail: z.string().nullable() });
 const keptMail = z.object({ id: z.string(), at: z.string(), to: z.string(), subject: z.string() }).loose();
-
-/** `Content-Disposition: attachment` with the original name (RFC 6266 / 5987) and an ASCII fallback. */
-export function attachment(filename: string): string {
-  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
-}
 
 export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void {
   const { intake, service, review, audit, blobs, scanner, mailer } = opts;

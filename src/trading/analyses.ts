@@ -3,6 +3,7 @@ import { candleChecksum, candlesFor, type Candles, type CandleSpec } from './can
 import { Engine, type RawRun, type RunRange, type Settings } from './engine.js';
 import { emptyTradeLog, needsAtr, runBatch } from './engine-batch.js';
 import { computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows, type Metrics } from './metrics.js';
+import { computeStats, exitsByReason, LOWER_IS_BETTER, STAT_KEYS, type StatKey } from './stats.js';
 import { STRATEGY_DEFS, type StrategyId } from './strategies.js';
 
 /**
@@ -28,6 +29,37 @@ export function tick(ctl: Control, n = 1): void {
 
 export const OBJECTIVES = ['sharpe', 'net_profit', 'profit_factor', 'win_rate', 'sqn', 'max_drawdown'] as const;
 export type Objective = (typeof OBJECTIVES)[number];
+
+/**
+ * What an optimization may rank by: the metrics above and every statistic of the report (stats.ts;
+ * a name both have, such as max_drawdown, is the metric, which is the same figure).
+ */
+export const OPTIMIZE_OBJECTIVES = [...OBJECTIVES, ...STAT_KEYS.filter((k) => !(OBJECTIVES as readonly string[]).includes(k))] as [
+  Objective,
+  ...(Objective | StatKey)[],
+];
+export type OptimizeObjective = (typeof OPTIMIZE_OBJECTIVES)[number];
+/** The statistic a grid row must compute for this objective (undefined: a metric, always there). */
+export const statOf = (o: OptimizeObjective): StatKey | undefined => ((OBJECTIVES as readonly string[]).includes(o) ? undefined : (o as StatKey));
+
+/** A grid row: its parameters, its metrics and, when the objective is a statistic, that statistic. */
+export interface GridRow {
+  params: Record<string, number>;
+  metrics: Metrics;
+  value?: number | null;
+}
+
+/** The objective's value of a row (null: undefined, as backtesting.py's NaN). */
+export function objectiveValue(r: GridRow, o: OptimizeObjective): number | null {
+  const st = statOf(o);
+  return st === undefined ? r.metrics[o as Objective] : (r.value ?? null);
+}
+
+/** Ranking key: higher is better; lower-is-better figures turned round; undefined values last. */
+export function rankKey(o: OptimizeObjective, v: number | null): number {
+  if (v === null) return -Infinity;
+  return o === 'max_drawdown' || LOWER_IS_BETTER.has(o) ? -v : v;
+}
 
 /** Higher is better, except max_drawdown (lower is better). */
 export function score(m: Metrics, objective: Objective): number {
@@ -103,6 +135,8 @@ export function backtestResult(cs: Candles, t: BacktestTask) {
     },
     warmup: warm,
     metrics: computeMetrics(raw, cs),
+    stats: computeStats(raw, cs, t.settings.contracts),
+    exits: exitsByReason(raw, cs, t.settings.contracts),
     monthly: monthlyPerformance(raw, cs),
     equity_curve: equityCurve(raw, cs, t.equity_points),
     trades: tradeRows(raw, cs, t.settings.contracts, t.trades_limit),
@@ -125,12 +159,14 @@ export function gridRows(
   settings: Settings,
   range: RunRange | undefined,
   ctl?: Control,
-): { params: Record<string, number>; metrics: Metrics }[] {
-  const rows = [];
+  stat?: StatKey,
+): GridRow[] {
+  const rows: GridRow[] = [];
   for (const params of combos) {
     checkCancel(ctl);
     const raw = runStrategy(cs, strategy, params, settings, range, true, true);
-    rows.push({ params, metrics: computeMetrics(raw, cs) });
+    if (stat === undefined) rows.push({ params, metrics: computeMetrics(raw, cs) });
+    else rows.push({ params, metrics: computeMetrics(raw, cs), value: computeStats(raw, cs, settings.contracts)[stat] });
     tick(ctl);
   }
   return rows;

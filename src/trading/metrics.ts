@@ -7,11 +7,14 @@ import { sessionMonth } from './symbols.js';
  * Result metrics. Every number is finite (JSON has no Infinity/NaN); the edge cases are defined:
  * - no trades: win_rate 0, profit_factor 0, avg_trade 0, sqn 0;
  * - no losing trade (and at least one winner): profit_factor = PROFIT_FACTOR_CAP;
- * - Sharpe with fewer than 2 daily returns or zero deviation: 0.
+ * - Sharpe with fewer than 2 daily returns or zero deviation: 0;
+ * - annual return: -1 once equity is at or below 0 at a session close, at most ANNUAL_RETURN_CAP.
  * Money is rounded to cents, ratios to 6 decimals (Math.round: the same everywhere).
  */
 export const PROFIT_FACTOR_CAP = 100;
 export const TRADING_DAYS = 252;
+/** Largest annual return reported (a few days' gain compounded over 252 days can overflow to Infinity). */
+export const ANNUAL_RETURN_CAP = 1e6;
 
 const money = (x: number) => Math.round(x * 100) / 100 + 0; // + 0 turns -0 into 0
 const ratio = (x: number) => Math.round(x * 1e6) / 1e6 + 0;
@@ -115,6 +118,22 @@ function sharpeAt(values: ArrayLike<number>, at: Int32Array | null, capital: num
   return (mean / sd) * Math.sqrt(TRADING_DAYS);
 }
 
+/**
+ * Annualized return, compounded (backtesting.py's `Return (Ann.) [%]`): g = the geometric mean of the
+ * daily returns, (1 + g)^252 - 1. The daily returns chain from the capital to the last session
+ * close, so their product is E_last / capital and this is (E_last / capital)^(252 / days) - 1.
+ * Never below -1: an equity at or below 0 at any session close is a ruined account (-1), where
+ * backtesting.py's geometric mean gives up and reports 0. 0 without days.
+ */
+export function annualReturnOf(values: ArrayLike<number>, at: Int32Array | null, capital: number): number {
+  const n = at !== null ? at.length : values.length;
+  if (n === 0) return 0;
+  for (let i = 0; i < n; i++) if (!(values[at !== null ? at[i]! : i]! > 0)) return -1;
+  const last = values[at !== null ? at[n - 1]! : n - 1]!;
+  const a = Math.pow(last / capital, TRADING_DAYS / n) - 1;
+  return a > ANNUAL_RETURN_CAP ? ANNUAL_RETURN_CAP : a;
+}
+
 export function computeMetrics(run: RawRun, cs: Candles): Metrics {
   const { trades, equity, capital } = run;
   const n = trades.n;
@@ -182,7 +201,7 @@ export function computeMetrics(run: RawRun, cs: Candles): Metrics {
     gross_profit: money(gp),
     gross_loss: money(gl),
     total_return: ratio(totalReturn),
-    annual_return: ratio(days ? (totalReturn * TRADING_DAYS) / days : 0),
+    annual_return: ratio(annualReturnOf(equity, closeAt, capital)),
     sharpe: ratio(sharpeAt(equity, closeAt, capital)),
     max_drawdown: ratio(mdd),
     max_drawdown_usd: money(mddUsd),

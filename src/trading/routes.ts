@@ -1,11 +1,15 @@
 import { z } from 'zod';
 import { appearsWithin, Reply, type Hub, type RequestContext } from '../hub/declare.js';
-import { OBJECTIVES } from './analyses.js';
+import { OBJECTIVES, OPTIMIZE_OBJECTIVES } from './analyses.js';
+import { MAX_CONSTRAINT_LENGTH } from './constraint.js';
+import { backtestAnswer, optimizeAnswer } from './answers.js';
 import { MAX_CANDLES } from './candles.js';
 import { settingsSchema } from './engine.js';
 import {
   checkCandles,
+  checkConstraint,
   checkGrid,
+  checkHeatmap,
   checkGridWarmup,
   checkParams,
   checkWalkForward,
@@ -102,7 +106,7 @@ export const compareBody = z
   });
 
 /** The fields shared by the grid routes (optimize, walk-forward). */
-function gridFields(b: SingleStrategyBody & { grid?: Record<string, number[]> | undefined; objective: (typeof OBJECTIVES)[number] }) {
+function gridFields<O extends string>(b: SingleStrategyBody & { grid?: Record<string, number[]> | undefined; objective: O }) {
   return {
     job_id: b.job_id,
     candles: candleSpec(b),
@@ -115,14 +119,39 @@ function gridFields(b: SingleStrategyBody & { grid?: Record<string, number[]> | 
 }
 
 export const optimizeBody = z
-  .strictObject({ ...candleFields, strategy: z.enum(STRATEGIES), params: paramsField, grid: gridField, objective: objectiveField })
+  .strictObject({
+    ...candleFields,
+    strategy: z.enum(STRATEGIES),
+    params: paramsField,
+    grid: gridField,
+    /** A metric or any statistic of the report (docs/trading.md). */
+    objective: z.enum(OPTIMIZE_OBJECTIVES).default('sharpe'),
+    /** Kept combinations must satisfy it, e.g. "fast < slow" (the expression language of docs/trading.md). */
+    constraint: z.string().max(MAX_CONSTRAINT_LENGTH).optional(),
+    /** "grid" runs every combination (at most 500); "random" a seeded sample of `samples` of them. */
+    search: z.enum(['grid', 'random']).default('grid'),
+    samples: z.number().int().min(1).max(MAX_COMBINATIONS).default(MAX_COMBINATIONS),
+    search_seed: z.number().int().min(0).max(0xffff_ffff).optional(),
+    /** Two parameters: the objective over their values, the others at the best combination's values. */
+    heatmap: z.tuple([z.string(), z.string()]).optional(),
+  })
   .transform((b, ctx) => {
     checkCandles(b, ctx);
     const fixed = checkParams(b.strategy, b.params, ['params'], ctx);
-    const g = fixed ? checkGrid(b.strategy, b.grid, b.params ? (b.params as Record<string, number>) : {}, ctx) : undefined;
+    const c = checkConstraint(b.strategy, b.constraint, ctx);
+    checkHeatmap(b.strategy, b.heatmap, ctx);
+    const search = { mode: b.search, samples: b.samples, seed: b.search_seed ?? b.seed };
+    const g = fixed && c.ok ? checkGrid(b.strategy, b.grid, b.params ? (b.params as Record<string, number>) : {}, ctx, { constraint: c.constraint, search }) : undefined;
     if (g) checkGridWarmup(b.strategy, b, g.combos, ctx);
     return {
       ...gridFields(b),
+      constraint: b.constraint ?? null,
+      search,
+      heatmap: b.heatmap ?? null,
+      combos: g?.combos ?? [],
+      asked: g?.asked ?? 0,
+      skipped: g?.skipped ?? 0,
+      constrained: g?.constrained ?? 0,
     };
   });
 
@@ -199,9 +228,9 @@ export function registerTradingRoutes(hub: Hub, opts: TradingRoutesOptions): voi
   });
   const optional = { optional: true } as const;
 
-  hub.route({ method: 'POST', path: '/api/program/backtest', auth: optional, body: { schema: backtestBody }, handler: async (ctx) => answer(await service.backtest(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/backtest', auth: optional, body: { schema: backtestBody }, response: backtestAnswer, handler: async (ctx) => answer(await service.backtest(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/backtest-compare', auth: optional, body: { schema: compareBody }, handler: async (ctx) => answer(await service.compare(ctx.body, origin(ctx))) });
-  hub.route({ method: 'POST', path: '/api/program/optimize', auth: optional, body: { schema: optimizeBody }, handler: async (ctx) => answer(await service.optimize(ctx.body, origin(ctx))) });
+  hub.route({ method: 'POST', path: '/api/program/optimize', auth: optional, body: { schema: optimizeBody }, response: optimizeAnswer, handler: async (ctx) => answer(await service.optimize(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/walkforward', auth: optional, body: { schema: walkForwardBody }, handler: async (ctx) => answer(await service.walkForward(ctx.body, origin(ctx))) });
   hub.route({ method: 'POST', path: '/api/program/montecarlo', auth: optional, body: { schema: monteCarloBody }, handler: async (ctx) => answer(await service.monteCarlo(ctx.body, origin(ctx))) });
 

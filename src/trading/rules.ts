@@ -1,7 +1,9 @@
 import type { z } from 'zod';
 import { walkForwardWindows } from './analyses.js';
 import { MAX_BASE_MINUTES } from './candles.js';
-import { expandGrid, STRATEGY_DEFS, type StrategyId } from './strategies.js';
+import { ConstraintError, parseConstraint, type Constraint } from './constraint.js';
+import { searchCombos, type SearchSpec } from './search.js';
+import { gridAxes, STRATEGY_DEFS, type StrategyId } from './strategies.js';
 import { TIMEFRAME_MINUTES, type SYMBOLS, type TIMEFRAMES } from './symbols.js';
 
 /**
@@ -56,8 +58,23 @@ export function checkWarmup(strategy: StrategyId, params: Record<string, number>
   }
 }
 
-/** Grid keys must be the strategy's parameters, each value inside its schema; at most 500 combinations. */
-export function checkGrid(strategy: StrategyId, grid: Record<string, number[]> | undefined, fixed: Record<string, number>, ctx: Ctx) {
+/** The parameter names of a strategy. */
+export function paramNames(strategy: StrategyId): string[] {
+  return Object.keys((STRATEGY_DEFS[strategy].schema as unknown as { shape: Record<string, z.ZodType> }).shape);
+}
+
+/**
+ * Grid keys must be the strategy's parameters, each value inside its schema; the whole grid at most
+ * 500 combinations, unless a random search samples at most 500 of it. A constraint drops combinations
+ * before they count as run.
+ */
+export function checkGrid(
+  strategy: StrategyId,
+  grid: Record<string, number[]> | undefined,
+  fixed: Record<string, number>,
+  ctx: Ctx,
+  opts: { constraint?: Constraint | undefined; search?: SearchSpec | undefined } = {},
+) {
   const def = STRATEGY_DEFS[strategy];
   const shape = (def.schema as unknown as { shape: Record<string, z.ZodType> }).shape;
   let ok = true;
@@ -77,16 +94,45 @@ export function checkGrid(strategy: StrategyId, grid: Record<string, number[]> |
     });
   }
   if (!ok) return undefined;
-  const g = expandGrid(strategy, grid, fixed);
-  if (g.asked > MAX_COMBINATIONS) {
-    ctx.addIssue({ code: 'custom', path: ['grid'], message: `${g.asked} combinations asked; at most ${MAX_COMBINATIONS}` });
+  const search = opts.search ?? { mode: 'grid', samples: MAX_COMBINATIONS, seed: 0 };
+  // a grid too large to run whole is refused before it is expanded
+  let asked = 1;
+  for (const [, vals] of gridAxes(strategy, grid, fixed)) asked *= vals.length;
+  if (search.mode === 'grid' && asked > MAX_COMBINATIONS) {
+    // the optimizer offers a random search instead (walk-forward runs whole grids)
+    const hint = opts.search ? ` (or search "random" to run a sample of at most ${MAX_COMBINATIONS})` : '';
+    ctx.addIssue({ code: 'custom', path: ['grid'], message: `${asked} combinations asked; at most ${MAX_COMBINATIONS}${hint}` });
     return undefined;
   }
+  const g = searchCombos(strategy, grid, fixed, opts.constraint, search);
   if (g.combos.length === 0) {
-    ctx.addIssue({ code: 'custom', path: ['grid'], message: `none of the ${g.asked} combinations is valid (${g.skipped} skipped)` });
+    const out = g.constrained ? `, ${g.constrained} outside the constraint` : '';
+    ctx.addIssue({ code: 'custom', path: [g.constrained ? 'constraint' : 'grid'], message: `none of the ${g.asked} combinations is valid (${g.skipped} skipped${out})` });
     return undefined;
   }
   return g;
+}
+
+/** Parses an optimization's constraint over the strategy's parameters (a 400 on `constraint` when it does not). */
+export function checkConstraint(strategy: StrategyId, src: string | undefined, ctx: Ctx): { ok: boolean; constraint?: Constraint } {
+  if (src === undefined) return { ok: true };
+  try {
+    return { ok: true, constraint: parseConstraint(src, paramNames(strategy)) };
+  } catch (e) {
+    if (!(e instanceof ConstraintError)) throw e;
+    ctx.addIssue({ code: 'custom', path: ['constraint'], message: e.message });
+    return { ok: false };
+  }
+}
+
+/** A heat map's two axes: two different parameters of the strategy. */
+export function checkHeatmap(strategy: StrategyId, axes: [string, string] | undefined, ctx: Ctx): void {
+  if (!axes) return;
+  const names = paramNames(strategy);
+  axes.forEach((a, i) => {
+    if (!names.includes(a)) ctx.addIssue({ code: 'custom', path: ['heatmap', i], message: `${strategy} has no parameter ${a} (it has ${names.join(', ')})` });
+  });
+  if (axes[0] === axes[1]) ctx.addIssue({ code: 'custom', path: ['heatmap', 1], message: 'must differ from the first axis' });
 }
 
 /** Bars the slowest combination of a grid needs before it can act. */

@@ -2,7 +2,11 @@ import type { Bus } from '../bus.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { ChunkJob, ChunkRunner, TaskOutcome, TaskRunner, TradingTask } from './tasks.js';
 import {
-  bestIndex,
+  objectiveValue,
+  rankKey,
+  statOf,
+  type GridRow,
+  type OptimizeObjective,
   summarizeWalkForward,
   walkForwardWindows,
   type Objective,
@@ -13,6 +17,7 @@ import type { CandleSpec } from './candles.js';
 import type { Settings } from './engine.js';
 import { cancelledError, Jobs, type Job, type JobLimits, type JobProgress } from './jobs.js';
 import type { Metrics } from './metrics.js';
+import type { SearchSpec } from './search.js';
 import { expandGrid, type StrategyId } from './strategies.js';
 
 export { JOB_TOPIC_PREFIX } from './jobs.js';
@@ -46,13 +51,25 @@ export interface CompareInput extends Base {
   equity_points: number;
   objective: Objective;
 }
-export interface OptimizeInput extends Base {
+export interface GridInput extends Base {
   strategy: StrategyId;
   grid?: Record<string, number[]>;
   params: Record<string, number>;
   objective: Objective;
 }
-export interface WalkForwardInput extends OptimizeInput {
+export interface OptimizeInput extends Omit<GridInput, 'objective'> {
+  objective: OptimizeObjective;
+  /** The constraint's text (already applied to `combos`), for the answer. */
+  constraint?: string | null;
+  search?: SearchSpec;
+  heatmap?: [string, string] | null;
+  /** The combinations to run (the route's search); without them, the whole grid. */
+  combos?: Record<string, number>[];
+  asked?: number;
+  skipped?: number;
+  constrained?: number;
+}
+export interface WalkForwardInput extends GridInput {
   in_sample: number;
   out_of_sample: number;
   step: number;
@@ -242,7 +259,10 @@ export class TradingService {
   }
 
   async optimize(input: OptimizeInput, from: JobOrigin = {}): Promise<{ job: string; result: unknown }> {
-    const { combos, asked, skipped } = expandGrid(input.strategy, input.grid, input.params);
+    const { combos, asked, skipped } = input.combos
+      ? { combos: input.combos, asked: input.asked ?? input.combos.length, skipped: input.skipped ?? 0 }
+      : expandGrid(input.strategy, input.grid, input.params);
+    const stat = statOf(input.objective);
     const job = this.jobs.open(input.job_id, 'optimize', combos.length, from.client);
     const parts = (await this.runTasks(
       job,
@@ -252,12 +272,15 @@ export class TradingService {
         strategy: input.strategy,
         combos: c,
         settings: input.settings,
-      })), from.signal)) as { params: Record<string, number>; metrics: Metrics }[][];
-    const rows = parts.flat();
-    const best = bestIndex(rows, input.objective);
+        ...(stat ? { stat } : {}),
+      })), from.signal)) as GridRow[][];
+    const rows = parts.flat().map((r) => ({ params: r.params, metrics: r.metrics, objective_value: objectiveValue(r, input.objective) }));
+    const key = rows.map((r) => rankKey(input.objective, r.objective_value));
+    let best = rows.length ? 0 : -1;
+    for (let i = 1; i < rows.length; i++) if (key[i]! > key[best]!) best = i;
     const top = rows
       .map((r, i) => ({ r, i }))
-      .sort((a, b) => score(b.r.metrics, input.objective) - score(a.r.metrics, input.objective) || a.i - b.i)
+      .sort((a, b) => (key[b.i]! > key[a.i]! ? 1 : key[b.i]! < key[a.i]! ? -1 : a.i - b.i))
       .slice(0, 10)
       .map(({ r }) => r);
     return {
@@ -269,9 +292,13 @@ export class TradingService {
         combinations: rows.length,
         asked,
         skipped,
+        constraint: input.constraint ?? null,
+        constrained: input.constrained ?? 0,
+        search: input.search ?? { mode: 'grid', samples: rows.length, seed: input.candles.seed },
         best: best >= 0 ? rows[best] : null,
         top,
-        results: rows.map((r) => ({ params: r.params, ...summary(r.metrics) })),
+        results: rows.map((r) => ({ params: r.params, ...summary(r.metrics), objective_value: r.objective_value })),
+        heatmap: input.heatmap && best >= 0 ? heatmapOf(rows, rows[best]!.params, input.heatmap) : null,
       },
     };
   }
@@ -364,4 +391,27 @@ function chunkJob(job: Job): ChunkJob {
 
 function score(m: Metrics, objective: Objective): number {
   return objective === 'max_drawdown' ? -m.max_drawdown : m[objective];
+}
+
+/**
+ * The objective over two parameters: one cell per pair of their values that was run with every other
+ * parameter at the best combination's value (null where no such combination ran: skipped, outside
+ * the constraint or not drawn). Values ascending; values[j][i] is y_values[j] with x_values[i].
+ */
+export function heatmapOf(rows: { params: Record<string, number>; objective_value: number | null }[], best: Record<string, number>, [x, y]: [string, string]) {
+  const xs = [...new Set(rows.map((r) => r.params[x]!))].sort((a, b) => a - b);
+  const ys = [...new Set(rows.map((r) => r.params[y]!))].sort((a, b) => a - b);
+  const others = Object.keys(best).filter((k) => k !== x && k !== y);
+  const cell = new Map<string, number | null>();
+  for (const r of rows) {
+    if (others.every((k) => r.params[k] === best[k]) && !cell.has(`${r.params[x]}|${r.params[y]}`)) cell.set(`${r.params[x]}|${r.params[y]}`, r.objective_value);
+  }
+  return {
+    x,
+    y,
+    x_values: xs,
+    y_values: ys,
+    fixed: Object.fromEntries(others.map((k) => [k, best[k]!])),
+    values: ys.map((yv) => xs.map((xv) => cell.get(`${xv}|${yv}`) ?? null)),
+  };
 }

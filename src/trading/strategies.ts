@@ -93,6 +93,16 @@ export function strategyParams(id: StrategyId, params: unknown): Record<string, 
   return STRATEGY_DEFS[id].schema.parse(params ?? {});
 }
 
+/** The axes of a grid: the default ranges, overridden per parameter by the grid, else by a fixed value. */
+export function gridAxes(id: StrategyId, grid: Record<string, number[]> | undefined, fixed: Record<string, number> = {}): [string, number[]][] {
+  const axes: [string, number[]][] = Object.entries({ ...STRATEGY_DEFS[id].ranges, ...(grid ?? {}) });
+  for (const k of Object.keys(fixed)) {
+    const i = axes.findIndex(([name]) => name === k);
+    if (i >= 0 && !(grid && k in grid)) axes[i] = [k, [fixed[k]!]];
+  }
+  return axes;
+}
+
 /** Grid of parameter combinations: default ranges overridden per parameter; invalid ones counted. */
 export function expandGrid(
   id: StrategyId,
@@ -100,11 +110,7 @@ export function expandGrid(
   fixed: Record<string, number> = {},
 ): { combos: Record<string, number>[]; asked: number; skipped: number } {
   const def = STRATEGY_DEFS[id];
-  const axes: [string, number[]][] = Object.entries({ ...def.ranges, ...(grid ?? {}) });
-  for (const k of Object.keys(fixed)) {
-    const i = axes.findIndex(([name]) => name === k);
-    if (i >= 0 && !(grid && k in grid)) axes[i] = [k, [fixed[k]!]];
-  }
+  const axes = gridAxes(id, grid, fixed);
   let asked = 1;
   for (const [, vals] of axes) asked *= vals.length;
   const combos: Record<string, number>[] = [];

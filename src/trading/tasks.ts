@@ -1,3 +1,4 @@
+import type { StatKey } from './stats.js';
 import { candlesFor, generateCandles, type CandleSpec } from './candles.js';
 import {
   backtest,
@@ -32,6 +33,8 @@ export type TradingTask =
       strategy: StrategyId;
       combos: Record<string, number>[];
       settings: Settings;
+      /** The statistic each row also computes (an optimization ranked by a statistic). */
+      stat?: StatKey;
     }
   | {
       kind: 'wf_window';
@@ -144,7 +147,7 @@ function dispatch(task: TradingTask): unknown {
       return backtest(task, ctl);
     case 'grid': {
       checkCancel(ctl);
-      return gridRows(candlesFor(task.candles), task.strategy, task.combos, task.settings, undefined, ctl);
+      return gridRows(candlesFor(task.candles), task.strategy, task.combos, task.settings, undefined, ctl, task.stat);
     }
     case 'wf_window': {
       checkCancel(ctl);

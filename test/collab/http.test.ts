@@ -259,4 +259,33 @@ describe('document collaboration over HTTP', () => {
     expect((await post('/api/md/unlock', { slug: 'guide', token: 'f'.repeat(32) })).body.error.code).toBe('invalid_body');
     expect((await post('/api/md/lock', {})).status).toBe(400);
   });
+
+  it('exports any version as markdown or as one standalone, sanitised HTML file', async () => {
+    const body = '# 내보내기 <script>alert(1)</script>\n\n<img src=x onerror=alert(2)> **굵게** [누르기](javascript:alert(3)) [안전](https://example.kr/a "t") ![그림](javascript:x)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n';
+    expect((await post('/api/md/save', { slug: '내보내기', content: body })).status).toBe(200);
+    expect((await post('/api/md/save', { slug: '내보내기', content: `${body}\n둘째 판\n`, baseVersion: 1 })).status).toBe(200);
+    const slug = encodeURIComponent('내보내기');
+    const md = await fetch(`${base}/api/md/export/${slug}?format=md&version=1`);
+    expect(md.status).toBe(200);
+    expect(md.headers.get('content-type')).toBe('text/markdown; charset=utf-8');
+    expect(md.headers.get('content-disposition')).toBe(`attachment; filename="____-v1.md"; filename*=UTF-8''${encodeURIComponent('내보내기-v1.md')}`);
+    expect(await md.text()).toBe(body);
+    const html = await fetch(`${base}/api/md/export/${slug}?format=html`);
+    expect(html.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const page = await html.text();
+    expect(page).toContain('둘째 판');
+    expect(page).toContain('<strong>굵게</strong>');
+    expect(page).toContain('<table>');
+    expect(page).toContain('<a href="https://example.kr/a" title="t" rel="noopener noreferrer">안전</a>');
+    // no markup from the document survives as markup; unsafe addresses are dropped, their text kept
+    expect(page).not.toMatch(/<script|<img[^>]*onerror|javascript:/i);
+    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page).toContain('누르기');
+    expect(page).toContain(`content="default-src 'none'`);
+    // bad input: unknown document or version, unknown format
+    expect((await fetch(`${base}/api/md/export/no-such`)).status).toBe(404);
+    expect((await (await fetch(`${base}/api/md/export/${slug}?version=9`)).json()).error.code).toBe('unknown_version');
+    expect((await fetch(`${base}/api/md/export/${slug}?format=pdf`)).status).toBe(400);
+    expect((await fetch(`${base}/api/md/export/${slug}?version=0`)).status).toBe(400);
+  });
 });

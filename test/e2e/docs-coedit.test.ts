@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
@@ -214,6 +216,15 @@ describe.skipIf(!hasBrowser)('co-editing in Chromium', () => {
     const changed = await a.$$eval('#diff tr[data-kind="changed"]', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     expect(changed).toEqual([['2992', '줄 2990', '2992', '바뀐 줄']]);
     expect(await a.$$eval('#diff tr.fold', (t) => t.length)).toBeGreaterThan(0);
+    // the version as a standalone HTML file, downloaded from its history row
+    const [download] = await Promise.all([a.waitForEvent('download'), a.click(`#versions li[data-version="${v2}"] a.export[data-format="html"]`)]);
+    expect(download.suggestedFilename()).toBe(`회의록-v${v2}.html`);
+    const saved = join(tempDir('docs-export'), 'export.html');
+    await download.saveAs(saved);
+    const file = readFileSync(saved, 'utf8');
+    expect(file).toMatch(/^<!doctype html>/);
+    expect(file).toContain('줄 2990');
+    expect(file).not.toContain('바뀐 줄');
     expect(dialogs).toBe(0);
     expect((a as any).errors).toEqual([]);
     await a.context().close();

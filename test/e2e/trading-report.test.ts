@@ -88,11 +88,17 @@ describe.skipIf(!hasBrowser)('backtest report in Chromium', () => {
       expect(await fig('승률 win rate')).toMatch(/^\d+\.\d%$/);
       expect(await fig('시장 노출 exposure')).toMatch(/%$/);
       expect(await page.textContent('#bt-params td[data-key="fast"]')).toBe('9');
+      // backtesting.py's statistics from the answer, and the exits by reason (every reason, adding up to the trades)
+      expect(await fig('연 변동성 annual volatility')).toMatch(/^\d+\.\d%$/);
+      expect(await fig('평균 / 최장 보유 trade duration')).toMatch(/\d.* \/ \d/);
+      expect(await page.locator('#bt-exits tbody tr').count()).toBe(5);
+      const exitCounts = await page.$$eval('#bt-exits tbody tr td:nth-of-type(1)', (tds) => tds.map((td) => Number(td.textContent)));
       await page.waitForSelector('#bt-candles canvas');
       await page.waitForSelector('#bt-equity canvas');
       // the trade list: 25 a page
       const total = Number(/\((\d+)/.exec((await page.textContent('#lab-result h3:has-text("거래 목록")'))!)![1]);
       expect(total).toBeGreaterThan(25);
+      expect(exitCounts.reduce((a, b) => a + b, 0)).toBe(total);
       expect(await page.locator('#bt-trades tbody tr').count()).toBe(25);
       expect(await page.textContent('#bt-page')).toBe(`1 / ${Math.ceil(total / 25)}`);
       await page.click('#bt-trades button[data-page="next"]');

@@ -105,7 +105,7 @@ describe('computeMetrics', () => {
       days: 2,
       final_equity: 1060,
       total_return: 0.06,
-      annual_return: 7.56,
+      annual_return: 1542.615118, // compounded: 1.06^(252 / 2 days) - 1
     });
     // SQN = sqrt(n) * mean / sd(ddof = 1) of the trade results
     const pnl = [100, -50, 30, -20, 0];
@@ -162,7 +162,7 @@ describe('computeMetrics', () => {
     const m = computeMetrics(run(equity), candles([0, 0, 1, 1, 2, 2, 3]));
     expect(m.days).toBe(4);
     expect(m.sharpe).toBeCloseTo(referenceSharpe([1010, 980, 1031, 1025], 1000), 5);
-    expect(m.annual_return).toBe(Math.round(((0.025 * 252) / 4) * 1e6) / 1e6);
+    expect(m.annual_return).toBe(Math.round((1.025 ** (252 / 4) - 1) * 1e6) / 1e6); // compounded
   });
 
   it('only bars from tradeFrom count as days', () => {

@@ -83,7 +83,7 @@ describe('engine: a hand-computed backtest', () => {
       gross_profit: 179.5,
       gross_loss: 270.5,
       total_return: -0.0091,
-      annual_return: -1.1466, // -0.0091 x 252 / 2 days
+      annual_return: -0.683948, // compounded: (9909 / 10,000)^(252 / 2 days) - 1
       sharpe,
       max_drawdown: 0.027667, // 1 - 9875.5 / 10156.5
       max_drawdown_usd: 281,

@@ -42,7 +42,27 @@ describe('trading analyses over HTTP', () => {
     expect(a.body.metrics.trades).toBe(a.body.trades_total);
     expect(a.body.equity_curve.length).toBeLessThanOrEqual(500);
     expect(a.body.monthly[0].month).toBe('2024-01');
-    expect(a.text).not.toMatch(/NaN|Infinity|null/);
+    expect(a.text).not.toMatch(/NaN|Infinity/);
+    // null only where backtesting.py gives NaN: the statistics and exit rows (a reason without exits)
+    expect(JSON.stringify({ ...a.body, stats: undefined, exits: undefined })).not.toMatch(/null/);
+  });
+
+  it("backtest: backtesting.py's statistics and the exits by reason, declared in /openapi.json", async () => {
+    const a = await post(base, '/api/program/backtest', bt);
+    const s = a.body.stats;
+    expect(s.trades).toBe(a.body.trades_total);
+    expect(s.annual_return).toBe(a.body.metrics.annual_return);
+    expect(s.annual_return).toBeGreaterThanOrEqual(-1);
+    expect(s.start).toBe(a.body.candles.from);
+    expect(s.end).toBe(a.body.candles.to);
+    expect(a.body.exits.map((e: { reason: string }) => e.reason)).toEqual(['signal', 'stop_loss', 'take_profit', 'risk', 'end']);
+    expect(a.body.exits.reduce((n: number, e: { exits: number }) => n + e.exits, 0)).toBe(a.body.trades_total);
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, { post: { responses: Record<string, { content: { 'application/json': { schema: { properties: Record<string, { properties?: Record<string, unknown> }> } } } }> } }> };
+    const props = doc.paths['/api/program/backtest']!.post.responses['200']!.content['application/json'].schema.properties;
+    for (const k of ['metrics', 'stats', 'exits', 'monthly', 'equity_curve', 'trades', 'trades_total']) expect(props).toHaveProperty(k);
+    for (const k of Object.keys(s)) expect(props.stats!.properties).toHaveProperty(k);
+    // the former field names stay on the wire
+    for (const k of ['win_rate', 'profit_factor', 'sharpe', 'max_drawdown', 'annual_return', 'net_profit']) expect(props.metrics!.properties).toHaveProperty(k);
   });
 
   it('backtest-compare runs every strategy on identical candles', async () => {
@@ -70,6 +90,48 @@ describe('trading analyses over HTTP', () => {
     for (const s of singles) if (s.metrics.net_profit > best.metrics.net_profit) best = s;
     expect(opt.body.best.params).toEqual(best.params);
     expect(opt.body.best.metrics).toEqual(best.metrics);
+  });
+
+  it('optimize: a constraint, a statistic as the objective, and a heat map', async () => {
+    const grid = { fast: [5, 8, 12], slow: [20, 30] };
+    const opt = await post(base, '/api/program/optimize', { ...bt, grid, objective: 'sortino_ratio', constraint: 'slow - fast >= 15', heatmap: ['fast', 'slow'] });
+    expect(opt.status).toBe(200);
+    // (5,20) (5,30) (8,30) (12,30) kept; (8,20) and (12,20) outside the constraint
+    expect(opt.body.results.map((r: any) => [r.params.fast, r.params.slow])).toEqual([[5, 20], [5, 30], [8, 30], [12, 30]]);
+    expect(opt.body).toMatchObject({ combinations: 4, asked: 6, constrained: 2, constraint: 'slow - fast >= 15', objective: 'sortino_ratio' });
+    // each row's value is the backtest's statistic, and the best is the largest
+    const singles = [];
+    for (const r of opt.body.results) singles.push((await post(base, '/api/program/backtest', { ...bt, params: r.params })).body);
+    expect(opt.body.results.map((r: any) => r.objective_value)).toEqual(singles.map((b) => b.stats.sortino_ratio));
+    const top = singles.reduce((a, b) => (b.stats.sortino_ratio > a.stats.sortino_ratio ? b : a));
+    expect(opt.body.best.params).toEqual(top.params);
+    expect(opt.body.best.objective_value).toBe(top.stats.sortino_ratio);
+    // the heat map: fast x slow (no other parameter), null where the constraint left nothing
+    expect(opt.body.heatmap).toMatchObject({ x: 'fast', y: 'slow', x_values: [5, 8, 12], y_values: [20, 30], fixed: {} });
+    const v = (f: number, sl: number) => opt.body.results.find((r: any) => r.params.fast === f && r.params.slow === sl)?.objective_value ?? null;
+    expect(opt.body.heatmap.values).toEqual([[v(5, 20), null, null], [v(5, 30), v(8, 30), v(12, 30)]]);
+    // a lower-is-better statistic ranks the other way round
+    const dd = await post(base, '/api/program/optimize', { ...bt, grid, objective: 'max_drawdown_duration_ms' });
+    const durations = dd.body.results.map((r: any) => r.objective_value as number);
+    expect(dd.body.best.objective_value).toBe(Math.min(...durations));
+    // the answer is declared (and each answer above checked against it by the contract check)
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as any;
+    const props = doc.paths['/api/program/optimize'].post.responses['200'].content['application/json'].schema.properties;
+    for (const k of ['best', 'top', 'results', 'constraint', 'constrained', 'search', 'heatmap']) expect(props).toHaveProperty(k);
+    expect(props.objective.enum).toEqual(expect.arrayContaining(['sharpe', 'sortino_ratio', 'calmar_ratio', 'max_drawdown_duration_ms']));
+  });
+
+  it('optimize: a grid over 500 combinations runs as a seeded random search', async () => {
+    const grid = { fast: range(2, 24), slow: range(30, 30) }; // 720 combinations: refused as a grid
+    const body = { ...bt, count: 2000, grid, search: 'random', samples: 40, search_seed: 5, constraint: 'slow >= 2 * fast' };
+    const a = await post(base, '/api/program/optimize', body);
+    expect(a.status).toBe(200);
+    expect(a.body).toMatchObject({ asked: 720, combinations: 40, search: { mode: 'random', samples: 40, seed: 5 } });
+    for (const r of a.body.results) expect(r.params.slow).toBeGreaterThanOrEqual(2 * r.params.fast);
+    const b = await post(base, '/api/program/optimize', body);
+    expect(b.text).toBe(a.text);
+    const c = await post(base, '/api/program/optimize', { ...body, search_seed: 6 });
+    expect(c.body.results.map((r: any) => r.params)).not.toEqual(a.body.results.map((r: any) => r.params));
   });
 
   it('walkforward: per-window results, efficiency and a robustness score', async () => {
@@ -118,6 +180,18 @@ describe('trading analyses over HTTP', () => {
       ['/api/program/optimize', { ...bt, grid: { fast: range(2, 24), slow: range(30, 30) } }, 'grid', /^grid: 720 combinations asked; at most 500/],
       ['/api/program/optimize', { ...bt, grid: { fast: [5, 1000] } }, 'grid.fast.1'],
       ['/api/program/optimize', { ...bt, grid: { depth: [1] } }, 'grid.depth'],
+      ['/api/program/optimize', { ...bt, constraint: 'fast < ' }, 'constraint', /^constraint: expected a number, a parameter or '\(', found at the end/],
+      ['/api/program/optimize', { ...bt, constraint: 'fast < slow)' }, 'constraint', /unexpected '\)' at 12/],
+      ['/api/program/optimize', { ...bt, constraint: 'fast + slow' }, 'constraint', /a comparison is needed/],
+      ['/api/program/optimize', { ...bt, constraint: 'fast < slwo' }, 'constraint', /unknown parameter 'slwo' at 8 \(the strategy has fast, slow\)/],
+      ['/api/program/optimize', { ...bt, constraint: 'require("fs") < 1' }, 'constraint', /unexpected character '"'/],
+      ['/api/program/optimize', { ...bt, constraint: 'fast > slow' }, 'constraint', /none of the 25 combinations is valid \(0 skipped, 25 outside the constraint\)/],
+      ['/api/program/optimize', { ...bt, objective: 'kelly_criterion' }, 'objective'],
+      ['/api/program/optimize', { ...bt, objective: 'start' }, 'objective'],
+      ['/api/program/optimize', { ...bt, heatmap: ['fast', 'depth'] }, 'heatmap.1'],
+      ['/api/program/optimize', { ...bt, heatmap: ['fast', 'fast'] }, 'heatmap.1'],
+      ['/api/program/optimize', { ...bt, search: 'random', samples: 501 }, 'samples'],
+      ['/api/program/optimize', { ...bt, search: 'annealing' }, 'search'],
       ['/api/program/walkforward', { ...bt, in_sample: 4000, out_of_sample: 2000 }, 'in_sample', /no complete window/],
       ['/api/program/walkforward', { ...bt, in_sample: 100, out_of_sample: 50, step: 50 }, 'step'],
       ['/api/program/montecarlo', { ...bt, runs: 501 }, 'runs'],

@@ -438,7 +438,10 @@ $('history-btn').onclick = async () => {
       if (r.status !== 200) notice(errorText(r));
       else notice(`v${v.version}을 새 버전으로 복원함 · restored`, 'info');
     };
-    return el('li', { 'data-version': String(v.version) }, `v${v.version} · ${v.author} · ${kst(v.modified)} `, show, ' ', restore);
+    // this version as a file: its markdown, or one standalone HTML page (sanitised by the hub)
+    const file = (format: 'md' | 'html', label: string) =>
+      el('a', { href: `/api/md/export/${encodeURIComponent(slug)}?format=${format}&version=${v.version}`, download: '', class: 'export', 'data-format': format }, label);
+    return el('li', { 'data-version': String(v.version) }, `v${v.version} · ${v.author} · ${kst(v.modified)} `, show, ' ', restore, ' ', file('md', 'MD 내보내기'), ' ', file('html', 'HTML 내보내기'));
   }));
   $('history').scrollIntoView({ block: 'nearest' });
 };
