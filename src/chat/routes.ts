@@ -251,6 +251,16 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
   });
 
   hub.route({
+    method: 'GET',
+    path: '/api/chat/:session/transcript',
+    params: z.object({ session: sessionId }),
+    guards: [turnLimit],
+    response: z.object({ transcript: z.array(lineView).describe(`the last ${TRANSCRIPT_MAX} lines, oldest first`), transcriptMax: z.number().int() }),
+    cacheControl: 'no-store',
+    handler: (ctx) => service.transcript(ctx.params.session),
+  });
+
+  hub.route({
     method: 'POST',
     path: '/api/referral',
     body: {

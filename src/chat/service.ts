@@ -416,6 +416,13 @@ export class ChatService {
     };
   }
 
+  /** The conversation's transcript, for the customer's page after a reload (the session id is the credential). */
+  async transcript(session: string): Promise<{ transcript: LineView[]; transcriptMax: number }> {
+    const [raw, log] = await this.deps.store.getMany([K.session(session), K.transcript(session)]);
+    this.live(raw);
+    return { transcript: lines(log).map(lineView), transcriptMax: TRANSCRIPT_MAX };
+  }
+
   /** A conversation for the desk: where it stands, the values collected and its transcript. */
   async conversation(session: string): Promise<DeskEntry & { values: Record<string, Json>; transcript: LineView[]; transcriptMax: number; answer: TurnAnswer }> {
     const [raw, log] = await this.deps.store.getMany([K.session(session), K.transcript(session)]);

@@ -248,6 +248,24 @@ describe('bad input and credentials change nothing', () => {
 });
 
 describe('the transcript and the funnel', () => {
+  it("the customer's page reads its own transcript by the session id: a person's answers survive a reload", async () => {
+    const id = await handedOff();
+    await post(base, `/api/desk/${id}/take`, {}, as(agentA));
+    await post(base, `/api/desk/${id}/messages`, { text: '다시 불러와도 보여요' }, as(agentA));
+    const r = await get(base, `/api/chat/${id}/transcript`);
+    expect(r.status).toBe(200);
+    expect(r.body.transcriptMax).toBe(TRANSCRIPT_MAX);
+    expect(r.body.transcript.map((l: { by: string; text: string }) => l.by)).toEqual(['bot', 'customer', 'bot', 'customer', 'bot', 'customer', 'bot', 'note', 'agent']);
+    expect(r.body.transcript.at(-1)).toMatchObject({ by: 'agent', agent: 'desk-a', text: '다시 불러와도 보여요', stageCode: 0 });
+    expect(r.body.transcript[0]).toMatchObject({ by: 'bot', stageCode: 1 });
+    const bad = await get(base, '/api/chat/nope/transcript');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_params');
+    const gone = await get(base, `/api/chat/cs_${'C'.repeat(22)}/transcript`);
+    expect(gone.status).toBe(404);
+    expect(gone.body.error.code).toBe('session_not_found');
+  });
+
   it(`keeps the last ${TRANSCRIPT_MAX} lines`, async () => {
     const id = await handedOff();
     await post(base, `/api/desk/${id}/take`, {}, as(agentA));

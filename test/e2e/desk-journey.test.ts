@@ -101,6 +101,12 @@ describe.skipIf(!hasBrowser)('/desk and /chat: a person takes over, answers live
     const answer = customer.locator('#log li.agent', { hasText: '김상담입니다' });
     await answer.waitFor();
     expect(await answer.getAttribute('data-agent')).toBe('김상담');
+    // a reload keeps the conversation: the person's answer, and who answers
+    await customer.reload();
+    await customer.waitForFunction(() => document.body.dataset.ready === 'true');
+    await customer.waitForSelector('#person[data-status="answering"]');
+    expect(await customer.locator('#log li.agent', { hasText: '김상담입니다' }).count()).toBe(1);
+    expect(await customer.locator('#log li.me', { hasText: '010-2345-6789' }).count()).toBe(1);
 
     // both pages in this state: no serious or critical axe-core violation, no sideways scroll
     expect(await quality(customer, 360)).toEqual([]);

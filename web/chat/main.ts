@@ -256,10 +256,23 @@ $('restart').addEventListener('click', () => {
   void start();
 });
 
+/** After a reload: the conversation so far, from its transcript (the guide's last words come with the answer). */
+async function replay(id: string, t: Turn): Promise<void> {
+  const { transcript } = (await api(`/api/chat/${encodeURIComponent(id)}/transcript`).catch(() => ({ transcript: [] }))) as unknown as { transcript: Line[] };
+  const last = transcript.at(-1);
+  const lines = last?.by === 'bot' && last.text === t.bot ? transcript.slice(0, -1) : transcript;
+  for (const l of lines) {
+    const el = li(l.by === 'customer' ? 'me' : l.by, l.text);
+    if (l.by === 'agent') el.dataset.agent = l.agent ?? '';
+  }
+}
+
 void (async () => {
   if (session) {
     try {
-      render(await api(`/api/chat/${encodeURIComponent(session)}`));
+      const t = await api(`/api/chat/${encodeURIComponent(session)}`);
+      await replay(session, t);
+      render(t);
       return;
     } catch {
       sessionStorage.removeItem(KEY);
