@@ -12,6 +12,11 @@ import { STAGES, type Stage, type StateName } from './machine.js';
 export const TRANSCRIPT_MAX = 200;
 /** Conversations the desk lists as recently started (a capped list of session ids). */
 export const RECENT_MAX = 100;
+/**
+ * A held conversation whose person said nothing for this long (ms) may be taken by another: a
+ * person who left does not keep the customer waiting.
+ */
+export const HOLD_IDLE_MS = 10 * 60_000;
 /** Longest answer of a person (characters), as a customer's message. */
 export const AGENT_MESSAGE_MAX = 500;
 
@@ -31,6 +36,8 @@ export interface DeskState {
   stage?: Stage;
   agent?: Agent;
   takenAt?: number;
+  /** The holder's last answer (or the take). */
+  lastAt?: number;
 }
 
 /** One line of the transcript: what the customer, the guide (bot) or a person said, or a note of the desk. */

@@ -9,6 +9,7 @@ import { NEED_LABELS, SOURCE_LABELS, productFor } from './catalog.js';
 import { classify } from './classify.js';
 import {
   FUNNEL_STAGES,
+  HOLD_IDLE_MS,
   inHandoff,
   RECENT_MAX,
   stageBit,
@@ -464,12 +465,15 @@ export class ChatService {
       const rec = this.live(raw);
       const d = rec.desk;
       if (!d) throw conflict('not_waiting', 'the conversation is not waiting for a person', { stage: wireStage(rec.state) });
-      if (d.status === 'held' && d.agent?.id !== agent.id) {
+      const now = this.deps.clock.now();
+      const idle = d.status === 'held' && now - (d.lastAt ?? d.takenAt ?? 0) > HOLD_IDLE_MS;
+      if (d.status === 'held' && d.agent?.id !== agent.id && !idle) {
         throw conflict('desk_taken', `${d.agent?.name ?? 'another person'} already answers this conversation`, { agent: d.agent });
       }
-      if (d.status === 'held') return { writes: [], result: { rec, added: [] as Line[] } };
-      const desk: DeskState = { ...d, status: 'held', agent, takenAt: this.deps.clock.now() };
-      const added = [this.line('note', `상담원 ${agent.name}님이 연결되었어요.`, rec.state, agent.name)];
+      if (d.status === 'held' && d.agent?.id === agent.id) return { writes: [], result: { rec, added: [] as Line[] } };
+      const desk: DeskState = { ...d, status: 'held', agent, takenAt: now, lastAt: now };
+      // a holder silent for HOLD_IDLE_MS gives the conversation up to the next person who takes it
+      const added = [this.line('note', idle ? `상담원 ${agent.name}님이 이어받았어요.` : `상담원 ${agent.name}님이 연결되었어요.`, rec.state, agent.name)];
       const next = { ...rec, desk };
       return { writes: this.commit(session, rec, rec, desk, lines(log), added), result: { rec: next, added } };
     });
@@ -491,7 +495,7 @@ export class ChatService {
       const rec = this.live(raw);
       const d = this.holder(rec, agent);
       const l = this.line('agent', text, rec.state, agent.name);
-      return { writes: this.commit(session, rec, rec, d, lines(log), [l]), result: l };
+      return { writes: this.commit(session, rec, rec, { ...d, lastAt: l.at }, lines(log), [l]), result: l };
     });
     this.emit(session, [out], undefined, true);
     return lineView(out);

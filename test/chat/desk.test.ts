@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
-import { TRANSCRIPT_MAX, weekOf } from '../../src/chat/desk.js';
+import { HOLD_IDLE_MS, TRANSCRIPT_MAX, weekOf } from '../../src/chat/desk.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { AUTH_TEST_ENV, bearer, login, signIn, TEST_ADMIN_PASSWORD } from '../support/auth.js';
@@ -145,6 +145,26 @@ describe('taking, answering and handing back', () => {
     const take = await post(base, `/api/desk/${id}/take`, {}, as(agentA));
     expect(take.status).toBe(409);
     expect(take.body.error.code).toBe('not_waiting');
+  });
+
+  it('a holder silent for ten minutes gives the conversation up to the next person who takes it', async () => {
+    const id = await handedOff();
+    expect((await post(base, `/api/desk/${id}/take`, {}, as(agentA))).status).toBe(200);
+    clock.advance(HOLD_IDLE_MS - 60_000);
+    expect((await post(base, `/api/desk/${id}/messages`, { text: '잠시만 기다려 주세요' }, as(agentA))).status).toBe(201);
+    // the answer counts as activity: ten minutes after the take, not after the answer
+    clock.advance(120_000);
+    expect((await post(base, `/api/desk/${id}/take`, {}, as(agentB))).body.error.code).toBe('desk_taken');
+    clock.advance(HOLD_IDLE_MS - 120_000);
+    expect((await post(base, `/api/desk/${id}/take`, {}, as(agentB))).body.error.code).toBe('desk_taken');
+    clock.advance(1);
+    const taken = await post(base, `/api/desk/${id}/take`, {}, as(agentB));
+    expect(taken.status, taken.text).toBe(200);
+    expect(taken.body.agent.id).toBe('desk-b');
+    const conv = (await get(base, `/api/desk/${id}`, as(agentB))).body;
+    expect(conv.transcript.at(-1)).toMatchObject({ by: 'note', text: '상담원 desk-b님이 이어받았어요.' });
+    expect((await post(base, `/api/desk/${id}/messages`, { text: '제가 이어서 답할게요' }, as(agentA))).body.error.code).toBe('not_holder');
+    expect((await post(base, `/api/desk/${id}/messages`, { text: '제가 이어서 답할게요' }, as(agentB))).status).toBe(201);
   });
 
   it('the operator passes the staff check', async () => {
