@@ -68,6 +68,13 @@ const schema = z.object({
   AUTH_TOKEN_TTL_MS: intFrom(8 * 3_600_000, 60_000, 400 * 86_400_000),
   /** Period of the check of the tokens open WebSockets and SSE streams hold, ms: a revoked or expired one ends them. */
   AUTH_RECHECK_MS: intFrom(30_000, 50, 3_600_000),
+  /**
+   * The operator console (docs/console.md): how often each hub process publishes its node info
+   * (kept three periods, so a process gone silent leaves the list), and how often the console's
+   * live stream sends the state, ms.
+   */
+  CONSOLE_NODE_MS: intFrom(5000, 100, 600_000),
+  CONSOLE_LIVE_MS: intFrom(2000, 100, 600_000),
   /** WebSockets and SSE streams one remote address may hold open at once; beyond: 429 too_many_connections (0: no cap). */
   CONN_MAX_PER_ADDRESS: intFrom(256, 0, 1_000_000),
   /** WebSockets and SSE streams one signed-in identity may hold open at once; beyond: 429 too_many_connections (0: no cap). */

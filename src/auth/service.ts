@@ -242,6 +242,22 @@ export class AuthService {
     return view;
   }
 
+  /**
+   * Revokes every login token of an account (the operator console's "disconnect and revoke"): its
+   * open connections end at their next check (or at once, through the console). Resolves with how
+   * many tokens were live; 404 `unknown_account` when there is no such account.
+   */
+  async revokeTokens(user: string): Promise<number> {
+    if (!USER_RE.test(user)) throw notFound('unknown_account', `no account ${user}`);
+    const live = await this.opts.store.indexRange(K.tokensOf(user));
+    return this.opts.store.update([K.account(user)], ([cur]) => {
+      if (!accounts.decode(cur)) throw notFound('unknown_account', `no account ${user}`);
+      const writes: Write[] = live.map((t) => ({ op: 'del', key: K.token(t.member) }));
+      writes.push({ op: 'del', key: K.tokensOf(user) });
+      return { writes, result: live.length };
+    });
+  }
+
   // ---- sessions -----------------------------------------------------------------------------
 
   /**

@@ -14,6 +14,7 @@ import type { RewardService } from '../reward/service.js';
 import type { TicketService } from '../ticket/service.js';
 import type { LivePrograms } from '../trading/program-port.js';
 import type { ProgramService } from '../trading/programs.js';
+import type { Jobs } from '../trading/jobs.js';
 
 /**
  * Every port one service offers the others, by name. A service definition (src/<service>/module.ts) says
@@ -36,6 +37,8 @@ export interface Ports {
   programs: ProgramService;
   /** Live programs another service runs as its own (the payment relay's challenges; src/trading/program-port.ts). */
   livePrograms: LivePrograms;
+  /** This process's trading job queue (admitted, running, waiting, the bounds), for the operator console. */
+  tradingJobs: Pick<Jobs, 'stats'>;
   collab: CollabService;
   chat: ChatService;
   coach: CoachService;

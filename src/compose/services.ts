@@ -2,6 +2,7 @@ import { authModule } from '../auth/module.js';
 import { chatModule } from '../chat/module.js';
 import { coachModule } from '../coach/module.js';
 import { collabModule } from '../collab/module.js';
+import { consoleModule } from '../console/module.js';
 import type { ServiceDefinition } from './compose.js';
 import { demoModule } from '../demo/module.js';
 import { outboxModule } from '../outbox/module.js';
@@ -27,5 +28,6 @@ export const SERVICES: readonly ServiceDefinition<any, any>[] = [
   tradingModule,
   paymentModule,
   collabModule,
+  consoleModule,
   demoModule,
 ];

@@ -4,7 +4,9 @@
  * query helpers), and nothing of the transport behind them. A service imports this file and no
  * other file of src/hub (.dependency-cruiser.cjs, rule service-imports-hub).
  */
-export type { Hub, RateLimitSpec, RouteGroup } from './index.js';
+export type { ConnectionFilter, ConnectionInfo, DisconnectReason, Hub, RateLimitSpec, RouteGroup } from './index.js';
+export { CONNECTION_ID, WS_CLOSE_DISCONNECTED } from './connections.js';
+export { WS_CLOSE_INVALID_TOKEN } from './credentials.js';
 export { attachment, parseClientJson, Reply, route, validate } from './http.js';
 export type { AuthSpec, BodyReader, Guard, IdempotencySpec, IdempotentRun, Principal, RequestContext, RouteDef } from './http.js';
 export type { SseStream } from './sse.js';

@@ -33,6 +33,7 @@ import { checkPrefix, mountPath } from './router.js';
 import { loadStatic, type StaticFile } from './static.js';
 import { Topics, type TopicSpec } from './topics.js';
 import { loadNativeUws, type TemplatedApp } from './uws.js';
+import { matches, type ConnectionFilter, type ConnectionInfo, type DisconnectReason } from './connections.js';
 
 export { Reply, route } from './http.js';
 export type { AuthSpec, Authenticator, Guard, Principal, RequestContext, RouteDef, BodyReader, IdempotencySpec, IdempotentRun } from './http.js';
@@ -51,6 +52,8 @@ export type { RateLimitInfo } from './guards.js';
 export type { ConcurrencyOptions } from './concurrency.js';
 export { WS_MAX_QUEUED, WS_MAX_SUBSCRIPTIONS, WS_MAX_TOPIC_LENGTH } from './sockets.js';
 export { WS_CLOSE_INVALID_TOKEN } from './credentials.js';
+export type { ConnectionFilter, ConnectionInfo, DisconnectReason } from './connections.js';
+export { CONNECTION_ID, WS_CLOSE_DISCONNECTED } from './connections.js';
 
 export interface HubOptions {
   logger: Logger;
@@ -175,6 +178,7 @@ export class Hub {
       stopping: () => this.pipeline.stopping,
       caps: this.caps,
       clients,
+      node: this.instance,
       defaults: {
         maxFrameBytes: opts.wsMaxFrame ?? 4 << 20,
         idleTimeoutS: opts.wsIdleTimeoutS ?? 32,
@@ -307,6 +311,50 @@ export class Hub {
    */
   connections(): { sockets: number; streams: number; addresses: number; identities: number } {
     return { sockets: this.sockets.open.size, streams: this.pipeline.streams.size, ...this.caps.size };
+  }
+
+  /** This hub's instance name: the first part of its connections' ids and of its presence clients' ids. */
+  get node(): string {
+    return this.instance;
+  }
+
+  /** This process's open WebSockets and SSE streams, all or those the filter names (hub/connections.ts). */
+  connectionList(filter?: ConnectionFilter): ConnectionInfo[] {
+    const out: ConnectionInfo[] = [];
+    for (const c of [...this.sockets.held(), ...this.pipeline.streams.held()]) {
+      const info = c.info();
+      if (!filter || matches(info, filter)) out.push(info);
+    }
+    return out;
+  }
+
+  /**
+   * Ends this process's connections the filter names: a WebSocket closes with 4403 (4401
+   * `invalid_token` when `reason` is `revoked`), an SSE stream gets a `closed` event. Returns the ids ended.
+   */
+  disconnect(filter: ConnectionFilter, reason: DisconnectReason = 'disconnected'): string[] {
+    const ended: string[] = [];
+    for (const c of [...this.sockets.held(), ...this.pipeline.streams.held()]) {
+      const info = c.info();
+      if (!matches(info, filter)) continue;
+      c.end(reason);
+      ended.push(info.id);
+    }
+    return ended;
+  }
+
+  /** The topics this process's WebSockets are subscribed to, with their subscriber counts here (the `limit` most followed). */
+  topicCounts(limit = 500): { topic: string; subscribers: number; presence: boolean }[] {
+    const counts = new Map<string, number>();
+    for (const ws of this.sockets.open) {
+      const data = ws.getUserData();
+      if (data.closed) continue;
+      for (const t of data.topics) counts.set(t, (counts.get(t) ?? 0) + 1);
+    }
+    return [...counts]
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+      .slice(0, limit)
+      .map(([topic, subscribers]) => ({ topic, subscribers, presence: this.topics.spec(topic)?.presence === true }));
   }
 
   /** Delivers the Bus's messages to this hub's topics and streams, and reads its history. */

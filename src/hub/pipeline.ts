@@ -168,7 +168,7 @@ export class Pipeline {
     private readonly deps: PipelineDeps,
     private readonly idPrefix: string,
   ) {
-    this.streams = new SseStreams(deps);
+    this.streams = new SseStreams({ ...deps, node: idPrefix });
   }
 
   handle(res: HttpResponse, req: HttpRequest): void {
@@ -394,7 +394,11 @@ export class Pipeline {
   }
 
   private openSse(ctx: Context, def: SseRouteDef<any>, release: () => void): void {
-    const stream = this.streams.start(ctx.res, ctx.requestId, ctx.headers['last-event-id'], ctx.token, release);
+    const stream = this.streams.start(ctx.res, ctx.requestId, ctx.headers['last-event-id'], ctx.token, release, {
+      user: ctx.identity?.id,
+      endpoint: ctx.route,
+      address: ctx.remoteAddress,
+    });
     this.seriesOf('GET', ctx.route).observe(200, (performance.now() - ctx.started) / 1000);
     ctx.onAbort = () => stream.aborted();
     const failed = (err: unknown) => {

@@ -9,6 +9,7 @@ import type { Metrics } from './metrics.js';
 import { statusLine, writeSecurity } from './respond.js';
 import type { SocketData, Topics } from './topics.js';
 import type { TemplatedApp, WebSocket } from './uws.js';
+import { WS_CLOSE_DISCONNECTED, type HeldConnection } from './connections.js';
 
 /**
  * An extra WebSocket endpoint (e.g. a binary protocol such as y-websocket at /yjs/:room). The hub
@@ -85,6 +86,8 @@ export interface SocketDeps {
   stopping: () => boolean;
   /** The client's address behind trusted proxies (TRUST_PROXY). */
   clients: ClientAddress;
+  /** This hub's instance name: the first part of a connection's id (hub/connections.ts). */
+  node: string;
 }
 
 /** Every open WebSocket of a hub (any endpoint), for the 1001 close on shutdown. */
@@ -151,7 +154,7 @@ export class Sockets {
           } catch (err) {
             return refuse(err);
           }
-          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity: caller?.principal, release };
+          const base: SocketData = { id: this.nextSocketId++, remoteAddress, topics: new Set(), closed: false, identity: caller?.principal, release, openedAt: Date.now(), endpoint: pattern };
           if (caller) base.token = caller.token;
           res.cork(() => res.upgrade({ ...data, ...base } as S, key, protocol, extensions, context));
         };
@@ -214,6 +217,31 @@ export class Sockets {
         token,
         end: () => {
           if (!data.closed) ws.end(WS_CLOSE_INVALID_TOKEN, 'invalid_token');
+        },
+      };
+    }
+  }
+
+  /** The open sockets as the console lists them, each with the operator's disconnect (hub/connections.ts). */
+  *held(): Generator<HeldConnection> {
+    for (const ws of this.open) {
+      const data = ws.getUserData();
+      if (data.closed) continue;
+      yield {
+        info: () => ({
+          id: `${this.deps.node}:ws:${data.id}`,
+          kind: 'ws',
+          endpoint: data.endpoint ?? '',
+          user: data.identity?.id ?? null,
+          remote_address: data.remoteAddress,
+          opened_at: new Date(data.openedAt ?? 0).toISOString(),
+          topics: [...data.topics],
+        }),
+        end: (reason) => {
+          if (data.closed) return;
+          data.closed = true;
+          if (reason === 'revoked') ws.end(WS_CLOSE_INVALID_TOKEN, 'invalid_token');
+          else ws.end(WS_CLOSE_DISCONNECTED, 'disconnected by an operator');
         },
       };
     }

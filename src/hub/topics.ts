@@ -69,6 +69,9 @@ export interface SocketData {
   release?: () => void;
   /** The slot of the identity an `auth` frame named, when it is not the upgrade's. */
   releaseIdentity?: () => void;
+  /** When it opened (ms since the epoch) and the endpoint's pattern it came in on (the console's list). */
+  openedAt?: number;
+  endpoint?: string;
   /** The socket's message budget (hub/sockets.ts spendMessage): what is left, and when it was counted. */
   tokens?: number;
   refilledAt?: number;

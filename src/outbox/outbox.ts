@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/port.js';
+import { conflict, notFound } from '../errors.js';
 import { raceAbort } from './attempt.js';
 import { Holds } from './holds.js';
 import {
@@ -15,6 +16,7 @@ import {
   parseRecord,
   recordJson,
   type Deliver,
+  type OutboxDestination,
   type OutboxHold,
   type OutboxItem,
   type OutboxLogger,
@@ -197,6 +199,64 @@ export class Outbox {
       if (entries.length < page) break;
     }
     return out;
+  }
+
+  /**
+   * Pending items counted by destination (every destination with a deliverer here, and any other an
+   * item names), read from the oldest `scan` pending items.
+   */
+  async destinations(scan = 10_000): Promise<OutboxDestination[]> {
+    const now = this.clock.now();
+    const by = new Map<string, OutboxDestination>();
+    const of = (dest: string) => {
+      let d = by.get(dest);
+      if (!d) by.set(dest, (d = { dest, pending: 0, in_flight: 0, retrying: 0, held: 0, oldest_at: null }));
+      return d;
+    };
+    for (const dest of Object.keys(this.deliver)) of(dest);
+    for (let offset = 0; offset < scan; offset += 500) {
+      const entries = await this.store.indexRange(OUTBOX_CREATED, { offset, limit: Math.min(500, scan - offset) });
+      if (entries.length === 0) break;
+      const values = await this.store.getMany(entries.map((e) => outboxKey(e.member)));
+      for (const rec of values.map(parseRecord)) {
+        if (!rec) continue;
+        const d = of(rec.dest);
+        d.pending++;
+        if (rec.claim !== undefined && rec.due > now) d.in_flight++;
+        else if (rec.attempts > 0) d.retrying++;
+        d.oldest_at = d.oldest_at === null ? rec.createdAt : Math.min(d.oldest_at, rec.createdAt);
+      }
+      if (entries.length < 500) break;
+    }
+    for (const d of by.values()) d.held = await this.store.indexCount(outboxHeldKey(d.dest));
+    return [...by.values()].sort((a, b) => a.dest.localeCompare(b.dest));
+  }
+
+  /**
+   * Makes a waiting item due now (the console's retry of a held delivery): out of its destination's
+   * held index, into `outbox:due` at this instant, and the loop is kicked. 404 `unknown_delivery`
+   * when no such item is pending, 409 `delivery_in_flight` while a process is delivering it.
+   */
+  async retryNow(id: string): Promise<OutboxPending> {
+    const key = outboxKey(id);
+    const rec = await this.store.update([key], ([current]) => {
+      const found = parseRecord(current);
+      if (!found) throw notFound('unknown_delivery', `no pending delivery ${id}`);
+      const now = this.clock.now();
+      if (found.claim !== undefined && found.due > now) throw conflict('delivery_in_flight', `delivery ${id} is being attempted now`);
+      const { claim: _claim, ...rest } = found;
+      const next: OutboxRecord = { ...rest, due: now };
+      return {
+        writes: [
+          { op: 'set', key, value: recordJson(next) },
+          { op: 'unindex', key: outboxHeldKey(found.dest), member: id },
+          { op: 'index', key: OUTBOX_DUE, member: id, score: now },
+        ],
+        result: next,
+      };
+    });
+    this.kick();
+    return { ...rec, inFlight: false };
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -86,6 +86,19 @@ export function notConfigured(reason: string, error: () => Error = () => new Err
   }, { held: reason });
 }
 
+/** The queue of one destination, as the operator console shows it (Outbox.destinations). */
+export interface OutboxDestination {
+  dest: string;
+  /** Items not yet delivered. */
+  pending: number;
+  /** Of those: being delivered now, waiting for a retry after a failed attempt, kept for a peer not configured. */
+  in_flight: number;
+  retrying: number;
+  held: number;
+  /** createdAt of the oldest pending item (ms), null when none. */
+  oldest_at: number | null;
+}
+
 /** One destination whose items are kept because its peer is not configured. */
 export interface OutboxHold {
   dest: string;

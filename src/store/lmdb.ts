@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { ABORT, open, type RootDatabase } from 'lmdb';
-import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn } from './port.js';
+import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, StoreState, Unsubscribe, UpdateFn } from './port.js';
 import {
   checkCap,
   checkInt,
@@ -49,7 +49,7 @@ const SWEEP_BATCH = 500;
 
 export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> {
   mkdirSync(opts.path, { recursive: true });
-  return new LmdbStore(open<string, Buffer>({ path: opts.path, keyEncoding: 'binary', encoding: 'string' }), opts.sweepIntervalMs ?? 60_000);
+  return new LmdbStore(open<string, Buffer>({ path: opts.path, keyEncoding: 'binary', encoding: 'string' }), opts.sweepIntervalMs ?? 60_000, opts.path);
 }
 
 export class LmdbStore implements Store {
@@ -64,12 +64,26 @@ export class LmdbStore implements Store {
   constructor(
     private readonly db: RootDatabase<string, Buffer>,
     sweepIntervalMs: number,
+    private readonly path = '',
   ) {
     this.t = new LmdbTables(db);
     this.sweepTimer = setInterval(() => {
       if (!this.closed) this.sweepExpired().catch(() => undefined);
     }, sweepIntervalMs);
     this.sweepTimer.unref();
+  }
+
+  /** Embedded, one process, each acknowledged write flushed to disk with its batch. */
+  async describe(): Promise<StoreState> {
+    this.live();
+    return {
+      kind: this.kind,
+      role: 'embedded',
+      replicas: 0,
+      min_replicas: 0,
+      durability: 'each acknowledged write is flushed to disk with its commit batch (survives a crash of the process or the machine)',
+      details: { path: this.path },
+    };
   }
 
   private live(): void {

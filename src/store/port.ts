@@ -107,6 +107,21 @@ export type UpdateFn<R> = (current: (Json | undefined)[]) => UpdatePlan<R>;
 
 export type Unsubscribe = () => Promise<void>;
 
+/** What the store is, as the operator console shows it (Store.describe). */
+export interface StoreState {
+  kind: string;
+  /** `embedded` for LMDB; for Redis the server's replication role (`master`, `slave`). */
+  role: string;
+  /** Replicas the server reports online (LMDB: 0). */
+  replicas: number;
+  /** Replicas a write waits for before it is acknowledged (REDIS_MIN_REPLICAS; LMDB: 0). */
+  min_replicas: number;
+  /** How an acknowledged write survives a crash, in words. */
+  durability: string;
+  /** Where it is (a directory, a Redis address) and what else the adapter reads of it. */
+  details: Record<string, string>;
+}
+
 export interface Store {
   /** 'lmdb' or 'redis': for logs, /readyz and metrics. */
   readonly kind: string;
@@ -148,6 +163,9 @@ export interface Store {
   /** Pub/sub: with Redis it reaches every process sharing the server; with LMDB this process only. */
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe>;
+
+  /** What the store is now (role, replicas, durability), for the operator console; optional for test stores. */
+  describe?(): Promise<StoreState>;
 
   /** Resolves when the backing store answers; throws otherwise. */
   ping(): Promise<void>;

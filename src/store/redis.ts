@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, Unsubscribe, UpdateFn, UpdatePlan } from './port.js';
+import type { DrawOptions, Drawing, IndexEntry, Json, RangeOptions, SetOptions, Store, StoreState, Unsubscribe, UpdateFn, UpdatePlan } from './port.js';
+import { parseInfo } from './redis-startup.js';
 import { checkCap, checkInt, checkDraw, checkKey, checkPlan, checkScore, checkTtl, encodeJson } from './checks.js';
 import { APPLY_LUA, applyCall, prepareApply, type RedisKeys } from './redis-apply.js';
 import { RedisPubSub } from './redis-pubsub.js';
@@ -117,8 +118,12 @@ export class RedisStore implements Store, RedisKeys {
     this.pubsub = new RedisPubSub(sub, () => this.closed, (p) => this.track(p));
   }
 
+  /** Where the server is (describeTarget), once connected. */
+  private where = '';
+
   /** Connects both connections and checks the server answers (openRedisStore calls it). */
   async connect(where: string): Promise<void> {
+    this.where = where;
     try {
       await withTimeout(Promise.all([this.cmd.connect(), this.sub.connect()]), CONNECT_TIMEOUT_MS * 2, 'redis connect timed out');
       await this.ping();
@@ -137,6 +142,43 @@ export class RedisStore implements Store, RedisKeys {
   }
   zk(key: string): string {
     return `${this.prefix}z:${checkKey(key)}`;
+  }
+
+  /**
+   * The server's replication role and replicas online (INFO replication), its persistence (CONFIG
+   * GET appendonly appendfsync, or INFO persistence where CONFIG is renamed away) and the replicas
+   * each write waits for (REDIS_MIN_REPLICAS).
+   */
+  async describe(): Promise<StoreState> {
+    return this.op(async () => {
+      const replication = parseInfo(await this.cmd.info('replication'));
+      let replicas = 0;
+      for (const [k, v] of replication) if (/^slave\d+$/.test(k) && /state=online/.test(v)) replicas++;
+      let appendonly: string | undefined;
+      let appendfsync: string | undefined;
+      try {
+        const flat = (await this.cmd.call('CONFIG', 'GET', 'appendonly', 'appendfsync')) as string[];
+        for (let i = 0; i + 1 < flat.length; i += 2) {
+          if (flat[i] === 'appendonly') appendonly = String(flat[i + 1]);
+          if (flat[i] === 'appendfsync') appendfsync = String(flat[i + 1]);
+        }
+      } catch {
+        const enabled = parseInfo(await this.cmd.info('persistence')).get('aof_enabled');
+        appendonly = enabled === undefined ? undefined : enabled === '1' ? 'yes' : 'no';
+      }
+      const { minReplicas } = this.durability;
+      const aof =
+        appendonly === 'yes'
+          ? `AOF on (appendfsync ${appendfsync ?? 'unknown'})`
+          : appendonly === 'no'
+            ? 'AOF off: a crash of Redis loses acknowledged writes'
+            : 'the server does not say whether AOF is on';
+      const wait = minReplicas > 0 ? `; each write waits for ${minReplicas} replica(s)` : '';
+      const details: Record<string, string> = { address: this.where, prefix: this.prefix };
+      if (appendonly !== undefined) details.appendonly = appendonly;
+      if (appendfsync !== undefined) details.appendfsync = appendfsync;
+      return { kind: this.kind, role: replication.get('role') ?? 'unknown', replicas, min_replicas: minReplicas, durability: aof + wait, details };
+    });
   }
 
   /** The command connection (start-up checks read the server's settings through it). */

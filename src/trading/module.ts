@@ -11,7 +11,7 @@ import { defineService } from '../compose/compose.js';
 export const tradingModule = defineService({
   name: 'trading',
   needs: [],
-  provides: ['programs', 'livePrograms'],
+  provides: ['programs', 'livePrograms', 'tradingJobs'],
   async build(p) {
     const { config, store, clock, bus, logger, processId, redis } = p;
     const pool = new TradingPool(config.TRADING_WORKERS);
@@ -50,7 +50,7 @@ export const tradingModule = defineService({
     let unlisten: (() => void) | undefined;
     return {
       name: 'trading',
-      ports: { programs, livePrograms: livePrograms(programs) },
+      ports: { programs, livePrograms: livePrograms(programs), tradingJobs: trading.jobs },
       routes(hub) {
         registerTradingRoutes(hub, { service: trading });
         unlisten = registerProgramRoutes(hub, { service: programs, bus });

@@ -1,3 +1,4 @@
+import { THEMES } from '../../src/ticket/themes.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserAvailable, launchChromium } from '../support/browser.js';
@@ -31,6 +32,11 @@ describe.skipIf(!hasBrowser)('the holder\'s ticket page in Chromium', () => {
     await page.waitForSelector('body[data-ready="true"]');
     expect(await page.textContent('#holder')).toBe('박서준');
     expect(await page.isVisible('#qr')).toBe(true);
+    // each card's title names its theme as people read it (the hub's list), never its code
+    const themeId = (await page.getAttribute('.bingo[data-card="1"] h2', 'data-theme'))!;
+    const named = THEMES.find((th) => th.id === themeId)!;
+    expect(await page.textContent('.bingo[data-card="1"] h2')).toBe(`빙고 1 · ${named.name}`);
+    expect(await page.textContent('.bingo[data-card="1"] h2')).toMatch(/[가-힣]/);
     // Tab to the first cell of the first card, Enter marks it, Space unmarks it
     const first = page.locator('.bingo[data-card="1"] td button').first();
     await first.focus();

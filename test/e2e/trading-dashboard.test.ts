@@ -67,11 +67,15 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     await page.selectOption('#cf-symbol', 'CL');
     await page.click('#cf-submit');
     await page.waitForSelector(row('live-one'));
-    expect(await stateOf('live-one')).toBe('created');
+    // states, reasons and strategies in words, not codes
+    expect(await stateOf('live-one')).toBe('만듦 · created');
+    expect(await page.textContent(`${row('live-one')} td[data-strategy="ema_cross"]`)).toBe('EMA 교차 · EMA cross');
+    expect(await page.$$eval('#lab-strategy option', (o) => o.map((x) => x.textContent))).toContain('RSI 반등 · RSI rebound');
     expect(await page.isDisabled(`${row('live-one')} button[data-move="pause"]`)).toBe(true);
 
     await page.click(`${row('live-one')} button[data-move="start"]`);
-    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent === 'running');
+    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.getAttribute('data-state') === 'running');
+    expect(await stateOf('live-one')).toBe('실행 중 · running');
     await page.click(`${row('live-one')} td:first-child`);
     // the price chart opens with the market's recent bars (two minutes of them at this speed: four
     // half-minute candles), not with the one candle the first tick would make
@@ -95,9 +99,10 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     expect(await page.textContent('[data-fig="running"]')).toBe('1');
 
     await page.click(`${row('live-one')} button[data-move="pause"]`);
-    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent?.startsWith('paused'));
+    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent?.startsWith('일시정지 · paused'));
+    expect(await stateOf('live-one')).not.toMatch(/[a-z]+_[a-z]+/);
     await page.click(`${row('live-one')} button[data-move="stop"]`);
-    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent?.startsWith('stopped'));
+    await page.waitForFunction(() => document.querySelector('#programs tr[data-id] .state')?.textContent?.startsWith('정지 · stopped'));
     await page.waitForSelector('#log li[data-code="stopped"]');
     await page.click(`${row('live-one')} button[data-move="delete"]`);
     await page.waitForFunction(() => document.querySelectorAll('#programs tr[data-id]').length === 0);
@@ -134,6 +139,11 @@ describe.skipIf(!hasBrowser)('trading dashboard in Chromium', () => {
     const ddCol = heads.findIndex((h) => h.title === 'max_drawdown') + 1;
     for (const v of await page.$$eval(`#compare-table tbody td:nth-child(${ddCol})`, (td) => td.map((x) => x.textContent!))) expect(v).toMatch(/^\d{1,3}\.\d%$/);
     expect(await page.textContent('#lab-result h3')).not.toMatch(/\(sharpe\)|_/);
+    // no candle hash in the heading, the strategies by name
+    expect(await page.textContent('#lab-result h3')).not.toMatch(/[0-9a-f]{12,}/);
+    expect(await page.$$eval('#compare-table tbody td:nth-child(2)', (td) => td.map((x) => x.textContent).sort())).toEqual(
+      ['3중 시간대 동조 · triple timeframe sync', 'EMA 교차 · EMA cross', 'RSI 반등 · RSI rebound', '돌파 · breakout', '평균 회귀 · mean reversion'].sort(),
+    );
     // the legend is the ranked table: row k's swatch has the colour of line k
     const swatches = await page.$$eval('#compare-table .swatch', (s) => s.map((x) => getComputedStyle(x).backgroundColor));
     const strokes = await page.$$eval('#compare-chart polyline', (p) => p.map((x) => x.getAttribute('stroke')));

@@ -1,5 +1,6 @@
 import { LiveTopics, el, getJson } from '../common/live.js';
 import { kst } from '../common/time.js';
+import { theme } from '../../src/ticket/themes.js';
 
 interface BingoCard { no: number; theme: string; kind: 'emoji' | 'text'; header: string[]; cells: string[][] }
 interface Ticket {
@@ -89,7 +90,8 @@ function renderCard(card: BingoCard): HTMLElement {
   });
   table.append(body);
   box.classList.toggle('won', lines(marked));
-  box.append(el('h2', {}, `빙고 ${card.no} · ${card.theme}`), table);
+  // the theme by its name (the hub's own list), not its code
+  box.append(el('h2', { 'data-theme': card.theme }, `빙고 ${card.no} · ${theme(card.theme)?.name ?? card.theme}`), table);
   return box;
 }
 

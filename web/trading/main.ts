@@ -7,7 +7,7 @@ import { COLORS, lineChart, plot } from './svgchart.js';
 import { heatmap, type OptimizeRow } from './heatmap.js';
 import { renderBacktest, type BacktestAnswer } from './report-view.js';
 import { kstSpan, kstTime } from '../common/time.js';
-import { logWords, metricText, metricWords, pct, usd } from './words.js';
+import { jobStateWords, logWords, metricText, metricWords, pct, reasonWords, stateWords, strategyWords, usd } from './words.js';
 
 /** The trading dashboard: live programs (SSE /api/program/stream) and the backtest lab (job progress on WebSocket job:<id>). */
 
@@ -74,9 +74,9 @@ function renderRow(p: Program): HTMLTableRowElement {
     { 'data-id': p.id, class: p.id === selected ? 'selected' : '' },
     // data-label: the column's name, written before the value where a phone shows each program as a card
     el('td', { class: 'name' }, p.name),
-    el('td', { 'data-label': '전략' }, p.strategy),
+    el('td', { 'data-label': '전략', 'data-strategy': p.strategy }, strategyWords(p.strategy)),
     el('td', { 'data-label': '종목' }, p.symbol),
-    el('td', { 'data-label': '상태' }, el('span', { class: 'state', 'data-state': p.state }, p.state + (p.reason && p.state !== 'running' ? ` · ${p.reason}` : ''))),
+    el('td', { 'data-label': '상태' }, el('span', { class: 'state', 'data-state': p.state }, stateWords(p.state) + (p.reason && p.state !== 'running' ? ` (${reasonWords(p.reason)})` : ''))),
     el('td', { class: 'pnl', 'data-label': '손익 P&L' }, money(p.stats.pnl)),
     el('td', { class: 'equity', 'data-label': '자산' }, nf.format(p.stats.equity)),
     el('td', { 'data-label': '체결' }, String(p.stats.trades)),
@@ -311,7 +311,7 @@ async function runJob(path: string, body: Record<string, unknown>): Promise<any>
     const p = d as { done: number; total: number; state: string };
     bar.max = p.total || 1;
     bar.value = p.done;
-    $('lab-progress-text').textContent = `${p.done} / ${p.total} ${p.state}`;
+    $('lab-progress-text').textContent = `${p.done} / ${p.total} ${jobStateWords(p.state)}`;
   });
   running = job;
   ($('bt-cancel') as HTMLButtonElement).disabled = false;
@@ -369,11 +369,12 @@ $('bt-compare').addEventListener('click', async () => {
     return el('span', {}, s, String(k + 1));
   };
   $('lab-result').replaceChildren(
-    el('h3', {}, `비교 compare · 목표 objective ${metricWords(r.objective)} · 캔들 candles ${r.candles.checksum}`),
+    // the candles' checksum is for tools, not people: kept in the heading's data, not its words
+    el('h3', { 'data-candles': r.candles.checksum }, `비교 compare · 목표 objective ${metricWords(r.objective)} · ${r.candles.symbol} ${r.candles.timeframe}`),
     table(
       ['순위 rank', '전략 strategy', [`점수 score (${metricWords(r.objective)})`, 'score'], ...METRICS.map((m): [string, string] => [metricWords(m), m])],
       // the score of max_drawdown is its negative (higher is better): shown as the drawdown itself
-      ranked.map((x, i) => [swatch(i), x.strategy, metricText(r.objective, r.objective === 'max_drawdown' ? -x.score : x.score), ...METRICS.map((m) => metricText(m, r.results[x.index].metrics[m]))]),
+      ranked.map((x, i) => [swatch(i), strategyWords(x.strategy), metricText(r.objective, r.objective === 'max_drawdown' ? -x.score : x.score), ...METRICS.map((m) => metricText(m, r.results[x.index].metrics[m]))]),
       { id: 'compare-table' },
     ),
     lineChart('compare-chart', ranked.map((x) => r.results[x.index].equity_curve)),
@@ -443,7 +444,7 @@ async function start(): Promise<void> {
   connectStream();
   if (started) return;
   started = true;
-  const strategies = info.strategies.map((s) => ({ value: s.id, label: s.name }));
+  const strategies = info.strategies.map((s) => ({ value: s.id, label: strategyWords(s.id) }));
   const symbols = info.symbols.map((s) => ({ value: s, label: s }));
   options($('cf-strategy') as HTMLSelectElement, strategies);
   options($('cf-symbol') as HTMLSelectElement, symbols);

@@ -4,7 +4,7 @@ import { el } from '../common/live.js';
 import { kst, kstSpan } from '../common/time.js';
 import { candleChart, equityChart } from './charts.js';
 import { calmar, duration, longestDrawdown, sortino, tradesCsv, type EquityPoint, type Trade } from './report.js';
-import { num, pct, usd } from './words.js';
+import { num, pct, strategyWords, usd } from './words.js';
 
 /** The backtest report: parameters, figures, candles with trades, equity with drawdown, trade list. */
 export interface BacktestAnswer {
@@ -131,7 +131,7 @@ export function renderBacktest(target: HTMLElement, r: BacktestAnswer): void {
   });
 
   target.replaceChildren(
-    el('h3', {}, `백테스트 ${r.strategy} · ${r.candles.symbol} ${r.candles.timeframe} · ${kstSpan(r.candles.from, r.candles.to)}`),
+    el('h3', {}, `백테스트 ${strategyWords(r.strategy)} · ${r.candles.symbol} ${r.candles.timeframe} · ${kstSpan(r.candles.from, r.candles.to)}`),
     el('div', { class: 'report' }, kv('성과 performance', figures, { id: 'bt-metrics' }), kv('파라미터 parameters', params, { id: 'bt-params' })),
     ...(exits ? [exits] : []),
     candleBox,

@@ -27,6 +27,26 @@ const REASON: Record<string, string> = {
 export const reasonWords = (r: string) => REASON[r] ?? r.replace(/_/g, ' ');
 export const stateWords = (s: string) => STATE[s] ?? s;
 
+/** A job's state (its progress on `job:<id>`). */
+const JOB_STATE: Record<string, string> = {
+  queued: '대기 중 · queued',
+  running: '계산 중 · running',
+  done: '완료 · done',
+  cancelled: '취소됨 · cancelled',
+  failed: '실패 · failed',
+};
+export const jobStateWords = (s: string) => JOB_STATE[s] ?? s;
+
+/** The five strategies, in Korean first (the English name after it, as on the rest of the page). */
+const STRATEGY: Record<string, string> = {
+  ema_cross: 'EMA 교차 · EMA cross',
+  rsi_rebound: 'RSI 반등 · RSI rebound',
+  breakout: '돌파 · breakout',
+  mean_reversion: '평균 회귀 · mean reversion',
+  triple_sync: '3중 시간대 동조 · triple timeframe sync',
+};
+export const strategyWords = (id: string) => STRATEGY[id] ?? id.replace(/_/g, ' ');
+
 export function logWords(l: LogLine): string {
   const m = l.message;
   if (l.code === 'claimed') {
