@@ -11,7 +11,7 @@ export const chatModule = defineService({
   needs: ['intake', 'rental'],
   provides: ['chat'],
   build(p, { intake, rental }) {
-    const { config, store, clock, logger } = p;
+    const { config, store, clock, logger, bus } = p;
     const referrals = new ReferralService({ store, clock });
     const link = chatIntake(intake, store, rental);
     const service = new ChatService({
@@ -21,6 +21,7 @@ export const chatModule = defineService({
       mail: chatMail(() => clock.now()),
       referrals,
       logger: logger.child({ part: 'chat' }),
+      bus,
       sessionTtlMs: config.CHAT_SESSION_TTL * 1000,
       idleRestartMs: config.CHAT_IDLE_RESTART * 1000,
     });

@@ -3,9 +3,11 @@ import { STAGES } from './machine.js';
 import { normaliseName, normalisePhone } from './contact.js';
 import { parseReferralCode } from './referral-code.js';
 import type { ReferralService } from './referral.js';
-import { MESSAGE_MAX, SESSION_ID_RE, type ChatService } from './service.js';
+import { AGENT_MESSAGE_MAX, TRANSCRIPT_MAX } from './desk.js';
+import { MESSAGE_MAX, SESSION_ID_RE, TOPIC, type ChatService } from './service.js';
 import { shareholderView } from './shareholder.js';
-import { Reply, type Hub } from '../hub/declare.js';
+import { AppError } from '../errors.js';
+import { Reply, type Hub, type Principal } from '../hub/declare.js';
 
 export interface ChatLimits {
   /** New conversation sessions per client and hour. */
@@ -73,7 +75,47 @@ const turnAnswer = z.object({
   choices: z.array(z.string()),
   card: card.optional(),
   receiptNo: z.string().optional(),
+  desk: z
+    .object({ status: z.enum(['waiting', 'answering']), agent: z.string().optional() })
+    .optional()
+    .describe('a person: waiting for one (after the hand-off), or one answering (by name); absent: the guide answers'),
 });
+const agentView = z.object({ id: z.string(), name: z.string() });
+const deskEntry = z.object({
+  session: z.string(),
+  status: z.enum(['waiting', 'held', 'none']),
+  reason: z.enum(['asked', 'misunderstood']).optional().describe('asked: the customer asked for a person; misunderstood: the third failed answer'),
+  since: z.string().optional(),
+  agent: agentView.optional(),
+  stage: z.string(),
+  stageCode: z.number().int(),
+  returnTo: z.string().optional().describe('the journey stage the conversation returns to'),
+  subject: z.string(),
+  name: z.string().optional(),
+  at: z.string(),
+});
+const lineView = z.object({
+  at: z.string(),
+  by: z.enum(['customer', 'bot', 'agent', 'note']),
+  text: z.string(),
+  agent: z.string().optional(),
+  stageCode: z.number().int(),
+});
+const conversation = deskEntry.extend({
+  values: z.object({}).loose().describe('what the conversation collected: subject, source, need, product, name, contact, email, memo, receiptNo …'),
+  transcript: z.array(lineView).describe(`the last ${TRANSCRIPT_MAX} lines, oldest first`),
+  transcriptMax: z.number().int(),
+  answer: turnAnswer,
+});
+const funnel = z.object({
+  week: z.string(),
+  from: z.string(),
+  to: z.string(),
+  stages: z.array(z.object({ stage: z.enum(STAGES), stageCode: z.number().int(), sessions: z.number().int() })),
+});
+const agentMessage = z
+  .object({ text: z.string().trim().min(1, 'must not be empty').max(AGENT_MESSAGE_MAX, `must be at most ${AGENT_MESSAGE_MAX} characters`) })
+  .strict();
 const referralInfo = z.object({
   code: z.string(),
   owner: z.object({ customerId: z.number().int(), name: z.string(), phone: z.string() }),
@@ -130,6 +172,92 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     response: turnAnswer,
     cacheControl: 'no-store',
     handler: (ctx) => service.get(ctx.params.session),
+  });
+
+  // ---- the desk: staff answer in the conversation ------------------------------------------------
+  hub.page('/desk', '/desk.html', {
+    title: '상담 데스크 · Agent desk',
+    description: 'Staff take conversations handed off to a person, answer live in the customer chat and hand them back to the guide.',
+  });
+  // one conversation's live lines and desk changes: the session id is the customer's secret
+  hub.topic({
+    name: 'chat:*',
+    policy: 'close',
+    authorize: async (topic) => {
+      const id = topic.slice('chat:'.length);
+      if (!SESSION_ID_RE.test(id)) return 'unknown';
+      try {
+        await service.get(id);
+        return 'ok';
+      } catch (err) {
+        if (err instanceof AppError && err.status === 404) return 'unknown';
+        throw err;
+      }
+    },
+  });
+  hub.topic({
+    name: TOPIC.desk,
+    policy: 'drop',
+    authorize: (_topic, who) => (!who ? 'unauthorized' : who.roles.some((r) => r === 'staff' || r === 'operator') ? 'ok' : 'forbidden'),
+  });
+  const staff = { roles: ['staff'] } as const;
+  const agentOf = (p: Principal | undefined) => ({ id: p!.id, name: p!.name });
+  const params = z.object({ session: sessionId });
+  hub.route({
+    method: 'GET',
+    path: '/api/desk',
+    auth: staff,
+    response: z.object({ desk: z.array(deskEntry), recent: z.array(deskEntry) }),
+    cacheControl: 'no-store',
+    handler: () => service.inbox(),
+  });
+  hub.route({ method: 'GET', path: '/api/desk/funnel', auth: staff, response: funnel, cacheControl: 'no-store', handler: () => service.funnel() });
+  hub.route({
+    method: 'GET',
+    path: '/api/desk/:session',
+    params,
+    auth: staff,
+    response: conversation,
+    cacheControl: 'no-store',
+    handler: (ctx) => service.conversation(ctx.params.session),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/desk/:session/take',
+    params,
+    auth: staff,
+    response: deskEntry,
+    cacheControl: 'no-store',
+    handler: (ctx) => service.take(ctx.params.session, agentOf(ctx.identity)),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/desk/:session/messages',
+    params,
+    body: { schema: agentMessage },
+    auth: staff,
+    response: { 201: lineView },
+    cacheControl: 'no-store',
+    handler: async (ctx) => Reply.json(await service.say(ctx.params.session, agentOf(ctx.identity), ctx.body.text), 201),
+  });
+  hub.route({
+    method: 'POST',
+    path: '/api/desk/:session/return',
+    params,
+    auth: staff,
+    response: turnAnswer,
+    cacheControl: 'no-store',
+    handler: (ctx) => service.handBack(ctx.params.session, agentOf(ctx.identity)),
+  });
+
+  hub.route({
+    method: 'GET',
+    path: '/api/chat/:session/transcript',
+    params: z.object({ session: sessionId }),
+    guards: [turnLimit],
+    response: z.object({ transcript: z.array(lineView).describe(`the last ${TRANSCRIPT_MAX} lines, oldest first`), transcriptMax: z.number().int() }),
+    cacheControl: 'no-store',
+    handler: (ctx) => service.transcript(ctx.params.session),
   });
 
   hub.route({

@@ -122,9 +122,13 @@ describe('sessions', () => {
 
   it('are stored for their TTL, and gone on the hub clock past it', async () => {
     const { chat, store, clock } = await setup();
-    const set = vi.spyOn(store, 'set');
+    const update = vi.spyOn(store, 'update');
     const s = await chat.start('x');
-    expect(set.mock.calls[0]![2]).toEqual({ ttlMs: TTL });
+    // the session and its transcript, written in one update, both with the session's TTL
+    const plan = (update.mock.calls[0]![1] as (c: unknown[]) => { writes: { op: string; key: string; ttlMs?: number }[] })([]);
+    const sets = plan.writes.filter((w) => w.op === 'set');
+    expect(sets.map((w) => w.key)).toEqual([`chat:session:${s.session}`, `chat:session:${s.session}:transcript`]);
+    for (const w of sets) expect(w.ttlMs).toBe(TTL);
     clock.advance(TTL);
     expect((await chat.get(s.session)).stage).toBe('greet');
     clock.advance(1);

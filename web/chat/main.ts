@@ -1,4 +1,9 @@
-/** The guided conversation page: choices as buttons, free text, cards, the receipt number. */
+/**
+ * The guided conversation page: choices as buttons, free text, cards, the receipt number. When a
+ * person takes the conversation at the desk, their answers arrive live on the conversation's topic
+ * (`chat:<session>`) and the page says who answers, and when the guide answers again.
+ */
+import { LiveTopics } from '../common/live.js';
 
 interface Card {
   type: 'product' | 'upsell' | 'receipt' | 'progress' | 'callback' | 'share' | 'summary';
@@ -12,6 +17,12 @@ interface Turn {
   choices: string[];
   card?: Card;
   receiptNo?: string;
+  desk?: { status: 'waiting' } | { status: 'answering'; agent: string };
+}
+interface Line {
+  by: 'customer' | 'bot' | 'agent' | 'note';
+  text: string;
+  agent?: string;
 }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -23,6 +34,10 @@ const KEY = 'maru:chat:session';
 const won = new Intl.NumberFormat('ko-KR');
 let session = sessionStorage.getItem(KEY) ?? '';
 let busy = false;
+let answering = false;
+let live: LiveTopics | undefined;
+let listening = '';
+let stopListening: (() => void) | undefined;
 
 function li(cls: string, text: string): HTMLLIElement {
   const el = document.createElement('li');
@@ -113,13 +128,50 @@ function renderCard(card: Card): void {
   }
 }
 
-function render(t: Turn): void {
+/** Who answers: the guide, a person being waited for, or a person by name. */
+function person(t: Turn): void {
+  const box = $('person');
+  const was = answering;
+  answering = t.desk?.status === 'answering';
+  box.dataset.status = t.desk?.status ?? (was ? 'returned' : 'guide');
+  if (t.desk?.status === 'answering') box.textContent = `상담원 ${t.desk.agent}님이 답변하고 있어요.`;
+  else if (t.desk?.status === 'waiting') box.textContent = '상담원을 기다리고 있어요. 연결되면 여기에서 바로 답변해 드려요.';
+  else if (was) box.textContent = '상담원 상담이 끝났어요. 다시 안내가 이어져요.';
+  box.hidden = !t.desk && !was;
+  $<HTMLInputElement>('message').placeholder = answering ? '상담원에게 메시지 보내기' : '직접 입력하기';
+}
+
+/** The conversation's live topic: a person's answers, the take and the hand-back. */
+function listen(id: string): void {
+  if (listening === id) return;
+  stopListening?.();
+  listening = id;
+  live ??= new LiveTopics();
+  stopListening = live.on(`chat:${id}`, (data) => {
+    const m = data as { kind: string; line?: Line; answer?: Turn };
+    if (m.kind === 'line' && m.line && (m.line.by === 'agent' || m.line.by === 'note')) {
+      const el = li(m.line.by === 'agent' ? 'agent' : 'note', m.line.text);
+      if (m.line.by === 'agent') el.dataset.agent = m.line.agent ?? '';
+    } else if (m.kind === 'desk' && m.answer) {
+      render(m.answer, false);
+    } else if (m.kind === 'returned' && m.answer) {
+      render(m.answer);
+    }
+  });
+}
+
+function render(t: Turn, bubble = true): void {
   session = t.session;
   sessionStorage.setItem(KEY, session);
+  listen(session);
   $('stage').textContent = `${t.stageCode}. ${STAGE_TEXT[t.stage] ?? t.stage}`;
   $('stage').dataset.stage = t.stage;
-  li('bot', t.bot);
-  if (t.card) renderCard(t.card);
+  // while a person answers, the guide's "a person is answering" is said once, in the banner
+  const quiet = !bubble || (answering && t.desk?.status === 'answering');
+  person(t);
+  if (!quiet) li('bot', t.bot);
+  // a person taking over changes who answers, not what was shown: no card again
+  if (t.card && bubble) renderCard(t.card);
   if (t.receiptNo) {
     $('receipt-no').textContent = t.receiptNo;
     $('receipt').hidden = false;
@@ -172,6 +224,7 @@ async function send(answer: { choice?: string; message?: string }, echo: string)
 
 async function start(): Promise<void> {
   $('log').replaceChildren();
+  answering = false;
   const ref = new URLSearchParams(location.search).get('ref') ?? undefined;
   const subject = new URLSearchParams(location.search).get('subject') ?? '상담';
   try {
@@ -203,10 +256,23 @@ $('restart').addEventListener('click', () => {
   void start();
 });
 
+/** After a reload: the conversation so far, from its transcript (the guide's last words come with the answer). */
+async function replay(id: string, t: Turn): Promise<void> {
+  const { transcript } = (await api(`/api/chat/${encodeURIComponent(id)}/transcript`).catch(() => ({ transcript: [] }))) as unknown as { transcript: Line[] };
+  const last = transcript.at(-1);
+  const lines = last?.by === 'bot' && last.text === t.bot ? transcript.slice(0, -1) : transcript;
+  for (const l of lines) {
+    const el = li(l.by === 'customer' ? 'me' : l.by, l.text);
+    if (l.by === 'agent') el.dataset.agent = l.agent ?? '';
+  }
+}
+
 void (async () => {
   if (session) {
     try {
-      render(await api(`/api/chat/${encodeURIComponent(session)}`));
+      const t = await api(`/api/chat/${encodeURIComponent(session)}`);
+      await replay(session, t);
+      render(t);
       return;
     } catch {
       sessionStorage.removeItem(KEY);
