@@ -18,12 +18,9 @@ import type { EditTarget, Need, Source } from './keywords.js';
  */
 export const MACHINE_VERSION = 1;
 
-/**
- * The interface document's nine stages, in its order; a stage's stageCode is its position, from 1.
- * These are what the wire says (`stage`, `stageCode`).
- */
-export const STAGES = ['greet', 'need', 'recommend', 'collect', 'received', 'track', 'upsell', 'referral', 'sharing'] as const;
-export type WireStage = (typeof STAGES)[number];
+/** The interface document's nine stages (stages.ts): what the wire says (`stage`, `stageCode`). */
+import { STAGES, type WireStage } from './stages.js';
+export { STAGES, type WireStage };
 /**
  * The journey's states: the nine stages, and the summary the customer confirms (`confirm`), a step
  * inside collect: it reports stage `collect` and collect's code, with the `summary` card.

@@ -3,6 +3,7 @@
  * person takes the conversation at the desk, their answers arrive live on the conversation's topic
  * (`chat:<session>`) and the page says who answers, and when the guide answers again.
  */
+import { STAGE_LABELS } from '../../src/chat/stages.js';
 import { LiveTopics } from '../common/live.js';
 
 interface Card {
@@ -26,10 +27,7 @@ interface Line {
 }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-const STAGE_TEXT: Record<string, string> = {
-  greet: '인사', need: '필요 파악', recommend: '추천', collect: '정보 입력', received: '접수',
-  track: '진행 조회', upsell: '추가 제안', referral: '추천 코드', sharing: '공유', handoff: '상담원 연결',
-};
+const STAGE_TEXT: Record<string, string> = STAGE_LABELS;
 const KEY = 'maru:chat:session';
 const won = new Intl.NumberFormat('ko-KR');
 let session = sessionStorage.getItem(KEY) ?? '';

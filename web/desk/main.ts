@@ -4,29 +4,11 @@
  * live in the customer's chat and hands it back to the guide. Lists and the open conversation follow
  * the hub's topics (`desk`, `chat:<session>`).
  */
+import type { DeskEntry as Entry, LineView as Line } from '../../src/chat/service.js';
+import { STAGE_LABELS } from '../../src/chat/stages.js';
 import { mountSignIn, Session } from '../common/auth.js';
 import { el, LiveTopics } from '../common/live.js';
 
-interface Entry {
-  session: string;
-  status: 'waiting' | 'held' | 'none';
-  reason?: 'asked' | 'misunderstood';
-  since?: string;
-  agent?: { id: string; name: string };
-  stage: string;
-  stageCode: number;
-  returnTo?: string;
-  subject: string;
-  name?: string;
-  at: string;
-}
-interface Line {
-  at: string;
-  by: 'customer' | 'bot' | 'agent' | 'note';
-  text: string;
-  agent?: string;
-  stageCode: number;
-}
 interface Conversation extends Entry {
   values: Record<string, unknown>;
   transcript: Line[];
@@ -38,10 +20,7 @@ interface Funnel {
 }
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-const STAGE_TEXT: Record<string, string> = {
-  greet: '인사', need: '필요 파악', recommend: '추천', collect: '정보 입력', received: '접수',
-  track: '진행 조회', upsell: '추가 제안', referral: '추천 코드', sharing: '공유', handoff: '상담원 연결',
-};
+const STAGE_TEXT: Record<string, string> = STAGE_LABELS;
 const STATUS_TEXT = { waiting: '대기 중 · waiting', held: '응대 중 · answering', none: '안내 중 · with the guide' } as const;
 const REASON_TEXT = { asked: '고객 요청 · asked', misunderstood: '반복 오해 · misunderstood' } as const;
 const VALUE_TEXT: Record<string, string> = {

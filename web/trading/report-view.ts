@@ -1,4 +1,5 @@
 import { candleChecksum, candleRows, candlesFor } from '../../src/trading/candles.js';
+import type { ExitRow } from '../../src/trading/stats.js';
 import type { SymbolId, Timeframe } from '../../src/trading/symbols.js';
 import { el } from '../common/live.js';
 import { kst, kstSpan } from '../common/time.js';
@@ -22,17 +23,7 @@ export interface BacktestAnswer {
   trades_total: number;
 }
 
-export interface ExitRow {
-  reason: string;
-  exits: number;
-  wins: number;
-  draws: number;
-  losses: number;
-  win_rate: number | null;
-  avg_return: number | null;
-  total_pnl: number;
-  total_return: number;
-}
+export type { ExitRow };
 
 /** Exit reasons in a trader's words. */
 const REASON_WORDS: Record<string, string> = {
