@@ -98,7 +98,7 @@ describe.skipIf(!hasBrowser)('main tasks with the keyboard alone', () => {
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     await tabTo(page, `tr[data-id="${id}"] button[data-move="start"]`, 120);
     await page.keyboard.press('Enter');
-    await page.waitForFunction((i) => document.querySelector(`tr[data-id="${i}"] .state`)?.textContent === 'running', id);
+    await page.waitForFunction((i) => document.querySelector(`tr[data-id="${i}"] .state`)?.getAttribute('data-state') === 'running', id);
     await page.close();
   }, 60_000);
 });

@@ -57,8 +57,22 @@ const briefOf = (r: ReservationRecord, status = r.status) => ({
   venue: r.venue,
   date: r.date,
   seat: r.seat,
+  holder: r.holder ?? null,
   status,
 });
+
+/** An offline scan's ticket: as online, but never with the holder's name (docs/ticket.md). */
+const offlineBriefOf = (r: ReservationRecord, status = r.status) => {
+  const { holder: _holder, ...brief } = briefOf(r, status);
+  return brief;
+};
+
+/** The show's default check-in list, which every old scanner's entry goes to. */
+const MAIN_LIST = { id: 'main', name: '정문 · Main' };
+/** A check-in as the answer shows it: the scan's own id, the list and the kind of scan added. */
+/** What an attempt on the main list adds to its audit entry. */
+const ON_MAIN = { list_id: 'main', type: 'entry' };
+const answered = (c: Record<string, unknown>) => ({ ...c, id: expect.stringMatching(/^sc_/), list_id: 'main', type: 'entry' });
 
 /** The three audit pushes of one attempt on a ticket: every attempt, the reservation's, the show's. */
 const auditPushes = (r: ReservationRecord, entry: unknown) => [
@@ -81,20 +95,38 @@ describe('online check-in', () => {
       status: 'ok',
       replayed: false,
       ticket: briefOf(r, 'checked_in'),
-      checkin: { at, scanner: 'door-1', gate: 'E1', nonce: 'n-1' },
+      checkin: answered({ at, scanner: 'door-1', gate: 'E1', nonce: 'n-1' }),
+      list: MAIN_LIST,
     });
+    const scanId = (ok.checkin as { id: string }).id;
     const mark = { at, scanner: 'door-1', gate: 'E1', nonce: 'n-1', source: 'camera' };
-    const entry = { ...mark, result: 'ok', code: r.code, reservation_id: r.id, client: '10.0.0.9', via: 'code', replayed: false };
-    const event = { type: 'checkin', reservation_id: r.id, code: r.code, show_id: r.show_id, show_name: r.show_name, venue: r.venue, date: r.date, seat: r.seat, at, scanner: 'door-1', gate: 'E1', source: 'camera' };
+    const entry = { ...mark, result: 'ok', code: r.code, reservation_id: r.id, client: '10.0.0.9', via: 'code', replayed: false, list_id: 'main', scan_id: scanId, type: 'entry' };
+    const event = { type: 'checkin', reservation_id: r.id, code: r.code, show_id: r.show_id, show_name: r.show_name, venue: r.venue, date: r.date, seat: r.seat, at, scanner: 'door-1', gate: 'E1', source: 'camera', list_id: 'main', scan_id: scanId };
+    // the entry is also the ticket's first scan on the show's main list, and one more person is inside
+    const door = { main: [{ ...mark, id: scanId, list_id: 'main', type: 'entry' }] };
     expect(writes).toEqual([
-      { op: 'set', key: `ticket:reservation:${r.id}`, value: { ...r, status: 'checked_in', checkin: mark } },
+      { op: 'set', key: `ticket:reservation:${r.id}`, value: { ...r, status: 'checked_in', checkin: mark, door } },
       ...auditPushes(r, entry),
       { op: 'push', key: 'ticket:checkins', value: event, cap: 10_000 },
       { op: 'incr', key: `ticket:count:${show.id}:checked_in`, by: 1 },
+      { op: 'incr', key: `ticket:show:${show.id}:inside`, by: 1 },
+      { op: 'incr', key: `ticket:show:${show.id}:list:main:inside`, by: 1 },
     ]);
+    // the door's live channel of the show: the scan, for every scanner of every list
+    const doorEvent = {
+      type: 'entry',
+      show_id: show.id,
+      list_id: 'main',
+      reservation_id: r.id,
+      code: r.code,
+      seat: r.seat,
+      status: 'checked_in',
+      scan: { id: scanId, list_id: 'main', type: 'entry', at, scanner: 'door-1', gate: 'E1', reverted: null },
+    };
     expect(messages).toEqual([
       { topic: 'checkins', message: event },
       { topic: `mticket:${r.code}`, message: event },
+      { topic: `door:${show.id}`, message: doorEvent },
     ]);
   });
 
@@ -104,17 +136,17 @@ describe('online check-in', () => {
     const b = await book('A-2');
     fresh();
     const byCode = await checkins.checkInByCode(a.code, {});
-    expect(byCode.checkin).toEqual({ at: iso(T0), scanner: 'unnamed', gate: null, nonce: null });
+    expect(byCode.checkin).toEqual(answered({ at: iso(T0), scanner: 'unnamed', gate: null, nonce: null }));
     expect(writes[1]).toEqual({
       op: 'push',
       key: 'ticket:audit',
-      value: { at: iso(T0), result: 'ok', code: a.code, reservation_id: a.id, scanner: 'unnamed', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false },
+      value: { at: iso(T0), result: 'ok', code: a.code, reservation_id: a.id, scanner: 'unnamed', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false, list_id: 'main', scan_id: (byCode.checkin as { id: string }).id, type: 'entry' },
       cap: 100_000,
     });
     fresh();
     clock.advance(1);
     const byId = await checkins.checkInById(b.id, {});
-    expect(byId).toEqual({ status: 'ok', replayed: false, ticket: briefOf(b, 'checked_in'), checkin: { at: iso(T0 + 1), scanner: 'unnamed', gate: null, nonce: null } });
+    expect(byId).toEqual({ status: 'ok', replayed: false, ticket: briefOf(b, 'checked_in'), checkin: answered({ at: iso(T0 + 1), scanner: 'unnamed', gate: null, nonce: null }), list: MAIN_LIST });
     expect(writes[0]).toMatchObject({ value: { checkin: { at: iso(T0 + 1), scanner: 'unnamed', gate: null, nonce: null, source: 'api' } } });
     expect(writes[1]).toMatchObject({ value: { source: 'api', via: 'id', code: b.code, reservation_id: b.id } });
   });
@@ -126,8 +158,9 @@ describe('online check-in', () => {
     fresh();
     clock.advance(3_000);
     const again = await checkins.checkInById(r.id, { scanner: 'door-2', nonce: 'n-1', client: '10.0.0.2' });
-    expect(again).toEqual({ status: 'ok', replayed: true, ticket: briefOf(r, 'checked_in'), checkin: { at: iso(T0), scanner: 'door-1', gate: 'E1', nonce: 'n-1' } });
-    const entry = { at: iso(T0 + 3_000), result: 'ok', code: r.code, reservation_id: r.id, scanner: 'door-2', gate: null, source: 'api', nonce: 'n-1', client: '10.0.0.2', via: 'id', replayed: true };
+    expect(again).toEqual({ status: 'ok', replayed: true, ticket: briefOf(r, 'checked_in'), checkin: answered({ at: iso(T0), scanner: 'door-1', gate: 'E1', nonce: 'n-1' }), list: MAIN_LIST });
+    // the replay names the scan it replays
+    const entry = { at: iso(T0 + 3_000), result: 'ok', code: r.code, reservation_id: r.id, scanner: 'door-2', gate: null, source: 'api', nonce: 'n-1', client: '10.0.0.2', via: 'id', replayed: true, list_id: 'main', scan_id: (again.checkin as { id: string }).id, type: 'entry' };
     expect(writes).toEqual(auditPushes(r, entry));
     expect(messages).toEqual([]);
   });
@@ -138,14 +171,14 @@ describe('online check-in', () => {
     await checkins.checkInByCode(r.code, { scanner: 'door-1', gate: 'E1' });
     fresh();
     clock.advance(60_000);
-    const details = { first_checkin: { at: iso(T0), scanner: 'door-1', gate: 'E1' }, ticket: briefOf(r, 'checked_in') };
+    const details = { first_checkin: { at: iso(T0), scanner: 'door-1', gate: 'E1' }, list_id: 'main', ticket: briefOf(r, 'checked_in') };
     expect(await refusal(checkins.checkInByCode(r.code, { scanner: 'door-2' }))).toEqual({
       status: 409,
       code: 'already_redeemed',
       message: `ticket ${r.code} was already checked in at ${iso(T0)}`,
       details,
     });
-    expect(writes).toEqual(auditPushes(r, { at: iso(T0 + 60_000), result: 'already_redeemed', code: r.code, reservation_id: r.id, scanner: 'door-2', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false }));
+    expect(writes).toEqual(auditPushes(r, { at: iso(T0 + 60_000), result: 'already_redeemed', code: r.code, reservation_id: r.id, scanner: 'door-2', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false, ...ON_MAIN }));
     expect((await refusal(checkins.checkInById(r.id, { nonce: 'other' }))).details).toEqual(details);
     const s = await book('A-2');
     await checkins.checkInByCode(s.code, { nonce: 'n-s' });
@@ -167,7 +200,7 @@ describe('online check-in', () => {
       message: `ticket ${r.code} is cancelled`,
       details: { cancelled_at: iso(T0 + 1_000), ticket: briefOf(r, 'cancelled') },
     });
-    expect(writes).toEqual(auditPushes(r, { at: iso(T0 + 2_000), result: 'canceled', code: r.code, reservation_id: r.id, scanner: 'unnamed', gate: null, source: 'manual', nonce: 'n-1', client: null, via: 'code', replayed: false }));
+    expect(writes).toEqual(auditPushes(r, { at: iso(T0 + 2_000), result: 'canceled', code: r.code, reservation_id: r.id, scanner: 'unnamed', gate: null, source: 'manual', nonce: 'n-1', client: null, via: 'code', replayed: false, ...ON_MAIN }));
     expect((await refusal(checkins.checkInById(r.id, {}))).code).toBe('canceled');
     expect(messages).toEqual([]);
   });
@@ -190,8 +223,8 @@ describe('online check-in', () => {
     expect(writes).toEqual([]);
     expect(messages).toEqual([]);
     expect(await checkins.auditLog({ limit: 10 })).toEqual([
-      { at: iso(T0), result: 'invalid', code: null, reservation_id: 'r_nope000000', scanner: 'unnamed', gate: 'W', source: 'api', nonce: null, client: null, via: 'id', replayed: false },
-      { at: iso(T0), result: 'invalid', code: 'TK-22222222', reservation_id: null, scanner: 'door-1', gate: null, source: 'manual', nonce: null, client: '10.0.0.1', via: 'code', replayed: false },
+      { at: iso(T0), result: 'invalid', code: null, reservation_id: 'r_nope000000', scanner: 'unnamed', gate: 'W', source: 'api', nonce: null, client: null, via: 'id', replayed: false, type: 'entry' },
+      { at: iso(T0), result: 'invalid', code: 'TK-22222222', reservation_id: null, scanner: 'door-1', gate: null, source: 'manual', nonce: null, client: '10.0.0.1', via: 'code', replayed: false, type: 'entry' },
     ]);
   });
 
@@ -200,7 +233,7 @@ describe('online check-in', () => {
     await store.set('ticket:code:TK-33333333', 'r_gone000000');
     expect(await refusal(checkins.checkInByCode('TK-33333333', {}))).toEqual({ status: 404, code: 'invalid', message: 'no ticket with code TK-33333333', details: { code: 'TK-33333333' } });
     expect(await checkins.auditLog({ limit: 10 })).toEqual([
-      { at: iso(T0), result: 'invalid', code: 'TK-33333333', reservation_id: null, scanner: 'unnamed', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false },
+      { at: iso(T0), result: 'invalid', code: 'TK-33333333', reservation_id: null, scanner: 'unnamed', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false, type: 'entry' },
     ]);
     expect(await checkins.settleOffline(scan('sc-g', 'TK-33333333', T0), { device: 'd' })).toEqual({ id: 'sc-g', result: 'invalid', replayed: false });
     expect((await checkins.auditLog({ limit: 1 }))[0]).toMatchObject({ result: 'invalid', code: 'TK-33333333', reservation_id: null, nonce: 'sc-g' });
@@ -255,21 +288,29 @@ describe('offline scans', () => {
     const scannedAt = T0 + 60_000;
     const res = await checkins.settleOffline(scan('sc-1', r.code, scannedAt), { device: 'dev-east', scanner: 'door-east', gate: 'E', client: '10.0.0.5' });
     const at = iso(scannedAt);
-    expect(res).toEqual({ id: 'sc-1', result: 'ok', replayed: false, ticket: briefOf(r, 'checked_in'), checkin: { at, scanner: 'door-east', gate: 'E' } });
+    expect(res).toEqual({ id: 'sc-1', result: 'ok', replayed: false, ticket: offlineBriefOf(r, 'checked_in'), checkin: { at, scanner: 'door-east', gate: 'E' } });
     const mark = { at, scanner: 'door-east', gate: 'E', nonce: 'sc-1', source: 'camera' };
-    const entry = { ...mark, result: 'ok', code: r.code, reservation_id: r.id, client: '10.0.0.5', via: 'code', replayed: false, offline: { id: 'sc-1', scanned_at: at, received_at: iso(T0 + 600_000) } };
-    const event = { type: 'checkin', reservation_id: r.id, code: r.code, show_id: r.show_id, show_name: r.show_name, venue: r.venue, date: r.date, seat: r.seat, at, scanner: 'door-east', gate: 'E', source: 'camera' };
+    // the scan's id on the ticket's main list (the offline answer does not carry it)
+    const scanId = (writes[0] as { value: { door: { main: { id: string }[] } } }).value.door.main[0]!.id;
+    expect(scanId).toMatch(/^sc_/);
+    const entry = { ...mark, result: 'ok', code: r.code, reservation_id: r.id, client: '10.0.0.5', via: 'code', replayed: false, offline: { id: 'sc-1', scanned_at: at, received_at: iso(T0 + 600_000) }, list_id: 'main', scan_id: scanId, type: 'entry' };
+    const event = { type: 'checkin', reservation_id: r.id, code: r.code, show_id: r.show_id, show_name: r.show_name, venue: r.venue, date: r.date, seat: r.seat, at, scanner: 'door-east', gate: 'E', source: 'camera', list_id: 'main', scan_id: scanId };
+    const door = { main: [{ ...mark, offline: true, id: scanId, list_id: 'main', type: 'entry' }] };
     expect(writes).toEqual([
-      { op: 'set', key: `ticket:reservation:${r.id}`, value: { ...r, status: 'checked_in', checkin: { ...mark, offline: true } } },
+      { op: 'set', key: `ticket:reservation:${r.id}`, value: { ...r, status: 'checked_in', checkin: { ...mark, offline: true }, door } },
       ...auditPushes(r, entry),
       { op: 'push', key: 'ticket:checkins', value: event, cap: 10_000 },
       { op: 'incr', key: `ticket:count:${show.id}:checked_in`, by: 1 },
+      { op: 'incr', key: `ticket:show:${show.id}:inside`, by: 1 },
+      { op: 'incr', key: `ticket:show:${show.id}:list:main:inside`, by: 1 },
       { op: 'set', key: 'ticket:offline-scan:dev-east:sc-1', value: res, ttlMs: 30 * DAY },
     ]);
-    expect(messages).toEqual([
+    expect(messages.slice(0, 2)).toEqual([
       { topic: 'checkins', message: event },
       { topic: `mticket:${r.code}`, message: event },
     ]);
+    expect(messages[2]).toMatchObject({ topic: `door:${show.id}`, message: { type: 'entry', list_id: 'main', reservation_id: r.id, scan: { id: scanId, at } } });
+    expect(messages).toHaveLength(3);
   });
 
   it('takes a scan dated after its receipt at its receipt; one dated at or before it at its own time', async () => {
@@ -312,7 +353,7 @@ describe('offline scans', () => {
     fresh();
     // the same id is the same nonce: the success again, written for this device
     const other = await checkins.settleOffline(scan('sc-1', r.code, T0), { device: 'dev-2' });
-    expect(other).toEqual({ id: 'sc-1', result: 'ok', replayed: true, ticket: briefOf(r, 'checked_in'), checkin: { at: iso(T0), scanner: 'unnamed', gate: null } });
+    expect(other).toEqual({ id: 'sc-1', result: 'ok', replayed: true, ticket: offlineBriefOf(r, 'checked_in'), checkin: { at: iso(T0), scanner: 'unnamed', gate: null } });
     expect(writes.map((w) => w.key)).toEqual([`ticket:audit`, `ticket:audit:${r.id}`, `ticket:audit-show:${r.show_id}`, 'ticket:offline-scan:dev-2:sc-1']);
   });
 
@@ -328,19 +369,21 @@ describe('offline scans', () => {
   it('a scan whose check-in the hub made before its answer was lost (same nonce) is that check-in: ok, replayed, its first mark; written once', async () => {
     const { checkins, book, writes, messages, clock, fresh } = await setup();
     const r = await book('A-1');
-    await checkins.checkInByCode(r.code, { nonce: 'sc-1', scanner: 'door-1', gate: 'G', source: 'camera' });
+    const online = await checkins.checkInByCode(r.code, { nonce: 'sc-1', scanner: 'door-1', gate: 'G', source: 'camera' });
     fresh();
     clock.advance(2_000);
     const res = await checkins.settleOffline(scan('sc-1', r.code, T0 + 1_000), { device: 'dev-1', scanner: 'door-1' });
     const checkin = { at: iso(T0), scanner: 'door-1', gate: 'G' };
-    expect(res).toEqual({ id: 'sc-1', result: 'ok', replayed: true, ticket: briefOf(r, 'checked_in'), checkin });
+    expect(res).toEqual({ id: 'sc-1', result: 'ok', replayed: true, ticket: offlineBriefOf(r, 'checked_in'), checkin });
     const entry = {
       at: iso(T0 + 1_000), result: 'ok', code: r.code, reservation_id: r.id, scanner: 'door-1', gate: null, source: 'camera', nonce: 'sc-1', client: null, via: 'code', replayed: true,
       offline: { id: 'sc-1', scanned_at: iso(T0 + 1_000), received_at: iso(T0 + 2_000) },
+      // the replayed scan is the online check-in's
+      list_id: 'main', scan_id: (online.checkin as { id: string }).id, type: 'entry',
     };
     expect(writes).toEqual([
       ...auditPushes(r, entry),
-      { op: 'set', key: 'ticket:offline-scan:dev-1:sc-1', value: { id: 'sc-1', result: 'ok', replayed: false, ticket: briefOf(r, 'checked_in'), checkin }, ttlMs: 30 * DAY },
+      { op: 'set', key: 'ticket:offline-scan:dev-1:sc-1', value: { id: 'sc-1', result: 'ok', replayed: false, ticket: offlineBriefOf(r, 'checked_in'), checkin }, ttlMs: 30 * DAY },
     ]);
     expect(messages).toEqual([]);
     fresh();
@@ -358,13 +401,14 @@ describe('offline scans', () => {
     const first = { at: iso(T0), scanner: 'door-1', gate: 'G', offline: false };
     const conflict = {
       at: iso(T0 + 4_000), received_at: iso(T0 + 9_000), reason: 'already_redeemed', code: r.code, reservation_id: r.id, show_id: show.id, seat: 'A-1',
-      scanner: 'door-2', gate: 'H', offline_id: 'sc-2', client: '10.0.0.7', first_checkin: first, cancelled_at: null,
+      scanner: 'door-2', gate: 'H', offline_id: 'sc-2', client: '10.0.0.7', first_checkin: first, cancelled_at: null, list_id: 'main',
     };
-    expect(res).toEqual({ id: 'sc-2', result: 'conflict', replayed: false, ticket: briefOf(r, 'checked_in'), conflict });
+    expect(res).toEqual({ id: 'sc-2', result: 'conflict', replayed: false, ticket: offlineBriefOf(r, 'checked_in'), conflict });
     const entry = {
       at: iso(T0 + 4_000), result: 'conflict', code: r.code, reservation_id: r.id, scanner: 'door-2', gate: 'H', source: 'manual', nonce: 'sc-2', client: '10.0.0.7', via: 'code', replayed: false,
       offline: { id: 'sc-2', scanned_at: iso(T0 + 4_000), received_at: iso(T0 + 9_000) },
       conflict: { reason: 'already_redeemed', first_checkin: first },
+      ...ON_MAIN,
     };
     expect(writes).toEqual([
       ...auditPushes(r, entry),
@@ -397,10 +441,10 @@ describe('offline scans', () => {
       id: 'sc-3',
       result: 'conflict',
       replayed: false,
-      ticket: briefOf(r, 'cancelled'),
+      ticket: offlineBriefOf(r, 'cancelled'),
       conflict: {
         at: iso(T0 + 500), received_at: iso(T0 + 1_000), reason: 'canceled', code: r.code, reservation_id: r.id, show_id: show.id, seat: 'A-1',
-        scanner: 'unnamed', gate: null, offline_id: 'sc-3', client: null, first_checkin: null, cancelled_at: iso(T0 + 1_000),
+        scanner: 'unnamed', gate: null, offline_id: 'sc-3', client: null, first_checkin: null, cancelled_at: iso(T0 + 1_000), list_id: 'main',
       },
     });
     expect(writes[0]).toMatchObject({ key: 'ticket:audit', value: { result: 'conflict', conflict: { reason: 'canceled', first_checkin: null } } });
@@ -415,6 +459,7 @@ describe('offline scans', () => {
     const entry = {
       at: iso(T0 + 1_000), result: 'invalid', code: 'TK-22222222', reservation_id: null, scanner: 'door-1', gate: null, source: 'camera', nonce: 'sc-x', client: '10.0.0.3', via: 'code', replayed: false,
       offline: { id: 'sc-x', scanned_at: iso(T0 + 1_000), received_at: iso(T0 + 3_000) },
+      type: 'entry',
     };
     expect(writes).toEqual([
       { op: 'push', key: 'ticket:audit', value: entry, cap: 100_000 },
