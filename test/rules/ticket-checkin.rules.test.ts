@@ -291,7 +291,7 @@ describe('offline scans', () => {
     expect(res).toEqual({ id: 'sc-1', result: 'ok', replayed: false, ticket: offlineBriefOf(r, 'checked_in'), checkin: { at, scanner: 'door-east', gate: 'E' } });
     const mark = { at, scanner: 'door-east', gate: 'E', nonce: 'sc-1', source: 'camera' };
     // the scan's id on the ticket's main list (the offline answer does not carry it)
-    const scanId = (writes[0] as { value: { door: { main: { id: string }[] } } }).value.door.main[0]!.id;
+    const scanId = (writes[0] as unknown as { value: { door: { main: { id: string }[] } } }).value.door.main[0]!.id;
     expect(scanId).toMatch(/^sc_/);
     const entry = { ...mark, result: 'ok', code: r.code, reservation_id: r.id, client: '10.0.0.5', via: 'code', replayed: false, offline: { id: 'sc-1', scanned_at: at, received_at: iso(T0 + 600_000) }, list_id: 'main', scan_id: scanId, type: 'entry' };
     const event = { type: 'checkin', reservation_id: r.id, code: r.code, show_id: r.show_id, show_name: r.show_name, venue: r.venue, date: r.date, seat: r.seat, at, scanner: 'door-east', gate: 'E', source: 'camera', list_id: 'main', scan_id: scanId };
