@@ -90,4 +90,21 @@ describe.skipIf(!hasBrowser)('the holder\'s ticket page in Chromium', () => {
     expect(await page.evaluate(() => (document.getElementById('qr') as HTMLImageElement).complete && (document.getElementById('qr') as HTMLImageElement).naturalWidth > 0)).toBe(true);
     await ctx.close();
   }, 60_000);
+
+  it('follows the door live: checked in at a scan, entry allowed again when staff undo it', async () => {
+    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'D-4', amount_paid: 70000 }, staff)).body;
+    const page = await browser.newPage({ viewport: { width: 360, height: 780 } });
+    await page.goto(`${hub.url}/mticket/${t.code}`);
+    await page.waitForSelector('body[data-ready="true"][data-live="on"]');
+    expect(await page.getAttribute('#status', 'data-status')).toBe('entry_allowed');
+    const scanned = await post(hub.url, '/api/checkin', { code: t.code }, staff);
+    expect(scanned.status).toBe(201);
+    await page.waitForSelector('#status[data-status="checked_in"]');
+    const undo = await post(hub.url, `/api/shows/${show.id}/lists/main/revert`, { reservation_id: t.reservation_id, scan_id: scanned.body.checkin.id, reason: '잘못 찍음' }, staff);
+    expect(undo.status).toBe(200);
+    await page.waitForSelector('#status[data-status="entry_allowed"]');
+    expect(await page.textContent('#status')).toBe('입장 가능 · entry allowed');
+    expect(await page.textContent('#checked-in')).toBe('');
+    await page.close();
+  });
 });

@@ -3,6 +3,7 @@
  * /api/console/live; an identity's connections with a disconnect button each and "disconnect all"
  * (optionally revoking its tokens); the outbox's waiting deliveries with a retry button.
  */
+import { kst } from '../common/time.js';
 import { mountSignIn, Session } from '../common/auth.js';
 import { el } from '../common/live.js';
 
@@ -31,7 +32,8 @@ interface State {
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const session = new Session('console:token');
-const when = (at: string | number) => new Intl.DateTimeFormat('ko-KR', { dateStyle: 'short', timeStyle: 'medium', timeZone: 'Asia/Seoul' }).format(new Date(at));
+/** Times as every page writes them (web/common/time.ts): KST, the zone named. */
+const when = (at: string | number) => kst(typeof at === 'number' ? at : Date.parse(at), { seconds: true });
 const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
 const uptime = (s: number) => (s >= 3600 ? `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${s}s`);
 const ready = () => void (document.body.dataset.ready = 'true');

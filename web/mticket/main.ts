@@ -133,6 +133,11 @@ async function main(): Promise<void> {
     const ev = data as { type: string; at: string };
     if (ev.type === 'checkin') renderStatus({ status: 'checked_in', checked_in_at: ev.at });
     if (ev.type === 'cancelled') renderStatus({ status: 'cancelled', checked_in_at: null });
+    // staff undid a scan at the door: the ticket is as the undo left it (entry allowed again, say)
+    if (ev.type === 'checkin_reverted') {
+      const back = data as { status: Ticket['status']; checked_in_at: string | null };
+      renderStatus({ status: back.status, checked_in_at: back.checked_in_at });
+    }
   });
   // a change made before the subscription was in place (between the load and the socket, or while
   // the socket was down) is read again each time the socket (re)connects
