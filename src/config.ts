@@ -269,3 +269,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   return parsed.data;
 }
+
+/**
+ * The configuration of a process entry point (the hub, the CLIs): a bad setting is printed (its
+ * message names it) and the process exits 2, as the deployment docs promise.
+ */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+}

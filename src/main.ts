@@ -1,18 +1,12 @@
 import { startMaru, type Maru } from './app.js';
 import { banner, bannerStream } from './banner.js';
 import { demoBanner } from './demo/page.js';
-import { loadConfig } from './config.js';
+import { loadConfigOrExit } from './config.js';
 import { createLogger } from './log.js';
 import { StartupRefusal } from './store/redis-startup.js';
 
 // Process entry: read the configuration, start the hub, stop gracefully on SIGTERM/SIGINT.
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  console.error((err as Error).message);
-  process.exit(2);
-}
+const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
 
 // The handlers are in place before the hub starts: a signal that arrives while the services are

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.js';
+import { loadConfigOrExit } from '../config.js';
 import { systemClock } from '../clock.js';
 import { openStore } from '../store/open.js';
 import { Idempotency } from '../idempotency.js';
@@ -24,13 +24,7 @@ import { PaymentService } from './service.js';
  */
 const USAGE = 'usage: cli.js check | payout-run <YYYY-Www> | chain-reset [<tree_size>:<root hex>] [--by <name>]';
 const [cmd, arg, ...rest] = process.argv.slice(2);
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  console.error((err as Error).message);
-  process.exit(2);
-}
+const config = loadConfigOrExit();
 // a chain-reset's arguments are checked before the store is opened: a bad one changes nothing
 let known: KnownHead | undefined;
 let by = process.env.USER ?? 'cli';
