@@ -67,6 +67,9 @@ function addProxy(list: BlockList, entry: string): void {
 }
 
 /** The hops a request passed, client first: from `Forwarded` (for=) or `X-Forwarded-For`. */
+/** The request headers a client's address is read from behind a trusted proxy (in this order). */
+export const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for'] as const;
+
 function forwardedHops(headers: Record<string, string>): string[] {
   const forwarded = headers['forwarded'];
   if (forwarded !== undefined) {

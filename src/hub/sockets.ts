@@ -3,7 +3,7 @@ import { invalidToken, WWW_AUTHENTICATE, type AuthGate } from './auth.js';
 import { parseClientJson, parseQuery, type AuthSpec, type Principal } from './http.js';
 import { parseSince, type Live } from './live.js';
 import { WS_CLOSE_INVALID_TOKEN, type HeldCredential } from './credentials.js';
-import type { ClientAddress } from './client-address.js';
+import { FORWARDING_HEADERS, type ClientAddress } from './client-address.js';
 import type { ConnectionCaps } from './connection-caps.js';
 import type { Metrics } from './metrics.js';
 import { statusLine, writeSecurity } from './respond.js';
@@ -124,7 +124,7 @@ export class Sockets {
         const authorization = req.getHeader('authorization');
         const query = req.getQuery() ?? '';
         const forwarded: Record<string, string> = {};
-        for (const name of ['forwarded', 'x-forwarded-for']) {
+        for (const name of FORWARDING_HEADERS) {
           const v = req.getHeader(name);
           if (v) forwarded[name] = v;
         }
