@@ -8,12 +8,14 @@
  * log, bus, outbox, idempotency...) are the platform every service may use.
  *
  * A service folder may import:
- * - the platform: the files at the top of src/, src/bus/, the Store port and codecs
- *   (src/store/port.ts, src/store/codec.ts), defineService (src/compose/compose.ts);
+ * - the platform: the files at the top of src/ (src/contract.ts among them: defineService, the
+ *   Platform, the Ports each service declares for itself), src/bus/, the Store port and codecs
+ *   (src/store/port.ts, src/store/codec.ts);
  * - of the hub, only its route-declaration face, src/hub/declare.ts;
  * - another service only through that service's public face, its index.ts (src/<service>/index.ts);
  * - an adapter (src/workers) only from its module.ts, the file that wires the service.
- * The hub imports no service and not the composition root; nothing imports in a circle.
+ * No service imports the composition root (src/compose: the graph and the list of services). The hub
+ * imports no service and not the composition root; nothing imports in a circle.
  */
 const PLATFORM_FOLDERS = '(?:hub|compose|store|bus|workers)';
 /** A service folder: any folder of src/ but the platform's; the capture is the service's name. */
@@ -44,10 +46,10 @@ module.exports = {
     },
     {
       name: 'service-imports-composition',
-      comment: 'A service module takes defineService from src/compose/compose.ts; the rest of the composition root (the list, the ports) is not its business.',
+      comment: 'A service takes its contract (defineService, Platform, the Ports it declares) from src/contract.ts; the composition root (the graph, the list of services) is not its business.',
       severity: 'error',
       from: { path: SERVICE },
-      to: { path: '^src/compose/', pathNot: '^src/compose/compose\\.ts$' },
+      to: { path: '^src/compose/' },
     },
     {
       name: 'service-imports-service-internals',

@@ -65,7 +65,7 @@ function service(store: Store) {
     store,
     clock: systemClock,
     // the bench never applies for a rental (its size walk registers a solution inquiry through intake)
-    intake: chatIntake(intake, store, { submit: () => Promise.reject(new Error('the bench does not apply')) }),
+    intake: chatIntake(intake, { submit: () => Promise.reject(new Error('the bench does not apply')) }),
     mail: chatMail(() => Date.now()),
     referrals: new ReferralService({ store, clock: systemClock }),
     logger: pino({ level: 'silent' }),

@@ -15,6 +15,13 @@
  *    and the hub's event-loop delay (perf_hooks, 1 ms resolution) p50/p99/max during the request;
  *    then the same request again (`repeated`: the workers already hold the candles and their
  *    indicator series, as for a second grid on the same market data).
+ * 4. The data-set case (docs/trading.md "Data sets"): the same `grid-candles` one-minute candles
+ *    written as CSV and uploaded by a trader through POST /api/program/datasets (parse, check, hash
+ *    and store: wall time and rows/s), then the same 500-combination grid on the data set through
+ *    the route (first: the bars read from the store, hashed and shared with the workers; repeated:
+ *    in memory), its answer checked equal to the synthetic one but for `candles`; and the single
+ *    backtests of part 1 on a data set of the largest size (200,000 bars) read through the shared
+ *    buffer the workers see.
  */
 import { mkdtempSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -26,7 +33,8 @@ import { ATR as TiATR, EMA as TiEMA } from 'technicalindicators';
 import { startMaru } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { runStrategy } from '../src/trading/analyses.js';
-import { generateCandles, type Candles } from '../src/trading/candles.js';
+import { candlesOfShared, generateCandles, sharedCandles, type Candles } from '../src/trading/candles.js';
+import { DATASET_MAX_ROWS } from '../src/trading/datasets.js';
 import { defaultSettings, type Settings } from '../src/trading/engine.js';
 import { computeMetrics } from '../src/trading/metrics.js';
 import { STRATEGIES, STRATEGY_DEFS } from '../src/trading/strategies.js';
@@ -121,10 +129,86 @@ function naiveEmaCross(rows: { open: number; high: number; low: number; close: n
   return { trades: trades.length, final: cash };
 }
 
+const ADMIN = 'bench-admin-password';
+
+/** A trader's token on the bench hub (the operator creates the account). */
+async function traderToken(url: string): Promise<string> {
+  const login = async (user: string, password: string) =>
+    ((await (await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, password }) })).json()) as { token: string }).token;
+  const admin = await login('admin', ADMIN);
+  await fetch(`${url}/api/auth/accounts`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` }, body: JSON.stringify({ user: 'bench-trader', password: 'bench-trader-secret', roles: ['trader'] }) });
+  return login('bench-trader', 'bench-trader-secret');
+}
+
+function csvOf(cs: Candles): string {
+  const out = ['time,open,high,low,close,volume'];
+  for (let i = 0; i < cs.n; i++) out.push(`${new Date(cs.t[i]!).toISOString()},${cs.o[i]},${cs.h[i]},${cs.l[i]},${cs.c[i]},${cs.v[i]}`);
+  return out.join('\n') + '\n';
+}
+
+/** Part 4 on the hub of part 3: upload the grid's candles as a data set, then the same grid on it. */
+async function datasetGrid(url: string, grid: Record<string, number[]>, synthetic: unknown) {
+  const token = await traderToken(url);
+  const csv = csvOf(generateCandles({ seed: 1, symbol: 'ES', timeframe: '1m', count: GRID_N }));
+  const form = new FormData();
+  form.set('name', 'bench');
+  form.set('symbol', 'ES');
+  form.set('file', new Blob([csv], { type: 'text/csv' }), 'bench.csv');
+  const u0 = performance.now();
+  const up = await fetch(`${url}/api/program/datasets`, { method: 'POST', body: form, headers: { authorization: `Bearer ${token}` } });
+  const uploaded = (await up.json()) as { dataset: { id: string; hash: string; bars: number } };
+  const uploadMs = performance.now() - u0;
+  const body = JSON.stringify({ dataset: uploaded.dataset.id, seed: 1, strategy: 'ema_cross', grid });
+  const request = async () => {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const res = await fetch(`${url}/api/program/optimize`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body });
+    const out = (await res.json()) as { combinations: number; candles: { hash: string } };
+    const cpu = process.cpuUsage(c0);
+    return { status: res.status, out, wall_ms: Math.round(performance.now() - t0), cpu_ms_all_threads: Math.round((cpu.user + cpu.system) / 1000) };
+  };
+  const first = await request();
+  const again = await request();
+  const { candles: _a, ...mine } = first.out as unknown as Record<string, unknown>;
+  const { candles: _b, ...theirs } = synthetic as Record<string, unknown>;
+  return {
+    upload: { status: up.status, rows: uploaded.dataset.bars, csv_bytes: csv.length, wall_ms: Math.round(uploadMs), rows_per_s: perSec(uploaded.dataset.bars, uploadMs) },
+    grid_500: {
+      status: first.status,
+      combinations: first.out.combinations,
+      hash_in_answer: first.out.candles.hash === uploaded.dataset.hash,
+      same_as_synthetic: JSON.stringify(mine) === JSON.stringify(theirs),
+      wall_ms: first.wall_ms,
+      cpu_ms_all_threads: first.cpu_ms_all_threads,
+      bar_evaluations_per_s: perSec(first.out.combinations * GRID_N, first.wall_ms),
+      repeated: { status: again.status, same_answer: JSON.stringify(again.out) === JSON.stringify(first.out), wall_ms: again.wall_ms, cpu_ms_all_threads: again.cpu_ms_all_threads },
+    },
+  };
+}
+
+/** Part 4's single backtests: candles read through the shared buffer a data set reaches the workers in. */
+function datasetSingles(settings: Settings) {
+  const n = DATASET_MAX_ROWS;
+  const src = generateCandles({ seed: 2, symbol: 'ES', timeframe: '1m', count: n });
+  const columns = new Float64Array(n * 6);
+  [src.t, src.o, src.h, src.l, src.c, src.v].forEach((col, k) => columns.set(col, k * n));
+  const cs = candlesOfShared(sharedCandles(columns, n), 'ES', '1m');
+  const out: Record<string, unknown> = {};
+  for (const id of STRATEGIES) {
+    const params = STRATEGY_DEFS[id].schema.parse({});
+    let trades = 0;
+    const loop = best(() => {
+      trades = runStrategy(cs, id, params, settings).trades.n;
+    });
+    out[id] = { trades, same_trades_as_generated: trades === runStrategy(src, id, params, settings).trades.n, candles_per_s: perSec(n, loop), candles_per_cpu_s: perSec(n, lastCpu) };
+  }
+  return { bars: n, single_backtest: out };
+}
+
 async function gridThroughRoute() {
   const dir = mkdtempSync(join(tmpdir(), 'maru-bench-engine-'));
   const maru = await startMaru(
-    loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', TRADING_WORKERS: String(availableParallelism()) }),
+    loadConfig({ HOST: '127.0.0.1', PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', TRADING_WORKERS: String(availableParallelism()), ADMIN_PASSWORD: ADMIN }),
     { logger: pino({ level: 'silent' }) },
   );
   const grid = { fast: Array.from({ length: 20 }, (_, i) => 2 + i), slow: Array.from({ length: 25 }, (_, i) => 30 + i) };
@@ -153,7 +237,9 @@ async function gridThroughRoute() {
     const same = JSON.stringify((await again.json()) as unknown) === JSON.stringify(out);
     const wallAgain = performance.now() - t1;
     const cpuAgain = process.cpuUsage(c1);
+    const dataset = await datasetGrid(maru.url, grid, out);
     return {
+      dataset,
       status: res.status,
       combinations: out.combinations,
       candles: GRID_N,
@@ -197,8 +283,11 @@ async function main() {
   });
   const ours = (single.ema_cross as { candles_per_s: number }).candles_per_s;
   const naivePerS = perSec(N, naiveMs);
-  const grid = await gridThroughRoute();
+  const { dataset: datasetRoute, ...grid } = await gridThroughRoute();
+  const dataset = { ...datasetSingles(settings), ...datasetRoute };
   const goals = {
+    dataset_single_backtest_20M_per_cpu_s: Object.values(dataset.single_backtest).every((s) => (s as { candles_per_cpu_s: number }).candles_per_cpu_s >= 20_000_000),
+    dataset_grid_under_half_s: dataset.grid_500.wall_ms < 500,
     single_backtest_20M_per_s: Object.values(single).every((s) => (s as { candles_per_s: number }).candles_per_s >= 20_000_000),
     single_backtest_20M_per_cpu_s: Object.values(single).every((s) => (s as { candles_per_cpu_s: number }).candles_per_cpu_s >= 20_000_000),
     grid_under_half_s: grid.wall_ms < 500,
@@ -214,6 +303,7 @@ async function main() {
       single_backtest: single,
       technicalindicators_ema_cross: { candles_per_s: naivePerS, trades: naive.trades, ours_trades: (single.ema_cross as { trades: number }).trades, ratio_ours_to_theirs: +(ours / naivePerS).toFixed(1) },
       grid_500_via_route: grid,
+      dataset,
       goals,
     }),
   );

@@ -7,8 +7,9 @@ import type { Config } from './config.js';
 import { Hub } from './hub/index.js';
 import type { DemoSummary } from './demo/seed.js';
 import { createLogger } from './log.js';
-import { runPhase, type Platform } from './compose/module.js';
-import { compose, type Built } from './compose/compose.js';
+import { runPhase } from './compose/module.js';
+import { compose } from './compose/compose.js';
+import type { Built, Platform } from './contract.js';
 import { SERVICES } from './compose/services.js';
 import { openStore } from './store/open.js';
 import { parseTrustedProxies } from './hub/client-address.js';
@@ -60,7 +61,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   const store = await openStore(config, (message) => logger.warn({ part: 'store' }, message));
   // one name for this process: the Bus origin, the rooms' relay origin and the program leases' owner
   const processId = `${process.pid}-${randomBytes(4).toString('hex')}`;
-  const bus = createBus(store, processId, { logger: logger.child({ part: 'bus' }) });
+  const bus = createBus(store, processId, { logger: logger.child({ part: 'bus' }), lingerMs: config.BUS_LINGER_MS });
   hub.attachBus(bus);
   await bus.start();
   hub.ready('store', () => store.ping());
@@ -75,7 +76,7 @@ export async function startMaru(config: Config, opts: { logger?: Logger; clock?:
   for (const m of modules) hub.service(m.name, (h) => m.routes(h));
   hub.page('/reference', '/reference.html', {
     title: 'API reference',
-    description: 'Every route, stream and socket of this hub, from /openapi.json (generated from the route table)',
+    description: '이 허브의 모든 경로, 스트림, 소켓 (경로 표에서 만든 /openapi.json)',
   });
 
   const port = await hub.listen(config.HOST, config.PORT);

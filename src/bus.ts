@@ -1,8 +1,11 @@
 import { isStoreUnavailable } from './errors.js';
 import type { Json, Store, Unsubscribe } from './store/port.js';
+import { partitionKey, partitionKeys } from './store/partition.js';
 import {
   RetentionTable,
   TopicHistory,
+  topicChannel,
+  topicPartition,
   type HistoryResult,
   type Retention,
   type StreamPosition,
@@ -14,6 +17,14 @@ export type { HistoryResult, Publication, Retention, StreamPosition, LostReason 
  * The one Bus. Services publish (topic, message); the hub delivers to WebSocket and SSE
  * subscribers. Delivery is local at once, and through the Store's pub/sub to every other process
  * sharing it (Redis). A process never delivers its own message twice.
+ *
+ * Channels: one per partition of the keyspace (`bus:{#p}`, the partition of the topic's history key:
+ * bus/history.ts), so on a Redis Cluster a message stays on its shard (SPUBLISH/SSUBSCRIBE) and a
+ * retained topic's history append and its publication are one script there. A process subscribes
+ * only to the channels of the partitions whose topics something here follows (`follow`: the hub
+ * for each topic its WebSocket and SSE clients follow, services for the topics they listen to
+ * across processes); a partition followed no more is unsubscribed `lingerMs` (BUS_LINGER_MS) after
+ * its last follower leaves, so a client that comes and goes does not churn subscriptions.
  *
  * Topics that need it remember: `retain(pattern, {size})` keeps a capped history in the Store, each
  * publication numbered by its offset within an epoch (see bus/history.ts), and `history(topic,
@@ -56,8 +67,21 @@ export interface Bus {
   retained(topic: string): boolean;
   /** Publications after `since` (see TopicHistory.since); the head alone without it. */
   history(topic: string, since?: StreamPosition): Promise<HistoryResult>;
-  /** Every message on every topic, from this process and the others. Returns an unsubscribe. */
+  /**
+   * Every message this process hears: each one published here, and those of the other processes
+   * on the topics followed here (`follow`). Returns an unsubscribe.
+   */
   onMessage(handler: BusHandler): () => void;
+  /**
+   * Makes this process hear the messages other processes publish on `topic`: subscribes to the
+   * channel of the topic's partition, unless something here follows that partition already, and
+   * resolves once the subscription is in place (a history read after it misses nothing). Resolves
+   * with the release; the partition's channel is unsubscribed `lingerMs` after its last release.
+   * Rejects when the Store cannot subscribe (then nothing is held).
+   */
+  follow(topic: string): Promise<() => void>;
+  /** The partitions whose channels this process is subscribed to now (lingering ones included), ascending. */
+  subscribed(): number[];
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -67,7 +91,12 @@ export interface BusOptions {
   logger?: { warn(obj: object, msg: string): void };
   /** Longest an emitted message of a retained topic is retried while the Store is unavailable, ms. */
   emitRetryMs?: number;
+  /** How long a partition followed no more stays subscribed, ms (BUS_LINGER_MS). */
+  lingerMs?: number;
 }
+
+/** How long a partition followed no more stays subscribed by default: 5 seconds. */
+export const BUS_LINGER_MS = 5000;
 
 /** Most emitted messages of retained topics waiting, in all topics, for the Store to come back. */
 export const EMIT_BACKLOG = 10_000;
@@ -88,8 +117,17 @@ interface Queued {
 const EMIT_RETRY_FIRST_PAUSE_MS = 50;
 const EMIT_RETRY_MAX_PAUSE_MS = 1000;
 
-/** Store channel carrying bus messages between processes. */
-export const BUS_CHANNEL = 'bus';
+/** The Store channels carrying bus messages between processes, one per partition; a topic's is `topicChannel(topic)`. */
+export const BUS_CHANNELS = partitionKeys('bus');
+export { topicChannel, topicPartition };
+
+/** One partition's channel subscription: its followers, and the release pending when it has none. */
+interface Following {
+  count: number;
+  /** The Store subscription; rejected when it could not be made. */
+  ready: Promise<Unsubscribe>;
+  linger?: NodeJS.Timeout;
+}
 
 /**
  * Runs `op`, and again after a pause (50 ms doubling to 1 s) while it fails with store_unavailable,
@@ -112,11 +150,47 @@ export async function retryWhileUnavailable<T>(
   }
 }
 
+/** Pause before a refused follow of followAlways is tried again. */
+const FOLLOW_RETRY_MS = 1000;
+
+/**
+ * Follows `topic` on `bus` until the returned stop is called, for a service that hears a topic's
+ * messages from every process for as long as it runs (trading's program events, collab's access
+ * changes): a follow the Store refuses (Redis out of reach) is tried again every second, with a
+ * warning.
+ */
+export function followAlways(bus: Pick<Bus, 'follow'>, topic: string, warn?: (obj: object, msg: string) => void): () => void {
+  let stopped = false;
+  let release: (() => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const attempt = () => {
+    timer = undefined;
+    bus.follow(topic).then(
+      (r) => (stopped ? r() : (release = r)),
+      (err) => {
+        if (stopped) return;
+        warn?.({ err, topic }, 'bus topic not followed; trying again');
+        timer = setTimeout(attempt, FOLLOW_RETRY_MS);
+        timer.unref();
+      },
+    );
+  };
+  attempt();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    release?.();
+    release = undefined;
+  };
+}
+
 export function createBus(store: Store, origin: string, opts: BusOptions = {}): Bus {
   const handlers = new Set<BusHandler>();
   const retention = new RetentionTable();
   const history = new TopicHistory(store);
-  let unsubscribe: Unsubscribe | undefined;
+  /** The subscribed partitions (and those being subscribed), by partition number. */
+  const following = new Map<number, Following>();
+  const lingerMs = opts.lingerMs ?? BUS_LINGER_MS;
   const retryMs = opts.emitRetryMs ?? EMIT_RETRY_MS;
   /** The emits of each retained topic not yet sent, oldest first (present while its drain runs). */
   const queues = new Map<string, Queued[]>();
@@ -143,29 +217,20 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
     const kept = retention.get(topic);
     if (!kept) {
       deliver({ topic, message });
-      await store.publish(BUS_CHANNEL, JSON.stringify({ o: origin, t: topic, m: message }));
+      await store.publish(topicChannel(topic), JSON.stringify({ o: origin, t: topic, m: message }));
       return 0;
     }
-    // the history is written first: a subscriber that sees the message can always find it again
-    const pos = await history.append(topic, message, kept.size);
+    // the history append publishes the message to the other processes in the same update: a
+    // subscriber that sees the message can always find it again, and a message in the history is
+    // always announced (a process that missed it fills the gap at the topic's next one: hub/live.ts)
+    const pos = await history.append(topic, message, kept.size, announce(topic));
     deliver({ topic, message, offset: pos.offset, epoch: pos.epoch });
-    await notify(topic, message, pos);
     return pos.offset;
   };
 
-  /**
-   * Tells the other processes of a retained topic's message, once its history holds it. A failure
-   * here is not the publication's: the message is published (in the history, delivered here), and a
-   * process that missed the notice fills the gap from the history at the topic's next message
-   * (hub/live.ts). Rethrown, it would make an emit's retry write the message a second time.
-   */
-  const notify = async (topic: string, message: Json, pos: { offset: number; epoch: string }) => {
-    try {
-      await store.publish(BUS_CHANNEL, JSON.stringify({ o: origin, t: topic, m: message, n: pos.offset, e: pos.epoch }));
-    } catch (err) {
-      opts.logger?.warn({ err, topic }, 'bus message kept in the history, but not announced to the other processes (they fill the gap at the next one)');
-    }
-  };
+  /** The envelope of a retained topic's message as the other processes read it. */
+  const announce = (topic: string) => (message: Json, pos: { offset: number; epoch: string }) =>
+    JSON.stringify({ o: origin, t: topic, m: message, n: pos.offset, e: pos.epoch });
 
   const publishMany = async (topic: string, messages: Json[]): Promise<number[]> => {
     const kept = retention.get(topic);
@@ -174,11 +239,8 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
       for (const m of messages) out.push(await publish(topic, m));
       return out;
     }
-    const positions = await history.appendMany(topic, messages, kept.size);
-    for (const [i, pos] of positions.entries()) {
-      deliver({ topic, message: messages[i]!, offset: pos.offset, epoch: pos.epoch });
-      await notify(topic, messages[i]!, pos);
-    }
+    const positions = await history.appendMany(topic, messages, kept.size, announce(topic));
+    for (const [i, pos] of positions.entries()) deliver({ topic, message: messages[i]!, offset: pos.offset, epoch: pos.epoch });
     return positions.map((p) => p.offset);
   };
 
@@ -234,6 +296,67 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
     void drain(topic, fresh);
   };
 
+  /** A message of another process, as its channel carries it. */
+  const receive = (raw: string) => {
+    let env: { o?: unknown; t?: unknown; m?: Json; n?: unknown; e?: unknown };
+    try {
+      env = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    if (env.o === origin || typeof env.t !== 'string' || env.m === undefined) return;
+    const msg: BusMessage = { topic: env.t, message: env.m };
+    if (typeof env.n === 'number' && typeof env.e === 'string') {
+      msg.offset = env.n;
+      msg.epoch = env.e;
+    }
+    deliver(msg);
+  };
+
+  /** Unsubscribes a partition nothing follows any more (its linger ran out). */
+  const drop = (p: number, f: Following) => {
+    f.linger = undefined;
+    if (f.count > 0 || following.get(p) !== f) return;
+    following.delete(p);
+    void f.ready.then((off) => off()).catch(() => undefined);
+  };
+
+  const follow = async (topic: string): Promise<() => void> => {
+    if (closed) throw new Error('the bus is closed');
+    const p = topicPartition(topic);
+    let f = following.get(p);
+    if (!f) {
+      const fresh: Following = { count: 0, ready: Promise.resolve(() => Promise.resolve()) };
+      // only the partition's current subscription delivers: while an old one is being unsubscribed
+      // and a new one made, the channel has two handlers, and a message must not arrive twice
+      fresh.ready = store.subscribe(partitionKey('bus', p), (raw) => {
+        if (following.get(p) === fresh) receive(raw);
+      });
+      fresh.ready.catch(() => {
+        if (following.get(p) === fresh) following.delete(p);
+      });
+      following.set(p, (f = fresh));
+    }
+    const held = f;
+    held.count++;
+    clearTimeout(held.linger);
+    held.linger = undefined;
+    try {
+      await held.ready;
+    } catch (err) {
+      held.count--;
+      throw err;
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--held.count > 0 || following.get(p) !== held) return;
+      held.linger = setTimeout(() => drop(p, held), lingerMs);
+      held.linger.unref();
+    };
+  };
+
   return {
     publish,
     publishMany,
@@ -255,22 +378,10 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
       handlers.add(handler);
       return () => handlers.delete(handler);
     },
+    follow,
+    subscribed: () => [...following.keys()].sort((a, b) => a - b),
     async start() {
-      unsubscribe = await store.subscribe(BUS_CHANNEL, (raw) => {
-        let env: { o?: unknown; t?: unknown; m?: Json; n?: unknown; e?: unknown };
-        try {
-          env = JSON.parse(raw);
-        } catch {
-          return;
-        }
-        if (env.o === origin || typeof env.t !== 'string' || env.m === undefined) return;
-        const msg: BusMessage = { topic: env.t, message: env.m };
-        if (typeof env.n === 'number' && typeof env.e === 'string') {
-          msg.offset = env.n;
-          msg.epoch = env.e;
-        }
-        deliver(msg);
-      });
+      // nothing to subscribe before something follows a topic (follow)
     },
     async close() {
       closed = true;
@@ -279,7 +390,10 @@ export function createBus(store: Store, origin: string, opts: BusOptions = {}): 
         p.wake();
       }
       pauses.clear();
-      await unsubscribe?.();
+      const subs = [...following.values()];
+      following.clear();
+      for (const f of subs) clearTimeout(f.linger);
+      await Promise.all(subs.map((f) => f.ready.then((off) => off()).catch(() => undefined)));
       handlers.clear();
     },
   };

@@ -10,20 +10,9 @@ import { chainPublicKey, parseKnownHead } from './payment/chain-keys.js';
 const intFrom = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
 
-const schema = z.object({
-  PORT: intFrom(8080, 0, 65535),
-  HOST: z.string().min(1).default('0.0.0.0'),
-  /**
-   * Where people and peers reach the hub (https://maru.example.kr): the links in the applicants'
-   * mails, the on-ramp's webhook and return addresses; never taken from a request's Host header.
-   */
-  PUBLIC_URL: z.string().url().optional(),
-  DATA_DIR: z.string().min(1).default('./data'),
-  REDIS_URL: z.string().url().optional(),
-  /** Namespace of every Redis key and channel, so several deployments can share one server. */
-  REDIS_PREFIX: z.string().min(1).default('maru:'),
-  /** Redis through Sentinel (docs/deploy.md): host:port,host:port,... of the Sentinels; REDIS_URL then only gives the password and db. */
-  REDIS_SENTINELS: z
+/** host:port,host:port,... (a DNS name, an IPv4 address or a bracketed IPv6 address each). */
+const hostPorts = () =>
+  z
     .string()
     .optional()
     .transform((v, ctx) => {
@@ -39,7 +28,36 @@ const schema = z.object({
         out.push({ host: m[1]!.replace(/^\[|\]$/g, ''), port });
       }
       return out;
-    }),
+    });
+
+const schema = z.object({
+  PORT: intFrom(8080, 0, 65535),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  /**
+   * Where people and peers reach the hub (https://maru.example.kr): the links in the applicants'
+   * mails, the on-ramp's webhook and return addresses; never taken from a request's Host header.
+   */
+  PUBLIC_URL: z.string().url().optional(),
+  DATA_DIR: z.string().min(1).default('./data'),
+  REDIS_URL: z.string().url().optional(),
+  /** Namespace of every Redis key and channel, so several deployments can share one server. */
+  REDIS_PREFIX: z.string().min(1).default('maru:'),
+  /**
+   * How long the Bus stays subscribed to a partition's channel after the last topic of it followed
+   * on this process is left, ms (docs/partitions.md, "The Bus"): a client that comes back within it
+   * costs no new subscription.
+   */
+  BUS_LINGER_MS: intFrom(5000, 0, 600_000),
+  /** Redis through Sentinel (docs/deploy.md): host:port,host:port,... of the Sentinels; REDIS_URL then only gives the password and db. */
+  REDIS_SENTINELS: hostPorts(),
+  /**
+   * Redis Cluster (docs/deploy.md): host:port,host:port,... of some of its nodes (seeds); every
+   * connection the hub opens is then a cluster client and every key carries its partition's hash
+   * tag (docs/partitions.md). REDIS_URL then only gives the password.
+   */
+  REDIS_CLUSTER_NODES: hostPorts(),
+  /** STORE_PARTITION_CHECK=1: the Store refuses an update spanning aggregates (docs/partitions.md), on LMDB too; for tests and staging. */
+  STORE_PARTITION_CHECK: z.enum(['0', '1']).default('0').transform((v) => v === '1'),
   /** The master name the Sentinels monitor (required with REDIS_SENTINELS). */
   REDIS_SENTINEL_NAME: z.string().min(1).max(200).optional(),
   /** Replicas that must hold every atomic Store update before it is acknowledged (WAIT); fewer: 503 store_unavailable. */
@@ -136,6 +154,10 @@ const schema = z.object({
   TRADING_CHUNKS: intFrom(0, 0, 500),
   /** Live programs: simulated length of one market candle, ms (the market's bars are one-minute bars). */
   PROGRAM_CANDLE_MS: intFrom(60_000, 1000, 86_400_000),
+  /** Trading alerts may post to private and loopback addresses (tests and closed networks only; docs/trading.md "Alerts"). */
+  ALERTS_ALLOW_PRIVATE: z.enum(['0', '1']).default('0').transform((v) => v === '1'),
+  /** How long a deleted trading program's alert is kept for its events still queued (ms; default 7 days). */
+  ALERTS_KEEP_AFTER_DELETE_MS: intFrom(7 * 24 * 3_600_000, 1, 365 * 24 * 3_600_000),
   /** Accelerated market for demos and tests: a candle closes every PROGRAM_CANDLE_MS / PROGRAM_SPEED ms of the hub clock. */
   PROGRAM_SPEED: intFrom(1, 1, 10_000),
   /** DEMO=1 seeds demo data through the services at start (src/demo/seed.ts) and prints where to look; nothing is seeded without it. */
@@ -255,6 +277,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     .refine((c) => c.REDIS_SENTINELS === undefined || c.REDIS_SENTINEL_NAME !== undefined, {
       path: ['REDIS_SENTINEL_NAME'],
       message: 'is required with REDIS_SENTINELS (the master name the Sentinels monitor)',
+    })
+    // a cluster has no Sentinels (its masters fail over among themselves)
+    .refine((c) => c.REDIS_CLUSTER_NODES === undefined || c.REDIS_SENTINELS === undefined, {
+      path: ['REDIS_CLUSTER_NODES'],
+      message: 'cannot be set with REDIS_SENTINELS (a Redis Cluster fails over by itself; set one of the two)',
+    })
+    // the partition hash tag follows the prefix: a brace in it would be read as the tag
+    .refine((c) => c.REDIS_CLUSTER_NODES === undefined || !/[{}]/.test(c.REDIS_PREFIX), {
+      path: ['REDIS_PREFIX'],
+      message: 'must not hold { or } with REDIS_CLUSTER_NODES (the partition hash tag follows it)',
     })
     // a token the bank issued for another service must not sign in here: with an SSO provider
     // configured, the audience the hub checks is required

@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js';
 import { AppError } from './errors.js';
 import { codec, F, type Codec } from './store/codec.js';
-import type { Json, Store, Write } from './store/port.js';
+import { partitionKeyFor, partitionKeys, type Json, type Store, type Write } from './store/port.js';
 
 /**
  * Presence, in the manner of Centrifuge's PresenceManager: who is on a topic (a document, a show's
@@ -10,8 +10,10 @@ import type { Json, Store, Write } from './store/port.js';
  * gone `timeoutMs` after its last heartbeat; `sweep` removes the silent ones and says which left.
  *
  * Layout: one value per topic, a map of entries by client id (`key(topic)`, kept four timeouts),
- * and one index of the topics with entries (`index`), scored so that a topic is due for the sweep
- * once its earliest entry expires. The hub's own presence (hub.presence, topics declared with
+ * and an index of the topics with entries per partition (`<index>:{#p}`, in the partition of the
+ * topic's key, written in the same update: docs/partitions.md), scored so that a topic is due for
+ * the sweep once its earliest entry expires. The sweep also reads the global index of before the
+ * partitions (`<index>`) and drops a topic from it once the topic is in its partition's. The hub's own presence (hub.presence, topics declared with
  * `presence: true`) and a service's (collab's document presence) are each one PresenceManager.
  */
 
@@ -44,7 +46,7 @@ export interface PresenceOptions<E extends PresenceEntry = PresenceEntry> {
   timeoutMs?: number;
   /** The store key of a topic's entries (default `presence:<topic>`). */
   key?: (topic: string) => string;
-  /** The store index of the topics with entries (default `presence:topics`). */
+  /** The store index of the topics with entries (default `presence:topics`), one per partition (`<index>:{#p}`). */
   index?: string;
   /** How a topic's map is read and written (default: entries with a string `user` and a numeric `seen`). */
   codec?: Codec<Record<string, E>>;
@@ -97,6 +99,8 @@ export class PresenceManager<E extends PresenceEntry = PresenceEntry> {
   private readonly clock: Clock;
   private readonly keyOf: (topic: string) => string;
   private readonly index: string;
+  /** The global index of before the partitions, then each partition's. */
+  private readonly indexes: string[];
   private readonly codec: Codec<Record<string, E>>;
 
   constructor(opts: PresenceOptions<E>) {
@@ -106,6 +110,7 @@ export class PresenceManager<E extends PresenceEntry = PresenceEntry> {
     this.clock = opts.clock;
     this.keyOf = opts.key ?? ((t) => `presence:${t}`);
     this.index = opts.index ?? 'presence:topics';
+    this.indexes = [this.index, ...partitionKeys(this.index)];
     this.codec = opts.codec ?? (defaultCodec as Codec<Record<string, PresenceEntry>> as Codec<Record<string, E>>);
   }
 
@@ -132,7 +137,7 @@ export class PresenceManager<E extends PresenceEntry = PresenceEntry> {
       return {
         writes: [
           { op: 'set', key, value: this.codec.encode(map), ttlMs: this.keep(stored) },
-          { op: 'index', key: this.index, member: topic, score: this.due(stored) },
+          { op: 'index', key: this.indexOf(key), member: topic, score: this.due(stored) },
         ],
         result: { joined: !existing, entry, entries: Object.values(live) },
       };
@@ -145,7 +150,7 @@ export class PresenceManager<E extends PresenceEntry = PresenceEntry> {
    */
   async remove(topic: string, client: string, allow?: (entry: E) => void): Promise<Removed<E> | undefined> {
     const key = this.keyOf(topic);
-    return this.store.update([key], ([cur]) => {
+    const removed = await this.store.update([key], ([cur]) => {
       const map = { ...this.codec.decode(cur) };
       const entry = map[client];
       if (!entry) return { writes: [], result: undefined };
@@ -154,9 +159,11 @@ export class PresenceManager<E extends PresenceEntry = PresenceEntry> {
       const entries = Object.values(map);
       const writes: Write[] = entries.length
         ? [{ op: 'set', key, value: this.codec.encode(map), ttlMs: this.keep(entries) }]
-        : [{ op: 'del', key }, { op: 'unindex', key: this.index, member: topic }];
+        : [{ op: 'del', key }, { op: 'unindex', key: this.indexOf(key), member: topic }];
       return { writes, result: { entry, entries } };
     });
+    if (removed && removed.entries.length === 0) await this.store.unindex(this.index, topic); // an entry of before the partitions
+    return removed;
   }
 
   /** Who is on the topic now (entries past their time-out are not). */
@@ -174,21 +181,35 @@ export class PresenceManager<E extends PresenceEntry = PresenceEntry> {
   async sweep(): Promise<Swept<E>[]> {
     const now = this.clock.now();
     const out: Swept<E>[] = [];
-    for (const { member: topic } of await this.store.indexRange(this.index, { max: now - this.timeoutMs })) {
-      const key = this.keyOf(topic);
-      const swept = await this.store.update([key], ([cur]) => {
-        const map = { ...this.codec.decode(cur) };
-        const removed: E[] = [];
-        for (const [id, p] of Object.entries(map)) if (this.expired(p, now)) (removed.push(p), delete map[id]);
-        const left = Object.values(map);
-        const writes: Write[] = left.length
-          ? [{ op: 'set', key, value: this.codec.encode(map) }, { op: 'index', key: this.index, member: topic, score: this.due(left) }]
-          : [{ op: 'del', key }, { op: 'unindex', key: this.index, member: topic }];
-        return { writes, result: { topic, removed, left } };
-      });
-      if (swept.removed.length) out.push(swept);
+    const parts = await Promise.all(this.indexes.map((k) => this.store.indexRange(k, { max: now - this.timeoutMs })));
+    // due first, as one index would order them
+    const due = parts.flatMap((entries, i) => entries.map((e) => ({ ...e, i })));
+    due.sort((a, b) => a.score - b.score || Buffer.compare(Buffer.from(a.member), Buffer.from(b.member)) || a.i - b.i);
+    {
+      for (const { member: topic, i } of due) {
+        const key = this.keyOf(topic);
+        const index = this.indexOf(key);
+        const swept = await this.store.update([key], ([cur]) => {
+          const map = { ...this.codec.decode(cur) };
+          const removed: E[] = [];
+          for (const [id, p] of Object.entries(map)) if (this.expired(p, now)) (removed.push(p), delete map[id]);
+          const left = Object.values(map);
+          const writes: Write[] = left.length
+            ? [{ op: 'set', key, value: this.codec.encode(map) }, { op: 'index', key: index, member: topic, score: this.due(left) }]
+            : [{ op: 'del', key }, { op: 'unindex', key: index, member: topic }];
+          return { writes, result: { topic, removed, left } };
+        });
+        // a topic of the global index: now in its partition's (or gone)
+        if (i === 0) await this.store.unindex(this.index, topic);
+        if (swept.removed.length && !out.some((o) => o.topic === topic)) out.push(swept);
+      }
     }
     return out;
+  }
+
+  /** The index of the partition of a topic's key. */
+  private indexOf(key: string): string {
+    return partitionKeyFor(this.index, key);
   }
 
   private expired(p: PresenceEntry, now: number): boolean {

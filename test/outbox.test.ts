@@ -10,7 +10,7 @@ import { startTaskLedgerStandin } from '../src/peers/task-ledger-standin.js';
 import { startValueStandin, type Standin, type ValueStandinState } from '../src/peers/value-standin.js';
 import { rewardPeerDeliverers, ValueServiceClient } from '../src/reward/peers.js';
 import { openLmdbStore } from '../src/store/lmdb.js';
-import type { Json, Store } from '../src/store/port.js';
+import { partitionOf, type Json, type Store } from '../src/store/port.js';
 import { openRedisStore } from '../src/store/redis.js';
 import { startMaru } from '../src/app.js';
 import { ManualClock } from '../src/clock.js';
@@ -97,11 +97,14 @@ function item(dest: string, amount: number, extra: Record<string, Json> = {}): O
   return { id: `it-${process.pid}-${seq}`, dest, payload: { amount, ...extra }, createdAt: Date.now() };
 }
 
+/** The partition of the state key the items are enqueued beside. */
+const STATE_P = partitionOf('test:state');
+
 /** Enqueues items in one atomic update together with a state change, as a service does. */
 async function enqueue(store: Store, items: OutboxItem[], stateKey = 'test:state'): Promise<void> {
   await store.update([stateKey], ([cur]) => {
     const n = typeof cur === 'number' ? cur : 0;
-    return { writes: [{ op: 'set', key: stateKey, value: n + items.length }, ...items.flatMap(outboxWrites)], result: undefined };
+    return { writes: [{ op: 'set', key: stateKey, value: n + items.length }, ...items.flatMap((i) => outboxWrites(i, stateKey))], result: undefined };
   });
 }
 
@@ -223,7 +226,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const stats = await outbox.stats();
       expect(stats).toMatchObject({ pending: 0, delivered: 3, failedAttempts: 0 });
       expect(stats.oldestPendingAt).toBeUndefined();
-      expect(await store.get(outboxKey(items[0]!.id))).toBeUndefined();
+      expect(await store.get(outboxKey(items[0]!.id, STATE_P))).toBeUndefined();
       expect(await store.get('test:state')).toBe(3);
 
       // kick() delivers right after an enqueue, without waiting for the poll.
@@ -251,7 +254,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       const attempts = new Map<string, Array<{ at: number; prevDelay?: number }>>();
       const deliver: Record<string, Deliver> = {
         value: async (it, signal) => {
-          const rec = (await store.get(outboxKey(it.id))) as { lastDelayMs?: number } | undefined;
+          const rec = (await store.get(outboxKey(it.id, STATE_P))) as { lastDelayMs?: number } | undefined;
           const list = attempts.get(it.id) ?? [];
           list.push({ at: Date.now(), prevDelay: rec?.lastDelayMs });
           attempts.set(it.id, list);
@@ -359,10 +362,10 @@ for (const kind of [lmdbKind(), redisKind()]) {
       // the outbox's clock, which stands still until the test moves it past the lease.
       const clock = new ManualClock(Date.parse('2026-11-22T09:00:00Z'));
       const leaseEnd = clock.now() + 1500;
-      await store.update([outboxKey(it1.id)], ([cur]) => ({
+      await store.update([outboxKey(it1.id, STATE_P)], ([cur]) => ({
         writes: [
-          { op: 'set', key: outboxKey(it1.id), value: { ...(cur as Record<string, Json>), attempts: 1, due: leaseEnd, claim: 'dead-process' } },
-          { op: 'index', key: 'outbox:due', member: it1.id, score: leaseEnd },
+          { op: 'set', key: outboxKey(it1.id, STATE_P), value: { ...(cur as Record<string, Json>), attempts: 1, due: leaseEnd, claim: 'dead-process' } },
+          { op: 'index', key: `outbox:due:{#${STATE_P}}`, member: it1.id, score: leaseEnd },
         ],
         result: undefined,
       }));
@@ -548,7 +551,7 @@ for (const kind of [lmdbKind(), redisKind()]) {
       await enqueue(store, [it1]);
       await enqueue(store, [{ ...it1, payload: { amount: 10, note: 'again' } }]);
       // The read-set variant keeps the first copy.
-      await store.update([outboxKey(it1.id)], ([cur]) => ({ writes: outboxWritesIfAbsent({ ...it1, payload: { amount: 99 } }, cur), result: undefined }));
+      await store.update([outboxKey(it1.id, STATE_P)], ([cur]) => ({ writes: outboxWritesIfAbsent({ ...it1, payload: { amount: 99 } }, cur, 'test:state'), result: undefined }));
       const outbox = makeOutbox(store, rewardPeerDeliverers({ VALUE_SERVICE_URL: value.url, TASK_LEDGER_URL: undefined, PEER_TIMEOUT_MS: 1000 }));
       expect((await outbox.stats()).pending).toBe(1);
       outbox.start();

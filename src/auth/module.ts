@@ -1,14 +1,25 @@
 import { AuthService, SUPER_ROLE } from './service.js';
 import { registerAuthRoutes } from './routes.js';
-import { defineService } from '../compose/compose.js';
+import { SignInEvents } from './sign-ins.js';
+import { defineService } from '../contract.js';
+import type { SignIns } from './sign-ins.js';
 
-/** Accounts, tokens, scanner devices and the partner login (docs/auth.md). */
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    auth: AuthService;
+    /** Every sign-in and sign-out attempt (identity tells; rental audits its partner's). */
+    signIns: SignIns;
+  }
+}
+
+/** Accounts, tokens, scanner devices and the one sign-in for every account kind (docs/auth.md). */
 export const authModule = defineService({
   name: 'auth',
-  // partner sign-in attempts go to the partner audit, beside the partners' review actions
-  needs: ['partnerAudit'],
-  provides: ['auth'],
-  async build(p, { partnerAudit }) {
+  needs: [],
+  // signIns: every sign-in and sign-out attempt, for the services that follow them (rental audits its partner's)
+  provides: ['auth', 'signIns'],
+  async build(p) {
     const { config, store, clock, logger } = p;
     const service = new AuthService({
       store,
@@ -19,17 +30,14 @@ export const authModule = defineService({
       deviceTokenTtlMs: config.DEVICE_TOKEN_TTL_MS,
     });
     await service.bootstrap({ admin: config.ADMIN_PASSWORD, partner: config.PARTNER_PASSWORD });
+    const signIns = new SignInEvents(logger.child({ part: 'auth' }));
     return {
       name: 'auth',
-      ports: { auth: service },
+      ports: { auth: service, signIns },
       routes(hub) {
         hub.authenticate((token) => service.authenticate(token), { superRole: SUPER_ROLE });
-        registerAuthRoutes(hub, {
-          service,
-          onPartnerAttempt: ({ action, client, result }) =>
-            partnerAudit.record({ actor: result === 'ok' ? 'partner' : '-', client, action, target: null, result, detail: null }),
-        });
-        hub.page('/accounts', '/accounts.html', { title: 'Accounts', description: 'Operators manage accounts, roles and scanner device tokens' });
+        registerAuthRoutes(hub, { service, signIns });
+        hub.page('/accounts', '/accounts.html', { title: 'Accounts', description: '운영자가 계정과 역할, 입장 스캐너 기기 토큰을 관리합니다' });
       },
     };
   },

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { AppError, conflict, notFound } from '../errors.js';
-import { codec, decodeList, F, plain } from '../store/codec.js';
-import type { Json, Store, Write } from '../store/port.js';
+import { codec, decodeList, F, optional, plain } from '../store/codec.js';
+import { mergedIndexRange, PARTITIONS, partitionKey, partitionKeys, partitionOf, type Json, type Store, type Write } from '../store/port.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 
 /**
@@ -13,6 +13,15 @@ import { hashPassword, verifyPassword } from './passwords.js';
  * Tokens are 256-bit random values; only their SHA-256 is stored, so a leaked store does not
  * leak usable tokens. Every login issues a new token (rotation); logout and any change of an
  * account's password, roles or state revoke its tokens.
+ *
+ * Partitions (docs/partitions.md, docs/auth.md): an account (`auth:account:<user>`, its token index
+ * `auth:account:<user>:tokens`) and a device (`auth:device:<id>`) are aggregates. A token's first
+ * byte carries the partition of the account or device it belongs to (6 of its 256 random bits), and
+ * the token record is kept in that partition (`auth:token:<sha256>:{#p}`), so issuing, revoking and
+ * logging out are each one atomic update of one partition, and authenticate is one read. The lists
+ * of accounts and devices are kept per partition (`auth:accounts:{#p}`, `auth:devices:{#p}`) and
+ * merged on read. Records written before (global `auth:accounts`, `auth:devices`, `auth:tokens:<user>`,
+ * `auth:token:<sha256>`) are still read; their tokens are revoked right after the account's update.
  */
 
 export const ROLES = ['operator', 'staff', 'partner', 'editor', 'trader'] as const;
@@ -38,6 +47,8 @@ interface AccountRecord {
   hash: string;
   disabled: boolean;
   created_at: number;
+  /** Where the account is told things by mail (a document comment that mentions it); optional. */
+  email?: string;
 }
 
 interface TokenRecord {
@@ -65,7 +76,7 @@ interface DeviceRecord {
 
 const strs: (v: Json | undefined) => boolean = (v) => Array.isArray(v) && v.every(F.str);
 const accounts = codec<AccountRecord>('account', {
-  fields: { user: F.str, name: F.str, roles: strs, hash: F.str, disabled: (v) => typeof v === 'boolean', created_at: F.num },
+  fields: { user: F.str, name: F.str, roles: strs, hash: F.str, disabled: (v) => typeof v === 'boolean', created_at: F.num, email: optional(F.str) },
 });
 const devices = codec<DeviceRecord>('device', {
   fields: { id: F.str, gate: F.str, name: F.str, token_hash: F.str, issued_by: F.str, created_at: F.num, expires_at: F.num },
@@ -79,6 +90,7 @@ export interface AccountView {
   roles: Role[];
   disabled: boolean;
   createdAt: string;
+  email?: string;
 }
 
 export interface DeviceView {
@@ -120,19 +132,41 @@ export interface AuthServiceOptions {
 
 const K = {
   account: (user: string) => `auth:account:${user}`,
-  accounts: 'auth:accounts',
-  token: (hash: string) => `auth:token:${hash}`,
-  /** Index of an account's live token hashes (score: expiry), for revocation. */
-  tokensOf: (user: string) => `auth:tokens:${user}`,
+  /** The list of accounts of partition p (score: creation time). */
+  accountsIn: (p: number) => partitionKey('auth:accounts', p),
+  /** A token record, in the partition of its account or device. */
+  token: (hash: string, p: number) => partitionKey(`auth:token:${hash}`, p),
+  /** Index of an account's live token hashes (score: expiry), for revocation: in the account's aggregate. */
+  tokensOf: (user: string) => `auth:account:${user}:tokens`,
   device: (id: string) => `auth:device:${id}`,
-  devices: 'auth:devices',
+  devicesIn: (p: number) => partitionKey('auth:devices', p),
   fail: (kind: string, who: string, window: number) => `auth:fail:${kind}:${window}:${who}`,
+  /** Written before the keyspace was partitioned: read, never written. */
+  legacy: {
+    accounts: 'auth:accounts',
+    devices: 'auth:devices',
+    token: (hash: string) => `auth:token:${hash}`,
+    tokensOf: (user: string) => `auth:tokens:${user}`,
+  },
 };
+
+const ACCOUNT_LISTS = [K.legacy.accounts, ...partitionKeys('auth:accounts')];
+const DEVICE_LISTS = [K.legacy.devices, ...partitionKeys('auth:devices')];
 
 export const USER_RE = /^[a-z0-9][a-z0-9._-]{1,31}$/;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
-const newToken = () => `mt_${randomBytes(32).toString('base64url')}`;
+/** A new token whose first byte's low 6 bits name partition p (the rest stays random: 250 bits). */
+const newToken = (p: number) => {
+  const bytes = randomBytes(32);
+  bytes[0] = (bytes[0]! & ~(PARTITIONS - 1)) | p;
+  return `mt_${bytes.toString('base64url')}`;
+};
+/** The partition a token names (its first byte), or undefined when it has no byte. */
+const tokenPartition = (token: string): number | undefined => {
+  const first = Buffer.from(token.slice(3, 5), 'base64url')[0];
+  return first === undefined ? undefined : first & (PARTITIONS - 1);
+};
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export class AuthService {
@@ -173,7 +207,7 @@ export class AuthService {
     }
   }
 
-  private async writeNewAccount(input: { user: string; name: string; roles: Role[]; password: string }): Promise<boolean> {
+  private async writeNewAccount(input: { user: string; name: string; roles: Role[]; password: string; email?: string | undefined }): Promise<boolean> {
     const now = this.opts.clock.now();
     const record: AccountRecord = {
       user: input.user,
@@ -182,13 +216,14 @@ export class AuthService {
       hash: await hashPassword(input.password),
       disabled: false,
       created_at: now,
+      ...(input.email ? { email: input.email } : {}),
     };
     return this.opts.store.update([K.account(input.user)], ([cur]) => {
       if (cur !== undefined) return { writes: [], result: false };
       return {
         writes: [
           { op: 'set', key: K.account(input.user), value: accounts.encode(record) },
-          { op: 'index', key: K.accounts, member: input.user, score: now },
+          { op: 'index', key: K.accountsIn(partitionOf(K.account(input.user))), member: input.user, score: now },
         ],
         result: true,
       };
@@ -197,7 +232,7 @@ export class AuthService {
 
   // ---- accounts -----------------------------------------------------------------------------
 
-  async createAccount(input: { user: string; name?: string; roles: Role[]; password: string }): Promise<AccountView> {
+  async createAccount(input: { user: string; name?: string; roles: Role[]; password: string; email?: string }): Promise<AccountView> {
     const created = await this.writeNewAccount({ ...input, name: input.name ?? input.user });
     if (!created) throw conflict('account_exists', `an account named ${input.user} exists`, { user: input.user });
     return this.account(input.user);
@@ -210,14 +245,16 @@ export class AuthService {
   }
 
   async accounts(): Promise<AccountView[]> {
-    const users = await this.opts.store.indexRange(K.accounts);
+    const users = await mergedIndexRange(this.opts.store, ACCOUNT_LISTS);
     return decodeList(accounts, await this.opts.store.getMany(users.map((u) => K.account(u.member)))).map(accountView);
   }
 
   /** Changes an account; a new password, new roles or disabling revokes every token it holds. */
-  async updateAccount(user: string, change: { name?: string; roles?: Role[]; password?: string; disabled?: boolean }): Promise<AccountView> {
+  async updateAccount(user: string, change: { name?: string; roles?: Role[]; password?: string; disabled?: boolean; email?: string | null }): Promise<AccountView> {
     const hash = change.password !== undefined ? await hashPassword(change.password) : undefined;
+    const p = partitionOf(K.account(user));
     const live = await this.opts.store.indexRange(K.tokensOf(user));
+    let revoked = false;
     const view = await this.opts.store.update([K.account(user)], ([cur]) => {
       const rec = accounts.decode(cur);
       if (!rec) throw notFound('unknown_account', `no account ${user}`);
@@ -230,16 +267,32 @@ export class AuthService {
         ...(change.roles !== undefined ? { roles: [...new Set(change.roles)] } : {}),
         ...(change.disabled !== undefined ? { disabled: change.disabled } : {}),
         ...(hash !== undefined ? { hash } : {}),
+        ...(change.email ? { email: change.email } : {}),
       };
-      const revoke = hash !== undefined || change.roles !== undefined || change.disabled === true;
+      // null forgets the address
+      if (change.email === null) delete next.email;
+      revoked = hash !== undefined || change.roles !== undefined || change.disabled === true;
       const writes: Write[] = [{ op: 'set', key: K.account(user), value: accounts.encode(next) }];
-      if (revoke) {
-        for (const t of live) writes.push({ op: 'del', key: K.token(t.member) });
-        writes.push({ op: 'del', key: K.tokensOf(user) });
-      }
+      if (revoked) writes.push(...this.revocation(user, p, live));
       return { writes, result: accountView(next) };
     });
+    if (revoked) await this.revokeLegacy(user);
     return view;
+  }
+
+  /** The writes that end every token of an account (its token records and its index), one partition. */
+  private revocation(user: string, p: number, live: { member: string }[]): Write[] {
+    const writes: Write[] = live.map((t) => ({ op: 'del', key: K.token(t.member, p) }));
+    writes.push({ op: 'del', key: K.tokensOf(user) });
+    return writes;
+  }
+
+  /** Tokens issued before the partitioned layout (global keys): revoked right after the account's update. */
+  private async revokeLegacy(user: string): Promise<number> {
+    const old = await this.opts.store.indexRange(K.legacy.tokensOf(user));
+    for (const t of old) await this.opts.store.del(K.legacy.token(t.member));
+    if (old.length > 0) await this.opts.store.del(K.legacy.tokensOf(user));
+    return old.length;
   }
 
   /**
@@ -249,13 +302,13 @@ export class AuthService {
    */
   async revokeTokens(user: string): Promise<number> {
     if (!USER_RE.test(user)) throw notFound('unknown_account', `no account ${user}`);
+    const p = partitionOf(K.account(user));
     const live = await this.opts.store.indexRange(K.tokensOf(user));
-    return this.opts.store.update([K.account(user)], ([cur]) => {
+    const count = await this.opts.store.update([K.account(user)], ([cur]) => {
       if (!accounts.decode(cur)) throw notFound('unknown_account', `no account ${user}`);
-      const writes: Write[] = live.map((t) => ({ op: 'del', key: K.token(t.member) }));
-      writes.push({ op: 'del', key: K.tokensOf(user) });
-      return { writes, result: live.length };
+      return { writes: this.revocation(user, p, live), result: live.length };
     });
+    return count + (await this.revokeLegacy(user));
   }
 
   // ---- sessions -----------------------------------------------------------------------------
@@ -296,13 +349,16 @@ export class AuthService {
   }
 
   private async issue(identity: Identity & { device?: string }, ttlMs: number): Promise<IssuedToken & { hash: string }> {
-    const token = newToken();
+    // the token's record and the account's index of it: one partition, the account's (or the device's)
+    const owner = identity.kind === 'account' ? K.account(identity.id) : K.device(identity.device ?? identity.id);
+    const p = partitionOf(owner);
+    const token = newToken(p);
     const hash = sha256(token);
     const expiresAt = this.opts.clock.now() + ttlMs;
     const rec: TokenRecord = { ...identity, expires_at: expiresAt };
     if (rec.gate === undefined) delete rec.gate;
     if (rec.device === undefined) delete rec.device;
-    const writes: Write[] = [{ op: 'set', key: K.token(hash), value: tokens.encode(rec), ttlMs }];
+    const writes: Write[] = [{ op: 'set', key: K.token(hash, p), value: tokens.encode(rec), ttlMs }];
     if (identity.kind === 'account') writes.push({ op: 'index', key: K.tokensOf(identity.id), member: hash, score: expiresAt });
     await this.opts.store.update([], () => ({ writes, result: undefined }));
     return { token, hash, expiresAt: iso(expiresAt), roles: identity.roles };
@@ -311,7 +367,12 @@ export class AuthService {
   /** The identity behind a token, or undefined (unknown, revoked or expired). */
   async authenticate(token: string): Promise<Identity | undefined> {
     if (!token.startsWith('mt_') || token.length > 100) return undefined;
-    const rec = tokens.decode(await this.opts.store.get(K.token(sha256(token))));
+    const hash = sha256(token);
+    const p = tokenPartition(token);
+    let raw = p === undefined ? undefined : await this.opts.store.get(K.token(hash, p));
+    // a token issued before the partitioned layout
+    if (raw === undefined) raw = await this.opts.store.get(K.legacy.token(hash));
+    const rec = tokens.decode(raw);
     if (!rec || rec.expires_at <= this.opts.clock.now()) return undefined;
     const identity: Identity = { id: rec.id, name: rec.name, roles: rec.roles, kind: rec.kind };
     if (rec.gate !== undefined) identity.gate = rec.gate;
@@ -321,13 +382,18 @@ export class AuthService {
   /** Revokes one token (logout). */
   async logout(token: string, user: string): Promise<void> {
     const hash = sha256(token);
-    await this.opts.store.update([], () => ({
-      writes: [
-        { op: 'del', key: K.token(hash) },
-        { op: 'unindex', key: K.tokensOf(user), member: hash },
-      ],
-      result: undefined,
-    }));
+    const p = partitionOf(K.account(user));
+    if (tokenPartition(token) === p) {
+      await this.opts.store.update([], () => ({
+        writes: [
+          { op: 'del', key: K.token(hash, p) },
+          { op: 'unindex', key: K.tokensOf(user), member: hash },
+        ],
+        result: undefined,
+      }));
+    }
+    // a token issued before the partitioned layout
+    if (await this.opts.store.del(K.legacy.token(hash))) await this.opts.store.unindex(K.legacy.tokensOf(user), hash);
   }
 
   // ---- devices ------------------------------------------------------------------------------
@@ -352,7 +418,7 @@ export class AuthService {
     await this.opts.store.update([], () => ({
       writes: [
         { op: 'set', key: K.device(id), value: devices.encode(rec) },
-        { op: 'index', key: K.devices, member: id, score: now },
+        { op: 'index', key: K.devicesIn(partitionOf(K.device(id))), member: id, score: now },
       ],
       result: undefined,
     }));
@@ -360,28 +426,33 @@ export class AuthService {
   }
 
   async devices(): Promise<DeviceView[]> {
-    const ids = await this.opts.store.indexRange(K.devices, { reverse: true });
+    const ids = await mergedIndexRange(this.opts.store, DEVICE_LISTS, { reverse: true });
     return decodeList(devices, await this.opts.store.getMany(ids.map((d) => K.device(d.member)))).map(deviceView);
   }
 
   async revokeDevice(id: string): Promise<{ revoked: true; id: string }> {
-    return this.opts.store.update([K.device(id)], ([cur]) => {
+    const p = partitionOf(K.device(id));
+    const result = await this.opts.store.update([K.device(id)], ([cur]) => {
       const rec = devices.decode(cur);
       if (!rec) throw notFound('unknown_device', `no device ${id}`);
       return {
         writes: [
-          { op: 'del', key: K.token(rec.token_hash) },
+          { op: 'del', key: K.token(rec.token_hash, p) },
           { op: 'del', key: K.device(id) },
-          { op: 'unindex', key: K.devices, member: id },
+          { op: 'unindex', key: K.devicesIn(p), member: id },
         ],
-        result: { revoked: true as const, id },
+        result: { revoked: true as const, id, hash: rec.token_hash },
       };
     });
+    // a device issued before the partitioned layout
+    await this.opts.store.del(K.legacy.token(result.hash));
+    await this.opts.store.unindex(K.legacy.devices, id);
+    return { revoked: true, id };
   }
 }
 
 function accountView(r: AccountRecord): AccountView {
-  return { user: r.user, name: r.name, roles: r.roles, disabled: r.disabled, createdAt: iso(r.created_at) };
+  return { user: r.user, name: r.name, roles: r.roles, disabled: r.disabled, createdAt: iso(r.created_at), ...(r.email ? { email: r.email } : {}) };
 }
 
 function deviceView(r: DeviceRecord): DeviceView {

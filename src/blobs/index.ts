@@ -10,8 +10,12 @@ export { FsBlobStore } from './fs.js';
 export { S3BlobStore } from './s3.js';
 export { sweepOrphanBlobs } from './sweep.js';
 
-/** The configured blob store: S3 when S3_URL is set, else files under DATA_DIR/blobs. */
-export async function openBlobStore(config: Config): Promise<BlobStore> {
+/**
+ * The configured blob store: S3 when S3_URL is set, else files under DATA_DIR/blobs. `area` keeps a
+ * service's blobs apart from the others' (DATA_DIR/<area>, or the key prefix `<area>/` in the
+ * bucket), so each service's orphan sweep sees only its own.
+ */
+export async function openBlobStore(config: Config, area = 'blobs'): Promise<BlobStore> {
   if (config.S3_URL) {
     return new S3BlobStore({
       url: config.S3_URL,
@@ -19,9 +23,10 @@ export async function openBlobStore(config: Config): Promise<BlobStore> {
       region: config.S3_REGION,
       accessKeyId: config.S3_ACCESS_KEY_ID,
       secretAccessKey: config.S3_SECRET_ACCESS_KEY,
+      prefix: `${area}/`,
     });
   }
-  return new FsBlobStore(join(config.DATA_DIR, 'blobs')).init();
+  return new FsBlobStore(join(config.DATA_DIR, area)).init();
 }
 
 /** The hub's temporary upload directory: next to the blobs, so a file system commit is one rename. */

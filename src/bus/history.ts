@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { partitionKey, partitionOf } from '../store/partition.js';
 import type { Json, Store, Write } from '../store/port.js';
 
 /**
@@ -8,8 +9,11 @@ import type { Json, Store, Write } from '../store/port.js';
  * persistence, a new data directory) the next publication starts a new epoch, so a client holding a
  * position from the old one learns that its history is gone instead of silently missing messages.
  *
- * Store layout, one key per topic (`bus:h:<topic>`): the value is the stream's head `{e, o}` and the
- * capped list holds `{o, m}` entries, written together in one atomic update.
+ * Store layout, one key per topic (`bus:h:{<topic>}`): the value is the stream's head `{e, o}` and
+ * the capped list holds `{o, m}` entries, written together in one atomic update. The topic is the
+ * key's aggregate (its hash tag: docs/partitions.md), so topics spread over the partitions, and the
+ * update also publishes the message on the channel of the topic's partition (`topicChannel`): on a
+ * Redis Cluster the append and the publish are one script on one shard.
  */
 
 export interface StreamPosition {
@@ -42,7 +46,16 @@ export interface Retention {
 
 export const MAX_HISTORY = 10_000;
 
-const key = (topic: string) => `bus:h:${topic}`;
+/** The history of a topic: the topic is its aggregate. */
+export const historyKey = (topic: string) => `bus:h:{${topic}}`;
+const key = historyKey;
+/** The Store channel carrying the messages of a topic to the other processes: one per partition (`bus:{#p}`). */
+export const topicChannel = (topic: string) => partitionKey('bus', topicPartition(topic));
+/** The partition of a topic: that of its history key. */
+export const topicPartition = (topic: string) => partitionOf(historyKey(topic));
+
+/** What the update publishes with a message it appends (the envelope of the bus), if anything. */
+export type Announce = (message: Json, pos: StreamPosition) => string;
 const newEpoch = () => randomBytes(4).toString('hex');
 
 interface Head {
@@ -75,8 +88,11 @@ export class RetentionTable {
 export class TopicHistory {
   constructor(private readonly store: Store) {}
 
-  /** Appends one publication; returns its position. Atomic with the head, so offsets never repeat. */
-  append(topic: string, message: Json, size: number): Promise<StreamPosition> {
+  /**
+   * Appends one publication; returns its position. Atomic with the head, so offsets never repeat;
+   * with `announce`, the same update publishes what it returns on the topic's channel.
+   */
+  append(topic: string, message: Json, size: number, announce?: Announce): Promise<StreamPosition> {
     const k = key(topic);
     return this.store.update([k], ([cur]) => {
       const head = isHead(cur) ? cur : { e: newEpoch(), o: 0 };
@@ -85,6 +101,7 @@ export class TopicHistory {
         { op: 'set', key: k, value: { e: head.e, o } },
         { op: 'push', key: k, value: { o, m: message }, cap: size },
       ];
+      if (announce) writes.push({ op: 'publish', key: topicChannel(topic), message: announce(message, { offset: o, epoch: head.e }) });
       return {
         writes,
         result: { offset: o, epoch: head.e },
@@ -92,8 +109,8 @@ export class TopicHistory {
     });
   }
 
-  /** Appends publications in order in one atomic update; returns the position of each. */
-  appendMany(topic: string, messages: Json[], size: number): Promise<StreamPosition[]> {
+  /** Appends publications in order in one atomic update (each announced with `announce`); returns the position of each. */
+  appendMany(topic: string, messages: Json[], size: number, announce?: Announce): Promise<StreamPosition[]> {
     const k = key(topic);
     return this.store.update([k], ([cur]) => {
       const head = isHead(cur) ? cur : { e: newEpoch(), o: 0 };
@@ -102,6 +119,7 @@ export class TopicHistory {
         writes.push({ op: 'push', key: k, value: { o: head.o + i + 1, m }, cap: size });
         return { offset: head.o + i + 1, epoch: head.e };
       });
+      if (announce) messages.forEach((m, i) => writes.push({ op: 'publish', key: topicChannel(topic), message: announce(m, out[i]!) }));
       return { writes, result: out };
     });
   }

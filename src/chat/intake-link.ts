@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
-import { K, parseIntakeInput, receiptIds, type IntakeService } from '../intake/index.js';
+import { parseIntakeInput, recordKey, type IntakeService } from '../intake/index.js';
 import { mailWrites } from '../mail/index.js';
 import type { RentalService } from '../rental/index.js';
-import type { Store } from '../store/port.js';
 import type { ChatIntake, ChatMail } from './service.js';
 
 /**
@@ -34,7 +33,7 @@ export function idFor(idempotencyKey: string): string {
  * reviews it, the applicant adds the documents on the applicant page), marked `source: chat`;
  * other receipts are plain intake records.
  */
-export function chatIntake(intake: IntakeService, store: Store, rental: Pick<RentalService, 'submit'>): ChatIntake {
+export function chatIntake(intake: IntakeService, rental: Pick<RentalService, 'submit'>): ChatIntake {
   return {
     async register(input, also) {
       const { idempotencyKey, ...fields } = input;
@@ -44,11 +43,11 @@ export function chatIntake(intake: IntakeService, store: Store, rental: Pick<Ren
           const { application, accessKey } = await rental.submit(parseIntakeInput({ ...fields, applicantType: 'government' }), [], {
             id,
             source: 'chat',
-            writes: (r) => also?.(r.receiptNo) ?? [],
+            writes: (r) => also?.(r.receiptNo, recordKey(r.id)) ?? [],
           });
           return { receiptNo: application.receiptNo, accessKey };
         }
-        const { record, accessKey } = await intake.register(fields, { id, writes: (r) => also?.(r.receiptNo) ?? [] });
+        const { record, accessKey } = await intake.register(fields, { id, writes: (r) => also?.(r.receiptNo, recordKey(r.id)) ?? [] });
         return { receiptNo: record.receiptNo, accessKey };
       } catch (err) {
         // the same attempt again (a retry after a lost answer): the first record stands
@@ -60,20 +59,19 @@ export function chatIntake(intake: IntakeService, store: Store, rental: Pick<Ren
       }
     },
     async track(receiptNo) {
-      const id = receiptIds.decode(await store.get(K.receipt(receiptNo)));
-      const record = id ? await intake.get(id) : undefined;
+      const record = await intake.byReceipt(receiptNo);
       if (!record) return undefined;
       return { status: record.status, label: PROGRESS_LABELS[record.status] ?? record.status };
     },
-    countReceipts: () => store.indexCount(K.all),
+    countReceipts: () => intake.count(),
     async recordUpsell(receiptNo, upsell) {
-      const id = receiptIds.decode(await store.get(K.receipt(receiptNo)));
-      if (!id) return;
-      await intake.modify(id, (rec) => ({ record: { ...rec, ext: { ...rec.ext, upsell } }, result: undefined }));
+      const record = await intake.byReceipt(receiptNo);
+      if (!record) return;
+      await intake.modify(record.id, (rec) => ({ record: { ...rec, ext: { ...rec.ext, upsell } }, result: undefined }));
     },
   };
 }
 
 export function chatMail(now: () => number): ChatMail {
-  return { writes: (id, message) => mailWrites(id, message, now()) };
+  return { writes: (id, message, near) => mailWrites(id, message, now(), near) };
 }

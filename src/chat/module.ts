@@ -1,19 +1,28 @@
 import { chatIntake, chatMail } from './intake-link.js';
-import { ReferralService } from './referral.js';
+import { REFERRAL_DEST, ReferralService } from './referral.js';
 import { ChatService } from './service.js';
 import { registerChatRoutes } from './routes.js';
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    chat: ChatService;
+  }
+}
 
 /** The guided conversation with referrals and the shareholder view (docs/chat.md). */
 export const chatModule = defineService({
   name: 'chat',
-  // registers its receipts through the intake service and its applications as rental applications
-  needs: ['intake', 'rental'],
+  // registers its receipts through the intake service and its applications as rental applications;
+  // a referral's owner credit is carried by the outbox (referral.ts)
+  needs: ['intake', 'rental', 'deliverers'],
   provides: ['chat'],
-  build(p, { intake, rental }) {
+  build(p, { intake, rental, deliverers }) {
     const { config, store, clock, logger, bus } = p;
     const referrals = new ReferralService({ store, clock });
-    const link = chatIntake(intake, store, rental);
+    deliverers.add({ [REFERRAL_DEST]: referrals.deliver });
+    const link = chatIntake(intake, rental);
     const service = new ChatService({
       store,
       clock,

@@ -7,7 +7,7 @@ import { AGENT_MESSAGE_MAX, TRANSCRIPT_MAX } from './desk.js';
 import { MESSAGE_MAX, SESSION_ID_RE, TOPIC, type ChatService } from './service.js';
 import { shareholderView } from './shareholder.js';
 import { AppError } from '../errors.js';
-import { Reply, type Hub, type Principal } from '../hub/declare.js';
+import { route, Reply, type Hub, type Principal } from '../hub/declare.js';
 
 export interface ChatLimits {
   /** New conversation sessions per client and hour. */
@@ -133,7 +133,10 @@ const shareholder = z.object({
 });
 const issuedCode = z.object({ code: z.string() });
 
-export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type ChatRoutes = ReturnType<typeof registerChatRoutes>;
+
+export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions) {
   const { service, referrals, limits } = opts;
   const startLimit = hub.rateLimit('chat-start', { limit: limits.sessionsPerHour, windowMs: 3_600_000 });
   const turnLimit = hub.rateLimit('chat-turn', { limit: limits.turnsPerMinute, windowMs: 60_000 });
@@ -141,12 +144,12 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
 
   hub.page('/chat', '/chat.html', {
     title: '맞춤 상담 · Guided conversation',
-    description: 'A guided conversation: needs, recommendation, receipt registration, tracking, referral.',
+    description: '안내 상담: 필요 파악, 추천, 접수 등록, 진행 조회, 추천인 코드.',
   });
 
-  hub.route({
+  const postChatStart = route({
     method: 'POST',
-    path: '/api/chat/start',
+    path: '/chat/start',
     body: {
       schema: z.object({ subject: z.string().trim().min(1).max(100), referralCode: referralCode.optional() }).strict(),
     },
@@ -155,18 +158,18 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     cacheControl: 'no-store',
     handler: async (ctx) => Reply.json(await service.start(ctx.body.subject, ctx.body.referralCode), 201),
   });
-  hub.route({
+  const postChat = route({
     method: 'POST',
-    path: '/api/chat',
+    path: '/chat',
     body: { schema: turnBody },
     guards: [turnLimit],
     response: turnAnswer,
     cacheControl: 'no-store',
     handler: (ctx) => service.turn(ctx.body.session, ctx.body),
   });
-  hub.route({
+  const getChatBySession = route({
     method: 'GET',
-    path: '/api/chat/:session',
+    path: '/chat/:session',
     params: z.object({ session: sessionId }),
     guards: [turnLimit],
     response: turnAnswer,
@@ -177,7 +180,7 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
   // ---- the desk: staff answer in the conversation ------------------------------------------------
   hub.page('/desk', '/desk.html', {
     title: '상담 데스크 · Agent desk',
-    description: 'Staff take conversations handed off to a person, answer live in the customer chat and hand them back to the guide.',
+    description: '직원이 상담원 연결을 요청한 대화를 맡아 실시간으로 답하고 다시 안내 상담으로 돌려보냅니다.',
   });
   // one conversation's live lines and desk changes: the session id is the customer's secret
   hub.topic({
@@ -203,36 +206,36 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
   const staff = { roles: ['staff'] } as const;
   const agentOf = (p: Principal | undefined) => ({ id: p!.id, name: p!.name });
   const params = z.object({ session: sessionId });
-  hub.route({
+  const getDesk = route({
     method: 'GET',
-    path: '/api/desk',
+    path: '/desk',
     auth: staff,
     response: z.object({ desk: z.array(deskEntry), recent: z.array(deskEntry) }),
     cacheControl: 'no-store',
     handler: () => service.inbox(),
   });
-  hub.route({ method: 'GET', path: '/api/desk/funnel', auth: staff, response: funnel, cacheControl: 'no-store', handler: () => service.funnel() });
-  hub.route({
+  const getDeskFunnel = route({ method: 'GET', path: '/desk/funnel', auth: staff, response: funnel, cacheControl: 'no-store', handler: () => service.funnel() });
+  const getDeskBySession = route({
     method: 'GET',
-    path: '/api/desk/:session',
+    path: '/desk/:session',
     params,
     auth: staff,
     response: conversation,
     cacheControl: 'no-store',
     handler: (ctx) => service.conversation(ctx.params.session),
   });
-  hub.route({
+  const postDeskBySessionTake = route({
     method: 'POST',
-    path: '/api/desk/:session/take',
+    path: '/desk/:session/take',
     params,
     auth: staff,
     response: deskEntry,
     cacheControl: 'no-store',
     handler: (ctx) => service.take(ctx.params.session, agentOf(ctx.identity)),
   });
-  hub.route({
+  const postDeskBySessionMessages = route({
     method: 'POST',
-    path: '/api/desk/:session/messages',
+    path: '/desk/:session/messages',
     params,
     body: { schema: agentMessage },
     auth: staff,
@@ -240,9 +243,9 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     cacheControl: 'no-store',
     handler: async (ctx) => Reply.json(await service.say(ctx.params.session, agentOf(ctx.identity), ctx.body.text), 201),
   });
-  hub.route({
+  const postDeskBySessionReturn = route({
     method: 'POST',
-    path: '/api/desk/:session/return',
+    path: '/desk/:session/return',
     params,
     auth: staff,
     response: turnAnswer,
@@ -250,9 +253,9 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     handler: (ctx) => service.handBack(ctx.params.session, agentOf(ctx.identity)),
   });
 
-  hub.route({
+  const getChatBySessionTranscript = route({
     method: 'GET',
-    path: '/api/chat/:session/transcript',
+    path: '/chat/:session/transcript',
     params: z.object({ session: sessionId }),
     guards: [turnLimit],
     response: z.object({ transcript: z.array(lineView).describe(`the last ${TRANSCRIPT_MAX} lines, oldest first`), transcriptMax: z.number().int() }),
@@ -260,9 +263,9 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
     handler: (ctx) => service.transcript(ctx.params.session),
   });
 
-  hub.route({
+  const postReferral = route({
     method: 'POST',
-    path: '/api/referral',
+    path: '/referral',
     body: {
       schema: z
         .object({
@@ -280,21 +283,36 @@ export function registerChatRoutes(hub: Hub, opts: ChatRoutesOptions): void {
       return Reply.json({ code }, created ? 201 : 200);
     },
   });
-  hub.route({
+  const getReferralByCode = route({
     method: 'GET',
-    path: '/api/referral/:code',
+    path: '/referral/:code',
     params: z.object({ code: referralCode }),
     guards: [lookupLimit],
     response: referralInfo,
     cacheControl: 'no-store',
     handler: (ctx) => referrals.info(ctx.params.code),
   });
-  hub.route({
+  const getShareholder = route({
     method: 'GET',
-    path: '/api/shareholder',
+    path: '/shareholder',
     guards: [lookupLimit],
     response: shareholder,
     cacheControl: 'no-store',
     handler: async () => shareholderView(await opts.countReceipts(), opts.now()),
+  });
+  return hub.mount('/api', {
+    postChatStart,
+    postChat,
+    getChatBySession,
+    getDesk,
+    getDeskFunnel,
+    getDeskBySession,
+    postDeskBySessionTake,
+    postDeskBySessionMessages,
+    postDeskBySessionReturn,
+    getChatBySessionTranscript,
+    postReferral,
+    getReferralByCode,
+    getShareholder,
   });
 }

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { initialTransition, transition } from 'xstate';
 import type { Clock } from '../clock.js';
 import { AppError, conflict, notFound } from '../errors.js';
-import type { Json, Store, Write } from '../store/port.js';
-import { codec } from '../store/codec.js';
+import { across, mergedIndexRange, newestAcross, partitionKeyFor, partitionKeys, type Json, type Store, type Write } from '../store/port.js';
+import { codec, decodeList } from '../store/codec.js';
 import { NEED_LABELS, SOURCE_LABELS, productFor } from './catalog.js';
 import { classify } from './classify.js';
 import {
@@ -39,11 +39,11 @@ export interface ChatIntake {
    * record as the form's), `chat` (an application for another product) or `consult`
    * (a callback request) and returns its receipt number. `idempotencyKey` names the attempt: the
    * same key again answers the first record. `also` adds writes (the confirmation mail) to the same
-   * atomic update that stores the record.
+   * atomic update that stores the record; `near` is a key of that update (the outbox's `near`).
    */
   register(
     input: { type: 'chat' | 'consult' | 'rental-ipa'; contactName?: string; contactPhone: string; email?: string; remarks?: string; idempotencyKey: string },
-    also?: (receiptNo: string) => Write[],
+    also?: (receiptNo: string, near: string) => Write[],
   ): Promise<{ receiptNo: string; accessKey?: string }>;
   /** The record's progress, or undefined when the receipt number is unknown. */
   track(receiptNo: string): Promise<Progress | undefined>;
@@ -53,9 +53,9 @@ export interface ChatIntake {
   recordUpsell(receiptNo: string, upsell: { code: number; accepted: boolean }): Promise<void>;
 }
 
-/** What the conversation needs of the mail module: the writes that queue one mail (sent from the outbox). */
+/** What the conversation needs of the mail module: the writes that queue one mail (sent from the outbox) in the partition of `near`, a key of the same update. */
 export interface ChatMail {
-  writes(id: string, message: { to: string; subject: string; text: string }): Write[];
+  writes(id: string, message: { to: string; subject: string; text: string }, near?: string): Write[];
 }
 
 export interface ChatServiceDeps {
@@ -136,12 +136,18 @@ const K = {
   transcript: (id: string) => `chat:session:${id}:transcript`,
   effect: (id: string) => `chat:effect:${id}`,
   customers: 'chat:customer:seq',
+  // The lists and counters across sessions are one key per partition (`chat:desk:{#p}`...),
+  // written in the session's own update and merged on read with these global keys of before.
   /** Conversations waiting for a person or held by one (score: since when). */
   desk: 'chat:desk',
-  /** The last RECENT_MAX sessions started. */
+  /** The last RECENT_MAX sessions started (per partition: `{session, at}`; the global list of before: ids). */
   recent: 'chat:desk:recent',
+  /** Sessions of a week's cohort that reached a stage (per partition: the total is the sum). */
   funnel: (week: string, code: number) => `chat:funnel:${week}:${code}`,
 };
+/** `name` in the partition of the session's record. */
+const near = (session: string, name: string) => partitionKeyFor(name, K.session(session));
+const recentEntries = codec<{ session: string; at: number }>('chat recent entry', (r) => typeof r.session === 'string' && typeof r.at === 'number');
 const lines = (raw: Json | undefined): Line[] => (Array.isArray(raw) ? (raw as unknown as Line[]) : []);
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -175,13 +181,13 @@ export class ChatService {
     const code = stageCode(n.state);
     if (code > 0 && (reached & stageBit(code)) === 0) {
       reached |= stageBit(code);
-      writes.push({ op: 'incr', key: K.funnel(week, code), by: 1 });
+      writes.push({ op: 'incr', key: near(session, K.funnel(week, code)), by: 1 });
     }
     const rec: SessionRecord = { v: MACHINE_VERSION, state: n.state, ctx: n.ctx, at: now, reached, week, ...(desk ? { desk } : {}) };
     writes.push({ op: 'set', key: K.session(session), value: sessions.encode(rec), ttlMs });
     writes.push({ op: 'set', key: K.transcript(session), value: [...log, ...add].slice(-TRANSCRIPT_MAX) as unknown as Json, ttlMs });
-    if (desk && !prev?.desk) writes.push({ op: 'index', key: K.desk, member: session, score: desk.since });
-    if (!desk && prev?.desk) writes.push({ op: 'unindex', key: K.desk, member: session });
+    if (desk && !prev?.desk) writes.push({ op: 'index', key: near(session, K.desk), member: session, score: desk.since });
+    if (!desk && prev?.desk) writes.push({ op: 'unindex', key: near(session, K.desk), member: session });
     return writes;
   }
 
@@ -247,7 +253,10 @@ export class ChatService {
     const session = `cs_${randomBytes(16).toString('base64url')}`;
     const r = this.initial(subject, referralCode?.toUpperCase());
     await this.deps.store.update([], () => ({
-      writes: [...this.commit(session, undefined, r, undefined, [], [this.botLine(r)]), { op: 'push', key: K.recent, value: session, cap: RECENT_MAX }],
+      writes: [
+        ...this.commit(session, undefined, r, undefined, [], [this.botLine(r)]),
+        { op: 'push', key: near(session, K.recent), value: recentEntries.encode({ session, at: this.deps.clock.now() }), cap: RECENT_MAX },
+      ],
       result: null,
     }));
     return this.answer(session, r);
@@ -381,8 +390,14 @@ export class ChatService {
    */
   async inbox(): Promise<{ desk: DeskEntry[]; recent: DeskEntry[] }> {
     const { store } = this.deps;
-    const members = (await store.indexRange(K.desk, { limit: 500 })).map((e) => e.member);
-    const recentIds = [...new Set((await store.range<string>(K.recent)).reverse())];
+    const members = (await mergedIndexRange(store, across(K.desk), { limit: 500 })).map((e) => e.member);
+    // every partition's list, newest first, then the global one of before (ids, older than every entry since)
+    const [newer, older] = await Promise.all([
+      newestAcross(store, partitionKeys(K.recent), RECENT_MAX, (v: Json) => decodeList(recentEntries, [v])[0]),
+      store.range<Json>(K.recent),
+    ]);
+    const olderIds = older.filter((v): v is string => typeof v === 'string').reverse();
+    const recentIds = [...new Set([...newer.map((e) => e.session), ...olderIds])].slice(0, RECENT_MAX);
     const raws = await store.getMany([...members, ...recentIds].map(K.session));
     const now = this.deps.clock.now();
     const kept = (raw: Json | undefined) => {
@@ -396,7 +411,7 @@ export class ChatService {
       if (rec?.desk) desk.push(this.entry(id, rec));
       else stale.push(id);
     });
-    for (const id of stale) await store.unindex(K.desk, id);
+    for (const id of stale) await Promise.all([store.unindex(K.desk, id), store.unindex(near(id, K.desk), id)]);
     const recent: DeskEntry[] = [];
     recentIds.forEach((id, i) => {
       const rec = kept(raws[members.length + i]);
@@ -408,12 +423,15 @@ export class ChatService {
   /** How many sessions started this week (Korean time) reached each of the nine stages. */
   async funnel(): Promise<{ week: string; from: string; to: string; stages: { stage: string; stageCode: number; sessions: number }[] }> {
     const w = weekOf(this.deps.clock.now());
-    const counts = await this.deps.store.getMany(FUNNEL_STAGES.map((s) => K.funnel(w.week, s.stageCode)));
+    // each stage's count is kept per partition (and globally before): the total is the sum
+    const parts = FUNNEL_STAGES.map((s) => across(K.funnel(w.week, s.stageCode)));
+    const counts = await this.deps.store.getMany(parts.flat());
+    const sum = (i: number) => counts.slice(i * parts[0]!.length, (i + 1) * parts[0]!.length).reduce<number>((a, c) => a + (typeof c === 'number' ? c : 0), 0);
     return {
       week: w.week,
       from: iso(w.from),
       to: iso(w.to),
-      stages: FUNNEL_STAGES.map((s, i) => ({ ...s, sessions: typeof counts[i] === 'number' ? (counts[i] as number) : 0 })),
+      stages: FUNNEL_STAGES.map((s, i) => ({ ...s, sessions: sum(i) })),
     };
   }
 
@@ -602,13 +620,17 @@ export class ChatService {
         idempotencyKey: `chat:${session}:receipt`,
       },
       // the confirmation mail is queued in the same atomic write as the record
-      (no) =>
+      (no, at) =>
         email
-          ? this.deps.mail.writes(`chat:${no}:receipt`, {
-              to: email,
-              subject: `[maru] 상담 접수 ${no}`,
-              text: `${ctx.name}님, 상담이 접수되었습니다.\n접수번호: ${no}\n신청 상품: ${product.name}\n담당자가 ${ctx.contact}(으)로 연락드리겠습니다.`,
-            })
+          ? this.deps.mail.writes(
+              `chat:${no}:receipt`,
+              {
+                to: email,
+                subject: `[maru] 상담 접수 ${no}`,
+                text: `${ctx.name}님, 상담이 접수되었습니다.\n접수번호: ${no}\n신청 상품: ${product.name}\n담당자가 ${ctx.contact}(으)로 연락드리겠습니다.`,
+              },
+              at,
+            )
           : [],
     );
     if (ctx.referredBy) {

@@ -1,6 +1,13 @@
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
 import { registerCoachRoutes } from './routes.js';
 import { CoachService } from './service.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    coach: CoachService;
+  }
+}
 
 /** Coaching cards, visions and actions per owner (docs/coach.md). */
 export const coachModule = defineService({

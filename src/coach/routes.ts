@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { OWNER_HEADER, OWNER_ID_RE, ownerFromHeader, signOwner } from './owner-id.js';
 import { isTimeZone, MAX_ACTIONS, MAX_PAGE, PHASES, STATUSES, type CoachService } from './service.js';
-import { Reply, qInt, type Hub, type RequestContext } from '../hub/declare.js';
+import { route, Reply, qInt, type Hub, type RequestContext } from '../hub/declare.js';
 
 export interface CoachRoutesOptions {
   service: CoachService;
@@ -56,7 +56,10 @@ const summary = z.object({
 });
 const ownerParams = z.object({ ownerId: z.string().regex(OWNER_ID_RE, 'must be 1 to 64 of A-Z a-z 0-9 _ -') });
 
-export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type CoachRoutes = ReturnType<typeof registerCoachRoutes>;
+
+export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions) {
   const { service, ownerSecret } = opts;
   const limit = hub.rateLimit('coach', { limit: opts.callsPerMinute, windowMs: 60_000 });
   const owner = (ctx: RequestContext) => ownerFromHeader(ctx.headers[OWNER_HEADER], ownerSecret);
@@ -64,42 +67,42 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
 
   hub.page('/coach', '/coach.html', {
     title: '코칭 콜 · Coaching',
-    description: "The owner's card of the day, vision and actions by phase (티 옴 타 음) with rewards.",
+    description: '사장님의 오늘의 카드, 비전, 단계(티·옴·타·음)별 할 일과 보상.',
   });
   hub.page('/coach/owners', '/coach-owners.html', {
     title: '코칭 대상자 관리 · Coaching owners',
-    description: 'Staff register and edit coaching owners (vision, actions, rewards), see their points and send each their personal link.',
+    description: '직원이 코칭 사장님(비전, 할 일, 보상)을 등록·수정하고 포인트를 보며 사장님마다 개인 링크를 보냅니다.',
   });
 
-  hub.route({
+  const getNudge = route({
     method: 'GET',
-    path: '/api/coach/nudge',
+    path: '/nudge',
     guards: [limit],
     response: nudge,
     summary: "The owner's card of the day (204 without a body when no action is open)",
     cacheControl: 'no-store',
     handler: async (ctx) => (await service.nudge(owner(ctx))) ?? Reply.empty(204),
   });
-  hub.route({
+  const getProfile = route({
     method: 'GET',
-    path: '/api/coach/profile',
+    path: '/profile',
     guards: [limit],
     response: profile,
     cacheControl: 'no-store',
     handler: (ctx) => service.profile(owner(ctx)),
   });
-  hub.route({
+  const postAction = route({
     method: 'POST',
-    path: '/api/coach/action',
+    path: '/action',
     body: { schema: z.object({ actionId, status: z.enum(STATUSES) }).strict() },
     guards: [limit],
     response: z.object({ action, rewarded: z.boolean(), reward: z.number(), points: z.number() }),
     cacheControl: 'no-store',
     handler: (ctx) => service.setAction(owner(ctx), ctx.body.actionId, ctx.body.status),
   });
-  hub.route({
+  const getOwners = route({
     method: 'GET',
-    path: '/api/coach/owners',
+    path: '/owners',
     query: z.object({ limit: qInt({ min: 1, max: MAX_PAGE }).default(20), offset: qInt({ min: 0, max: 100_000 }).default(0) }).strict(),
     auth: { roles: ['staff'] },
     response: z.object({ owners: z.array(summary), total: z.number(), limit: z.number(), offset: z.number() }),
@@ -110,9 +113,9 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
       return { owners: owners.map((o) => ({ ...o, header: headerOf(o.ownerId) })), total, ...ctx.query };
     },
   });
-  hub.route({
+  const getOwnersByOwnerId = route({
     method: 'GET',
-    path: '/api/coach/owners/:ownerId',
+    path: '/owners/:ownerId',
     params: ownerParams,
     auth: { roles: ['staff'] },
     response: registered,
@@ -120,9 +123,9 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
     cacheControl: 'no-store',
     handler: async (ctx) => ({ ownerId: ctx.params.ownerId, header: headerOf(ctx.params.ownerId), ...(await service.profile(ctx.params.ownerId)) }),
   });
-  hub.route({
+  const putOwnersByOwnerId = route({
     method: 'PUT',
-    path: '/api/coach/owners/:ownerId',
+    path: '/owners/:ownerId',
     params: ownerParams,
     body: { schema: ownerBody },
     auth: { roles: ['staff'] },
@@ -132,5 +135,13 @@ export function registerCoachRoutes(hub: Hub, opts: CoachRoutesOptions): void {
       const { created, profile } = await service.register(ctx.params.ownerId, ctx.body);
       return Reply.json({ ownerId: ctx.params.ownerId, header: headerOf(ctx.params.ownerId), ...profile }, created ? 201 : 200);
     },
+  });
+  return hub.mount('/api/coach', {
+    getNudge,
+    getProfile,
+    postAction,
+    getOwners,
+    getOwnersByOwnerId,
+    putOwnersByOwnerId,
   });
 }

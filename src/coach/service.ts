@@ -2,7 +2,7 @@ import { josa } from 'es-hangul';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import { codec } from '../store/codec.js';
-import type { Store, Write } from '../store/port.js';
+import { mergedIndexCount, mergedIndexRange, partitionKeyFor, partitionKeys, type Store, type Write } from '../store/port.js';
 
 /**
  * Coaching calls: an owner's vision, actions (each in one of four phases) and rewards. Setting an
@@ -64,8 +64,14 @@ export interface Nudge {
 }
 
 const key = (ownerId: string) => `coach:owner:${ownerId}`;
-/** Every registered owner, scored by registration time: written in the registration's own update. */
+/**
+ * Every registered owner, scored by registration time: one list per partition (`coach:owners:{#p}`,
+ * docs/partitions.md), written in the registration's own update beside the owner, merged on read
+ * with the global list of before the partitions (`coach:owners`, still read).
+ */
 const OWNERS = 'coach:owners';
+const ownersKey = (ownerId: string) => partitionKeyFor(OWNERS, key(ownerId));
+const ALL_OWNERS = [OWNERS, ...partitionKeys(OWNERS)];
 export const MAX_PAGE = 100;
 
 /** An owner as staff see it in the list: counts instead of the actions. */
@@ -135,7 +141,7 @@ export class CoachService {
       // the index entry goes with the owner (an owner registered before the index joins it here)
       const writes: Write[] = [
         { op: 'set', key: k, value: owners.encode(owner) },
-        { op: 'index', key: OWNERS, member: ownerId, score: Date.parse(owner.createdAt) },
+        { op: 'index', key: ownersKey(ownerId), member: ownerId, score: Date.parse(owner.createdAt) },
       ];
       return { writes, result: { created: !prev, profile: profileOf(owner) } };
     });
@@ -151,8 +157,8 @@ export class CoachService {
   async list(page: { limit: number; offset: number }): Promise<{ owners: OwnerSummary[]; total: number }> {
     const limit = Math.min(Math.max(1, page.limit), MAX_PAGE);
     const [total, entries] = await Promise.all([
-      this.deps.store.indexCount(OWNERS),
-      this.deps.store.indexRange(OWNERS, { reverse: true, offset: page.offset, limit }),
+      mergedIndexCount(this.deps.store, ALL_OWNERS),
+      mergedIndexRange(this.deps.store, ALL_OWNERS, { reverse: true, offset: page.offset, limit }),
     ]);
     const found = await this.deps.store.getMany(entries.map((e) => key(e.member)));
     const list = found.flatMap((v) => {

@@ -29,15 +29,29 @@ const exporter = new Marked({
       return `<a href="${escapeHtml(href.trim())}"${title ? ` title="${escapeHtml(title)}"` : ''} rel="noopener noreferrer">${inner}</a>`;
     },
     image({ href, title, text }: Tokens.Image) {
+      // the document's own image, inlined (renderSafe's `inline`)
+      const own = /^\/api\/md\/images\/[^/]+\/([a-f0-9]{16})$/.exec(href.trim());
+      if (own && inlining?.has(own[1]!)) href = inlining.get(own[1]!)!;
       if (!SAFE_IMAGE.test(href.trim())) return escapeHtml(text);
       return `<img src="${escapeHtml(href.trim())}" alt="${escapeHtml(text)}"${title ? ` title="${escapeHtml(title)}"` : ''}>`;
     },
   },
 });
 
-/** The body of the HTML export: the markdown rendered with the rules above. */
-export function renderSafe(markdown: string): string {
-  return exporter.parse(markdown, { async: false }) as string;
+/** The images being inlined by the render in progress (it is synchronous): id -> data: URL. */
+let inlining: ReadonlyMap<string, string> | undefined;
+
+/**
+ * The body of the HTML export: the markdown rendered with the rules above. `inline`: the document's
+ * own images (`/api/md/images/<slug>/<id>`) by id as data: URLs, put in place of their address.
+ */
+export function renderSafe(markdown: string, inline?: ReadonlyMap<string, string>): string {
+  inlining = inline;
+  try {
+    return exporter.parse(markdown, { async: false }) as string;
+  } finally {
+    inlining = undefined;
+  }
 }
 
 const STYLE =
@@ -46,8 +60,8 @@ const STYLE =
   'table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25rem .5rem}img{max-width:100%}' +
   'footer{margin-top:3rem;color:#666;font-size:.85rem}';
 
-/** A standalone HTML file of one version of a document. */
-export function exportHtml(doc: { slug: string; title: string; version: number; modified: number; author: string; content: string }): string {
+/** A standalone HTML file of one version of a document (`inline`: its own images, as renderSafe takes them). */
+export function exportHtml(doc: { slug: string; title: string; version: number; modified: number; author: string; content: string }, inline?: ReadonlyMap<string, string>): string {
   const when = new Date(doc.modified).toISOString();
   return [
     '<!doctype html>',
@@ -60,7 +74,7 @@ export function exportHtml(doc: { slug: string; title: string; version: number; 
     `<style>${STYLE}</style>`,
     '</head>',
     '<body>',
-    `<article>${renderSafe(doc.content)}</article>`,
+    `<article>${renderSafe(doc.content, inline)}</article>`,
     `<footer>${escapeHtml(doc.slug)} · v${doc.version} · ${escapeHtml(doc.author)} · ${when}</footer>`,
     '</body>',
     '</html>',

@@ -1,8 +1,9 @@
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import { codec, F } from '../store/codec.js';
+import { codec, decodeList, F } from '../store/codec.js';
 import type { PresenceEntry } from '../presence.js';
-import type { Json, Store } from '../store/port.js';
+import { partitionKeyFor, partitionKeys, type Json, type Store } from '../store/port.js';
+import type { Access, Viewer, Visibility } from './access.js';
 
 /**
  * The document service's records, numbers and rules shared by its parts (docs/collab.md):
@@ -19,6 +20,12 @@ export const SLUG_RE = /^[a-z0-9가-힣][a-z0-9가-힣_-]{0,79}$/;
 export const CATEGORY_RE = /^[\p{L}\p{N} _-]{1,40}$/u;
 export const DOC_TOPIC = (slug: string) => `md:${slug}`;
 export const LIST_TOPIC = 'md:all';
+/**
+ * The Bus topic of access changes between processes (`{type: 'access', slug, visibility}`, as on
+ * `md:<slug>`): one topic every process follows, so each hears every change while it subscribes
+ * only to the partitions its clients follow. No client topic: the hub does not serve it.
+ */
+export const ACCESS_TOPIC = 'collab:access';
 export const WEEK_MS = 7 * 86_400_000;
 
 /** Presence colours: a document never gives one colour to two people while the palette lasts. */
@@ -37,6 +44,8 @@ export interface Doc {
   modified: number;
   author: string;
   size: number;
+  /** Who may read and change it (access.ts); absent on documents stored before access existed: a team document. */
+  access?: Access;
 }
 
 export interface Version {
@@ -83,6 +92,12 @@ export interface SaveInput {
   /** 'http' (a form save), 'live' (Yjs co-editing), 'restore'. */
   origin?: 'http' | 'live' | 'restore';
   restoredFrom?: number;
+  /** The caller of a form save or restore: refused unless it may write the document (access.ts). */
+  viewer?: Viewer;
+  /** The visibility of a document this save creates (default team); ignored for an existing one. */
+  visibility?: Visibility;
+  /** The owner of a document this save creates, when no `editor` saves it (a live save: its first author). */
+  owner?: string;
 }
 
 export interface SaveResult {
@@ -102,16 +117,64 @@ export const presenceRecords = codec<Record<string, Peer>>('document presence', 
 );
 export const docEvents = codec<DocEvent>('document event', (r) => typeof r.type === 'string');
 
-/** Store keys. */
+/**
+ * Store keys (docs/partitions.md): a document is one aggregate, `md:doc:<slug>`; its versions, lock,
+ * comments and share links are keys under it, so a save, a lock change, a comment and a link change
+ * are each one update of one partition. The list of documents and the lock index are per partition
+ * (`md:docs:{#p}`, `md:locks:{#p}`, in the document's partition), merged on read.
+ */
 export const K = {
   doc: (s: string) => `md:doc:${s}`,
-  versions: (s: string) => `md:versions:${s}`,
-  lock: (s: string) => `md:lock:${s}`,
+  versions: (s: string) => `md:doc:${s}:versions`,
+  lock: (s: string) => `md:doc:${s}:lock`,
   presence: (s: string) => `md:presence:${s}`,
-  docs: 'md:docs',
-  locks: 'md:locks',
+  links: (s: string) => `md:doc:${s}:links`,
+  comments: (s: string) => `md:doc:${s}:comments`,
+  /** The documents of the partition of `md:doc:<s>`, by modification time. */
+  docs: (s: string) => partitionKeyFor('md:docs', `md:doc:${s}`),
+  /** Live locks of the partition of `md:doc:<s>`, by expiry. */
+  locks: (s: string) => partitionKeyFor('md:locks', `md:doc:${s}`),
   rooms: 'md:presence-rooms',
 };
+
+/**
+ * The keys of the global layout written before the partitions: still read (merged, or as the
+ * fallback of an absent new key) and cleaned as the document is written; never written again.
+ */
+export const OLD = {
+  versions: (s: string) => `md:versions:${s}`,
+  lock: (s: string) => `md:lock:${s}`,
+  links: (s: string) => `md:links:${s}`,
+  comments: (s: string) => `md:comments:${s}`,
+  docs: 'md:docs',
+  locks: 'md:locks',
+};
+
+/**
+ * A document's kept versions, oldest first: those of the global layout (older), then its own; the
+ * last MAX_VERSIONS.
+ */
+export async function readVersions(store: Store, slug: string): Promise<Version[]> {
+  const [old, own] = await Promise.all([store.range(OLD.versions(slug)), store.range(K.versions(slug))]);
+  return decodeList(versionRecords, [...old, ...own]).slice(-MAX_VERSIONS);
+}
+
+/**
+ * The lock a document had in the global layout, read before an update of the document (nothing
+ * writes it any more: it can only go, so what was read stays true or becomes stale in its favour).
+ */
+export async function oldLock(store: Store, slug: string): Promise<Lock | undefined> {
+  return lockRecords.decode(await store.get(OLD.lock(slug)));
+}
+
+/** Drops a document's lock of the global layout (after the update that took its place). */
+export async function dropOldLock(store: Store, slug: string): Promise<void> {
+  await store.del(OLD.lock(slug));
+  await store.unindex(OLD.locks, slug);
+}
+
+/** Every part of a per-partition index of documents, with the global one of before last. */
+export const allParts = (name: 'md:docs' | 'md:locks'): string[] => [...partitionKeys(name), name];
 
 export function lockedError(slug: string, lock: Lock): AppError {
   const holder = lock.holder_name ?? lock.holder;

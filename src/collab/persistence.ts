@@ -4,19 +4,28 @@ import { F } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
 
 /**
- * Where a live document lives in the Store:
- *   `md:ydoc:<slug>`  the compacted Yjs state (base64), with `md:yupto:<slug>` the last update-log
- *                     sequence number merged into it;
- *   `md:ylog:<slug>`  the update log: every update a peer sends is appended here, numbered by
- *                     `md:yseq:<slug>`, right after it is applied and fanned out (one group
+ * Where a live document lives in the Store, under the document's aggregate (docs/partitions.md):
+ *   `md:doc:<slug>:ydoc`  the compacted Yjs state (base64), with `md:doc:<slug>:yupto` the last
+ *                     update-log sequence number merged into it;
+ *   `md:doc:<slug>:ylog`  the update log: every update a peer sends is appended here, numbered by
+ *                     `md:doc:<slug>:yseq`, right after it is applied and fanned out (one group
  *                     commit), so an edit survives kill -9 once its append committed even when no
  *                     client is left to resend it (docs/collab.md, "What a crash can lose");
  *   the debounced save compacts the log into the state.
+ * The state and log of the global layout (`md:ydoc:<slug>`, `md:yupto:<slug>`, `md:ylog:<slug>`,
+ * `md:yseq:<slug>`) are still loaded, merged with the new (Yjs updates merge idempotently), and
+ * dropped once a compaction has written the merged state under the document.
  */
-export const YKEY = (slug: string) => `md:ydoc:${slug}`;
-const UPTO = (slug: string) => `md:yupto:${slug}`;
-const SEQ = (slug: string) => `md:yseq:${slug}`;
-const LOG = (slug: string) => `md:ylog:${slug}`;
+export const YKEY = (slug: string) => `md:doc:${slug}:ydoc`;
+const UPTO = (slug: string) => `md:doc:${slug}:yupto`;
+const SEQ = (slug: string) => `md:doc:${slug}:yseq`;
+const LOG = (slug: string) => `md:doc:${slug}:ylog`;
+const OLD = {
+  ydoc: (slug: string) => `md:ydoc:${slug}`,
+  upto: (slug: string) => `md:yupto:${slug}`,
+  seq: (slug: string) => `md:yseq:${slug}`,
+  log: (slug: string) => `md:ylog:${slug}`,
+};
 
 /** Updates the log holds; a room saves long before (see UNSAVED_FLUSH). */
 export const LOG_CAP = 20_000;
@@ -35,15 +44,18 @@ export class DocStore {
 
   /** The stored state with every logged update not yet compacted; undefined for a new document. */
   async load(slug: string): Promise<Uint8Array | undefined> {
-    const [[snap, upto], log] = await Promise.all([
-      this.store.getMany([YKEY(slug), UPTO(slug)]),
-      this.store.range(LOG(slug)),
-    ]);
-    const from = typeof upto === 'number' ? upto : 0;
-    const parts = typeof snap === 'string' ? [unb64(snap)] : [];
-    for (const e of log) if (isEntry(e) && e.s > from) parts.push(unb64(e.u));
+    const parts = [...(await this.stored(OLD.ydoc(slug), OLD.upto(slug), OLD.log(slug))), ...(await this.stored(YKEY(slug), UPTO(slug), LOG(slug)))];
     if (parts.length === 0) return undefined;
     return parts.length === 1 ? parts[0] : Y.mergeUpdates(parts);
+  }
+
+  /** The state at `ydoc` and the updates of `log` after its mark `upto`. */
+  private async stored(ydoc: string, upto: string, log: string): Promise<Uint8Array[]> {
+    const [[snap, mark], entries] = await Promise.all([this.store.getMany([ydoc, upto]), this.store.range(log)]);
+    const from = typeof mark === 'number' ? mark : 0;
+    const parts = typeof snap === 'string' ? [unb64(snap)] : [];
+    for (const e of entries) if (isEntry(e) && e.s > from) parts.push(unb64(e.u));
+    return parts;
   }
 
   /** Appends one update to the log (durable when this resolves). */
@@ -68,10 +80,12 @@ export class DocStore {
    * them. Updates logged after the log was read keep higher numbers and stay in the log.
    */
   async compact(slug: string, state: Uint8Array): Promise<void> {
+    // what the global layout held is in `state` (the room loaded it) unless it was written since the load: merged in too
+    const old = await this.stored(OLD.ydoc(slug), OLD.upto(slug), OLD.log(slug));
     const log = (await this.store.range(LOG(slug))).flatMap((e) => (isEntry(e) ? [e] : []));
     await this.store.update([YKEY(slug), UPTO(slug)], ([snap, upto]) => {
       const from = typeof upto === 'number' ? upto : 0;
-      const parts = [...(typeof snap === 'string' ? [unb64(snap)] : []), state];
+      const parts = [...old, ...(typeof snap === 'string' ? [unb64(snap)] : []), state];
       let last = from;
       for (const e of log) {
         if (e.s <= from) continue;
@@ -84,6 +98,7 @@ export class DocStore {
       ];
       return { writes, result: null };
     });
+    if (old.length > 0) for (const key of Object.values(OLD)) await this.store.del(key(slug));
   }
 
   /**

@@ -7,8 +7,12 @@ export interface RoomTransport {
   subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe>;
 }
 
-/** Room channels over the Bus (topic `yjs:<slug>`): one Bus handler, routed by topic. */
-export function busTransport(bus: Pick<Bus, 'publish' | 'onMessage'>): RoomTransport {
+/**
+ * Room channels over the Bus (topic `yjs:<slug>`): one Bus handler, routed by topic. A channel
+ * subscribed here is followed on the Bus (the partition of `yjs:<slug>`) while a room here holds
+ * it: a process hears only the rooms it has.
+ */
+export function busTransport(bus: Pick<Bus, 'publish' | 'onMessage' | 'follow'>): RoomTransport {
   const channels = new Map<string, Set<(m: string) => void>>();
   bus.onMessage(({ topic, message }) => {
     if (typeof message !== 'string') return;
@@ -17,12 +21,17 @@ export function busTransport(bus: Pick<Bus, 'publish' | 'onMessage'>): RoomTrans
   return {
     publish: async (channel, message) => void (await bus.publish(channel, message)),
     subscribe: async (channel, handler) => {
+      const release = await bus.follow(channel);
       let set = channels.get(channel);
       if (!set) channels.set(channel, (set = new Set()));
       set.add(handler);
+      let done = false;
       return async () => {
+        if (done) return;
+        done = true;
         set!.delete(handler);
-        if (set!.size === 0) channels.delete(channel);
+        if (set!.size === 0 && channels.get(channel) === set) channels.delete(channel);
+        release();
       };
     },
   };

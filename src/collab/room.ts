@@ -46,6 +46,19 @@ export interface RoomHooks {
 export const WS_CLOSE_DOC_TOO_LARGE = 4413;
 
 /**
+ * Close code of a peer that may read the document but sent a change (a reader, a share link), or
+ * that lost the right to read it: 4403, the mirror of HTTP 403, final for y-websocket's client.
+ * Nothing of the refused update is applied, stored or sent on; the room carries on.
+ */
+export const WS_CLOSE_READ_ONLY = 4403;
+
+/** Whether an update carries nothing (no items, no deletions): a reader's sync step 2 of an empty document. */
+export function emptyUpdate(update: Uint8Array): boolean {
+  const { structs, ds } = Y.decodeUpdate(update);
+  return structs.length === 0 && ds.clients.size === 0;
+}
+
+/**
  * Bytes of applied edits a room lets wait for the store (it is out or slow) before it refuses more
  * (close 1013, the client reconnects later and resends): the bound on what memory holds unstored.
  */
@@ -68,6 +81,8 @@ export class Room {
   private readonly peers = new Map<Peer, Set<number>>();
   /** Each peer's signed-in identity (given at join). */
   private readonly who = new Map<Peer, string>();
+  /** Peers that read only (readers, share links): their changes are refused, their awareness not shown. */
+  private readonly readers = new Set<Peer>();
   private updates: Promise<void> = Promise.resolve();
   /** Peer updates applied and fanned out, waiting for the next durable write (group commit). */
   private queue: Uint8Array[] = [];
@@ -103,9 +118,10 @@ export class Room {
   }
 
   /** A new peer: it gets the room's state vector and who is here. */
-  join(peer: Peer, who?: string): void {
+  join(peer: Peer, who?: string, readOnly = false): void {
     this.peers.set(peer, new Set());
     if (who !== undefined) this.who.set(peer, who);
+    if (readOnly) this.readers.add(peer);
     this.hooks.fanout?.join(peer, this.group);
     peer.send(syncStep1(this.doc));
     const states = this.awareness.getStates();
@@ -116,6 +132,29 @@ export class Room {
     this.drop(peer);
   }
 
+  /** The peers of this process, each with whether it reads only. */
+  get members(): [Peer, boolean][] {
+    return [...this.peers.keys()].map((p) => [p, this.readers.has(p)]);
+  }
+
+  /** Makes a peer a reader (its awareness states go: a reader is not shown as an editor) or a writer again. */
+  setReadOnly(peer: Peer, readOnly: boolean): void {
+    if (!this.peers.has(peer)) return;
+    if (!readOnly) {
+      this.readers.delete(peer);
+      return;
+    }
+    this.readers.add(peer);
+    const clients = this.peers.get(peer)!;
+    if (clients.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...clients], 'close');
+  }
+
+  /** Ends a peer that may no longer read the document (4403). */
+  expel(peer: Peer, reason: string): void {
+    if (!this.drop(peer)) return;
+    peer.close(WS_CLOSE_READ_ONLY, reason);
+  }
+
   /**
    * Forgets a peer: its awareness states (cursors, names) go too, so nothing of a closed peer
    * stays in the room, whether it left or was closed by the room.
@@ -124,6 +163,7 @@ export class Room {
     const clients = this.peers.get(peer);
     const had = this.peers.delete(peer);
     this.who.delete(peer);
+    this.readers.delete(peer);
     if (clients && clients.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...clients], 'close');
     return had;
   }
@@ -135,7 +175,10 @@ export class Room {
     try {
       msg = decodeMessage(data);
       if (msg.kind === 'sync-step-1') peer.send(syncStep2(this.doc, msg.stateVector));
-      else if (msg.kind === 'awareness') awarenessProtocol.applyAwarenessUpdate(this.awareness, msg.update, peer);
+      // a reader sees who is here but does not appear as an editor: its awareness is not taken
+      else if (msg.kind === 'awareness') {
+        if (!this.readers.has(peer)) awarenessProtocol.applyAwarenessUpdate(this.awareness, msg.update, peer);
+      }
       else if (msg.kind === 'query-awareness') peer.send(awarenessMessage(this.awareness, [...this.awareness.getStates().keys()]));
     } catch (err) {
       this.hooks.warn({ slug: this.slug, err: (err as Error).message }, 'invalid y-websocket frame');
@@ -144,6 +187,14 @@ export class Room {
       return;
     }
     if (msg.kind !== 'update') return;
+    if (this.readers.has(peer)) {
+      // the stock client answers the room's sync step 1 with what the room lacks: nothing, from a reader
+      if (emptyUpdate(msg.update)) return;
+      this.hooks.warn({ slug: this.slug }, 'update refused: the peer may only read');
+      this.drop(peer);
+      peer.close(WS_CLOSE_READ_ONLY, 'read_only: you may read this document but not change it');
+      return;
+    }
     const limit = this.hooks.maxTextBytes;
     if (limit !== undefined && !this.fits(msg.update, limit)) {
       this.hooks.warn({ slug: this.slug, limit }, 'update refused: the document would pass its size limit');

@@ -8,6 +8,8 @@ import { Debounce, DocStore, UNSAVED_FLUSH } from './persistence.js';
 import { Relay, type RoomTransport } from './relay.js';
 import { Room, reconcile, type Fanout, type Peer } from './room.js';
 import { SLUG_RE, type CollabService, type Doc } from './service.js';
+import { accessOf, rights, type Viewer } from './access.js';
+import type { Anchor } from './comments.js';
 
 export { applyDiff, reconcile, type Peer } from './room.js';
 export { busTransport, type RoomTransport } from './relay.js';
@@ -58,6 +60,8 @@ interface Entry {
 export class Rooms {
   private readonly rooms = new Map<string, Entry>();
   private readonly peers = new Map<Peer, Entry>();
+  /** What the access rules know of each peer that came with an identity (module.ts). */
+  private readonly viewers = new Map<Peer, Viewer>();
   private readonly docs: DocStore;
   private readonly relay: Relay;
   private readonly clock: Clock;
@@ -68,6 +72,10 @@ export class Rooms {
     this.docs = new DocStore(opts.store);
     this.clock = opts.clock ?? systemClock;
     this.relay = new Relay(opts.transport, opts.origin, (o, m) => opts.logger.warn(o, m));
+    opts.service.onAccessChanged((slug) => {
+      const e = this.rooms.get(slug);
+      if (e?.loaded && !e.closed) void this.rejudge(e);
+    });
     opts.service.onSaved((doc, origin) => {
       if (origin !== 'live') this.applyExternal(doc).catch((err) => opts.logger.warn({ err, slug: doc.slug }, 'external save not applied to the live document'));
     });
@@ -93,14 +101,18 @@ export class Rooms {
     return slug;
   }
 
-  /** A peer joins a room; `who` is its signed-in identity (the author of its edits). */
-  open(peer: Peer, slug: string, who?: string): void {
+  /**
+   * A peer joins a room; `who` is its signed-in identity (the author of its edits), `viewer` what
+   * the access rules know of it (re-judged while it stays: rejudge), `readOnly` whether it may only read.
+   */
+  open(peer: Peer, slug: string, who?: string, access?: { viewer: Viewer; readOnly: boolean }): void {
     const e = this.entry(slug);
     this.peers.set(peer, e);
+    if (access) this.viewers.set(peer, access.viewer);
     e.peers++;
     e.ready.then(
       () => {
-        if (this.peers.get(peer) === e) e.room.join(peer, who);
+        if (this.peers.get(peer) === e) e.room.join(peer, who, access?.readOnly ?? false);
       },
       () => peer.close(1011, 'room failed to load'),
     );
@@ -117,9 +129,94 @@ export class Rooms {
     const e = this.peers.get(peer);
     if (!e) return;
     this.peers.delete(peer);
+    this.viewers.delete(peer);
     e.peers--;
     e.room.leave(peer);
     if (e.peers === 0) void this.unload(e);
+  }
+
+  /**
+   * Judges the room's peers against the document's access as it is now: one that may no longer
+   * read is closed (4403), one that may no longer write reads only, one given the right writes.
+   * On every access change made here at once, and on every resync tick (changes made on another process).
+   */
+  private async rejudge(e: Entry): Promise<void> {
+    const members = e.room.members.filter(([p]) => this.viewers.has(p));
+    if (members.length === 0) return;
+    let access;
+    try {
+      access = accessOf(await this.opts.service.find(e.room.slug));
+    } catch (err) {
+      this.opts.logger.warn({ err, slug: e.room.slug }, 'access not re-judged');
+      return;
+    }
+    for (const [peer, readOnly] of members) {
+      const can = rights(access, e.room.slug, this.viewers.get(peer));
+      if (!can.read) e.room.expel(peer, 'forbidden: you may no longer read this document');
+      else if (readOnly === can.write) e.room.setReadOnly(peer, !can.write);
+    }
+  }
+
+  // ---- comment anchors (comments.ts) ----------------------------------------------------------
+
+  /**
+   * Runs `fn` on the document's live Yjs state: the loaded room's, or the stored state (made
+   * from the markdown and stored first when there is none yet, so later saves are diffs against
+   * the very items an anchor names).
+   */
+  private async withDoc<T>(slug: string, fn: (doc: Y.Doc) => T): Promise<T> {
+    const e = this.rooms.get(slug);
+    if (e && !e.closed) {
+      await e.ready;
+      return fn(e.room.doc);
+    }
+    const md = await this.opts.service.find(slug);
+    if (md) await this.docs.amend(slug, (state) => reconcile(slug, state, md.content));
+    const tmp = new Y.Doc();
+    try {
+      const state = await this.docs.load(slug);
+      if (state) Y.applyUpdate(tmp, state);
+      return fn(tmp);
+    } finally {
+      tmp.destroy();
+    }
+  }
+
+  /** An anchor for characters [from, to) of the document's text now (400 `invalid_range` outside it). */
+  makeAnchor(slug: string, from: number, to: number): Promise<Anchor> {
+    return this.withDoc(slug, (doc) => {
+      const text = doc.getText('content');
+      if (!(from < to && to <= text.length)) {
+        throw new AppError('invalid', 'invalid_range', `a comment's range is a non-empty part of the text (0 to ${text.length})`, { from, to, length: text.length });
+      }
+      const rel = (i: number, assoc: number) => Buffer.from(Y.encodeRelativePosition(Y.createRelativePositionFromTypeIndex(text, i, assoc))).toString('base64');
+      return { start: rel(from, 0), end: rel(to, -1), quote: text.toString().slice(from, to) };
+    });
+  }
+
+  /**
+   * Where each anchor is in the text now: `{from, to, text}`, or `orphaned` when its text is
+   * gone (deleted, or replaced by a restore) or it names nothing of this document.
+   */
+  resolveAnchors(slug: string, anchors: Anchor[]): Promise<({ from: number; to: number; text: string; orphaned: false } | { orphaned: true })[]> {
+    return this.withDoc(slug, (doc) => {
+      const text = doc.getText('content');
+      const s = text.toString();
+      const at = (b64: string) => {
+        try {
+          const abs = Y.createAbsolutePositionFromRelativePosition(Y.decodeRelativePosition(Buffer.from(b64, 'base64')), doc);
+          return abs && abs.type === text ? abs.index : undefined;
+        } catch {
+          return undefined;
+        }
+      };
+      return anchors.map((a) => {
+        const from = at(a.start);
+        const to = at(a.end);
+        if (from === undefined || to === undefined || to <= from) return { orphaned: true as const };
+        return { from, to, text: s.slice(from, to), orphaned: false as const };
+      });
+    });
   }
 
   // ---- rooms --------------------------------------------------------------------------------
@@ -173,7 +270,10 @@ export class Rooms {
     });
     e.loaded = true;
     // full sync on (re)subscribe: whatever pub/sub dropped or we never saw comes back
-    const announce = () => void this.relay.stateVector(slug, Y.encodeStateVector(e.room.doc));
+    const announce = () => {
+      void this.relay.stateVector(slug, Y.encodeStateVector(e.room.doc));
+      void this.rejudge(e);
+    };
     announce();
     e.resync = setInterval(announce, this.opts.resyncMs);
     e.resync.unref();
@@ -202,9 +302,11 @@ export class Rooms {
       this.opts.logger.warn({ slug: room.slug }, 'live document over the size limit: markdown version not saved');
       return;
     }
-    const author = [...room.authors].join(', ') || 'live';
+    const authors = [...room.authors];
+    const author = authors.join(', ') || 'live';
     room.authors.clear();
-    await this.opts.service.save({ slug: room.slug, content, author: author.slice(0, 40), origin: 'live' });
+    // a document made live belongs to the first identity that wrote it
+    await this.opts.service.save({ slug: room.slug, content, author: author.slice(0, 40), origin: 'live', owner: authors[0] });
   }
 
   private async unload(e: Entry): Promise<void> {

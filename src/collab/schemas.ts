@@ -13,8 +13,16 @@ export const docSchema = z.object({
   modified: ms,
   author: z.string(),
   size: z.number().int().min(0).describe('bytes of UTF-8'),
+  visibility: z.enum(['private', 'team', 'public']).optional().describe('who may read it (GET /api/md/access/:slug tells the rest)'),
 });
-const summary = docSchema.omit({ content: true, created: true });
+const summary = docSchema.omit({ content: true, created: true, visibility: true });
+const access = z.object({
+  owner: z.string().optional().describe('the owner\'s account id (absent on documents stored before access existed)'),
+  visibility: z.enum(['private', 'team', 'public']),
+  editors: z.array(z.string()),
+  readers: z.array(z.string()),
+});
+const link = z.object({ id: z.string(), role: z.enum(['read', 'comment']), created: ms, created_by: z.string(), expires_at: z.string().nullable() });
 const versionMeta = z.object({
   version: z.number().int(),
   title: z.string(),
@@ -43,6 +51,15 @@ const lockView = z.object({
   max_until: iso.optional().describe('renewals stop here (LOCK_MAX_MS after the acquisition)'),
 });
 
+const reply = z.object({ id: z.string(), author: z.string(), author_name: z.string(), created: ms, body: z.string(), mentions: z.array(z.string()) });
+const thread = reply.extend({
+  anchor: z.object({ start: z.string().describe('base64 Yjs relative position'), end: z.string(), quote: z.string().describe('the text when the comment was made') }),
+  resolved: z.boolean(),
+  resolved_by: z.string().optional(),
+  resolved_at: ms.optional(),
+  replies: z.array(reply),
+});
+
 export const collabResponses = {
   save: z.object({ ok: z.literal(true), changed: z.boolean(), doc: docSchema }),
   list: z.object({ docs: z.array(summary), categories: z.record(z.string(), z.number().int()) }),
@@ -61,6 +78,25 @@ export const collabResponses = {
   presence: z.object({ id: z.string(), color: z.string(), peers: z.array(peer) }),
   left: z.object({ left: z.boolean() }),
   peers: z.object({ peers: z.array(peer) }),
+  access: z.object({ slug: z.string(), access, can: z.object({ read: z.boolean(), comment: z.boolean(), write: z.boolean(), manage: z.boolean() }) }),
+  accessSet: z.object({ slug: z.string(), access }),
+  linkMade: z.object({ token: z.string().describe('the link\'s bearer token: shown once, kept only as its hash'), link }),
+  links: z.object({ slug: z.string(), links: z.array(link) }),
+  linkRevoked: z.object({ revoked: z.literal(true), slug: z.string(), id: z.string() }),
+  image: z.object({ id: z.string(), slug: z.string(), type: z.string(), size: z.number().int(), url: z.string().describe('the address to put in the text: ![alt](url)') }),
+  thread,
+  reply,
+  comments: z.object({
+    slug: z.string(),
+    threads: z.array(
+      thread.extend({
+        at: z.union([
+          z.object({ from: z.number().int(), to: z.number().int(), text: z.string(), orphaned: z.literal(false) }),
+          z.object({ orphaned: z.literal(true).describe('the commented text is gone (deleted, or replaced by a restore)') }),
+        ]),
+      }),
+    ),
+  }),
   stats: z.object({
     categories: z.record(z.string(), z.number().int()),
     recent: z.array(summary.extend({ modified_at: z.string() })),

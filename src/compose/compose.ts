@@ -1,28 +1,11 @@
-import { runPhase, type Platform, type ServiceModule } from './module.js';
-import type { Ports } from './ports.js';
+import { runPhase } from './module.js';
+import type { Platform, PortName, Ports, ServiceDefinition, ServiceModule } from '../contract.js';
 
-/** A port's name: what one service offers the others (src/compose/ports.ts names them all). */
-export type PortName = keyof Ports;
-
-/** A service as the composition root sees it: what it needs of others, what it provides, how it is built. */
-export interface ServiceDefinition<N extends PortName = PortName, P extends PortName = PortName> {
-  readonly name: string;
-  /** The ports of other services this one is built from (by name; the providers are found by the graph). */
-  readonly needs: readonly N[];
-  /** The ports this service offers, built by `build`. */
-  readonly provides: readonly P[];
-  /** Whether this process runs the service at all (default: always). */
-  enabled?(platform: Platform): boolean;
-  build(platform: Platform, needs: Pick<Ports, N>): Built<P> | Promise<Built<P>>;
-}
-
-/** A built service: the module the hub runs and the ports it provides. */
-export type Built<P extends PortName> = ServiceModule & { readonly ports: Pick<Ports, P> };
-
-/** The one way to write a definition (it keeps the needs and provides types precise). */
-export function defineService<N extends PortName = never, P extends PortName = never>(d: ServiceDefinition<N, P>): ServiceDefinition<N, P> {
-  return d;
-}
+/**
+ * The composition root's graph: the order services are built in, and the build. The contract itself
+ * (defineService, the Platform, the ServiceModule, the Ports each service declares) is the
+ * platform's, src/contract.ts.
+ */
 
 /** A graph that cannot be built: a cycle, a port no service provides, or a port two services provide. */
 export class CompositionError extends Error {

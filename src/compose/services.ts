@@ -3,7 +3,7 @@ import { chatModule } from '../chat/module.js';
 import { coachModule } from '../coach/module.js';
 import { collabModule } from '../collab/module.js';
 import { consoleModule } from '../console/module.js';
-import type { ServiceDefinition } from './compose.js';
+import type { ServiceDefinition } from '../contract.js';
 import { demoModule } from '../demo/module.js';
 import { outboxModule } from '../outbox/module.js';
 import { paymentModule } from '../payment/module.js';

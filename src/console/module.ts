@@ -1,4 +1,4 @@
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
 import { registerConsoleRoutes } from './routes.js';
 import { ConsoleService } from './service.js';
 
@@ -26,7 +26,7 @@ export const consoleModule = defineService({
         registerConsoleRoutes(hub, { service, liveEveryMs: p.config.CONSOLE_LIVE_MS });
         hub.page('/console', '/console.html', {
           title: 'Console',
-          description: 'Operators see every hub process live (nodes, topics, queues, the store), look up the connections of an identity and disconnect them',
+          description: '운영자가 허브의 모든 프로세스(노드, 토픽, 큐, 저장소)를 실시간으로 보고, 한 사용자의 연결을 찾아 끊습니다',
         });
       },
       start: () => service.start(),

@@ -1,12 +1,14 @@
 import type { Clock } from '../clock.js';
 import { codec, F } from '../store/codec.js';
-import type { Json, Store } from '../store/port.js';
+import { mergedIndexRange, partitionKeyFor, partitionKeys, type Json, type Store } from '../store/port.js';
 
 /**
  * The hub processes sharing the store, as Centrifugo's nodes: every process writes its own node
- * info (`console:node:<id>`) every CONSOLE_NODE_MS, kept for three periods, and indexes it in
- * `console:nodes` scored by when it expires. A process that stops removes its entry; one that dies
- * stops renewing it and leaves the list once its info expires.
+ * info (`console:node:<id>`) every CONSOLE_NODE_MS, kept for three periods, and indexes it in the
+ * list of its partition (`console:nodes:{#p}`, docs/partitions.md) scored by when it expires; the
+ * lists are merged on read (with the global `console:nodes` of before the partitions). A process
+ * that stops removes its entry; one that dies stops renewing it and leaves the list once its info
+ * expires.
  */
 
 export interface NodeInfo {
@@ -30,6 +32,10 @@ export interface NodeInfo {
 
 const NODES = 'console:nodes';
 const nodeKey = (id: string) => `console:node:${id}`;
+/** The list a node's entry is in: that of its info's partition. */
+const nodesKey = (id: string) => partitionKeyFor(NODES, nodeKey(id));
+/** Every list: the global one of before the partitions, then each partition's. */
+const ALL_NODES = [NODES, ...partitionKeys(NODES)];
 
 const nodeCodec = codec<NodeInfo>('console node', (r) => typeof r.id === 'string' && typeof r.process === 'string' && F.obj(r.connections) && Array.isArray(r.topics) && F.obj(r.jobs));
 
@@ -48,7 +54,7 @@ export class NodeRegistry {
     await this.store.update([], () => ({
       writes: [
         { op: 'set', key: nodeKey(info.id), value: nodeCodec.encode(info) as Json, ttlMs },
-        { op: 'index', key: NODES, member: info.id, score: expires },
+        { op: 'index', key: nodesKey(info.id), member: info.id, score: expires },
       ],
       result: undefined,
     }));
@@ -59,18 +65,22 @@ export class NodeRegistry {
     await this.store.update([], () => ({
       writes: [
         { op: 'del', key: nodeKey(id) },
-        { op: 'unindex', key: NODES, member: id },
+        { op: 'unindex', key: nodesKey(id), member: id },
       ],
       result: undefined,
     }));
+    await this.store.unindex(NODES, id); // an entry written before the partitions
   }
 
   /** The processes whose info has not expired, by id; expired entries are dropped from the index. */
   async list(): Promise<NodeInfo[]> {
     const now = this.clock.now();
-    const stale = await this.store.indexRange(NODES, { max: now });
-    for (const e of stale) await this.store.unindex(NODES, e.member);
-    const live = await this.store.indexRange(NODES, { min: now });
+    await Promise.all(
+      ALL_NODES.map(async (k) => {
+        for (const e of await this.store.indexRange(k, { max: now })) await this.store.unindex(k, e.member);
+      }),
+    );
+    const live = await mergedIndexRange(this.store, ALL_NODES, { min: now });
     const values = await this.store.getMany(live.map((e) => nodeKey(e.member)));
     const out: NodeInfo[] = [];
     for (const v of values) {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CONNECTION_ID, type Hub } from '../hub/declare.js';
+import { route, CONNECTION_ID, type Hub } from '../hub/declare.js';
 import type { ConsoleService } from './service.js';
 
 /**
@@ -78,10 +78,17 @@ export const consoleStateSchema = z.object({
   }),
 });
 
-export function registerConsoleRoutes(hub: Hub, opts: { service: ConsoleService; liveEveryMs: number }): void {
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type ConsoleRoutes = ReturnType<typeof registerConsoleRoutes>;
+
+export function registerConsoleRoutes(hub: Hub, opts: { service: ConsoleService; liveEveryMs: number }) {
+  // the operators' payments back office: its calls are the relay's /api/token/ops/* routes
+  hub.page('/payments', '/payments.html', {
+    title: '결제 백오피스 · Payments back office',
+    description: '운영자가 보류된 지급을 승인하거나 반려하고, 이체를 사유와 함께 되돌리고, 운영 계정 명세서와 일일 정산(차이 포함), 체인 경보를 봅니다.',
+  });
   const { service } = opts;
-  const api = hub.group('/api/console');
-  api.route({
+  const getState = route({
     method: 'GET',
     path: '/state',
     summary: 'The live state of every hub process: nodes, topics, queues, the store (operator)',
@@ -90,7 +97,7 @@ export function registerConsoleRoutes(hub: Hub, opts: { service: ConsoleService;
     cacheControl: 'no-store',
     handler: () => service.state(),
   });
-  api.route({
+  const getConnections = route({
     method: 'GET',
     path: '/connections',
     summary: "An identity's open WebSockets and SSE streams on every live hub process (operator)",
@@ -100,7 +107,7 @@ export function registerConsoleRoutes(hub: Hub, opts: { service: ConsoleService;
     cacheControl: 'no-store',
     handler: (ctx) => service.connectionsOf(ctx.query.user),
   });
-  api.route({
+  const postConnectionsByIdDisconnect = route({
     method: 'POST',
     path: '/connections/:id/disconnect',
     summary: 'Ends one connection on whichever hub process holds it (WebSocket close 4403; SSE `closed` event) (operator)',
@@ -109,7 +116,7 @@ export function registerConsoleRoutes(hub: Hub, opts: { service: ConsoleService;
     response: z.object({ disconnected: z.array(connection) }),
     handler: (ctx) => service.disconnectConnection(ctx.params.id),
   });
-  api.route({
+  const postIdentitiesByUserDisconnect = route({
     method: 'POST',
     path: '/identities/:user/disconnect',
     summary: 'Ends every connection of an identity on every hub process; with revoke_tokens, revokes its tokens first (close 4401) (operator)',
@@ -119,7 +126,7 @@ export function registerConsoleRoutes(hub: Hub, opts: { service: ConsoleService;
     response: z.object({ user: z.string(), disconnected: z.array(connection), revoked_tokens: z.number().int().nullable(), missing: z.array(z.string()) }),
     handler: (ctx) => service.disconnectIdentity(ctx.params.user, ctx.body.revoke_tokens),
   });
-  api.route({
+  const postOutboxByIdRetry = route({
     method: 'POST',
     path: '/outbox/:id/retry',
     summary: 'Makes a waiting outbox delivery due now (operator)',
@@ -149,5 +156,12 @@ export function registerConsoleRoutes(hub: Hub, opts: { service: ConsoleService;
       stream.onClose(() => clearInterval(timer));
       void send();
     },
+  });
+  return hub.mount('/api/console', {
+    getState,
+    getConnections,
+    postConnectionsByIdDisconnect,
+    postIdentitiesByUserDisconnect,
+    postOutboxByIdRetry,
   });
 }

@@ -6,7 +6,7 @@ import type { AuthService } from '../auth/index.js';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';
 import type { ConnectionInfo, Hub } from '../hub/declare.js';
-import { outboxHeldKey, type Outbox, type OutboxDestination } from '../outbox.js';
+import { type Outbox, type OutboxDestination } from '../outbox.js';
 import type { Store, StoreState } from '../store/port.js';
 import { Control, type SurveyResult } from './control.js';
 import { NodeRegistry, type NodeInfo } from './nodes.js';
@@ -58,7 +58,7 @@ export interface ConsoleDeps {
   processId: string;
   nodeEveryMs: number;
   auth: Pick<AuthService, 'revokeTokens'>;
-  outbox: Pick<Outbox, 'destinations' | 'pending' | 'retryNow'>;
+  outbox: Pick<Outbox, 'destinations' | 'held' | 'pending' | 'retryNow'>;
   tradingJobs: { stats(): { admitted: number; running: number; waiting: number; limits: { queue: number; running: number } } };
 }
 
@@ -245,7 +245,7 @@ export class ConsoleService {
     const held = new Set<string>();
     for (const d of destinations) {
       if (d.held === 0) continue;
-      for (const e of await this.deps.store.indexRange(outboxHeldKey(d.dest), { limit: WAITING_MAX })) held.add(e.member);
+      for (const id of await this.deps.outbox.held(d.dest, WAITING_MAX)) held.add(id);
     }
     const pending = await this.deps.outbox.pending(undefined, 1000);
     const list = pending.filter((p) => !p.inFlight && (p.attempts > 0 || held.has(p.id))).slice(0, WAITING_MAX);

@@ -1,7 +1,15 @@
 import { DEMO_ACCOUNTS, seedDemo, type DemoSummary } from './seed.js';
 import { DemoSignIn } from './sign-in.js';
 import { registerDemo } from './routes.js';
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    /** DEMO=1 only: what the demo seeded (the start banner prints it). */
+    demo: DemoSummary;
+  }
+}
 
 /**
  * DEMO=1 only: the demo data of all eight services, seeded through the services once they run (the

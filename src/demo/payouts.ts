@@ -1,4 +1,4 @@
-import { UNIT, ChallengeLifecycle, DEFAULT_RULES, payoutWeekOf, PaymentService, type Payment } from '../payment/index.js';
+import { UNIT, DEFAULT_RULES, payoutWeekOf, type Payment } from '../payment/index.js';
 
 /**
  * The demo's weekly payouts (docs/payment.md "Payouts"), made by the payment relay's own functions:
@@ -47,9 +47,9 @@ export async function seedPayouts(payment: Payment, user: string, state: PayoutD
   if (state.paid && state.held) return { paid: state.paid, held: state.held };
   const { service, lifecycle, payouts } = payment;
   const t0 = (state.t0 ??= service.now());
-  const at = (ms: number) => new PaymentService({ ...service.opts, clock: { now: () => ms } });
+  const at = (ms: number) => service.withClock({ now: () => ms });
   // the judgement comes first, so the rules (fills of an active challenge) are never consulted
-  const engineAt = (ms: number) => new ChallengeLifecycle(at(ms), { rules: DEFAULT_RULES, violationDeductPercent: 10n });
+  const engineAt = (ms: number) => lifecycle.at({ now: () => ms }, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
   const paidAt = t0 - 14 * DAY;
   const heldAt = t0 - 7 * DAY;
 

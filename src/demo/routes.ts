@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { DemoSummary } from './seed.js';
 import { demoStops } from './page.js';
 import type { DemoSignIn } from './sign-in.js';
-import type { Hub } from '../hub/declare.js';
+import { route, type Hub } from '../hub/declare.js';
 
 /**
  * The demo page (/demo, listed in /pages), what it reads (GET /api/demo), and its signed-in links
@@ -16,10 +16,13 @@ import type { Hub } from '../hub/declare.js';
 const DEMO_KEY_HEADER = 'x-demo-key';
 const token = z.string().regex(/^[A-Za-z0-9_-]{20,64}$/, 'must be a sign-in ticket from the tour');
 
-export function registerDemo(hub: Hub, s: DemoSummary, signIn: DemoSignIn): void {
-  hub.route({
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type DemoRoutes = ReturnType<typeof registerDemo>;
+
+export function registerDemo(hub: Hub, s: DemoSummary, signIn: DemoSignIn) {
+  const getDemo = route({
     method: 'GET',
-    path: '/api/demo',
+    path: '/',
     cacheControl: 'no-store',
     handler: () => ({
       show_id: s.show_id,
@@ -35,9 +38,9 @@ export function registerDemo(hub: Hub, s: DemoSummary, signIn: DemoSignIn): void
       accounts: s.accounts,
     }),
   });
-  hub.route({
+  const postSignIn = route({
     method: 'POST',
-    path: '/api/demo/sign-in',
+    path: '/sign-in',
     summary: 'A one-time sign-in ticket (60 s) for a demo account, for the holder of the tour key (X-Demo-Key, printed at the demo start)',
     guards: [hub.rateLimit('demo-sign-in', { limit: 60, windowMs: 60_000 })],
     body: { schema: z.strictObject({ user: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'must be a demo account') }) },
@@ -45,9 +48,9 @@ export function registerDemo(hub: Hub, s: DemoSummary, signIn: DemoSignIn): void
     cacheControl: 'no-store',
     handler: (ctx) => signIn.mint(ctx.headers[DEMO_KEY_HEADER], ctx.body.user),
   });
-  hub.route({
+  const postSignInExchange = route({
     method: 'POST',
-    path: '/api/demo/sign-in/exchange',
+    path: '/sign-in/exchange',
     summary: 'Trades a demo sign-in ticket, once and before it expires, for a sign-in token of its demo account',
     guards: [hub.rateLimit('demo-sign-in-exchange', { limit: 60, windowMs: 60_000 })],
     body: { schema: z.strictObject({ ticket: token }) },
@@ -55,5 +58,10 @@ export function registerDemo(hub: Hub, s: DemoSummary, signIn: DemoSignIn): void
     cacheControl: 'no-store',
     handler: (ctx) => signIn.exchange(ctx.body.ticket),
   });
-  hub.page('/demo', '/demo.html', { title: 'Demo', description: 'The guided tour of the seeded demo: one card per service, what to try, who to sign in as, and signed-in links' });
+  hub.page('/demo', '/demo.html', { title: 'Demo', description: '데모 안내: 서비스마다 카드 한 장, 해 볼 일, 로그인할 계정, 로그인된 링크' });
+  return hub.mount('/api/demo', {
+    getDemo,
+    postSignIn,
+    postSignInExchange,
+  });
 }

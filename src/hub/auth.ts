@@ -16,6 +16,16 @@ export class AuthGate {
   private superRole: string | undefined;
 
   private readonly providers = new Map<string, IdentityProvider>();
+  /** Tokens of other kinds, told apart by their prefix (e.g. a document's share link): see Hub.tokenKind. */
+  private readonly kinds = new Map<string, Authenticator>();
+
+  /** Tokens starting with `prefix` are resolved by `authenticator` instead of the identity model's. */
+  useKind(prefix: string, authenticator: Authenticator): void {
+    if (prefix.length < 3 || [...this.kinds.keys()].some((p) => p.startsWith(prefix) || prefix.startsWith(p))) {
+      throw new Error(`token prefix "${prefix}" is too short or overlaps another`);
+    }
+    this.kinds.set(prefix, authenticator);
+  }
 
   use(authenticator: Authenticator, opts: { superRole?: string } = {}): void {
     this.authenticator = authenticator;
@@ -43,7 +53,9 @@ export class AuthGate {
   /** Resolves a token; throws 401 invalid_token when it does not resolve. */
   async resolve(token: string): Promise<Principal> {
     if (token.length > 512) throw invalidToken();
-    const principal = await this.authenticator(token);
+    let authenticator = this.authenticator;
+    for (const [prefix, a] of this.kinds) if (token.startsWith(prefix)) authenticator = a;
+    const principal = await authenticator(token);
     if (!principal) throw invalidToken();
     return principal;
   }

@@ -8,7 +8,7 @@ export type { ConnectionFilter, ConnectionInfo, DisconnectReason, Hub, RateLimit
 export { CONNECTION_ID, WS_CLOSE_DISCONNECTED } from './connections.js';
 export { WS_CLOSE_INVALID_TOKEN } from './credentials.js';
 export { attachment, parseClientJson, Reply, route, validate } from './http.js';
-export type { AuthSpec, BodyReader, Guard, IdempotencySpec, IdempotentRun, Principal, RequestContext, RouteDef } from './http.js';
+export type { AuthSpec, BodyReader, Declared, Guard, IdempotencySpec, IdempotentRun, Mounted, MountPath, Principal, RequestContext, RouteDef, RouteTable } from './http.js';
 export type { SseStream } from './sse.js';
 export type { BusSseDef } from './sse-route.js';
 export type { StoredUpload, UploadedFile, UploadKeeper } from './upload-files.js';

@@ -42,7 +42,8 @@ export const rateLimitKey = (name: string, client: string, window: number) => `r
  * (Redis) and across restarts (LMDB). Each allowed request adds one to the client's counter of the
  * current window (an atomic read-modify-write; the counter expires after two windows); once the
  * counter reaches `limit`, requests are refused with 429 `rate_limited` and a Retry-After header
- * (seconds to the end of the window) until the window ends. Refused requests do not count.
+ * (seconds to the end of the window) until the window ends. Refused requests do not count, nor do
+ * requests the hub could not serve (answered 503: the count is taken back, `ctx.refunds`).
  * Windows follow the injected clock, so tests can move past one.
  */
 export function rateLimit(opts: RateLimitOptions): Guard {
@@ -60,7 +61,14 @@ export function rateLimit(opts: RateLimitOptions): Guard {
       if (count >= opts.limit) return { writes: [], result: false };
       return { writes: [{ op: 'set', key, value: count + 1, ttlMs: opts.windowMs * 2 }], result: true };
     });
-    if (allowed) return;
+    if (allowed) {
+      (ctx.refunds ??= []).push(() => {
+        void opts.store
+          .update([key], ([cur]) => ({ writes: typeof cur === 'number' && cur > 0 ? [{ op: 'set', key, value: cur - 1, ttlMs: opts.windowMs * 2 }] : [], result: undefined }))
+          .catch(() => undefined);
+      });
+      return;
+    }
     const retryAfterS = Math.max(1, Math.ceil(((window + 1) * opts.windowMs - now) / 1000));
     const info: RateLimitInfo = { client, limit: opts.limit, windowMs: opts.windowMs, retryAfterS };
     if (opts.onLimited) {

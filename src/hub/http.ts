@@ -40,6 +40,11 @@ export interface RequestContext<Q = unknown, B = unknown, P = unknown> {
   /** Routes that declare `idempotency`, when the request carries a key: see IdempotentRun. */
   idempotency?: IdempotentRun;
   /**
+   * What guards undo when the hub could not serve the request (a 503: the store unreachable, a
+   * failover): a rate limit takes back its count, so a client retrying as told is not refused later.
+   */
+  refunds?: (() => void)[];
+  /**
    * Runs `f` once the request ends, however it ends: its answer is written, or its client went away
    * (an SSE route's request ends once its stream is open). After the end, at once.
    */
@@ -82,7 +87,7 @@ export interface Principal {
   id: string;
   name: string;
   roles: readonly string[];
-  /** 'account' (a person who signed in) or 'device' (a scanner at a gate). */
+  /** 'account' (a person who signed in), 'device' (a scanner at a gate), or a kind of token added with Hub.tokenKind (e.g. 'md-link', a document's share link). */
   kind: string;
   /** Devices: the gate the device token was issued for. */
   gate?: string;
@@ -253,12 +258,63 @@ export interface RouteDef<Q = unknown, B = unknown, P = unknown> {
   handler(ctx: RequestContext<Q, B, P>): unknown;
 }
 
-/** Declares a route with its types inferred from the schemas. */
-export function route<Q = Record<string, string>, B = undefined, P = Record<string, string>>(
-  def: RouteDef<Q, B, P>,
-): RouteDef<Q, B, P> {
-  return def;
+/**
+ * Declares a route with its types inferred from the schemas. The declaration keeps its method, its
+ * path and its schemas as types (a `Declared`), so a route table exported as data (hub.mount) tells
+ * a page's client each call's input and answer (web/common/api.ts), the way Hono's `hc<typeof app>`
+ * reads an app's type.
+ */
+export function route<
+  const M extends Method,
+  const Path extends string,
+  QS extends z.ZodType = z.ZodType<Record<string, string>>,
+  BS extends z.ZodType = z.ZodType<undefined, undefined>,
+  PS extends z.ZodType = z.ZodType<Record<string, string>>,
+  R extends ResponseSpec | undefined = undefined,
+  I extends IdempotencySpec | undefined = undefined,
+>(
+  def: RouteDef<z.output<QS>, z.output<BS>, z.output<PS>> & {
+    method: M;
+    path: Path;
+    query?: QS;
+    params?: PS;
+    body?: BodySpec<z.output<BS>> & { schema: BS };
+    response?: R;
+    idempotency?: I;
+  },
+): Declared<M, Path, QS, BS, PS, R, I> {
+  return def as Declared<M, Path, QS, BS, PS, R, I>;
 }
+
+/**
+ * A declared route as a type: what a client reads of it (method, path, the schemas of its query,
+ * body, parameters and answers, whether it takes an Idempotency-Key) beside the route itself.
+ */
+export type Declared<
+  M extends Method = Method,
+  Path extends string = string,
+  QS extends z.ZodType = z.ZodType,
+  BS extends z.ZodType = z.ZodType,
+  PS extends z.ZodType = z.ZodType,
+  R extends ResponseSpec | undefined = ResponseSpec | undefined,
+  I extends IdempotencySpec | undefined = IdempotencySpec | undefined,
+> = RouteDef<any, any, any> & {
+  method: M;
+  path: Path;
+  /** Types only: the schemas as declared (the route's own fields hold the same values). */
+  readonly __schemas?: { query: QS; body: BS; params: PS; response: R; idempotency: I; multipart: boolean };
+};
+
+/** Routes as data, by name: what a service's routes.ts gives hub.mount and exports for its pages. */
+export type RouteTable = Readonly<Record<string, Declared>>;
+
+/** `path` under `prefix` (path `/` is the prefix itself), as a type. */
+export type MountPath<Prefix extends string, Path extends string> = Path extends '/' ? Prefix : `${Prefix}${Path}`;
+
+/** A route table as mounted under `prefix`: each route with its full path. */
+export type Mounted<Prefix extends string, T extends RouteTable> = {
+  [K in keyof T]: T[K] extends Declared<infer M, infer Path, infer QS, infer BS, infer PS, infer R, infer I> ? Declared<M, MountPath<Prefix, Path>, QS, BS, PS, R, I> : never;
+};
 
 /** Query string to a plain object; a repeated key gives an array. Throws 400 on bad encoding. */
 export function parseQuery(raw: string): Record<string, string | string[]> {

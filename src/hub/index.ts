@@ -9,7 +9,7 @@ import { ConnectionCaps, type ConnectionCapSettings } from './connection-caps.js
 import { recheckCredentials } from './credentials.js';
 import { rateLimit, type RateLimitOptions } from './guards.js';
 import { concurrency, type ConcurrencyOptions } from './concurrency.js';
-import type { Authenticator, Guard, IdentityProvider, RouteDef } from './http.js';
+import type { Authenticator, Guard, IdentityProvider, Mounted, RouteDef, RouteTable } from './http.js';
 import { inject, type InjectAnswer, type InjectOptions } from './inject.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ClientAddress } from './client-address.js';
@@ -223,6 +223,22 @@ export class Hub {
     return group;
   }
 
+  /**
+   * A service's route table, as data, mounted under its prefix (each route's path is below it, as
+   * with `group`; prefix '': at the root). Answers the table with the full paths, as a type and as values: a routes.ts
+   * returns it, and its pages' client (web/common/api.ts) reads the routes from that type alone.
+   */
+  mount<const Prefix extends string, const T extends RouteTable>(prefix: Prefix, table: T): Mounted<Prefix, T> {
+    // '' mounts at the root (routes an interface document names there)
+    const group = prefix === '' ? { route: (def: RouteDef<any, any, any>) => this.route(def) } : this.group(prefix);
+    const mounted: Record<string, RouteDef<any, any, any>> = {};
+    for (const [name, def] of Object.entries(table)) {
+      group.route(def);
+      mounted[name] = { ...def, path: prefix === '' ? def.path : mountPath(prefix, def.path) };
+    }
+    return mounted as Mounted<Prefix, T>;
+  }
+
   /** An SSE route: a custom `open`, or Bus topics with ids and Last-Event-ID resume (BusSseDef). */
   sse<Q>(def: SseRouteDef<Q> | BusSseDef<Q>): this {
     if ('topics' in def) {
@@ -285,6 +301,26 @@ export class Hub {
   /** A concurrency-limit guard: `max` requests in flight per identity, address or route (hub/concurrency.ts). */
   concurrency(name: string, spec: ConcurrencyOptions): Guard {
     return concurrency(name, spec);
+  }
+
+  /**
+   * Judges again every /ws subscription to `topic` on this process (its TopicSpec.authorize with the
+   * socket's identity now). A subscription no longer allowed ends: the socket is unsubscribed and
+   * told `{type: 'unsubscribed', topic, reason}` (reason: the verdict, `forbidden`, `unauthorized` or
+   * `unknown`); the socket and its other subscriptions stay. Resolves with the number ended.
+   */
+  async reauthorize(topic: string): Promise<number> {
+    let ended = 0;
+    for (const ws of [...this.sockets.open]) {
+      const data = ws.getUserData();
+      if (data.closed || !data.topics?.has(topic)) continue;
+      const verdict = await this.topics.authorize(topic, data.identity);
+      if (verdict === 'ok' || typeof verdict === 'object' || data.closed || !data.topics.has(topic)) continue;
+      this.topics.unsubscribe(ws, topic);
+      ws.send(JSON.stringify({ type: 'unsubscribed', topic, reason: verdict }), false);
+      ended++;
+    }
+    return ended;
   }
 
   /**
@@ -366,6 +402,16 @@ export class Hub {
   /** Installs the identity model: how a bearer token becomes a principal; `superRole` passes every role check. */
   authenticate(authenticator: Authenticator, opts: { superRole?: string } = {}): this {
     this.auth.use(authenticator, opts);
+    return this;
+  }
+
+  /**
+   * A second kind of bearer token, told apart by its prefix, resolved by `authenticator` wherever
+   * the hub reads a token (routes, streams, sockets, and the re-check of open connections): e.g.
+   * a document's share link (src/collab/links.ts). The principal's `kind` names it.
+   */
+  tokenKind(prefix: string, authenticator: Authenticator): this {
+    this.auth.useKind(prefix, authenticator);
     return this;
   }
 

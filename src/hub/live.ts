@@ -2,8 +2,11 @@ import type { Bus, BusMessage, HistoryResult, StreamPosition } from '../bus.js';
 import { Topics, type SocketData } from './topics.js';
 import type { WebSocket } from './uws.js';
 
-/** What the hub needs of the Bus: its messages, and the history of retained topics. */
-export type HistoryBus = Pick<Bus, 'onMessage' | 'history' | 'retain' | 'retained'>;
+/**
+ * What the hub needs of the Bus: its messages, the history of retained topics, and (a Bus shared
+ * between processes) following the topics its clients follow.
+ */
+export type HistoryBus = Pick<Bus, 'onMessage' | 'history' | 'retain' | 'retained'> & Partial<Pick<Bus, 'follow'>>;
 
 export type BusListener = (msg: BusMessage) => void;
 
@@ -26,16 +29,24 @@ interface TopicPosition {
  * are held back and sent after it, without the ones the history already gave, so nothing is lost
  * or doubled between the two.
  *
- * Each retained topic is delivered here in offset order, once: a message of another process that
- * arrives past a gap (the pub/sub connection was down while it was published: a Redis restart or
- * failover) first brings the missing ones from the history, so the sockets and streams of this
- * process miss nothing; one already delivered (through such a fill) is not delivered again.
+ * Each topic a client here follows is followed on the Bus (`follow`) from before its history is
+ * read until the last client here leaves it, so this process hears the other processes' messages
+ * on it, and only on the topics (partitions) its clients follow.
+ *
+ * Each retained topic followed here is delivered in offset order, once: a message of another
+ * process that arrives past a gap (the pub/sub connection was down while it was published: a Redis
+ * restart or failover) first brings the missing ones from the history, so the sockets and streams
+ * of this process miss nothing; one already delivered (through such a fill) is not delivered again.
+ * A topic's position is forgotten when nothing here follows it any more (its partition may then
+ * be unsubscribed, and a later message is no gap to fill).
  */
 export class Live {
   private bus?: HistoryBus;
   private readonly retentions: [string, number][] = [];
   private readonly listeners = new Map<string, Set<BusListener>>();
   private readonly positions = new Map<string, TopicPosition>();
+  /** Topics followed here (sockets, streams, subscriptions being made), with their follower counts. */
+  private readonly followers = new Map<string, number>();
 
   constructor(private readonly topics: Topics) {}
 
@@ -71,9 +82,56 @@ export class Live {
     };
   }
 
-  /** A bus message: in offset order and once for a retained topic (see the class), else at once. */
+  /**
+   * Follows `topic` for a client here: on the Bus (resolves once this process hears the topic's
+   * messages from every process), and for the topic's delivery in order. Resolves with the release.
+   */
+  async follow(topic: string): Promise<() => void> {
+    this.followers.set(topic, (this.followers.get(topic) ?? 0) + 1);
+    let onBus: (() => void) | undefined;
+    try {
+      onBus = await this.bus?.follow?.(topic);
+    } catch (err) {
+      this.unfollow(topic);
+      throw err;
+    }
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      onBus?.();
+      this.unfollow(topic);
+    };
+  }
+
+  /** Follows every topic of `topics` (follow); all or none. Resolves with the release of all. */
+  async followAll(topics: string[]): Promise<() => void> {
+    const held = await Promise.allSettled(topics.map((t) => this.follow(t)));
+    const releases = held.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const release = () => releases.forEach((r) => r());
+    const failed = held.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      release();
+      throw failed.reason;
+    }
+    return release;
+  }
+
+  /** The topics followed here, with their follower counts. */
+  followed(): Map<string, number> {
+    return new Map(this.followers);
+  }
+
+  private unfollow(topic: string): void {
+    const n = (this.followers.get(topic) ?? 1) - 1;
+    if (n > 0) return void this.followers.set(topic, n);
+    this.followers.delete(topic);
+    this.positions.delete(topic);
+  }
+
+  /** A bus message: in offset order and once for a retained topic followed here (see the class), else at once. */
   dispatch(msg: BusMessage): void {
-    if (msg.offset === undefined || msg.epoch === undefined) return this.deliver(msg);
+    if (msg.offset === undefined || msg.epoch === undefined || !this.followers.has(msg.topic)) return this.deliver(msg);
     let p = this.positions.get(msg.topic);
     if (p) {
       this.positions.delete(msg.topic); // least recently used last
@@ -150,8 +208,11 @@ export class Live {
     since: StreamPosition | undefined,
     reply: (obj: unknown) => void,
   ): Promise<void> {
+    const data = ws.getUserData();
     if (!this.bus || !this.bus.retained(topic)) {
-      this.topics.subscribe(ws, topic);
+      const release = await this.follow(topic);
+      if (data.closed) return release();
+      this.topics.subscribe(ws, topic, release);
       return reply({ type: 'subscribed', topic });
     }
     const held: BusMessage[] = [];
@@ -160,9 +221,12 @@ export class Live {
       if (held.length < MAX_RECOVERY_BUFFER) held.push(m);
       else overflow = true;
     });
+    let release: (() => void) | undefined;
     try {
+      // followed before the history is read (Centrifuge: subscribe, then read the history): a
+      // message published after the read is heard here, one published before it is in the history
+      release = await this.follow(topic);
       const h = await this.bus.history(topic, since);
-      const data = ws.getUserData();
       if (data.closed) return;
       const recovered = h.recovered && !overflow;
       const answer: Record<string, unknown> = { type: 'subscribed', topic, position: h.position };
@@ -173,18 +237,23 @@ export class Live {
       reply(answer);
       let last = h.position;
       if (since && recovered) {
+        const replay = this.topics.spec(topic)?.replay;
         for (const p of h.publications) {
-          ws.send(Topics.frame(topic, p.message, { offset: p.offset, epoch: h.position.epoch }), false);
           last = { offset: p.offset, epoch: h.position.epoch };
+          if (replay && !replay(topic, p.message, data.identity)) continue;
+          ws.send(Topics.frame(topic, p.message, { offset: p.offset, epoch: h.position.epoch }), false);
         }
       }
       for (const m of held) {
         if (m.epoch === last.epoch && m.offset !== undefined && m.offset <= last.offset) continue;
         ws.send(Topics.frame(topic, m.message, m.offset !== undefined ? { offset: m.offset, epoch: m.epoch! } : undefined), false);
       }
-      this.topics.subscribe(ws, topic);
+      // the socket holds the follow from here until it leaves the topic
+      this.topics.subscribe(ws, topic, release);
+      release = undefined;
     } finally {
       stop();
+      release?.();
     }
   }
 }

@@ -27,7 +27,7 @@ export interface PeerEndpoint<D> {
   /** The credential an upgrade needs (`access_token` query parameter or Authorization header). */
   auth?: AuthSpec;
   /** Validates the path parameters (throw an AppError to refuse with its status); `identity` when `auth` is declared. */
-  upgrade(params: string[], query: string, identity?: Principal): D;
+  upgrade(params: string[], query: string, identity?: Principal): D | Promise<D>;
   open(peer: SocketPeer, data: D): void;
   message(peer: SocketPeer, bytes: Uint8Array): void;
   close(peer: SocketPeer): void;
@@ -78,7 +78,7 @@ export function peerBehaviour<D>(ep: PeerEndpoint<D>) {
     description: ep.description,
     maxPayloadLength: ep.maxPayloadLength,
     auth: ep.auth,
-    upgrade: (params: string[], query: string, identity?: Principal): PeerData<D> => ({ data: ep.upgrade(params, query, identity) }),
+    upgrade: async (params: string[], query: string, identity?: Principal): Promise<PeerData<D>> => ({ data: await ep.upgrade(params, query, identity) }),
     open: (ws: W) => ep.open(peerOf(ws), ws.getUserData().data),
     // uWS reuses the message's memory after this call returns: copy it
     message: (ws: W, message: ArrayBuffer) => ep.message(peerOf(ws), new Uint8Array(message.slice(0))),

@@ -98,6 +98,8 @@ export class Context implements RequestContext<any, any, any> {
   /** True while uWS's own call runs (its writes are corked by uWS); false once the answer is late. */
   sync = true;
   onAbort: (() => void) | undefined = undefined;
+  /** What guards undo when the request is answered 503 (RequestContext.refunds). */
+  refunds: (() => void)[] | undefined = undefined;
   /** What runs once the request ends (RequestContext.atEnd); made only when a guard asks. */
   private ends: (() => void)[] | undefined = undefined;
   private over = false;
@@ -364,6 +366,8 @@ export class Pipeline {
   }
 
   private fail(ctx: Context, routeLabel: string, err: unknown): void {
+    // a request the hub could not serve takes back what its guards counted (rate limits)
+    if (err instanceof AppError && err.kind === 'unavailable') for (const refund of ctx.refunds ?? []) refund();
     this.finish(ctx, routeLabel, errorReply(this.deps.log, err, ctx.requestId, ctx.method, ctx.path));
   }
 

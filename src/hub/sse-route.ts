@@ -71,8 +71,16 @@ export function busStream<Q>(live: Live, def: BusSseDef<Q>) {
       stream.send({ event: nameOf(m), id: formatStreamId(positions), data: m.message }, { droppable: def.droppable?.(m) ?? false });
     };
     const stops = topics.map((t) => live.listen(t, (m) => (held ? held.push(m) : write(m))));
-    stream.onClose(() => stops.forEach((s) => s()));
+    let release: (() => void) | undefined;
+    stream.onClose(() => {
+      stops.forEach((s) => s());
+      release?.();
+    });
     def.opened?.(ctx, stream);
+    // the topics are followed on the Bus before their history is read (see Live.subscribeSocket)
+    const followed = await live.followAll(topics);
+    if (stream.closed) return followed();
+    release = followed;
 
     const q = ctx.query as { last_event_id?: unknown } | undefined;
     const lastId = stream.lastEventId || (typeof q?.last_event_id === 'string' ? q.last_event_id : undefined);

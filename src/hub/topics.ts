@@ -37,6 +37,12 @@ export interface TopicSpec {
    * the topic's counts is published on the topic (hub/presence.ts).
    */
   presence?: boolean;
+  /**
+   * Which retained messages a subscriber may be sent again when it recovers with `since` (the
+   * history was published to whoever listened then; what it says may since have become private):
+   * false leaves the message out of the replay. Absent: all of them.
+   */
+  replay?(topic: string, message: unknown, identity: Principal | undefined): boolean;
 }
 
 export type TopicVerdict = 'ok' | 'unknown' | 'unauthorized' | 'forbidden' | { pending: Promise<boolean> };
@@ -67,6 +73,8 @@ export interface SocketData {
   queued?: number;
   /** Gives back the connection's slot (hub/connection-caps.ts); called once it closes. */
   release?: () => void;
+  /** The Bus follows the socket holds, one per topic it is subscribed to (hub/live.ts). */
+  follows?: Map<string, () => void>;
   /** The slot of the identity an `auth` frame named, when it is not the upgrade's. */
   releaseIdentity?: () => void;
   /** When it opened (ms since the epoch) and the endpoint's pattern it came in on (the console's list). */
@@ -118,10 +126,22 @@ export class Topics {
     return spec.authorize ? spec.authorize(topic, identity) : 'ok';
   }
 
-  subscribe(ws: WebSocket<SocketData>, topic: string): boolean {
+  /**
+   * `follow` (Live.follow's release) is the socket's to hold until it leaves the topic; released
+   * at once when the socket holds one for the topic already, or the topic is unknown.
+   */
+  subscribe(ws: WebSocket<SocketData>, topic: string, follow?: () => void): boolean {
     const spec = this.spec(topic);
-    if (!spec) return false;
+    if (!spec) {
+      follow?.();
+      return false;
+    }
     const data = ws.getUserData();
+    if (follow) {
+      const follows = (data.follows ??= new Map());
+      if (follows.has(topic)) follow();
+      else follows.set(topic, follow);
+    }
     if (spec.presence && !data.topics.has(topic)) this.membership?.('join', topic, ws);
     data.topics.add(topic);
     if (spec.policy === 'drop') {
@@ -141,6 +161,9 @@ export class Topics {
     set?.delete(ws);
     if (set && set.size === 0) this.subscribers.delete(topic);
     ws.getUserData().topics.delete(topic);
+    const follows = ws.getUserData().follows;
+    follows?.get(topic)?.();
+    follows?.delete(topic);
   }
 
   /** On close: uWS already dropped its native subscriptions; forget ours. */
@@ -156,6 +179,8 @@ export class Topics {
       if (set.size === 0) this.subscribers.delete(topic);
     }
     data.topics.clear();
+    for (const release of data.follows?.values() ?? []) release();
+    data.follows?.clear();
   }
 
   count(topic: string): number {

@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { AppError, notFound } from '../errors.js';
+import { AppError, isStoreUnavailable, notFound } from '../errors.js';
 import { codec, F, plain } from '../store/codec.js';
-import type { Json, Store, Write } from '../store/port.js';
+import { across, mergedIndexRange, partitionKeyFor, summedIndexCount, type Json, type Store, type Write } from '../store/port.js';
 import { mailWrites, type MailMessage } from '../mail/index.js';
 import { parseIntakeInput, type IntakeInput } from './input.js';
 
@@ -11,10 +11,12 @@ import { parseIntakeInput, type IntakeInput } from './input.js';
  * (rental applications, the guided conversation's receipts, consultations).
  *
  * - `register(input)` validates the applicant's fields, takes the next receipt number from an
- *   atomic store counter (unique across every process sharing the store) and writes the record,
- *   its receipt lookup and its indexes in one atomic update, together with any writes the caller
- *   adds (documents, outbox mail, events). It returns the record and the access key, a capability
- *   shown once: only its SHA-256 is kept.
+ *   atomic store counter (unique across every process sharing the store), writes the receipt
+ *   pointer on its own (only if absent), then the record and its indexes in one atomic update of
+ *   the record's aggregate, together with any writes the caller adds (documents, outbox mail,
+ *   events: in the record's partition, see `recordKey`). A refused registration removes its
+ *   pointer. It returns the record and the access key, a capability shown once: only its SHA-256
+ *   is kept.
  * - `track(receiptNo, key)` answers the record to whoever holds its key.
  *
  * A type that owns more fields (rental: product, fees, documents) keeps them in `ext`; the public
@@ -24,14 +26,28 @@ import { parseIntakeInput, type IntakeInput } from './input.js';
 export const K = {
   /** Receipt counter (atomic incr). */
   seq: 'intake:seq',
+  /** The record: its aggregate (docs/partitions.md). */
   record: (id: string) => `intake:sub:${id}`,
-  /** Receipt number -> record id. */
+  /** How many times the receipt mail was sent again (under the record). */
+  resend: (id: string) => `intake:sub:${id}:resend`,
+  /** Receipt number -> record id: an aggregate of its own, written before the record. */
   receipt: (no: string) => `intake:receipt:${no}`,
-  /** Every record, score = creation time. */
+  /**
+   * Every record, score = creation time: one index per partition (`intake:all:{#p}`, beside the
+   * record), merged on read with this global one of before the partitions.
+   */
   all: 'intake:all',
-  /** Records of one type, score = creation time. */
+  /** Records of one type, score = creation time; per partition like `all`. */
   byType: (type: string) => `intake:type:${type}`,
+  /** The resend counter of the global layout of before (still read). */
+  oldResend: (id: string) => `intake:resend:${id}`,
 } as const;
+
+/**
+ * A key of the record's own update, for the writes a caller adds to it: `near` of outboxWrites and
+ * mailWrites, and the partition of partition-local keys (`partitionKeyFor(name, recordKey(id))`).
+ */
+export const recordKey = (id: string): string => K.record(id);
 
 export interface SubscriptionRecord {
   id: string;
@@ -96,6 +112,18 @@ export function newSubscriptionId(): string {
   return `sub_${s}`;
 }
 
+/**
+ * The record id a retried request names again: `sub_` and 12 base-36 characters of SHA-256(seed).
+ * An idempotent registration uses its Idempotency-Key's record as the seed, so a retry whose first
+ * attempt landed finds that record (the id is in the record's own partition: docs/partitions.md).
+ */
+export function subscriptionIdFor(seed: string): string {
+  const bytes = createHash('sha256').update(seed).digest();
+  let s = '';
+  for (let i = 0; i < 12; i++) s += ID_ALPHABET[bytes[i]! % 36];
+  return `sub_${s}`;
+}
+
 const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
 
 /** `R` + the KST date (yymmdd) + `-` + the counter, six digits or more: `R261122-000042`. */
@@ -143,21 +171,32 @@ export class IntakeService {
       keyHash: hashKey(accessKey),
       ext: options.ext ?? {},
     };
-    await store.update([K.record(id), K.receipt(receiptNo)], ([existing, taken]) => {
-      if (existing !== undefined || taken !== undefined) {
-        throw new AppError('conflict', 'subscription_exists', 'a record with this id or receipt number already exists');
+    const exists = () => new AppError('conflict', 'subscription_exists', 'a record with this id or receipt number already exists');
+    // the pointer first, on its own (an aggregate of its own): a number already pointed at is refused
+    if (!(await store.set(K.receipt(receiptNo), id, { ifAbsent: true }))) throw exists();
+    const key = K.record(id);
+    try {
+      await store.update([key], ([existing]) => {
+        if (existing !== undefined) throw exists();
+        return {
+          writes: [
+            { op: 'set', key, value: records.encode(record) },
+            { op: 'index', key: partitionKeyFor(K.all, key), member: id, score: now },
+            { op: 'index', key: partitionKeyFor(K.byType(record.type), key), member: id, score: now },
+            ...(options.writes?.(record, accessKey) ?? []),
+          ],
+          result: undefined,
+        };
+      });
+    } catch (err) {
+      // not written: the pointer goes (after store_unavailable the record may have been written)
+      if (!isStoreUnavailable(err)) {
+        await store
+          .update([K.receipt(receiptNo)], ([cur]) => ({ writes: cur === id ? [{ op: 'del', key: K.receipt(receiptNo) }] : [], result: undefined }))
+          .catch(() => undefined);
       }
-      return {
-        writes: [
-          { op: 'set', key: K.record(id), value: records.encode(record) },
-          { op: 'set', key: K.receipt(receiptNo), value: id },
-          { op: 'index', key: K.all, member: id, score: now },
-          { op: 'index', key: K.byType(record.type), member: id, score: now },
-          ...(options.writes?.(record, accessKey) ?? []),
-        ],
-        result: undefined,
-      };
-    });
+      throw err;
+    }
     return { record, accessKey };
   }
 
@@ -168,6 +207,20 @@ export class IntakeService {
     if (!record) throw notFound('subscription_not_found', `no subscription with receipt number ${receiptNo}`);
     this.requireKey(record, key);
     return view(record);
+  }
+
+  /**
+   * The record a receipt number names, with no access key asked: for a service that holds the
+   * receipt itself (the conversation that registered it). Applicants go through track().
+   */
+  async byReceipt(receiptNo: string): Promise<SubscriptionRecord | undefined> {
+    const id = RECEIPT_RE.test(receiptNo) ? receiptIds.decode(await this.opts.store.get(K.receipt(receiptNo))) : undefined;
+    return id ? this.get(id) : undefined;
+  }
+
+  /** How many receipts have been registered, of every kind (every partition's index and the global one). */
+  count(): Promise<number> {
+    return summedIndexCount(this.opts.store, across(K.all));
   }
 
   async get(id: string): Promise<SubscriptionRecord | undefined> {
@@ -185,11 +238,16 @@ export class IntakeService {
     const seen = await this.track(receiptNo, key);
     const record = await this.require(String(seen.id));
     if (!record.email) throw new AppError('conflict', 'no_email', 'this receipt has no e-mail address to send to');
-    const counter = `intake:resend:${record.id}`;
+    const counter = K.resend(record.id);
+    // a count of the global layout (written before the partitions, never since) goes on from there
+    const before = await this.opts.store.get(K.oldResend(record.id));
     const resend = await this.opts.store.update<number>([counter], ([cur]) => {
-      const next = (typeof cur === 'number' ? cur : 0) + 1;
+      const next = (typeof cur === 'number' ? cur : typeof before === 'number' ? before : 0) + 1;
       return {
-        writes: [{ op: 'set', key: counter, value: next }, ...mailWrites(`intake:${record.id}:resend:${next}`, compose(record), this.opts.clock.now())],
+        writes: [
+          { op: 'set', key: counter, value: next },
+          ...mailWrites(`intake:${record.id}:resend:${next}`, compose(record), this.opts.clock.now(), K.record(record.id)),
+        ],
         result: next,
       };
     });
@@ -234,9 +292,9 @@ export class IntakeService {
     });
   }
 
-  /** Ids of one type's records (or all), newest first. */
+  /** Ids of one type's records (or all), newest first: every partition's index and the global one, merged. */
   async ids(type?: string, opts: { offset?: number; limit?: number } = {}): Promise<string[]> {
-    const entries = await this.opts.store.indexRange(type ? K.byType(type) : K.all, { reverse: true, ...opts });
+    const entries = await mergedIndexRange(this.opts.store, across(type ? K.byType(type) : K.all), { reverse: true, ...opts });
     return entries.map((e) => e.member);
   }
 }

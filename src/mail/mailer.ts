@@ -2,7 +2,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type { Clock } from '../clock.js';
 import { outboxWrites, type Deliver } from '../outbox.js';
 import { codec, decodeList } from '../store/codec.js';
-import type { Json, Store, Write } from '../store/port.js';
+import { PARTITIONS, partitionKey, partitionKeys, partitionOf, type Json, type Store, type Write } from '../store/port.js';
 
 /**
  * Mail: written into the durable outbox in the same atomic store update as the change that causes
@@ -11,7 +11,8 @@ import type { Json, Store, Write } from '../store/port.js';
  *
  * With SMTP_URL set, the deliverer sends through nodemailer (SMTP); the outbox item id becomes the
  * Message-ID, so a repeated delivery is recognisable. Without SMTP_URL, mails are kept in the store
- * (a capped list, each id once) and listed for the operator (GET /api/mail).
+ * (each id once, in a capped list per partition, merged on read) and listed for the operator
+ * (GET /api/mail).
  */
 
 export const MAIL_DEST = 'mail';
@@ -30,16 +31,28 @@ export interface KeptMail extends MailMessage {
 }
 
 const K = {
-  kept: 'mail:kept',
-  keptId: (id: string) => `mail:kept:${id}`,
+  /** The kept mails of partition p (capped list, oldest first), beside the marker of each. */
+  kept: (p: number) => partitionKey('mail:kept', p),
+  /** The global list of before the partitions: still read. */
+  keptGlobal: 'mail:kept',
+  /** A kept mail's marker (its id its aggregate, so kept mails spread over the partitions). */
+  keptId: (id: string) => `mail:kept:{${id}}`,
+  /** The marker of before the partitions: still looked at, so a mail kept then is not kept twice. */
+  keptIdGlobal: (id: string) => `mail:kept:${id}`,
 } as const;
+/** About this many kept mails in all: each partition's list keeps its share. */
 export const KEPT_CAP = 10_000;
+const KEPT_CAP_PER_PARTITION = Math.ceil(KEPT_CAP / PARTITIONS);
 const messages = codec<MailMessage>('mail', (r) => typeof r.subject === 'string');
 const keptMails = codec<KeptMail>('kept mail', (r) => typeof r.id === 'string' && typeof r.subject === 'string');
 
-/** The writes that queue one mail; `id` must be unique and stable (e.g. `rental:<id>:receipt`). */
-export function mailWrites(id: string, message: MailMessage, createdAt: number): Write[] {
-  return outboxWrites({ id: `mail:${id}`, dest: MAIL_DEST, payload: messages.encode(message), createdAt });
+/**
+ * The writes that queue one mail; `id` must be unique and stable (e.g. `rental:<id>:receipt`).
+ * `near`: a key of the update they go into (the mail's outbox item lives in its partition; see
+ * outboxWrites).
+ */
+export function mailWrites(id: string, message: MailMessage, createdAt: number, near?: string): Write[] {
+  return outboxWrites({ id: `mail:${id}`, dest: MAIL_DEST, payload: messages.encode(message), createdAt }, near);
 }
 
 export interface MailerOptions {
@@ -91,21 +104,26 @@ export class Mailer {
     });
   };
 
-  /** Kept mails (no SMTP_URL), newest first. */
+  /** Kept mails (no SMTP_URL), newest first (ties: by id, the greater first). */
   async kept(limit = 100): Promise<KeptMail[]> {
-    const list = await this.opts.store.range<Json>(K.kept, -Math.max(1, limit), -1);
-    return decodeList(keptMails, list).reverse();
+    const n = Math.max(1, limit);
+    const lists = await Promise.all([K.keptGlobal, ...partitionKeys('mail:kept')].map((k) => this.opts.store.range<Json>(k, -n, -1)));
+    const all = lists.flatMap((l) => decodeList(keptMails, l));
+    all.sort((a, b) => (a.at === b.at ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.at < b.at ? 1 : -1));
+    return all.slice(0, n);
   }
 
   private async keep(id: string, msg: MailMessage): Promise<void> {
+    if ((await this.opts.store.get(K.keptIdGlobal(id))) !== undefined) return; // kept before the partitions
     const entry: KeptMail = { id, at: new Date(this.opts.clock.now()).toISOString(), ...msg };
-    await this.opts.store.update([K.keptId(id)], ([seen]) =>
+    const marker = K.keptId(id);
+    await this.opts.store.update([marker], ([seen]) =>
       seen !== undefined
         ? { writes: [], result: undefined }
         : {
             writes: [
-              { op: 'set', key: K.keptId(id), value: true, ttlMs: 30 * 86_400_000 },
-              { op: 'push', key: K.kept, value: keptMails.encode(entry), cap: KEPT_CAP },
+              { op: 'set', key: marker, value: true, ttlMs: 30 * 86_400_000 },
+              { op: 'push', key: K.kept(partitionOf(marker)), value: keptMails.encode(entry), cap: KEPT_CAP_PER_PARTITION },
             ],
             result: undefined,
           },

@@ -1,11 +1,14 @@
 import type { Clock } from '../clock.js';
 import type { Store, Write } from '../store/port.js';
-import { OUTBOX_DUE, outboxHeldKey, type Deliver, type OutboxHold, type OutboxLogger } from './records.js';
+import { partsCount } from './parts.js';
+import { OUTBOX_PARTS, outboxDueKey, outboxHeldKey, type Deliver, type OutboxHold, type OutboxLogger } from './records.js';
 
 /**
  * Items for a peer that is not configured (its deliverer made by `notConfigured`): kept in
- * `outbox:held:{dest}` instead of `outbox:due`, so nothing attempts them; said once per destination
- * in the log and at /readyz; taken back into delivery by a process that has the peer configured.
+ * `outbox:held:<dest>:{#p}` instead of `outbox:due:{#p}` (p: the item's partition), so nothing
+ * attempts them; said once per destination in the log and at /readyz; taken back into delivery by a
+ * process that has the peer configured (held items of the global layout are moved into their
+ * partition then).
  */
 export class Holds {
   /** Holds already reported in the log (once each). */
@@ -16,6 +19,8 @@ export class Holds {
     private readonly clock: Clock,
     private readonly deliver: Record<string, Deliver>,
     private readonly logger: OutboxLogger | undefined,
+    /** Moves an item of the global layout into its partition, due at `dueAt` (Outbox.adopt). */
+    private readonly adopt: (id: string, dueAt: number) => Promise<boolean>,
   ) {}
 
   /** Whether items of `dest` are kept rather than attempted. */
@@ -23,11 +28,11 @@ export class Holds {
     return this.deliver[dest]?.held !== undefined;
   }
 
-  /** The writes that move a due item into its destination's held index. */
-  holdWrites(id: string, dest: string, createdAt: number): Write[] {
+  /** The writes that move a due item of partition p into its destination's held index. */
+  holdWrites(id: string, dest: string, createdAt: number, p: number): Write[] {
     return [
-      { op: 'unindex', key: OUTBOX_DUE, member: id },
-      { op: 'index', key: outboxHeldKey(dest), member: id, score: createdAt },
+      { op: 'unindex', key: outboxDueKey(p), member: id },
+      { op: 'index', key: outboxHeldKey(dest, p), member: id, score: createdAt },
     ];
   }
 
@@ -35,7 +40,7 @@ export class Holds {
   async holding(): Promise<OutboxHold[]> {
     // read at each call: deliverers may be added to the map after construction
     const held = Object.entries(this.deliver).filter(([, d]) => d.held !== undefined);
-    const counts = await Promise.all(held.map(([dest]) => this.store.indexCount(outboxHeldKey(dest))));
+    const counts = await Promise.all(held.map(([dest]) => partsCount(this.store, (part) => outboxHeldKey(dest, part))));
     return held.map(([dest, d], i) => ({ dest, reason: d.held!, items: counts[i]! }));
   }
 
@@ -64,20 +69,34 @@ export class Holds {
   async release(): Promise<void> {
     for (const [dest, deliver] of Object.entries(this.deliver)) {
       if (deliver.held !== undefined) continue;
-      const key = outboxHeldKey(dest);
-      for (;;) {
-        const entries = await this.store.indexRange(key, { limit: 200 });
-        if (entries.length === 0) break;
-        const now = this.clock.now();
-        await this.store.update([], () => ({
-          writes: entries.flatMap((e): Write[] => [
-            { op: 'unindex', key, member: e.member },
-            { op: 'index', key: OUTBOX_DUE, member: e.member, score: now },
-          ]),
-          result: undefined,
-        }));
-        this.logger?.debug({ dest, items: entries.length }, 'outbox took back held items');
-        if (entries.length < 200) break;
+      // the first batch of every part read at once; a part with more is read on, batch by batch
+      const firsts = await Promise.all(OUTBOX_PARTS.map((part) => this.store.indexRange(outboxHeldKey(dest, part), { limit: 200 })));
+      for (const [i, part] of OUTBOX_PARTS.entries()) {
+        const key = outboxHeldKey(dest, part);
+        let entries = firsts[i]!;
+        for (;;) {
+          if (entries.length === 0) break;
+          const now = this.clock.now();
+          if (part === undefined) {
+            // the global layout: each item moves into its partition, due now
+            for (const e of entries) {
+              await this.adopt(e.member, now);
+              await this.store.unindex(key, e.member); // also when the record was gone
+            }
+          } else {
+            const batch = entries;
+            await this.store.update([], () => ({
+              writes: batch.flatMap((e): Write[] => [
+                { op: 'unindex', key, member: e.member },
+                { op: 'index', key: outboxDueKey(part), member: e.member, score: now },
+              ]),
+              result: undefined,
+            }));
+          }
+          this.logger?.debug({ dest, items: entries.length }, 'outbox took back held items');
+          if (entries.length < 200) break;
+          entries = await this.store.indexRange(key, { limit: 200 });
+        }
       }
     }
   }

@@ -1,11 +1,24 @@
 import { Mailer, MAIL_DEST } from '../mail/index.js';
 import { Outbox } from '../outbox.js';
-import { rewardPeerDeliverers } from '../reward/index.js';
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
+import type { Deliver } from '../outbox.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    /** The durable outbox (enqueue is done in a service's own store update; kick asks for delivery now). */
+    outbox: Outbox;
+    /** Adds the deliverers of a service's outbox destinations before the outbox starts. */
+    deliverers: { add(deliverers: Record<string, Deliver>): void };
+    mailer: Mailer;
+  }
+}
 
 /**
- * The durable outbox and the mailer that delivers through it. Other services add the deliverers of
- * their destinations through the `deliverers` port while they are built, before the outbox starts.
+ * The durable outbox and the mailer that delivers through it. Every other service adds the
+ * deliverers of its destinations through the `deliverers` port while it is built, before the outbox
+ * starts (reward: the value service and the task ledger; payment: the chain, the broker, the bank),
+ * and asks for delivery now with the `outbox` port's kick.
  */
 export const outboxModule = defineService({
   name: 'outbox',
@@ -17,7 +30,7 @@ export const outboxModule = defineService({
     const outbox = new Outbox({
       store,
       clock,
-      deliver: { ...rewardPeerDeliverers(config), [MAIL_DEST]: mailer.deliver },
+      deliver: { [MAIL_DEST]: mailer.deliver },
       retryMinMs: config.OUTBOX_RETRY_MIN_MS,
       retryMaxMs: config.OUTBOX_RETRY_MAX_MS,
       logger: logger.child({ part: 'outbox' }),

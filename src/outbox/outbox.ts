@@ -1,16 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { Store } from '../store/port.js';
+import type { Store, Write } from '../store/port.js';
 import { conflict, notFound } from '../errors.js';
 import { raceAbort } from './attempt.js';
 import { Holds } from './holds.js';
+import { partsCount, partsRange } from './parts.js';
 import {
   OUTBOX_CREATED,
   OUTBOX_DUE,
+  OUTBOX_PARTS,
   STAT_DELIVERED,
   STAT_FAILED,
   backoffDelay,
   errorText,
+  legacyPartition,
+  outboxCreatedKey,
+  outboxDueKey,
   outboxHeldKey,
   outboxKey,
   parseRecord,
@@ -20,6 +25,7 @@ import {
   type OutboxHold,
   type OutboxItem,
   type OutboxLogger,
+  type OutboxPart,
   type OutboxPending,
   type OutboxRecord,
   type OutboxStats,
@@ -54,6 +60,9 @@ export interface OutboxOptions {
 
 /** What a claim gives: the item to deliver, or the destination it was held for. */
 type Claimed = { rec: OutboxRecord; token: string } | { held: string };
+
+/** The in-flight map's name of an item: its record key. */
+const ref = (id: string, p: number) => outboxKey(id, p);
 
 interface InFlight {
   controller: AbortController;
@@ -98,7 +107,7 @@ export class Outbox {
     this.logger = opts.logger;
     this.random = opts.random ?? Math.random;
     this.releaseEveryMs = Math.max(1, opts.releaseEveryMs ?? 30_000);
-    this.holds = new Holds(this.store, this.clock, this.deliver, this.logger);
+    this.holds = new Holds(this.store, this.clock, this.deliver, this.logger, (id, dueAt) => this.adopt(id, dueAt));
   }
 
   /** Deliverers of more destinations (a service built later); before start, one per destination. */
@@ -158,10 +167,10 @@ export class Outbox {
 
   async stats(): Promise<OutboxStats> {
     const [pending, delivered, failed, oldest, holds] = await Promise.all([
-      this.store.indexCount(OUTBOX_CREATED),
+      partsCount(this.store, outboxCreatedKey),
       this.store.get(STAT_DELIVERED),
       this.store.get(STAT_FAILED),
-      this.store.indexRange(OUTBOX_CREATED, { limit: 1 }),
+      partsRange(this.store, outboxCreatedKey, { limit: 1 }),
       this.holding(),
     ]);
     const held = holds.reduce((n, h) => n + h.items, 0);
@@ -186,14 +195,15 @@ export class Outbox {
     const now = this.clock.now();
     const page = dest === undefined ? limit : Math.max(100, limit);
     for (let offset = 0; out.length < limit; offset += page) {
-      const entries = await this.store.indexRange(OUTBOX_CREATED, { offset, limit: page });
+      const entries = await partsRange(this.store, outboxCreatedKey, { offset, limit: page });
       if (entries.length === 0) break;
-      const values = await this.store.getMany(entries.map((e) => outboxKey(e.member)));
-      for (const value of values) {
+      const values = await this.store.getMany(entries.map((e) => outboxKey(e.member, e.part)));
+      for (const [i, value] of values.entries()) {
         const rec = parseRecord(value);
         if (!rec || (dest !== undefined && rec.dest !== dest)) continue;
         const { claim, ...rest } = rec;
-        out.push({ ...rest, inFlight: claim !== undefined && rec.due > now });
+        const part = entries[i]!.part;
+        out.push({ ...rest, ...(part === undefined ? {} : { partition: part }), inFlight: claim !== undefined && rec.due > now });
         if (out.length >= limit) break;
       }
       if (entries.length < page) break;
@@ -215,9 +225,9 @@ export class Outbox {
     };
     for (const dest of Object.keys(this.deliver)) of(dest);
     for (let offset = 0; offset < scan; offset += 500) {
-      const entries = await this.store.indexRange(OUTBOX_CREATED, { offset, limit: Math.min(500, scan - offset) });
+      const entries = await partsRange(this.store, outboxCreatedKey, { offset, limit: Math.min(500, scan - offset) });
       if (entries.length === 0) break;
-      const values = await this.store.getMany(entries.map((e) => outboxKey(e.member)));
+      const values = await this.store.getMany(entries.map((e) => outboxKey(e.member, e.part)));
       for (const rec of values.map(parseRecord)) {
         if (!rec) continue;
         const d = of(rec.dest);
@@ -228,8 +238,13 @@ export class Outbox {
       }
       if (entries.length < 500) break;
     }
-    for (const d of by.values()) d.held = await this.store.indexCount(outboxHeldKey(d.dest));
+    for (const d of by.values()) d.held = await partsCount(this.store, (part) => outboxHeldKey(d.dest, part));
     return [...by.values()].sort((a, b) => a.dest.localeCompare(b.dest));
+  }
+
+  /** The ids of the items kept for `dest` (its peer not configured), oldest first, at most `limit`. */
+  async held(dest: string, limit = 100): Promise<string[]> {
+    return (await partsRange(this.store, (part) => outboxHeldKey(dest, part), { limit })).map((e) => e.member);
   }
 
   /**
@@ -238,7 +253,12 @@ export class Outbox {
    * when no such item is pending, 409 `delivery_in_flight` while a process is delivering it.
    */
   async retryNow(id: string): Promise<OutboxPending> {
-    const key = outboxKey(id);
+    const values = await this.store.getMany(OUTBOX_PARTS.map((part) => outboxKey(id, part)));
+    let p = OUTBOX_PARTS.find((part, i) => part !== undefined && values[i] !== undefined);
+    if (p === undefined && values[0] !== undefined && (await this.adopt(id))) p = legacyPartition(id);
+    if (p === undefined) throw notFound('unknown_delivery', `no pending delivery ${id}`);
+    const key = outboxKey(id, p);
+    const part = p;
     const rec = await this.store.update([key], ([current]) => {
       const found = parseRecord(current);
       if (!found) throw notFound('unknown_delivery', `no pending delivery ${id}`);
@@ -249,14 +269,44 @@ export class Outbox {
       return {
         writes: [
           { op: 'set', key, value: recordJson(next) },
-          { op: 'unindex', key: outboxHeldKey(found.dest), member: id },
-          { op: 'index', key: OUTBOX_DUE, member: id, score: now },
+          { op: 'unindex', key: outboxHeldKey(found.dest, part), member: id },
+          { op: 'index', key: outboxDueKey(part), member: id, score: now },
         ],
         result: next,
       };
     });
     this.kick();
-    return { ...rec, inFlight: false };
+    return { ...rec, partition: part, inFlight: false };
+  }
+
+  /**
+   * Moves an item of the global layout (records.ts), as it is, into the partition of its record key:
+   * one update of that key's aggregate and its partition's keys; then drops its global index entries
+   * (each its own key). `dueAt` sets when it is due (default: as its record says; an unreadable one
+   * is parked at the longest backoff). Returns whether the item is now in its partition.
+   */
+  private async adopt(id: string, dueAt?: number): Promise<boolean> {
+    const legacy = outboxKey(id);
+    const p = legacyPartition(id);
+    const key = outboxKey(id, p);
+    const { there, dest } = await this.store.update([legacy, key], ([old, cur]) => {
+      if (old === undefined) return { writes: [], result: { there: cur !== undefined, dest: parseRecord(cur)?.dest } };
+      const rec = parseRecord(old);
+      const writes: Write[] = [{ op: 'del', key: legacy }];
+      // an item of the same id already in the partition (enqueued again since) is the one kept
+      if (cur === undefined) {
+        const now = this.clock.now();
+        writes.push(
+          { op: 'set', key, value: old },
+          { op: 'index', key: outboxDueKey(p), member: id, score: dueAt ?? (rec ? rec.due : now + this.retryMaxMs) },
+          { op: 'index', key: outboxCreatedKey(p), member: id, score: rec?.createdAt ?? now },
+        );
+      }
+      return { writes, result: { there: true, dest: rec?.dest ?? parseRecord(cur)?.dest } };
+    });
+    await Promise.all([OUTBOX_DUE, OUTBOX_CREATED, ...(dest === undefined ? [] : [outboxHeldKey(dest)])].map((k) => this.store.unindex(k, id)));
+    if (there) this.logger?.debug({ id, partition: p }, 'outbox moved an item of the global layout into its partition');
+    return there;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -289,7 +339,7 @@ export class Outbox {
       if (this.again) next = 0;
       else if (this.inflight.size < this.concurrency) {
         try {
-          const [first] = await this.store.indexRange(OUTBOX_DUE, { limit: 1 });
+          const [first] = await partsRange(this.store, outboxDueKey, { limit: 1 });
           if (first) next = Math.min(this.pollMs, Math.max(0, first.score - this.clock.now()));
           // Something is due but was not ours to take (in flight here, or just claimed elsewhere):
           // do not spin on it; its owner settles it, and a settled delivery kicks the loop.
@@ -311,13 +361,15 @@ export class Outbox {
     }
     const free = this.concurrency - this.inflight.size;
     if (free <= 0) return 0;
-    const due = await this.store.indexRange(OUTBOX_DUE, { max: this.clock.now(), limit: free + this.inflight.size });
+    const due = await partsRange(this.store, outboxDueKey, { max: this.clock.now(), limit: free + this.inflight.size });
     let started = 0;
     let held = 0;
     for (const entry of due) {
       if (this.stopping || started >= free) break;
-      if (this.inflight.has(entry.member)) continue;
-      const claimed = await this.claim(entry.member);
+      const p = entry.part ?? legacyPartition(entry.member);
+      if (this.inflight.has(ref(entry.member, p))) continue;
+      if (entry.part === undefined && !(await this.adopt(entry.member))) continue;
+      const claimed = await this.claim(entry.member, p);
       if (!claimed) continue;
       if ('held' in claimed) {
         held += 1;
@@ -325,15 +377,15 @@ export class Outbox {
         continue;
       }
       started += 1;
-      this.launch(claimed.rec, claimed.token);
+      this.launch(claimed.rec, claimed.token, p);
     }
     if (due.length >= free + this.inflight.size && started + held > 0) this.again = true;
     return started + held;
   }
 
-  /** Atomically takes an item for one attempt, or returns undefined when it is not ours to take. */
-  private claim(id: string): Promise<Claimed | undefined> {
-    const key = outboxKey(id);
+  /** Atomically takes an item of partition p for one attempt, or returns undefined when it is not ours to take. */
+  private claim(id: string, p: number): Promise<Claimed | undefined> {
+    const key = outboxKey(id, p);
     const token = randomUUID();
     return this.store.update<Claimed | undefined>([key], ([current]) => {
       const now = this.clock.now();
@@ -341,8 +393,8 @@ export class Outbox {
         // A stale index entry without a record: clean it up.
         return {
           writes: [
-            { op: 'unindex', key: OUTBOX_DUE, member: id },
-            { op: 'unindex', key: OUTBOX_CREATED, member: id },
+            { op: 'unindex', key: outboxDueKey(p), member: id },
+            { op: 'unindex', key: outboxCreatedKey(p), member: id },
           ],
           result: undefined,
         };
@@ -350,25 +402,25 @@ export class Outbox {
       const rec = parseRecord(current);
       if (!rec) {
         // Unreadable record: park it at the longest backoff rather than spin on it.
-        return { writes: [{ op: 'index', key: OUTBOX_DUE, member: id, score: now + this.retryMaxMs }], result: undefined };
+        return { writes: [{ op: 'index', key: outboxDueKey(p), member: id, score: now + this.retryMaxMs }], result: undefined };
       }
       if (rec.due > now) return { writes: [], result: undefined }; // claimed or rescheduled by someone else
       if (this.holds.isHeld(rec.dest)) {
         // peer not configured here: keep the item, out of the due index, without an attempt
-        return { writes: this.holds.holdWrites(id, rec.dest, rec.createdAt), result: { held: rec.dest } };
+        return { writes: this.holds.holdWrites(id, rec.dest, rec.createdAt, p), result: { held: rec.dest } };
       }
       const claimed: OutboxRecord = { ...rec, attempts: rec.attempts + 1, lastAttemptAt: now, due: now + this.leaseMs, claim: token };
       return {
         writes: [
           { op: 'set', key, value: recordJson(claimed) },
-          { op: 'index', key: OUTBOX_DUE, member: id, score: claimed.due },
+          { op: 'index', key: outboxDueKey(p), member: id, score: claimed.due },
         ],
         result: { rec: claimed, token },
       };
     });
   }
 
-  private launch(rec: OutboxRecord, token: string): void {
+  private launch(rec: OutboxRecord, token: string, p: number): void {
     const controller = new AbortController();
     const item: OutboxItem = { id: rec.id, dest: rec.dest, payload: rec.payload, createdAt: rec.createdAt };
     const done = (async () => {
@@ -380,25 +432,25 @@ export class Outbox {
       try {
         const deliver = this.deliver[rec.dest];
         if (!deliver) throw new Error(`no deliverer for dest "${rec.dest}"`);
-        if (!(await this.stillClaimed(rec.id, token))) {
+        if (!(await this.stillClaimed(rec.id, token, p))) {
           clearTimeout(timer);
           this.logger?.warn({ id: rec.id, dest: rec.dest }, 'outbox claim lost before delivery; not delivered here');
           return;
         }
         await raceAbort(deliver(item, controller.signal), controller.signal);
         clearTimeout(timer);
-        await this.settleSuccess(rec, token);
+        await this.settleSuccess(rec, token, p);
       } catch (err) {
         clearTimeout(timer);
-        await this.settleFailure(rec, token, err);
+        await this.settleFailure(rec, token, err, p);
       }
     })()
       .catch((err) => this.logger?.error({ err, id: rec.id }, 'outbox bookkeeping failed; the lease will expire'))
       .finally(() => {
-        this.inflight.delete(rec.id);
+        this.inflight.delete(ref(rec.id, p));
         this.kick();
       });
-    this.inflight.set(rec.id, { controller, done });
+    this.inflight.set(ref(rec.id, p), { controller, done });
   }
 
   /**
@@ -407,22 +459,22 @@ export class Outbox {
    * promoted one, which another process may already have claimed the item on; this process then
    * leaves the item to it instead of delivering it a second time.
    */
-  private async stillClaimed(id: string, token: string): Promise<boolean> {
-    const cur = parseRecord(await this.store.get(outboxKey(id)));
+  private async stillClaimed(id: string, token: string, p: number): Promise<boolean> {
+    const cur = parseRecord(await this.store.get(outboxKey(id, p)));
     return cur?.claim === token;
   }
 
-  private async settleSuccess(rec: OutboxRecord, token: string): Promise<void> {
-    const key = outboxKey(rec.id);
+  private async settleSuccess(rec: OutboxRecord, token: string, p: number): Promise<void> {
+    const key = outboxKey(rec.id, p);
     const deleted = await this.store.update([key], ([current]) => {
       const cur = parseRecord(current);
       if (!cur || cur.claim !== token) return { writes: [], result: false }; // re-enqueued or re-claimed meanwhile
       return {
         writes: [
           { op: 'del', key },
-          { op: 'unindex', key: OUTBOX_DUE, member: rec.id },
-          { op: 'unindex', key: OUTBOX_CREATED, member: rec.id },
-          { op: 'unindex', key: outboxHeldKey(rec.dest), member: rec.id },
+          { op: 'unindex', key: outboxDueKey(p), member: rec.id },
+          { op: 'unindex', key: outboxCreatedKey(p), member: rec.id },
+          { op: 'unindex', key: outboxHeldKey(rec.dest, p), member: rec.id },
         ],
         result: true,
       };
@@ -431,8 +483,8 @@ export class Outbox {
     this.logger?.debug({ id: rec.id, dest: rec.dest, attempts: rec.attempts, deleted }, 'outbox delivered');
   }
 
-  private async settleFailure(rec: OutboxRecord, token: string, err: unknown): Promise<void> {
-    const key = outboxKey(rec.id);
+  private async settleFailure(rec: OutboxRecord, token: string, err: unknown, p: number): Promise<void> {
+    const key = outboxKey(rec.id, p);
     const lastError = errorText(err);
     const delay = backoffDelay(rec.attempts, this.retryMinMs, this.retryMaxMs, this.random);
     const rescheduled = await this.store.update([key], ([current]) => {
@@ -443,7 +495,7 @@ export class Outbox {
       return {
         writes: [
           { op: 'set', key, value: recordJson(next) },
-          { op: 'index', key: OUTBOX_DUE, member: rec.id, score: next.due },
+          { op: 'index', key: outboxDueKey(p), member: rec.id, score: next.due },
         ],
         result: true,
       };

@@ -1,17 +1,27 @@
 import type { Logger } from 'pino';
-import type { Json, Write } from '../store/port.js';
+import { PARTITIONS, partitionKey, partitionOf, type Json, type Write } from '../store/port.js';
 
 /**
  * The durable outbox's records: messages to external peers, written in the same atomic store update as the
  * state change that causes them, and delivered in the background.
  *
- * Store layout (every key under the adapter's own namespace):
- * - `outbox:msg:{id}`  the message record (OutboxRecord): item + attempts, due, lastError, claim;
- * - `outbox:due`       ordered index, member = id, score = time of the next attempt (ms);
- * - `outbox:created`   ordered index, member = id, score = createdAt (listing, oldest pending);
- * - `outbox:held:{dest}` ordered index, member = id, score = createdAt: items kept for a peer that
- *                       is not configured (out of `outbox:due`, so nothing attempts them);
- * - `outbox:stat:delivered`, `outbox:stat:failed`  counters.
+ * Store layout (every key under the adapter's own namespace), per partition (docs/partitions.md): a
+ * message lives in the partition of the business update that wrote it (`outboxWrites(item, near)`:
+ * the partition of the key `near`), so the state change and its message are one update of one
+ * partition; p below is that partition, and a message is named by its id and p.
+ * - `outbox:msg:{#p}:<id>`  the message record (OutboxRecord): item + attempts, due, lastError, claim;
+ * - `outbox:due:{#p}`       ordered index, member = id, score = time of the next attempt (ms);
+ * - `outbox:created:{#p}`   ordered index, member = id, score = createdAt (listing, oldest pending);
+ * - `outbox:held:<dest>:{#p}` ordered index, member = id, score = createdAt: items kept for a peer
+ *                       that is not configured (out of the due index, so nothing attempts them);
+ * - `outbox:stat:delivered`, `outbox:stat:failed`  counters (each raised on its own, after an update).
+ * The dispatcher walks the 64 partitions (and the global layout below) and merges them by time.
+ *
+ * The global layout, written before the partitions and still by an `outboxWrites` without `near`
+ * (a service not yet partitioned): `outbox:msg:<id>`, `outbox:due`, `outbox:created`,
+ * `outbox:held:<dest>`. It is read as before: when the dispatcher meets such an item it first moves
+ * it, as it is, into the partition of its record key (one update: that key's aggregate and its
+ * partition's keys), then drops its global index entries; so no migration is needed.
  *
  * Delivery is at-least-once. Each attempt first claims the record atomically (store.update on the
  * record: only when its due time has passed, moving it forward by a lease and stamping a claim
@@ -47,6 +57,8 @@ export interface OutboxRecord extends OutboxItem {
 }
 
 export interface OutboxPending extends Omit<OutboxRecord, 'claim'> {
+  /** The partition the item lives in (absent: the global layout, not yet moved). */
+  partition?: number;
   /** A process holds an unexpired claim on it (a delivery is in flight). */
   inFlight: boolean;
 }
@@ -108,19 +120,49 @@ export interface OutboxHold {
 
 export type OutboxLogger = Pick<Logger, 'warn' | 'error' | 'debug'>;
 
+/** The global layout's indexes (items written without a partition, read and moved by the dispatcher). */
 export const OUTBOX_DUE = 'outbox:due';
 export const OUTBOX_CREATED = 'outbox:created';
 export const STAT_DELIVERED = 'outbox:stat:delivered';
 export const STAT_FAILED = 'outbox:stat:failed';
 
-/** The index of the items kept for `dest` while its peer is not configured. */
-export function outboxHeldKey(dest: string): string {
-  return `outbox:held:${dest}`;
+/** Where an item lives: a partition (0..63), or undefined for the global layout. */
+export type OutboxPart = number | undefined;
+
+/** The global layout first, then every partition: what the dispatcher and the listings walk. */
+export const OUTBOX_PARTS: readonly OutboxPart[] = [undefined, ...Array.from({ length: PARTITIONS }, (_, n) => n)];
+
+/** The due index of partition p (of the global layout without p). */
+export function outboxDueKey(p?: number): string {
+  return p === undefined ? OUTBOX_DUE : partitionKey(OUTBOX_DUE, p);
 }
 
-/** The store key of an item's record: include it in an update's read set to look before enqueuing. */
-export function outboxKey(id: string): string {
-  return `outbox:msg:${id}`;
+/** The created index of partition p (of the global layout without p). */
+export function outboxCreatedKey(p?: number): string {
+  return p === undefined ? OUTBOX_CREATED : partitionKey(OUTBOX_CREATED, p);
+}
+
+/** The index of the items kept for `dest` while its peer is not configured (in partition p). */
+export function outboxHeldKey(dest: string, p?: number): string {
+  return p === undefined ? `outbox:held:${dest}` : partitionKey(`outbox:held:${dest}`, p);
+}
+
+/**
+ * The store key of an item's record in partition p (in the global layout without p): include it in
+ * an update's read set to look before enqueuing.
+ */
+export function outboxKey(id: string, p?: number): string {
+  return p === undefined ? `outbox:msg:${id}` : `${partitionKey('outbox:msg', p)}:${id}`;
+}
+
+/** The partition an item written beside the key `near` lives in (the partition of near's aggregate). */
+export function outboxPartition(near: string): number {
+  return partitionOf(near);
+}
+
+/** The partition a global-layout item is moved into: the partition of its record key's aggregate. */
+export function legacyPartition(id: string): number {
+  return partitionOf(outboxKey(id));
 }
 
 function checkItem(item: OutboxItem): void {
@@ -163,19 +205,23 @@ export function parseRecord(value: Json | undefined): OutboxRecord | undefined {
 }
 
 /**
- * The writes that durably enqueue an item: its record, its entry in `outbox:due` (due at
- * createdAt, i.e. at once) and in `outbox:created`. Pure; put them into the same store.update
- * plan as the state change so both land or neither.
+ * The writes that durably enqueue an item: its record, its entry in the due index (due at
+ * createdAt, i.e. at once) and in the created index. Pure; put them into the same store.update
+ * plan as the state change so both land or neither. `near` is a key of that update: the item lives
+ * in its partition, so the update stays in one partition (docs/partitions.md). Without `near` the
+ * item is written in the global layout (one Redis only; read and moved by the dispatcher).
  *
- * Enqueuing an id that is already pending replaces that record (payload, attempts reset): there
- * is still one message, so one delivery, never two. (If the earlier copy was being delivered at
- * that moment, that delivery does not delete the new copy, which is delivered once more; the
- * idempotency key makes the repeat harmless.) To keep the first copy instead, read
- * `outboxKey(item.id)` in the update and use `outboxWritesIfAbsent`. An id that was already
- * delivered is no longer in the store, so enqueuing it again sends it again (the peer dedupes).
+ * Enqueuing an id that is already pending (in the same place) replaces that record (payload,
+ * attempts reset): there is still one message, so one delivery, never two. (If the earlier copy was
+ * being delivered at that moment, that delivery does not delete the new copy, which is delivered
+ * once more; the idempotency key makes the repeat harmless.) To keep the first copy instead, read
+ * `outboxKey(item.id, outboxPartition(near))` in the update and use `outboxWritesIfAbsent`. An id
+ * that was already delivered is no longer in the store, so enqueuing it again sends it again (the
+ * peer dedupes).
  */
-export function outboxWrites(item: OutboxItem): Write[] {
+export function outboxWrites(item: OutboxItem, near?: string): Write[] {
   checkItem(item);
+  const p = near === undefined ? undefined : outboxPartition(near);
   const rec: OutboxRecord = {
     id: item.id,
     dest: item.dest,
@@ -185,15 +231,15 @@ export function outboxWrites(item: OutboxItem): Write[] {
     due: item.createdAt,
   };
   return [
-    { op: 'set', key: outboxKey(item.id), value: recordJson(rec) },
-    { op: 'index', key: OUTBOX_DUE, member: item.id, score: rec.due },
-    { op: 'index', key: OUTBOX_CREATED, member: item.id, score: rec.createdAt },
+    { op: 'set', key: outboxKey(item.id, p), value: recordJson(rec) },
+    { op: 'index', key: outboxDueKey(p), member: item.id, score: rec.due },
+    { op: 'index', key: outboxCreatedKey(p), member: item.id, score: rec.createdAt },
   ];
 }
 
-/** outboxWrites, or nothing when `current` (the value read at outboxKey(item.id)) shows it pending. */
-export function outboxWritesIfAbsent(item: OutboxItem, current: Json | undefined): Write[] {
-  return current === undefined ? outboxWrites(item) : [];
+/** outboxWrites, or nothing when `current` (the value read at the item's outboxKey) shows it pending. */
+export function outboxWritesIfAbsent(item: OutboxItem, current: Json | undefined, near?: string): Write[] {
+  return current === undefined ? outboxWrites(item, near) : [];
 }
 
 /**

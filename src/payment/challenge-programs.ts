@@ -1,8 +1,13 @@
 import type { Logger } from 'pino';
-import type { Store, Write } from '../store/port.js';
-import type { LivePrograms, ProgramEvent } from '../trading/index.js';
+import { outboxWrites, type Deliver } from '../outbox.js';
+import type { Json, Store, Write } from '../store/port.js';
+import type { LivePrograms, ProgramEvent, ProgramSpec } from '../trading/index.js';
 import type { ChallengeLifecycle, EngineEvent } from './lifecycle.js';
+import { LEDGER_NEAR } from './receipts.js';
 import type { ChallengeProgramPort } from './service.js';
+
+/** The outbox destination that creates and starts a bought challenge's program (in its own partition). */
+export const PROGRAMS_DEST = 'programs';
 
 /** Which challenge a program runs: written with the challenge, before the program starts, so its first event finds it. */
 const PROGRAM_CHALLENGE = (program: string) => `pay:progchal:${program}`;
@@ -28,16 +33,40 @@ export interface ChallengeProgramsOptions {
 export class ChallengePrograms implements ChallengeProgramPort {
   constructor(private readonly o: ChallengeProgramsOptions) {}
 
-  /** The program a new challenge runs: its id, and the writes that create it and point it at the challenge. */
-  async plan(challenge: string, accountSize: number): Promise<{ program: string; writes: Write[] }> {
+  /**
+   * The program a new challenge runs: its id, and the purchase's writes for it: which challenge it
+   * runs, and an outbox item (in the ledger's partition, with the purchase) that creates and starts
+   * it in its own aggregate. So the purchase stays one update of the ledger, a refused purchase
+   * leaves no program, and a committed one gets its program once, even if this process dies before
+   * `ensure` below (docs/payment.md "Challenges", docs/partitions.md).
+   */
+  plan(challenge: string, accountSize: number, now: number): { program: string; spec: ProgramSpec; writes: Write[] } {
     const { programs, dailyLoss } = this.o;
-    const p = await programs.draft({ name: `challenge ${challenge}`, strategy: 'ema_cross', symbol: 'ES', params: {}, capital: accountSize, daily_loss_limit: Math.round(accountSize * dailyLoss) });
-    return { program: p.id, writes: [...p.writes, { op: 'set', key: PROGRAM_CHALLENGE(p.id), value: challenge }] };
+    const program = programs.newId();
+    const spec: ProgramSpec = { name: `challenge ${challenge}`, strategy: 'ema_cross', symbol: 'ES', params: {}, capital: accountSize, daily_loss_limit: Math.round(accountSize * dailyLoss) };
+    return {
+      program,
+      spec,
+      writes: [
+        { op: 'set', key: PROGRAM_CHALLENGE(program), value: challenge },
+        ...outboxWrites({ id: `make-program:${program}`, dest: PROGRAMS_DEST, payload: { program, spec } as unknown as Json, createdAt: now }, LEDGER_NEAR),
+      ],
+    };
   }
 
-  /** Starts a planned program once the purchase that created it is committed. */
-  start(program: string): Promise<void> {
-    return this.o.programs.start(program);
+  /** Creates and starts a planned program once the purchase is committed (again: nothing changes). */
+  ensure(program: string, spec: ProgramSpec): Promise<void> {
+    return this.o.programs.ensure(program, spec);
+  }
+
+  /** The outbox's deliverer of PROGRAMS_DEST: what `ensure` does, for a purchase whose process did not get to it. */
+  deliverers(): Record<string, Deliver> {
+    return {
+      [PROGRAMS_DEST]: async (item) => {
+        const { program, spec } = item.payload as unknown as { program: string; spec: ProgramSpec };
+        await this.ensure(program, spec);
+      },
+    };
   }
 
   /** Applies the programs' fills and daily-loss stops to their challenges from now on; returns the unsubscribe. */

@@ -55,7 +55,7 @@ try {
     process.exitCode = ledger.ok && receipts.ok ? 0 : 1;
   } else if (cmd === 'payout-run' && arg) {
     const service = new PaymentService({ store, clock: systemClock, peg: new PegService([], { windowMs: 1, maxGapMs: 1, minProviders: 2 }), idempotency: new Idempotency(store, systemClock), maxOnrampKrw: 0 });
-    const payouts = new PayoutService(service, {
+    const payouts = new PayoutService(service, store, {
       scalePpm: ppm(config.PAYOUT_SCALE_RATIO), disciplinePpm: ppm(config.PAYOUT_DISCIPLINE), breakerPercent: 5n, poolFactor: 2n,
       catchUpWeeks: config.PAYOUT_CATCHUP_WEEKS, leaseMs: 60_000,
     });

@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js';
-import type { Json, Write } from '../store/port.js';
+import type { Json, Store, Write } from '../store/port.js';
 import { Idempotency as Idem } from '../idempotency.js';
 import { K, ledgerUpdate, parseTransfer, transferJson } from './ledger.js';
 import { RK, receiptWrites } from './receipts.js';
@@ -21,11 +21,14 @@ export const reversalId = (original: string) => `reversal:${original}`;
 const userOf = (account: string) => /^u:(.+):(?:wallet|credit|collateral)$/.exec(account)?.[1];
 
 export class Corrections {
-  constructor(private readonly svc: PaymentService) {}
+  constructor(
+    private readonly svc: PaymentService,
+    private readonly store: Store,
+  ) {}
 
   /** `operator` is the operator's account id (kept in the reversal's meta and the audit entry). */
   async reverse(originalId: string, operator: string, reason: string, e: Effect = {}): Promise<Json> {
-    const store = this.svc.store;
+    const store = this.store;
     const orig = parseTransfer(await store.get(K.transfer(originalId)));
     if (!orig) throw new AppError('not_found', 'transfer_not_found', `no transfer ${originalId}`);
     const id = reversalId(originalId);
@@ -50,7 +53,7 @@ export class Corrections {
       const r = receiptWrites(get(RK.head), { kind: 'reversal', user, amount: orig.amount.toString(), transfers: [id], ref: originalId, ts: now });
       const body = { reversal: transferJson(t), original: originalId, receipt_hash: r.hash };
       const writes: Write[] = [...r.writes, auditWrite({ action: 'reverse', transfer: originalId, reversal: id, amount: orig.amount.toString(), by: operator, reason, ts: now })];
-      if (e.ticket) writes.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
+      if (e.ticket) writes.push(...this.svc.finishWrites(e, { status: 200, body }));
       return { writes, result: body as Json };
     });
   }

@@ -1,5 +1,6 @@
 import { AppError } from '../errors.js';
 import type { Json, Store, Write } from '../store/port.js';
+import { ledgerBatcher, type LedgerOp, type ValueView } from './ledger-batch.js';
 
 /**
  * The token ledger, in TigerBeetle's model, kept on the Store (docs/payment.md "Ledger").
@@ -16,6 +17,8 @@ import type { Json, Store, Write } from '../store/port.js';
  *   kept under its own key (`K.resolution`), and every balance is the fold of the log.
  * - Everything given to one LedgerTx lands in one `store.update`: linked transfers are all or
  *   nothing, together with whatever else the caller writes (receipts, idempotency records, outbox).
+ *   Concurrent ledger steps share that update: they are batched (ledger-batch.ts), each applied
+ *   over what the steps before it in the batch wrote, each failing alone.
  */
 
 export const TOKEN_DECIMALS = 6;
@@ -111,14 +114,28 @@ export function parseAccount(id: string, v: Json | undefined): Account {
   };
 }
 
+/**
+ * Accounts as an update wrote them, by the very object written: the next step of a batch reads that
+ * object back and takes a copy of the totals instead of parsing four decimal strings again.
+ */
+const written = new WeakMap<object, Account>();
+
 export function accountJson(a: Account): Json {
-  return {
+  const o = {
     id: a.id,
     debits_posted: a.debits_posted.toString(),
     credits_posted: a.credits_posted.toString(),
     debits_pending: a.debits_pending.toString(),
     credits_pending: a.credits_pending.toString(),
   };
+  written.set(o, { ...a });
+  return o;
+}
+
+/** An account read in an update: a copy of what a step before it wrote, else parsed. */
+function accountFrom(id: string, v: Json | undefined): Account {
+  const hit = v && typeof v === 'object' ? written.get(v) : undefined;
+  return hit && hit.id === id ? { ...hit } : parseAccount(id, v);
 }
 
 export function transferJson(t: Transfer): { [key: string]: Json } {
@@ -205,7 +222,7 @@ export class LedgerTx {
   readonly replayed: string[] = [];
 
   constructor(
-    private readonly values: Map<string, Json | undefined>,
+    private readonly values: ValueView,
     private readonly now: number,
   ) {}
 
@@ -214,7 +231,7 @@ export class LedgerTx {
     if (!a) {
       const key = K.account(id);
       if (!this.values.has(key)) throw new Error(`ledger: account ${id} was not read by this update`);
-      a = parseAccount(id, this.values.get(key));
+      a = accountFrom(id, this.values.get(key));
       this.accounts.set(id, a);
     }
     return a;
@@ -355,24 +372,41 @@ export class LedgerTx {
   }
 }
 
-/** Reads `keys`, runs `fn` over a LedgerTx and the raw values, writes the ledger's writes plus `fn`'s own. */
+/** The ledger step `fn` over `keys` as an op of a batch (see ledger-batch.ts). */
+export function ledgerOp<R>(
+  now: () => number,
+  keys: string[],
+  fn: (tx: LedgerTx, get: (key: string) => Json | undefined) => { writes?: Write[]; result: R },
+): LedgerOp<R> {
+  return {
+    keys: [...new Set(keys)],
+    apply: (view) => {
+      const tx = new LedgerTx(view, now());
+      const r = fn(tx, (k) => {
+        if (!view.has(k)) throw new Error(`ledger update: key ${k} was not read`);
+        return view.get(k);
+      });
+      const own = r.writes ?? [];
+      const writes = tx.writes();
+      for (const w of own) writes.push(w);
+      return { writes, result: r.result };
+    },
+  };
+}
+
+/**
+ * Reads `keys`, runs `fn` over a LedgerTx and the raw values, writes the ledger's writes plus `fn`'s
+ * own: atomically, in the batch of the store's ledger (one `store.update` for every step asked for
+ * meanwhile; `fn` sees what the steps before it in the batch wrote). `fn` must be free of side
+ * effects: it may run more than once.
+ */
 export function ledgerUpdate<R>(
   store: Store,
   now: () => number,
   keys: string[],
   fn: (tx: LedgerTx, get: (key: string) => Json | undefined) => { writes?: Write[]; result: R },
 ): Promise<R> {
-  const unique = [...new Set(keys)];
-  return store.update(unique, (current) => {
-    const values = new Map<string, Json | undefined>();
-    unique.forEach((k, i) => values.set(k, current[i]));
-    const tx = new LedgerTx(values, now());
-    const r = fn(tx, (k) => {
-      if (!values.has(k)) throw new Error(`ledger update: key ${k} was not read`);
-      return values.get(k);
-    });
-    return { writes: [...tx.writes(), ...(r.writes ?? [])], result: r.result };
-  });
+  return ledgerBatcher(store).run(ledgerOp(now, keys, fn));
 }
 
 export async function readAccount(store: Store, id: string): Promise<Account> {

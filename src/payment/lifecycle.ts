@@ -1,5 +1,6 @@
 import { AppError } from '../errors.js';
-import type { Json, Write } from '../store/port.js';
+import type { Clock } from '../clock.js';
+import type { Json, Store, Write } from '../store/port.js';
 import { Idempotency as Idem } from '../idempotency.js';
 import { K, availableOf, balanceOf, collateralAccount, ledgerUpdate, parseTransfer, transferKeys, userAccount, type LedgerTx, type TransferInput } from './ledger.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
@@ -38,11 +39,13 @@ export type EngineEvent =
 export class ChallengeLifecycle {
   constructor(
     private readonly svc: PaymentService,
+    private readonly store: Store,
     private readonly opts: LifecycleOptions,
   ) {}
 
-  private get store() {
-    return this.svc.store;
+  /** The same engine over the same store whose service's clock is `clock` (the demo's past steps), with `opts` for its rules. */
+  at(clock: Clock, opts: LifecycleOptions = this.opts): ChallengeLifecycle {
+    return new ChallengeLifecycle(this.svc.withClock(clock), this.store, opts);
   }
 
   /**
@@ -91,7 +94,7 @@ export class ChallengeLifecycle {
     });
     if (res.outcome === 'pass') await this.judge(challengeId, 'pass', 'engine', 'profit target reached');
     else if (res.outcome?.startsWith('fail:')) await this.judge(challengeId, 'fail', 'engine', res.outcome.slice(5));
-    if (res.applied) this.svc.opts.onKick?.();
+    if (res.applied) this.svc.kick();
     return { ...res, state: (await this.svc.challenge(challengeId)).state };
   }
 
@@ -153,7 +156,7 @@ export class ChallengeLifecycle {
         writes.push(...chainEventWrites(`violation:${challengeId}:judged`, 'risk_violation', { challenge: challengeId, rule: reason, ts: now }, now));
       }
       const body = { challenge: challengeId, state: next.state, learning_credit: outcome === 'fail' ? refund.amount.toString() : '0', receipt_hash };
-      if (e.ticket) writes.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
+      if (e.ticket) writes.push(...this.svc.finishWrites(e, { status: 200, body }));
       return { writes, result: body as Json };
     });
   }
@@ -179,7 +182,7 @@ export class ChallengeLifecycle {
         writes: [
           ...r.writes,
           { op: 'set', key: PK.challenge(challengeId), value: challengeRecords.encode({ ...c, state: 'funded', collateral: amount.toString() }) },
-          ...(e.ticket ? this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }) : []),
+          ...(e.ticket ? this.svc.finishWrites(e, { status: 200, body }) : []),
         ],
         result: body as Json,
       };
@@ -216,7 +219,7 @@ export class ChallengeLifecycle {
         writes.push(...r.writes);
       }
       const body = { challenge: challengeId, state: 'withdrawn', refunded: refund.toString(), receipt_hash };
-      if (e.ticket) writes.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
+      if (e.ticket) writes.push(...this.svc.finishWrites(e, { status: 200, body }));
       return { writes, result: body as Json };
     });
   }

@@ -5,11 +5,19 @@ import { registerSettlementRoutes } from './routes-settlement.js';
 import { registerPaymentChainRoutes } from './routes-chain.js';
 import { newWebhookSecret, startPaymentStandins, type PaymentStandins } from './standins.js';
 import { createPayment } from './relay.js';
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
+import type { Payment } from './relay.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    payment: Payment;
+  }
+}
 
 /**
- * The token payment relay (docs/payment.md): its peers' deliverers join the outbox, kicked when it
- * enqueues; a bought challenge runs as a live program through the trading service's `livePrograms`
+ * The token payment relay (docs/payment.md): its peers' deliverers join the outbox through the
+ * `deliverers` port, as every service's do, and it kicks the outbox when it enqueues; a bought challenge runs as a live program through the trading service's `livePrograms`
  * port, whose events every process follows from here.
  */
 export const paymentModule = defineService({
@@ -30,9 +38,8 @@ export const paymentModule = defineService({
       cfg = withStandins(config, standins, webhookSecret);
       logger.info({ banking: standins.banking.url, chain: standins.chain.url }, 'payment stand-ins started in-process');
     }
-    const payment = createPayment(cfg, { store: p.store, clock: p.clock, bus: p.bus, logger, programs: livePrograms, standins });
+    const payment = createPayment(cfg, { store: p.store, clock: p.clock, bus: p.bus, logger, kick: () => outbox.kick(), programs: livePrograms, standins });
     deliverers.add(payment.deliverers);
-    payment.setKick(() => outbox.kick());
     // every process applies the programs' fills and stops to their challenges (each event id once)
     const unfollow = payment.program?.follow();
     return {
@@ -51,7 +58,7 @@ export const paymentModule = defineService({
       start: (listening) => payment.start(listening),
       async stop() {
         unfollow?.();
-        payment.stop();
+        await payment.stop();
         await standins?.close();
       },
     };

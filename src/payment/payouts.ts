@@ -1,9 +1,11 @@
 import { Cron } from 'croner';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../errors.js';
-import type { Json, Write } from '../store/port.js';
+import type { Json, Store, Write } from '../store/port.js';
 import { Idempotency as Idem } from '../idempotency.js';
-import { availableOf, balanceOf, K, ledgerUpdate, resolveKeys, readAccount, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import { availableOf, balanceOf, K, ledgerOp, ledgerUpdate, resolveKeys, readAccount, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import type { LedgerOp } from './ledger-batch.js';
+import type { IdemTicket } from '../idempotency.js';
 import { PNL } from './lifecycle.js';
 import { leases } from './reconcile.js';
 import { RK, chainEventWrites, receiptWrites } from './receipts.js';
@@ -87,6 +89,22 @@ interface Expected {
   challenges: string[];
 }
 
+/** A payout as the ledger writer applies it (JSON: it may be handed to another process). */
+interface PayoutArgs {
+  week: string;
+  user: string;
+  exp: { total: string; platform: string; trader: string; challenges: string[] };
+  now: number;
+  recentViolation: boolean;
+  runHold?: string;
+  ticket?: IdemTicket;
+  /** The asking service's rules (so whichever process applies it applies the asker's). */
+  rules: { breakerPercent: string; poolFactor: string; reviewHoldMs: number };
+}
+
+/** How many users' payouts the weekly run submits at once (one batch of the ledger, or a few). */
+const RUN_CHUNK = 64;
+
 const DAY = 86_400_000;
 /** How often open reviews are checked against their deadline. */
 const EXPIRY_SWEEP_MS = 60_000;
@@ -97,11 +115,10 @@ export class PayoutService {
 
   constructor(
     private readonly svc: PaymentService,
+    private readonly store: Store,
     private readonly opts: PayoutOptions,
-  ) {}
-
-  private get store() {
-    return this.svc.store;
+  ) {
+    svc.ledger.register('payment.payout', (a) => this.payoutOp(a as unknown as PayoutArgs));
   }
 
   /** What a user earns for a week (not yet paid). */
@@ -168,26 +185,46 @@ export class PayoutService {
       runHold = (await this.weekPool(week, 'request')).held ? 'pool_floor_run' : undefined;
     }
     const x = exp ?? (await this.expected(week, user));
+    const now = this.svc.now();
+    const args: PayoutArgs = {
+      week, user, now, recentViolation: await this.recentViolation(user, now),
+      rules: { breakerPercent: this.opts.breakerPercent.toString(), poolFactor: this.opts.poolFactor.toString(), reviewHoldMs: this.opts.reviewHoldMs ?? REVIEW_HOLD_MS },
+      exp: { total: x.total.toString(), platform: x.platform.toString(), trader: x.trader.toString(), challenges: x.challenges },
+      ...(runHold !== undefined ? { runHold } : {}), ...(e.ticket ? { ticket: e.ticket } : {}),
+    };
+    const out = (await this.svc.ledger.exec('payment.payout', args as unknown as Json)) as { body: Json; warned: boolean };
+    this.svc.kick();
+    if (out.warned) {
+      await this.svc.warn({ user, week, reason: 'violation_last_7_days' });
+    }
+    return out.body;
+  }
+
+  /** One user's payout of a week as a ledger step: exactly once (its record), held or paid with its receipt. */
+  private payoutOp(a: PayoutArgs): LedgerOp<Json> {
+    const { week, user, now, recentViolation, runHold } = a;
+    const breakerPercent = BigInt(a.rules.breakerPercent);
+    const poolFactor = BigInt(a.rules.poolFactor);
+    const x = { total: BigInt(a.exp.total), platform: BigInt(a.exp.platform), trader: BigInt(a.exp.trader), challenges: a.exp.challenges };
+    const e: Effect = a.ticket ? { ticket: a.ticket } : {};
     const wallet = userAccount(user, 'wallet');
     const ids = { trader: `payout:${week}:${user}:trader`, platform: `payout:${week}:${user}:platform` };
-    const now = this.svc.now();
-    const recentViolation = await this.recentViolation(user, now);
     const dayKey = PAYOUT.day(utcDay(now));
     const keys = [
       ...transferKeys([{ id: ids.trader, debit: 'escrow', credit: wallet, amount: 1n, code: '' }, { id: ids.platform, debit: 'escrow', credit: 'operating', amount: 1n, code: '' }]),
       PAYOUT.record(week, user), dayKey, RK.head, ...(e.ticket ? [e.ticket.storeKey] : []),
     ];
-    let warned = false; // set when this call (not a replay) raised the warning
-    const out = await ledgerUpdate(this.store, () => now, keys, (tx, get) => {
-      warned = false;
+    return ledgerOp<Json>(() => now, keys, (tx, get) => {
+      // warned: this step (not a replay) raised the warning
+      const done = (body: Json, warned = false) => ({ body, warned }) as unknown as Json;
       const replay = e.ticket && Idem.done(get(e.ticket.storeKey));
-      if (replay) return { result: replay.body };
-      const done = get(PAYOUT.record(week, user));
-      const finish = (body: Json, w: Write[] = []) => ({
-        writes: [...w, ...(e.ticket ? this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }) : [])],
-        result: body,
+      if (replay) return { result: done(replay.body) };
+      const prior = get(PAYOUT.record(week, user));
+      const finish = (body: Json, w: Write[] = [], warned = false) => ({
+        writes: [...w, ...(e.ticket ? this.svc.finishWrites(e, { status: 200, body }) : [])],
+        result: done(body, warned),
       });
-      if (done) return finish(done);
+      if (prior) return finish(prior);
       const base = { week, user, amount: x.total.toString(), trader: x.trader.toString(), platform: x.platform.toString(), challenges: x.challenges, ts: now };
       if (x.total === 0n) {
         const body = { ...base, status: 'nothing', receipt_hash: null };
@@ -199,8 +236,8 @@ export class PayoutService {
       let reason: string | undefined;
       if (recentViolation) reason = 'violation_last_7_days';
       else if (runHold) reason = runHold;
-      else if ((paidToday + x.total) * 100n > capital * this.opts.breakerPercent) reason = 'circuit_breaker';
-      else if (availableOf(escrow) < this.opts.poolFactor * (x.total + escrow.debits_pending)) reason = 'pool_floor';
+      else if ((paidToday + x.total) * 100n > capital * breakerPercent) reason = 'circuit_breaker';
+      else if (availableOf(escrow) < poolFactor * (x.total + escrow.debits_pending)) reason = 'pool_floor';
       const pending = reason !== undefined;
       const moves: TransferInput[] = [
         { id: ids.trader, debit: 'escrow', credit: wallet, amount: x.trader, code: 'payout', pending, meta: { week } },
@@ -213,10 +250,10 @@ export class PayoutService {
       for (const m of moves) tx.transfer(m);
       const w: Write[] = [];
       let body: Json;
+      let warned = false;
       if (pending) {
         const rid = `rv_${week}_${user}`;
-        const holdMs = this.opts.reviewHoldMs ?? REVIEW_HOLD_MS;
-        const review = { id: rid, week, user, reason: reason!, amount: x.total.toString(), holds: moves.map((m) => m.id), state: 'open', created_at: now, expires_at: now + holdMs };
+        const review = { id: rid, week, user, reason: reason!, amount: x.total.toString(), holds: moves.map((m) => m.id), state: 'open', created_at: now, expires_at: now + a.rules.reviewHoldMs };
         body = { ...base, status: 'review', reason: reason!, review: rid, receipt_hash: null };
         w.push({ op: 'set', key: PAYOUT.review(rid), value: review }, { op: 'index', key: PAYOUT.reviewsOpen, member: rid, score: now }, { op: 'index', key: PAYOUT.reviewsAll, member: rid, score: now });
         if (reason === 'violation_last_7_days') {
@@ -230,13 +267,8 @@ export class PayoutService {
         w.push(...chainEventWrites(`payout:${week}:${user}`, 'payout', { week, user, amount: x.total.toString(), receipt_hash: r.hash }, now));
       }
       w.push({ op: 'set', key: PAYOUT.record(week, user), value: body });
-      return finish(body, w);
+      return finish(body, w, warned);
     });
-    this.svc.opts.onKick?.();
-    if (warned) {
-      await this.svc.opts.bus?.publish('payment:warnings', { user, week, reason: 'violation_last_7_days' }).catch(() => undefined);
-    }
-    return out;
   }
 
   private async recentViolation(user: string, now: number): Promise<boolean> {
@@ -267,15 +299,22 @@ export class PayoutService {
       // payout already decided is counted once (in escrow), and the report agrees with the outcomes
       const pool = await this.weekPool(week, 'run', expected);
       const runHold = pool.held ? 'pool_floor_run' : undefined;
+      // the users' payouts go to the ledger a chunk at a time, all of a chunk at once: they land in a
+      // batch (one commit), each applied over the ones before it, so the day's circuit-breaker total
+      // and the pool floor see every payout of the batch before them, as one by one
       let n = 0;
-      for (const x of expected) {
+      while (n < expected.length) {
         if (this.opts.crashAfter !== undefined && n >= this.opts.crashAfter) throw new Error(`injected crash after ${n} payouts`);
-        const r = (await this.payout(week, x.user, {}, x, runHold)) as { status: string; review?: string };
-        // a held payout an operator approved before the run reads paid in its record: it counts as approved
-        const outcome = r.status === 'paid' && r.review ? 'approved' : r.status;
-        counts[outcome] = (counts[outcome] ?? 0) + 1;
-        onPayout?.(x.user, r.status);
-        n++;
+        const size = this.opts.crashAfter !== undefined ? Math.min(RUN_CHUNK, this.opts.crashAfter - n) : RUN_CHUNK;
+        const chunk = expected.slice(n, n + size);
+        const answers = await Promise.all(chunk.map((x) => this.payout(week, x.user, {}, x, runHold) as Promise<{ status: string; review?: string }>));
+        answers.forEach((r, i) => {
+          // a held payout an operator approved before the run reads paid in its record: it counts as approved
+          const outcome = r.status === 'paid' && r.review ? 'approved' : r.status;
+          counts[outcome] = (counts[outcome] ?? 0) + 1;
+          onPayout?.(chunk[i]!.user, r.status);
+        });
+        n += chunk.length;
       }
       const report = {
         week, status: 'done', ran_at: this.svc.now(), users: users.length, expected_total: sum.toString(),
@@ -358,7 +397,7 @@ export class PayoutService {
         if (!(err instanceof AppError)) throw err; // decided meanwhile
       }
     }
-    if (out.length) await this.svc.opts.bus?.publish('payment:warnings', { reason: 'review_expired', reviews: out }).catch(() => undefined);
+    if (out.length) await this.svc.warn({ reason: 'review_expired', reviews: out });
     return out;
   }
 
@@ -414,10 +453,10 @@ export class PayoutService {
       const rec = get(PAYOUT.record(rv.week, rv.user)) as Record<string, Json>;
       w.push({ op: 'set', key: PAYOUT.record(rv.week, rv.user), value: { ...rec, status: action === 'approve' ? 'paid' : expired ? 'expired' : 'rejected', receipt_hash } });
       const body = { review: id, state, receipt_hash };
-      if (e.ticket) w.push(...this.svc.opts.idempotency.finishWrites(e.ticket, { status: 200, body }));
+      if (e.ticket) w.push(...this.svc.finishWrites(e, { status: 200, body }));
       return { writes: w, result: body as Json };
     });
-    this.svc.opts.onKick?.();
+    this.svc.kick();
     return out;
   }
 }

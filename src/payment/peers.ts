@@ -2,39 +2,26 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '../canonical.js';
 import { notConfigured, type Deliver } from '../outbox.js';
 import type { Json } from '../store/port.js';
+import { PeerError, peerJson } from '../peers/index.js';
 
 /**
  * Client adapters of the payment relay's peers (the stand-ins in src/payment/standins.ts play
- * them on loopback). Only the price providers are called on a request path (the peg snapshot, with a
+ * them on loopback), on the hub's one peer client (src/peers/http-client.ts: http:// or https://,
+ * one deadline per call, failures as PeerError with the status of a non-2xx answer). Only the price providers are called on a request path (the peg snapshot, with a
  * time-out); the chain, the broker and the banking off-ramp are reached through the durable outbox.
  */
 
-export class PaymentPeerError extends Error {
-  constructor(
-    readonly peer: string,
-    message: string,
-    readonly status?: number,
-  ) {
-    super(message);
-    this.name = 'PaymentPeerError';
-  }
-}
-
-async function jsonCall(peer: string, url: string, init: RequestInit & { timeoutMs: number; signal?: AbortSignal }): Promise<any> {
-  const signals = [AbortSignal.timeout(init.timeoutMs), ...(init.signal ? [init.signal] : [])];
-  let res: Response;
-  try {
-    res = await fetch(url, { ...init, signal: AbortSignal.any(signals) });
-  } catch (err) {
-    throw new PaymentPeerError(peer, `${peer} unreachable: ${(err as Error).name}`);
-  }
-  const text = await res.text();
-  if (res.status < 200 || res.status >= 300) throw new PaymentPeerError(peer, `${peer} answered ${res.status}`, res.status);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new PaymentPeerError(peer, `${peer} answered something other than JSON`);
-  }
+/** The peers' calls share one client (src/peers/http-client.ts): its time-out, size limit and PeerError. */
+function jsonCall(peer: string, url: string, init: { timeoutMs: number; method?: string; idempotencyKey?: string; json?: unknown; signal?: AbortSignal }): Promise<any> {
+  return peerJson({
+    peer,
+    url,
+    method: init.method,
+    headers: init.idempotencyKey !== undefined ? { 'idempotency-key': init.idempotencyKey } : {},
+    json: init.json,
+    timeoutMs: init.timeoutMs,
+    signal: init.signal,
+  });
 }
 
 export interface PriceSample {
@@ -55,7 +42,7 @@ export class PriceProviderClient implements PriceSource {
   ) {}
   async quotes(from: number, to: number): Promise<PriceSample[]> {
     const body = await jsonCall(this.name, `${this.url.replace(/\/+$/, '')}/api/quotes?from=${from}&to=${to}`, { timeoutMs: this.timeoutMs });
-    if (!body || !Array.isArray(body.samples)) throw new PaymentPeerError(this.name, 'quotes without samples');
+    if (!body || !Array.isArray(body.samples)) throw new PeerError(this.name, 'protocol', 'quotes without samples');
     return body.samples
       .filter((s: any) => Number.isFinite(s?.t) && Number.isFinite(s?.price) && s.price > 0)
       .map((s: any) => ({ t: Number(s.t), price: Number(s.price) }));
@@ -88,8 +75,8 @@ export class ChainClient {
   record(id: string, kind: string, data: Json, signal?: AbortSignal): Promise<ChainLink> {
     return jsonCall('chain', `${this.base}/api/records`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': id },
-      body: JSON.stringify({ id, kind, data }),
+      idempotencyKey: id,
+      json: { id, kind, data },
       timeoutMs: this.timeoutMs,
       signal,
     });
@@ -115,8 +102,8 @@ export class BrokerClient {
   createAccount(input: { account_id: string; user: string; account_size: number; challenge: string }, signal?: AbortSignal) {
     return jsonCall('broker', `${this.url.replace(/\/+$/, '')}/api/accounts`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': input.account_id },
-      body: JSON.stringify(input),
+      idempotencyKey: input.account_id,
+      json: input,
       timeoutMs: this.timeoutMs,
       signal,
     });
@@ -142,8 +129,8 @@ export class BankingClient {
   offramp(id: string, payload: Json, signal?: AbortSignal) {
     return jsonCall('banking', `${this.url.replace(/\/+$/, '')}/api/offramp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': id },
-      body: JSON.stringify(payload),
+      idempotencyKey: id,
+      json: payload,
       timeoutMs: this.timeoutMs,
       signal,
     });

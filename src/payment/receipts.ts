@@ -50,9 +50,16 @@ export function receiptLeafData(hash: string, r: Receipt): string | null {
   return chainLeafData(`receipt:${hash}`, 'receipt', receiptChainData(hash, r));
 }
 
-/** Chain event (not a receipt): recorded through the outbox with a stable id. */
+/**
+ * The `near` of every payment outbox message: every `pay:` key is one aggregate, the ledger
+ * (SERVICE_AGGREGATES in src/store/partition.ts), so any of them names the ledger's partition, where
+ * a payment update's messages are written beside it.
+ */
+export const LEDGER_NEAR = RK.head;
+
+/** Chain event (not a receipt): recorded through the outbox with a stable id, in the ledger's partition. */
 export function chainEventWrites(id: string, kind: string, data: Json, ts: number): Write[] {
-  return outboxWrites({ id, dest: CHAIN_DEST, payload: { kind, data }, createdAt: ts });
+  return outboxWrites({ id, dest: CHAIN_DEST, payload: { kind, data }, createdAt: ts }, LEDGER_NEAR);
 }
 
 /**

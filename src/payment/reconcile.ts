@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import { codec, F, optional } from '../store/codec.js';
-import type { Json } from '../store/port.js';
+import type { Json, Store } from '../store/port.js';
 import { K, ledgerUpdate, parseTransfer, transferKeys, type TransferInput } from './ledger.js';
 import type { BankingClient } from './peers.js';
 import { RK, receiptWrites } from './receipts.js';
@@ -74,6 +74,7 @@ export class Reconciler {
   private timer?: NodeJS.Timeout;
   constructor(
     private readonly svc: PaymentService,
+    private readonly store: Store,
     private readonly bank: BankingClient,
     private readonly opts: {
       periodMs: number;
@@ -97,7 +98,7 @@ export class Reconciler {
 
   /** One pull of the bank's events since the cursor (at most 20 pages of 100). */
   async pull(): Promise<PullReport> {
-    const store = this.svc.store;
+    const store = this.store;
     const token = randomUUID();
     const now = this.svc.now();
     const got = await store.update([RECON.lease], ([cur]) => {
@@ -115,10 +116,16 @@ export class Reconciler {
           throw new AppError('unavailable', 'bank_unavailable', `the bank did not answer: ${(err as Error).message}`);
         });
         const events = (answer.events ?? []).filter(isEvent).filter((e) => e.seq > cursor);
-        for (const ev of events) {
-          const outcome = await this.apply(ev);
+        // a page's events are settled at once: their transfers reach the ledger together and land in
+        // batches (each settled once, whatever the order); the cursor then moves over them one by one,
+        // in order, while the lease is still this pull's, up to the first that failed (read again by
+        // the next pull: settling it is idempotent)
+        const settled = await Promise.allSettled(events.map((ev) => this.apply(ev)));
+        for (const [i, ev] of events.entries()) {
+          const r = settled[i]!;
+          if (r.status === 'rejected') throw r.reason;
           report.events++;
-          if (outcome !== 'none') report[outcome]++;
+          if (r.value !== 'none') report[r.value]++;
           cursor = ev.seq;
           if (!(await this.advance(cursor, token))) {
             // the lease ran out (or was lost in a failover) and another pull holds it: it goes on from
@@ -142,7 +149,7 @@ export class Reconciler {
    * never backwards: a pull that lost its lease cannot take the cursor back behind a newer pull's.
    */
   private advance(seq: number, token: string): Promise<boolean> {
-    return this.svc.store.update([RECON.cursor, RECON.lease], ([cur, lease]) => {
+    return this.store.update([RECON.cursor, RECON.lease], ([cur, lease]) => {
       if (leases.decode(lease)?.token !== token) return { writes: [], result: false };
       return { writes: Number(cur ?? 0) < seq ? [{ op: 'set', key: RECON.cursor, value: seq }] : [], result: true };
     });
@@ -165,14 +172,14 @@ export class Reconciler {
       return 'none';
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      await this.svc.store.push(RECON.differences, { event: ev.id, type: ev.type, code: err.code, message: err.message, data: ev.data as Json, ts: this.svc.now() }, 10_000);
+      await this.store.push(RECON.differences, { event: ev.id, type: ev.type, code: err.code, message: err.message, data: ev.data as Json, ts: this.svc.now() }, 10_000);
       this.opts.logger?.warn({ event: ev.id, code: err.code }, 'bank event not settled: kept as a difference');
       return 'differences';
     }
   }
 
   private declined(ref: string): Promise<boolean> {
-    return this.svc.store.update([PK.onramp(ref)], ([cur]) => {
+    return this.store.update([PK.onramp(ref)], ([cur]) => {
       const o = onrampRecords.decode(cur);
       if (!o) throw new AppError('not_found', 'onramp_not_found', `no on-ramp ${ref}`);
       if (o.state !== 'open') return { writes: [], result: false };
@@ -197,7 +204,7 @@ export class Reconciler {
   private async askStatuses(now: number, token: string, report: PullReport): Promise<void> {
     const after = this.opts.statusAfterMs;
     if (after === undefined) return;
-    const store = this.svc.store;
+    const store = this.store;
     const due = await store.indexRange(PK.onrampsOpen, { max: now - after, limit: 100 });
     for (const { member: ref } of due) {
       if (leases.decode(await store.get(RECON.lease))?.token !== token) return; // another pull took over
@@ -239,14 +246,14 @@ export class Reconciler {
 
   /** Marks an off-ramp paid, or returns it (net + fee) to the wallet by a new transfer; once. */
   private async offrampOutcome(id: string, outcome: 'paid' | 'returned', reason: string): Promise<boolean> {
-    const [netV, feeV] = await this.svc.store.getMany([K.transfer(`${id}:net`), K.transfer(`${id}:fee`)]);
+    const [netV, feeV] = await this.store.getMany([K.transfer(`${id}:net`), K.transfer(`${id}:fee`)]);
     const net = parseTransfer(netV);
     const fee = parseTransfer(feeV);
     if (!net || !fee || net.code !== 'offramp') throw new AppError('not_found', 'offramp_not_found', `no off-ramp ${id}`);
     const back: TransferInput = { id: `${id}:return`, debit: 'bank', credit: net.debit, amount: net.amount + fee.amount, code: 'offramp_return', meta: { offramp: id, reason } };
     const now = this.svc.now();
     const user = net.debit.split(':')[1] ?? null;
-    return ledgerUpdate(this.svc.store, () => now, [RECON.offramp(id), RK.head, ...(outcome === 'returned' ? transferKeys([back]) : [])], (tx, get) => {
+    return ledgerUpdate(this.store, () => now, [RECON.offramp(id), RK.head, ...(outcome === 'returned' ? transferKeys([back]) : [])], (tx, get) => {
       if (get(RECON.offramp(id))) return { result: false };
       if (outcome === 'paid') return { writes: [{ op: 'set', key: RECON.offramp(id), value: offrampOutcomes.encode({ state: 'paid', ts: now }) }], result: true };
       tx.transfer(back);
@@ -257,7 +264,7 @@ export class Reconciler {
 
   /** An off-ramp's status for its owner: sent (waiting for the bank), paid or returned. */
   async offrampStatus(id: string, user: string): Promise<Json> {
-    const [netV, rec] = await this.svc.store.getMany([K.transfer(`${id}:net`), RECON.offramp(id)]);
+    const [netV, rec] = await this.store.getMany([K.transfer(`${id}:net`), RECON.offramp(id)]);
     const net = parseTransfer(netV);
     if (!net || net.debit !== `u:${user}:wallet`) throw new AppError('not_found', 'offramp_not_found', `no off-ramp ${id}`);
     const r = offrampOutcomes.decode(rec);
@@ -265,6 +272,6 @@ export class Reconciler {
   }
 
   async differences(): Promise<Json[]> {
-    return this.svc.store.range(RECON.differences, -100, -1);
+    return this.store.range(RECON.differences, -100, -1);
   }
 }

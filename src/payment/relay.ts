@@ -18,6 +18,8 @@ import { SsoVerifier } from './sso.js';
 import { chainPublicKey, rawPublicKey } from './sth.js';
 import { TreeHeads } from './tree-heads.js';
 import { Reconciler } from './reconcile.js';
+import { Corrections } from './corrections.js';
+import { PaymentBooks } from './books.js';
 import { Settlement } from './settlement.js';
 
 /**
@@ -33,7 +35,16 @@ export type Payment = ReturnType<typeof createPayment>;
 
 export function createPayment(
   cfg: Config,
-  deps: { store: Store; clock: Clock; bus: Bus; logger: Logger; programs?: LivePrograms; standins?: PaymentStandins },
+  deps: {
+    store: Store;
+    clock: Clock;
+    bus: Bus;
+    logger: Logger;
+    /** Asks the outbox to deliver now (the `outbox` port's kick), after an effect enqueued to a peer. */
+    kick?: () => void;
+    programs?: LivePrograms;
+    standins?: PaymentStandins;
+  },
 ) {
   const t = cfg.PEER_TIMEOUT_MS;
   const chain = cfg.CHAIN_URL ? new ChainClient(cfg.CHAIN_URL, t) : undefined;
@@ -44,7 +55,6 @@ export function createPayment(
     { windowMs: cfg.PEG_WINDOW_MS, maxGapMs: cfg.PEG_MAX_GAP_MS, minProviders: 2 },
   );
   const idempotency = new Idempotency(deps.store, deps.clock, undefined, 'pay:idem');
-  let kick: () => void = () => undefined;
   const service = new PaymentService({
     store: deps.store,
     clock: deps.clock,
@@ -53,14 +63,14 @@ export function createPayment(
     idempotency,
     bankingUrl: cfg.BANKING_URL,
     maxOnrampKrw: cfg.ONRAMP_MAX_KRW,
-    onKick: () => kick(),
+    onKick: () => deps.kick?.(),
     onProgramStartFailed: (err, program) => deps.logger.warn({ err, program }, 'a challenge program did not start: it stays created for an operator to start'),
   });
-  const lifecycle = new ChallengeLifecycle(service, {
+  const lifecycle = new ChallengeLifecycle(service, deps.store, {
     rules: { profitTarget: cfg.CHALLENGE_PROFIT_TARGET, dailyLoss: cfg.CHALLENGE_DAILY_LOSS, maxDrawdown: cfg.CHALLENGE_MAX_DRAWDOWN },
     violationDeductPercent: 10n,
   });
-  const payouts = new PayoutService(service, {
+  const payouts = new PayoutService(service, deps.store, {
     scalePpm: ppm(cfg.PAYOUT_SCALE_RATIO),
     disciplinePpm: ppm(cfg.PAYOUT_DISCIPLINE),
     breakerPercent: 5n,
@@ -70,7 +80,12 @@ export function createPayment(
   });
   const sso = new SsoVerifier({ jwksUrl: cfg.SSO_JWKS_URL, publicKeyPem: cfg.SSO_PUBLIC_KEY, issuer: cfg.SSO_ISSUER, audience: cfg.SSO_AUDIENCE, clock: deps.clock });
   const banking = cfg.BANKING_URL ? new BankingClient(cfg.BANKING_URL, t) : undefined;
-  const reconciler = banking ? new Reconciler(service, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: cfg.RECONCILE_LEASE_MS, statusAfterMs: cfg.RECONCILE_STATUS_AFTER_MS, logger: deps.logger }) : undefined;
+  const reconciler = banking ? new Reconciler(service, deps.store, banking, { periodMs: cfg.RECONCILE_PERIOD_MS, leaseMs: cfg.RECONCILE_LEASE_MS, statusAfterMs: cfg.RECONCILE_STATUS_AFTER_MS, logger: deps.logger }) : undefined;
+  // a bought challenge runs as a live trading program bound to its account size
+  const program = deps.programs
+    ? new ChallengePrograms({ store: deps.store, programs: deps.programs, lifecycle, dailyLoss: cfg.CHALLENGE_DAILY_LOSS, logger: deps.logger })
+    : undefined;
+
   const deliverers: Record<string, Deliver> = paymentDeliverers(
     {
       chain,
@@ -79,11 +94,8 @@ export function createPayment(
     },
     (id, _kind, link) => service.onChainRecorded(id, link),
   );
-
-  // a bought challenge runs as a live trading program bound to its account size
-  const program = deps.programs
-    ? new ChallengePrograms({ store: deps.store, programs: deps.programs, lifecycle, dailyLoss: cfg.CHALLENGE_DAILY_LOSS, logger: deps.logger })
-    : undefined;
+  // the outbox creates and starts a bought challenge's program in its own partition
+  if (program) Object.assign(deliverers, program.deliverers());
 
   // the on-ramp's webhook and return addresses: configured, else this hub's own listening address
   // (never the request's Host header, which the caller chooses)
@@ -94,6 +106,8 @@ export function createPayment(
     service,
     lifecycle,
     payouts,
+    corrections: new Corrections(service, deps.store),
+    books: new PaymentBooks(deps.store),
     sso,
     chain,
     treeHeads,
@@ -105,19 +119,20 @@ export function createPayment(
     deliverers,
     webhookSecret: cfg.BANKING_WEBHOOK_SECRET,
     standins: deps.standins,
-    setKick(f: () => void) {
-      kick = f;
-    },
     start(listening?: { url: string }) {
       publicUrl ??= listening?.url || undefined;
       reconciler?.start();
       treeHeads?.watch(cfg.CHAIN_WATCH_MS);
       payouts.start((err) => deps.logger.warn({ err }, 'weekly payout run failed'));
+      // on a shared store, compete for the ledger's writer lease (ledger-writer.ts)
+      service.ledger.onLease = (held) => deps.logger.info({ ledger_writer: service.ledger.token, held }, held ? 'this process applies the ledger (writer lease taken)' : 'the ledger writer lease went to another process');
+      service.ledger.start().catch((err: unknown) => deps.logger.warn({ err }, 'the ledger writer did not start: this process applies its own ledger steps'));
     },
-    stop() {
+    async stop() {
       reconciler?.stop();
       treeHeads?.stopWatch();
       payouts.stop();
+      await service.ledger.stop();
     },
   };
 }

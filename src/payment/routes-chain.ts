@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import type { Hub } from '../hub/declare.js';
+import { route, type Hub } from '../hub/declare.js';
 import type { Json } from '../store/port.js';
 import type { ChainClient } from './peers.js';
 import type { TreeHeads } from './tree-heads.js';
@@ -26,14 +26,13 @@ export interface PaymentChainRoutesOptions {
 const OPERATOR = { roles: ['operator'] };
 const HEX64 = /^[0-9a-f]{64}$/;
 
-export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOptions): void {
-  const api = hub.group(TOKEN_API);
+export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOptions) {
   const heads = () => {
     if (!opts.treeHeads) throw new AppError('unavailable', 'chain_key_not_configured', 'CHAIN_URL and CHAIN_PUBLIC_KEY are not configured');
     return opts.treeHeads;
   };
 
-  api.route({
+  const config = route({
     method: 'GET',
     path: '/config',
     response: z.object({ sso_login_url: z.string().nullable(), chain_public_key: z.string().nullable() }),
@@ -44,7 +43,7 @@ export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOpt
     }),
   });
 
-  api.route({
+  const sth = route({
     method: 'GET',
     path: '/chain/sth',
     response: A.treeHead,
@@ -54,7 +53,7 @@ export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOpt
 
   // open to anyone and a call to the chain each: bounded per client
   const proofLimit = hub.rateLimit('chain-consistency', { limit: 60, windowMs: 60_000 });
-  api.route({
+  const consistency = route({
     method: 'GET',
     path: '/chain/consistency',
     guards: [proofLimit],
@@ -75,7 +74,7 @@ export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOpt
     },
   });
 
-  api.route({
+  const acceptSth = route({
     method: 'POST',
     path: '/ops/chain/sth',
     auth: OPERATOR,
@@ -84,5 +83,13 @@ export function registerPaymentChainRoutes(hub: Hub, opts: PaymentChainRoutesOpt
     summary: 'Checks a signed tree head seen elsewhere against the last verified one (400 forged, 409 out of order or inconsistent)',
     handler: async (ctx) => (await heads().accept(ctx.body, `operator:${ctx.identity!.name}`)) as unknown as Json,
   });
-  api.route({ method: 'GET', path: '/ops/chain/alarms', auth: OPERATOR, response: z.object({ alarms: z.array(z.unknown()) }), handler: async () => ({ alarms: await heads().alarms() }) });
+  const alarms = route({ method: 'GET', path: '/ops/chain/alarms', auth: OPERATOR, response: z.object({ alarms: z.array(z.unknown()) }), handler: async () => ({ alarms: await heads().alarms() }) });
+
+  return hub.mount(TOKEN_API, {
+    config,
+    sth,
+    consistency,
+    acceptSth,
+    alarms,
+  });
 }

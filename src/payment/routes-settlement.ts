@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import type { Hub } from '../hub/declare.js';
+import { route, type Hub } from '../hub/declare.js';
 import type { Settlement } from './settlement.js';
 import { TOKEN_API } from './schemas.js';
 
@@ -18,9 +18,8 @@ const difference = z.object({
 });
 const totals = z.object({ onramps: z.object({ count: z.number().int(), sum_krw: z.number() }).loose(), offramps: z.object({ count: z.number().int(), sum: z.string() }).loose() }).loose();
 
-export function registerSettlementRoutes(hub: Hub, opts: { settlement?: Settlement }): void {
-  const api = hub.group(TOKEN_API);
-  api.route({
+export function registerSettlementRoutes(hub: Hub, opts: { settlement?: Settlement }) {
+  const settlement = route({
     method: 'GET',
     path: '/ops/settlement',
     auth: { roles: ['operator'] },
@@ -31,5 +30,9 @@ export function registerSettlementRoutes(hub: Hub, opts: { settlement?: Settleme
       if (!opts.settlement) throw new AppError('unavailable', 'banking_not_configured', 'BANKING_URL is not configured');
       return opts.settlement.report(ctx.query.date);
     },
+  });
+
+  return hub.mount(TOKEN_API, {
+    settlement,
   });
 }

@@ -1,20 +1,22 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import { parseClientJson, validate, Reply, qInt, type BodyReader, type Hub, type IdempotencySpec, type RequestContext } from '../hub/declare.js';
+import { parseClientJson, route, validate, Reply, qInt, type BodyReader, type Hub, type IdempotencySpec, type RequestContext } from '../hub/declare.js';
 import type { Json } from '../store/port.js';
 import type { StoredAnswer } from '../idempotency.js';
-import { checkLedger } from './check.js';
-import { Corrections } from './corrections.js';
-import { knownAccount, parsePeriod, statement, statementCsv, userStatementAccount } from './statements.js';
+import type { PaymentBooks } from './books.js';
+import type { Corrections } from './corrections.js';
+import { parsePeriod, statementCsv } from './statements.js';
 import type { ChallengeLifecycle } from './lifecycle.js';
 import { verifyWebhook, type ChainClient } from './peers.js';
 import type { PayoutService } from './payouts.js';
-import { receiptLeafData, receipts, verifyReceiptChain } from './receipts.js';
+import { receiptLeafData, receipts } from './receipts.js';
 import type { TreeHeads } from './tree-heads.js';
 import type { Reconciler } from './reconcile.js';
 import type { ChallengeProgramPort, Effect, PaymentService } from './service.js';
 import { USER_ID_RE, type SsoVerifier } from './sso.js';
 import { A, id, reason, record, units, week, TOKEN_API } from './schemas.js';
+import type { registerPaymentChainRoutes } from './routes-chain.js';
+import type { registerSettlementRoutes } from './routes-settlement.js';
 
 /**
  * Routes of the token payment relay (document 2; docs/payment.md). Users: the banking service's SSO
@@ -26,6 +28,10 @@ export interface PaymentRoutesOptions {
   service: PaymentService;
   lifecycle: ChallengeLifecycle;
   payouts: PayoutService;
+  /** Operator corrections (reversals) over the relay's store. */
+  corrections: Corrections;
+  /** Statements and the ledger check over the relay's store. */
+  books: PaymentBooks;
   sso: SsoVerifier;
   webhookSecret?: string;
   chain?: ChainClient;
@@ -40,6 +46,13 @@ export interface PaymentRoutesOptions {
   postsPerMinute?: number;
 }
 
+/** The quote of a challenge purchase (amounts in minor units). */
+const quoteAnswer = z.object({
+  challenge_id: z.string(), name: z.string(), account_size: z.number(), amount: z.string(), fee: z.string(), total: z.string(),
+  from_credit: z.string(), from_wallet: z.string(), wallet_balance: z.string(), wallet_after: z.string(), sufficient: z.boolean(),
+  peg_rate: z.string(), snapshot_ts: z.number().int(), decimals: z.number().int(),
+}).describe('what a purchase of the challenge would charge now (minor units) and the peg it would fix');
+
 const OPERATOR = { roles: ['operator'] };
 const SSO_PROVIDER = 'sso';
 /** The wallet's users: signed in at the bank (docs/payment.md), not with the hub's own tokens. */
@@ -53,9 +66,15 @@ const rawJson: BodyReader = {
   },
 };
 
-export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): void {
-  const api = hub.group(TOKEN_API);
-  const { service, lifecycle, payouts, sso } = opts;
+/**
+ * The relay's routes as data (hub.mount under TOKEN_API): this file's, the chain's (routes-chain.ts)
+ * and the settlement report's (routes-settlement.ts). Their types are what the pages' client reads
+ * (web/common/api.ts, through web/common/payment-routes.ts).
+ */
+export type PaymentRoutes = ReturnType<typeof registerPaymentRoutes> & ReturnType<typeof registerPaymentChainRoutes> & ReturnType<typeof registerSettlementRoutes>;
+
+export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions) {
+  const { service, lifecycle, payouts, corrections, books, sso } = opts;
   // the bank's SSO token is a second identity provider of the hub: a route that names it gets the
   // SSO user as ctx.identity ({id: the user id, kind: 'sso'}), checked before its inputs are read
   hub.identityProvider(SSO_PROVIDER, {
@@ -84,16 +103,16 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
   // every POST runs once per Idempotency-Key (the hub runs it: src/hub/idempotent.ts), keys kept
   // where the relay has always kept them; a user's keys are the SSO user's, an operator's their own
   const present = (a: StoredAnswer, ctx: RequestContext) => answer(a, true, wantsJson(ctx));
-  const perUser: IdempotencySpec = { key: 'required', namespace: 'pay:idem', scope: uid, present };
-  const perOperator: IdempotencySpec = { key: 'required', namespace: 'pay:idem', scope: (ctx) => `op:${ctx.identity!.id}`, present };
+  const perUser = { key: 'required', namespace: 'pay:idem', scope: uid, present } as const satisfies IdempotencySpec;
+  const perOperator = { key: 'required', namespace: 'pay:idem', scope: (ctx: RequestContext) => `op:${ctx.identity!.id}`, present } as const satisfies IdempotencySpec;
   /** The effect's ticket: the service reads the key in its update and records its answer there. */
   const effect = (ctx: RequestContext): Effect => ({ ticket: ctx.idempotency?.ticket });
 
-  hub.page('/wallet', '/wallet.html', { title: 'Wallet', description: 'Token wallet: balances, history, challenges, peg, payouts, receipts' });
+  hub.page('/wallet', '/wallet.html', { title: 'Wallet', description: '토큰 지갑: 잔액, 거래 내역, 챌린지 구매(견적 포함)와 페그, 수익 지급, 영수증' });
 
-  api.route({ method: 'GET', path: '/challenges', response: A.challenges, handler: () => service.challenges() });
+  const challenges = route({ method: 'GET', path: '/challenges', response: A.challenges, handler: () => service.challenges() });
 
-  api.route({
+  const buy = route({
     method: 'POST',
     path: '/challenge/buy',
     body: { schema: z.object({ challenge_id: id, user_id: z.string().regex(USER_ID_RE, 'must be a user id') }).strict() },
@@ -107,7 +126,17 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     },
   });
 
-  api.route({
+  const quote = route({
+    method: 'GET',
+    path: '/challenge/quote',
+    query: z.object({ challenge_id: id }).strict(),
+    auth: SSO_USER,
+    response: quoteAnswer,
+    summary: 'What buying the challenge would charge the caller now, in tokens (amount, fee, total, from the learning credit and the wallet) and the peg a purchase now would fix; read-only',
+    handler: (ctx) => service.quote(uid(ctx), ctx.query.challenge_id),
+  });
+
+  const wallet = route({
     method: 'GET',
     path: '/wallet',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 10_000 }).default(0) }).strict(),
@@ -116,9 +145,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => service.wallet(uid(ctx), ctx.query),
   });
 
-  api.route({ method: 'GET', path: '/my/challenges', auth: SSO_USER, response: record('the caller\'s challenges'), handler: (ctx) => service.myChallenges(uid(ctx)) });
+  const myChallenges = route({ method: 'GET', path: '/my/challenges', auth: SSO_USER, response: record('the caller\'s challenges'), handler: (ctx) => service.myChallenges(uid(ctx)) });
 
-  api.route({
+  const peg = route({
     method: 'GET',
     path: '/peg/:challenge_id',
     params: z.object({ challenge_id: id }),
@@ -127,7 +156,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => service.peg(uid(ctx), ctx.params.challenge_id),
   });
 
-  api.route({
+  const payout = route({
     method: 'POST',
     path: '/payout/request',
     body: { schema: z.object({ week }).strict() },
@@ -138,7 +167,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => payouts.payout(ctx.body.week, uid(ctx), effect(ctx)),
   });
 
-  api.route({
+  const onramp = route({
     method: 'POST',
     path: '/onramp',
     body: { schema: z.object({ amount_krw: z.number().int('must be an integer').positive('must be positive').max(Number.MAX_SAFE_INTEGER), method: z.enum(['card', 'transfer']) }).strict() },
@@ -156,7 +185,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     },
   });
 
-  api.route({
+  const bankingWebhook = route({
     method: 'POST',
     path: '/banking/webhook',
     body: { schema: z.object({ raw: z.string(), json: z.unknown() }), reader: rawJson },
@@ -174,7 +203,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     },
   });
 
-  api.route({
+  const offrampRequest = route({
     method: 'POST',
     path: '/offramp',
     body: { schema: z.object({ amount: units }).strict() },
@@ -185,7 +214,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => service.offramp(uid(ctx), ctx.body.amount, effect(ctx)),
   });
 
-  api.route({
+  const scaleUp = route({
     method: 'POST',
     path: '/challenge/scale-up',
     body: { schema: z.object({ challenge_id: id }).strict() },
@@ -196,7 +225,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => lifecycle.scaleUp(uid(ctx), ctx.body.challenge_id, effect(ctx)),
   });
 
-  api.route({
+  const withdraw = route({
     method: 'POST',
     path: '/challenge/withdraw',
     body: { schema: z.object({ challenge_id: id }).strict() },
@@ -215,20 +244,20 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
   }).strict();
   const statementReply = async (account: string, q: { from: string; to: string; format: 'json' | 'csv' }) => {
     const p = parsePeriod(q.from, q.to);
-    const s = await statement(service.store, account, p.from, p.to);
+    const s = await books.statement(account, p.from, p.to);
     return q.format === 'csv' ? Reply.text(statementCsv(s), 'text/csv; charset=utf-8') : Reply.json(s as unknown as Json);
   };
-  api.route({
+  const ownStatement = route({
     method: 'GET',
     path: '/statement',
     query: period,
     auth: SSO_USER,
     response: A.statement,
     summary: 'Statement of one of the caller\'s accounts (wallet, credit, collateral or a challenge id) over [from, to), JSON or CSV',
-    handler: async (ctx) => statementReply(await userStatementAccount(service.store, uid(ctx), ctx.query.account), ctx.query),
+    handler: async (ctx) => statementReply(await books.userStatementAccount(uid(ctx), ctx.query.account), ctx.query),
   });
 
-  api.route({
+  const ownReceipts = route({
     method: 'GET',
     path: '/receipts',
     query: z.object({ limit: qInt({ min: 1, max: 100 }).default(20), offset: qInt({ min: 0, max: 100_000 }).default(0) }).strict(),
@@ -237,7 +266,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     handler: (ctx) => service.receipts(uid(ctx), ctx.query),
   });
 
-  api.route({
+  const receipt = route({
     method: 'GET',
     path: '/receipt/:hash',
     params: z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits') }),
@@ -274,7 +303,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     if (!opts.reconciler) throw new AppError('unavailable', 'banking_not_configured', 'BANKING_URL is not configured');
     return opts.reconciler;
   };
-  api.route({
+  const offramp = route({
     method: 'GET',
     path: '/offramp/:id',
     params: z.object({ id: z.string().regex(/^off_[0-9a-f]{32}$/, 'must be an off-ramp id') }),
@@ -282,7 +311,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: record('an off-ramp\'s state: sent, paid or returned'),
     handler: (ctx) => recon().offrampStatus(ctx.params.id, uid(ctx)),
   });
-  api.route({
+  const reconcile = route({
     method: 'POST',
     path: '/ops/reconcile',
     auth: OPERATOR,
@@ -291,9 +320,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     summary: 'Reads the bank\'s events since the cursor now and settles what the webhook missed (once each)',
     handler: async () => (await recon().pull()) as unknown as Json,
   });
-  api.route({ method: 'GET', path: '/ops/reconcile/differences', auth: OPERATOR, response: record('bank events that moved nothing'), handler: async () => ({ differences: await recon().differences() }) });
-  api.route({ method: 'GET', path: '/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: async () => ({ ledger: await checkLedger(service.store), receipts: await verifyReceiptChain(service.store) }) });
-  api.route({
+  const differences = route({ method: 'GET', path: '/ops/reconcile/differences', auth: OPERATOR, response: z.object({ differences: z.array(record('a bank event that moved nothing')) }).describe('bank events that moved nothing'), handler: async () => ({ differences: await recon().differences() }) });
+  const ledgerCheck = route({ method: 'GET', path: '/ops/ledger/check', auth: OPERATOR, response: A.ledgerCheck, handler: () => books.check() });
+  const reviews = route({
     method: 'GET',
     path: '/ops/reviews',
     auth: OPERATOR,
@@ -301,7 +330,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.reviews,
     handler: (ctx) => payouts.reviews(ctx.query.state === 'open'),
   });
-  api.route({
+  const decide = route({
     method: 'POST',
     path: '/ops/reviews/:id/:action',
     auth: OPERATOR,
@@ -311,17 +340,16 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     handler: (ctx) => payouts.decide(ctx.params.id, ctx.params.action, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
-  api.route({
+  const opsStatement = route({
     method: 'GET',
     path: '/ops/statement',
     auth: OPERATOR,
     query: period,
     response: A.statement,
     summary: 'Statement of any ledger account (escrow, operating, hedge_pool, bank, a user\'s or a challenge\'s) over [from, to), JSON or CSV',
-    handler: async (ctx) => statementReply(await knownAccount(service.store, ctx.query.account), ctx.query),
+    handler: async (ctx) => statementReply(await books.knownAccount(ctx.query.account), ctx.query),
   });
-  const corrections = new Corrections(service);
-  api.route({
+  const reverse = route({
     method: 'POST',
     path: '/ops/transfers/:id/reverse',
     auth: OPERATOR,
@@ -332,9 +360,9 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     summary: 'Reverses a posted payout or on-ramp credit by a new linked transfer, once',
     handler: (ctx) => corrections.reverse(ctx.params.id, ctx.identity!.id, ctx.body.reason, effect(ctx)),
   });
-  api.route({ method: 'GET', path: '/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
-  api.route({ method: 'GET', path: '/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });
-  api.route({
+  const warnings = route({ method: 'GET', path: '/ops/warnings', auth: OPERATOR, response: A.warnings, handler: () => payouts.warnings() });
+  const payoutRun = route({ method: 'GET', path: '/ops/payout-runs/:week', auth: OPERATOR, params: z.object({ week }), response: record('the payout run of the week'), handler: (ctx) => payouts.report(ctx.params.week) });
+  const runPayouts = route({
     method: 'POST',
     path: '/ops/payout-runs/:week',
     auth: OPERATOR,
@@ -344,7 +372,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     handler: (ctx) => payouts.runWeek(ctx.params.week),
   });
-  api.route({
+  const judge = route({
     method: 'POST',
     path: '/ops/challenges/:id/judge',
     auth: OPERATOR,
@@ -354,7 +382,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.effect,
     handler: (ctx) => lifecycle.judge(ctx.params.id, ctx.body.outcome, ctx.identity!.name, ctx.body.reason, effect(ctx)),
   });
-  api.route({
+  const challengeEvent = route({
     method: 'POST',
     path: '/ops/challenges/:id/events',
     auth: OPERATOR,
@@ -369,7 +397,7 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     response: A.event,
     handler: (ctx) => lifecycle.event(ctx.params.id, { ...ctx.body, ts: ctx.body.ts ?? service.now() }),
   });
-  api.route({
+  const fundPool = route({
     method: 'POST',
     path: '/ops/pool/fund',
     auth: OPERATOR,
@@ -377,5 +405,37 @@ export function registerPaymentRoutes(hub: Hub, opts: PaymentRoutesOptions): voi
     idempotency: perOperator,
     response: A.effect,
     handler: (ctx) => service.fundPool(ctx.body.amount, ctx.identity!.name, effect(ctx)),
+  });
+
+  return hub.mount(TOKEN_API, {
+    challenges,
+    buy,
+    quote,
+    wallet,
+    myChallenges,
+    peg,
+    payout,
+    onramp,
+    bankingWebhook,
+    offrampRequest,
+    scaleUp,
+    withdraw,
+    statement: ownStatement,
+    receipts: ownReceipts,
+    receipt,
+    offramp,
+    reconcile,
+    differences,
+    ledgerCheck,
+    reviews,
+    decide,
+    opsStatement,
+    reverse,
+    warnings,
+    payoutRun,
+    runPayouts,
+    judge,
+    challengeEvent,
+    fundPool,
   });
 }

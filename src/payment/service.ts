@@ -5,11 +5,15 @@ import { AppError } from '../errors.js';
 import { outboxWrites } from '../outbox.js';
 import { codec, F, optional } from '../store/codec.js';
 import type { Json, Store, Write } from '../store/port.js';
+import type { ProgramSpec } from '../trading/index.js';
 import { Idempotency, type IdemTicket, type StoredAnswer } from '../idempotency.js';
-import { K, collateralAccount, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import { K, collateralAccount, ledgerOp, ledgerUpdate, parseTransfer, readAccount, availableOf, balanceOf, transferJson, transferKeys, userAccount, type TransferInput } from './ledger.js';
+import type { LedgerOp } from './ledger-batch.js';
+import { registerLedgerCommands } from './ledger-commands.js';
+import { ledgerWriter, type LedgerWriter } from './ledger-writer.js';
 import type { PegService, PegSnapshot } from './peg.js';
 import { BANKING_DEST, BROKER_DEST, type ChainLink } from './peers.js';
-import { RK, chainEventWrites, receiptWrites } from './receipts.js';
+import { LEDGER_NEAR, RK, chainEventWrites, receiptWrites } from './receipts.js';
 import { CHALLENGES, challengeKind, offrampFee, usdMicroToUnits, type ChallengeStats } from './rules.js';
 
 /**
@@ -83,8 +87,8 @@ const bankPayments = codec<{ ref: string; receipt_hash: string }>('banking payme
  * purchase's own atomic update, started once it is committed.
  */
 export interface ChallengeProgramPort {
-  plan(challenge: string, accountSize: number): Promise<{ program: string; writes: Write[] }>;
-  start(program: string): Promise<void>;
+  plan(challenge: string, accountSize: number, now: number): { program: string; spec: ProgramSpec; writes: Write[] };
+  ensure(program: string, spec: ProgramSpec): Promise<void>;
 }
 
 export interface PaymentServiceOptions {
@@ -106,14 +110,57 @@ export interface Effect {
 
 const unitsBig = (s: string) => BigInt(s);
 
-export class PaymentService {
-  constructor(readonly opts: PaymentServiceOptions) {}
+/** A purchase as the ledger writer applies it (JSON: it may be handed to another process). */
+interface BuyArgs {
+  user: string;
+  kind: string;
+  id: string;
+  peg: PegSnapshot;
+  broker_account: string;
+  now: number;
+  planned?: { program: string; spec: ProgramSpec; writes: Write[] };
+  ticket?: IdemTicket;
+}
 
-  get store() {
+export class PaymentService {
+  /** The ledger's writer for this store (one per store: batches, and one writer across processes). */
+  readonly ledger: LedgerWriter;
+
+  /**
+   * The store stays inside: the relay's other parts (lifecycle, payouts, corrections, reconciler,
+   * books) are handed it by whoever builds them (relay.ts), never by this service.
+   */
+  constructor(private readonly opts: PaymentServiceOptions) {
+    this.ledger = ledgerWriter(opts.store);
+    registerLedgerCommands(this.ledger);
+    this.ledger.register('payment.buy', (a) => this.buyOp(a as unknown as BuyArgs));
+  }
+
+  private get store() {
     return this.opts.store;
   }
   now() {
     return this.opts.clock.now();
+  }
+
+  /** The same service (store, peg, idempotency, bus) whose clock is `clock`: a past instant's steps (the demo's story). */
+  withClock(clock: Clock): PaymentService {
+    return new PaymentService({ ...this.opts, clock });
+  }
+
+  /** Asks the outbox to deliver now, after an update enqueued an effect to a peer. */
+  kick(): void {
+    this.opts.onKick?.();
+  }
+
+  /** The writes that finish an Idempotency-Key's answer inside the effect's own update (none without a key). */
+  finishWrites(e: Effect, answer: StoredAnswer): Write[] {
+    return this.idemFinish(e, answer);
+  }
+
+  /** A warning for the operators on `payment:warnings` (best effort: the state it tells of is committed). */
+  async warn(message: Json): Promise<void> {
+    await this.opts.bus?.publish('payment:warnings', message).catch(() => undefined);
   }
 
   challenges() {
@@ -164,9 +211,65 @@ export class PaymentService {
     if (availableOf(cA) + availableOf(wA) < fee) throw insufficient(fee - availableOf(cA) - availableOf(wA));
     const peg = await this.opts.peg.snapshot(this.now()); // 503 before anything moves
     const id = `c_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-    // the challenge's program is created in the purchase's own update and started after it
-    const planned = program ? await program.plan(id, kind.account_size) : undefined;
+    // the challenge's program is named in the purchase's own update, created and started after it
+    const planned = program ? program.plan(id, kind.account_size, this.now()) : undefined;
     const broker_account = `BA-${id.slice(2, 14).toUpperCase()}`;
+    const args: BuyArgs = { user, kind: kind.challenge_id, id, peg, broker_account, now: this.now(), ...(planned ? { planned } : {}), ...(e.ticket ? { ticket: e.ticket } : {}) };
+    const rec = (await this.ledger.exec('payment.buy', args as unknown as Json)) as unknown as { replay: StoredAnswer } | { body: Json; record: ChallengeRecord };
+    this.opts.onKick?.();
+    if ('replay' in rec) return rec.replay.body;
+    if (planned) {
+      // the challenge stands committed, its program's creation in the outbox: made here at once; one
+      // that fails is made by the outbox's delivery, retried (docs/payment.md)
+      await program!.ensure(planned.program, planned.spec).catch((err: unknown) => this.opts.onProgramStartFailed?.(err, planned.program));
+    }
+    return rec.body;
+  }
+
+  /**
+   * What buying a challenge of `kindId` would charge the user now (GET /api/token/challenge/quote):
+   * the purchase's own split (purchaseCharge), the balances it reads and the peg a purchase now would
+   * fix. Read-only; the same refusals as the purchase for an unknown kind or a running challenge.
+   */
+  async quote(user: string, kindId: string) {
+    const kind = challengeKind(kindId);
+    if (!kind) throw new AppError('not_found', 'unknown_challenge', `no challenge kind ${kindId}`, { known: CHALLENGES.map((c) => c.challenge_id) });
+    const [cA, wA, current] = await Promise.all([
+      readAccount(this.store, userAccount(user, 'credit')),
+      readAccount(this.store, userAccount(user, 'wallet')),
+      this.store.get(PK.userKind(user, kind.challenge_id)) as Promise<{ id: string; state: string } | undefined>,
+    ]);
+    if (current && current.state === 'active') throw new AppError('conflict', 'challenge_active', `a ${kind.challenge_id} challenge is already running`, { challenge: current.id });
+    const c = purchaseCharge(unitsBig(kind.entry_fee), availableOf(cA));
+    const peg = await this.opts.peg.snapshot(this.now());
+    const wallet = availableOf(wA);
+    return {
+      challenge_id: kind.challenge_id,
+      name: kind.name,
+      account_size: kind.account_size,
+      amount: c.amount.toString(),
+      fee: c.fee.toString(),
+      total: c.total.toString(),
+      from_credit: c.fromCredit.toString(),
+      from_wallet: c.fromWallet.toString(),
+      wallet_balance: wallet.toString(),
+      wallet_after: (wallet - c.fromWallet).toString(),
+      sufficient: wallet >= c.fromWallet,
+      peg_rate: peg.peg_rate,
+      snapshot_ts: peg.snapshot_ts,
+      decimals: 6,
+    };
+  }
+
+  /** The purchase's ledger step: the fee (learning credit first, then the wallet, linked), its receipt, the challenge. */
+  private buyOp(a: BuyArgs): LedgerOp<Json> {
+    const { user, id, peg, broker_account, now, planned } = a;
+    const kind = challengeKind(a.kind);
+    if (!kind) throw new AppError('not_found', 'unknown_challenge', `no challenge kind ${a.kind}`);
+    const fee = unitsBig(kind.entry_fee);
+    const credit = userAccount(user, 'credit');
+    const wallet = userAccount(user, 'wallet');
+    const e: Effect = a.ticket ? { ticket: a.ticket } : {};
     const xfer = (n: string) => `buy:${id}:${n}`;
     const keys = [
       ...transferKeys([{ id: xfer('credit'), debit: credit, credit: 'escrow', amount: 1n, code: '' }, { id: xfer('wallet'), debit: wallet, credit: 'escrow', amount: 1n, code: '' }]),
@@ -174,15 +277,13 @@ export class PaymentService {
       RK.head,
       ...this.idemKeys(e),
     ];
-    const now = this.now();
-    const rec = await ledgerUpdate<{ replay: StoredAnswer } | { body: Json; record: ChallengeRecord }>(this.store, () => now, keys, (tx, get) => {
+    return ledgerOp<Json>(() => now, keys, (tx, get) => {
       const replay = e.ticket && Idempotency.done(get(e.ticket.storeKey));
-      if (replay) return { result: { replay } };
+      if (replay) return { result: { replay } as unknown as Json };
       const current = get(PK.userKind(user, kind.challenge_id)) as { id: string; state: string } | undefined;
       if (current && current.state === 'active') throw new AppError('conflict', 'challenge_active', `a ${kind.challenge_id} challenge is already running`, { challenge: current.id });
       // learning credit first (it can only buy challenges), then the wallet: two linked transfers
-      const fromCredit = availableOf(tx.account(credit)) < fee ? availableOf(tx.account(credit)) : fee;
-      const fromWallet = fee - fromCredit;
+      const { fromCredit, fromWallet } = purchaseCharge(fee, availableOf(tx.account(credit)));
       if (availableOf(tx.account(wallet)) < fromWallet) throw insufficient(fromWallet - availableOf(tx.account(wallet)));
       const ids: string[] = [];
       if (fromCredit > 0n) ids.push(tx.transfer({ id: xfer('credit'), debit: credit, credit: 'escrow', amount: fromCredit, code: 'challenge_fee' }).id);
@@ -203,19 +304,11 @@ export class PaymentService {
         ...chainEventWrites(`start:${id}`, 'challenge_start', { challenge: id, account_size: kind.account_size, started_at: now }, now),
         ...chainEventWrites(`peg:${id}`, 'peg_snapshot', pegSnapshots.encode({ challenge: id, ...peg }), now),
         ...(planned ? [...planned.writes, ...chainEventWrites(`program:${planned.program}`, 'program_creation', { program: planned.program, challenge: id, ts: now }, now)] : []),
-        ...outboxWrites({ id: `broker:${broker_account}`, dest: BROKER_DEST, payload: { account_id: broker_account, user, account_size: kind.account_size, challenge: id }, createdAt: now }),
+        ...outboxWrites({ id: `broker:${broker_account}`, dest: BROKER_DEST, payload: { account_id: broker_account, user, account_size: kind.account_size, challenge: id }, createdAt: now }, LEDGER_NEAR),
         ...this.idemFinish(e, { status: 200, body }),
       ];
-      return { writes, result: { body: body as Json, record } };
+      return { writes, result: { body, record } as unknown as Json };
     });
-    this.opts.onKick?.();
-    if ('replay' in rec) return rec.replay.body;
-    if (planned) {
-      // the challenge and its program stand committed; a start that fails leaves the program
-      // created, for an operator to start (docs/payment.md)
-      await program!.start(planned.program).catch((err: unknown) => this.opts.onProgramStartFailed?.(err, planned.program));
-    }
-    return rec.body;
   }
 
   async challenge(id: string): Promise<ChallengeRecord> {
@@ -324,7 +417,7 @@ export class PaymentService {
       return {
         writes: [
           ...r.writes,
-          ...outboxWrites({ id: `offramp:${id}`, dest: BANKING_DEST, payload: { user, tokens: (amount - fee).toString(), fee: fee.toString(), receipt_hash: r.hash }, createdAt: now }),
+          ...outboxWrites({ id: `offramp:${id}`, dest: BANKING_DEST, payload: { user, tokens: (amount - fee).toString(), fee: fee.toString(), receipt_hash: r.hash }, createdAt: now }, LEDGER_NEAR),
           ...this.idemFinish(e, { status: 200, body }),
         ],
         result: body as Json,
@@ -372,6 +465,21 @@ export class PaymentService {
     const recs = await this.store.getMany(ids.map((e) => RK.receipt(e.member)));
     return { receipts: ids.map((e, i) => ({ receipt_hash: e.member, ...(recs[i] as object) })), page: { ...page, total } };
   }
+}
+
+/** The purchase fee (document 2, Limits: "Fee: challenge purchase 0 percent"). */
+export const PURCHASE_FEE = 0n;
+
+/**
+ * What a challenge purchase charges, for the purchase and its quote alike: the entry fee plus the
+ * purchase fee, taken from the learning credit first (up to what it holds), the rest from the wallet.
+ */
+export function purchaseCharge(entryFee: bigint, creditAvailable: bigint) {
+  const amount = entryFee;
+  const fee = PURCHASE_FEE;
+  const total = amount + fee;
+  const fromCredit = creditAvailable < total ? (creditAvailable > 0n ? creditAvailable : 0n) : total;
+  return { amount, fee, total, fromCredit, fromWallet: total - fromCredit };
 }
 
 export const insufficient = (shortfall: bigint) =>

@@ -166,7 +166,7 @@ export async function startBankingStandin(opts: BankingOptions): Promise<Banking
       const fields = ['ref', 'amount_krw', 'method', 'user', 'notify', 'return'].map((n) => `<input type="hidden" name="${n}" value="${esc(q.get(n) ?? '')}">`);
       return reply(
         200,
-        `<!doctype html><meta charset="utf-8"><title>Bank payment</title><h1>Bank payment</h1><p>Pay <b id="amount">${esc(q.get('amount_krw') ?? '')}</b> KRW by ${esc(q.get('method') ?? '')}</p><form method="post" action="/pay/confirm">${fields.join('')}<button id="confirm">Confirm payment</button></form>`,
+        `<!doctype html><html lang="ko"><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>은행 결제</title><main><h1>은행 결제</h1><p><b id="amount">${esc(Number.isSafeInteger(Number(q.get('amount_krw'))) ? Number(q.get('amount_krw')).toLocaleString('ko-KR') : (q.get('amount_krw') ?? ''))}</b>원을 ${esc(({ card: '카드', transfer: '계좌이체' } as Record<string, string>)[q.get('method') ?? ''] ?? q.get('method') ?? '')}(으)로 결제합니다.</p><form method="post" action="/pay/confirm">${fields.join('')}<button id="confirm">결제하기</button></form></main></html>`,
         HTML,
       );
     }

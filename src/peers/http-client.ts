@@ -1,9 +1,13 @@
+import { request as httpsRequest } from 'node:https';
 import { connect, isIP, type Socket } from 'node:net';
 
 /**
- * The HTTP client parts the peer clients share: the error a failed peer call raises, and one
- * HTTP/1.1 exchange over a plain node:net socket (for peers reached over TCP, such as the task
- * ledger: the hub needs nothing but the host and port).
+ * The one HTTP client the hub calls its external peers with (the payment relay's chain, bank,
+ * broker and price providers; the reward plan's task ledger): the error a failed peer call raises,
+ * one HTTP/1.1 exchange over a plain node:net socket (`tcpHttpRequest`: for peers reached over TCP,
+ * such as the task ledger, the hub needs nothing but the host and port), the same exchange by URL
+ * (`peerRequest`: http:// over that socket, https:// through node:https with the same deadline, size
+ * limit and errors), and a JSON call on top (`peerJson`).
  */
 
 /** A peer call that failed: `status` for an HTTP answer outside 2xx, `code` for the kind of failure. */
@@ -138,14 +142,10 @@ function parseChunked(buf: Buffer, from: number, peer: string): Buffer | undefin
 export function tcpHttpRequest(req: TcpHttpRequest): Promise<RawHttpResponse> {
   const peer = req.peer ?? `${req.host}:${req.port}`;
   const maxBytes = req.maxBytes ?? 8 * 1024 * 1024;
-  const body = req.body === undefined ? undefined : Buffer.isBuffer(req.body) ? req.body : Buffer.from(req.body, 'utf8');
   const hostHeader = isIP(req.host) === 6 ? `[${req.host}]:${req.port}` : `${req.host}:${req.port}`;
-  const headers: Record<string, string> = { host: hostHeader, connection: 'close', ...lowerKeys(req.headers ?? {}) };
-  if (body !== undefined) headers['content-length'] = String(body.length);
-  else if (req.method !== 'GET' && req.method !== 'HEAD') headers['content-length'] = '0';
-  for (const [k, v] of Object.entries(headers)) {
-    if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) return Promise.reject(new TypeError('header names and values may not hold line breaks'));
-  }
+  const out = outgoing(req.method, req.body, req.headers, { host: hostHeader });
+  if (out instanceof TypeError) return Promise.reject(out);
+  const { body, headers } = out;
   if (!/^\/[^\s]*$/.test(req.path)) return Promise.reject(new TypeError('request path must start with / and hold no spaces'));
   const head = `${req.method} ${req.path} HTTP/1.1\r\n${Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}`)
@@ -232,9 +232,131 @@ export function tcpHttpRequest(req: TcpHttpRequest): Promise<RawHttpResponse> {
   });
 }
 
+/**
+ * A request's body as bytes and its headers (lower-case names, `connection: close`, the body's
+ * length), both exchanges alike; a header holding a line break is refused (a TypeError returned).
+ */
+function outgoing(method: string, raw: string | Buffer | undefined, given: Record<string, string> | undefined, first: Record<string, string> = {}): { body: Buffer | undefined; headers: Record<string, string> } | TypeError {
+  const body = raw === undefined ? undefined : Buffer.isBuffer(raw) ? raw : Buffer.from(raw, 'utf8');
+  const headers: Record<string, string> = { ...first, connection: 'close', ...lowerKeys(given ?? {}) };
+  if (body !== undefined) headers['content-length'] = String(body.length);
+  else if (method !== 'GET' && method !== 'HEAD') headers['content-length'] = '0';
+  for (const [k, v] of Object.entries(headers)) {
+    if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) return new TypeError('header names and values may not hold line breaks');
+  }
+  return { body, headers };
+}
+
 function lowerKeys(h: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = v;
   return out;
 }
 
+
+// ------------------------------------------------------------------------------------------------
+// By URL: http:// over the socket above, https:// through node:https
+
+export interface PeerRequest {
+  /** Absolute http:// or https:// address, path and query included. */
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** One deadline for connect (and TLS) + request + the whole response. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Largest accepted response body, default 8 MiB (over http:// the head counts too). */
+  maxBytes?: number;
+  /** Name in error messages. */
+  peer: string;
+  /** https:// only: certificates to trust besides the system's (a peer behind a private authority). */
+  ca?: string | Buffer;
+}
+
+/**
+ * One exchange with a peer by URL. Rejects with PeerError (`timeout`, `network`, `protocol`,
+ * `aborted`) like tcpHttpRequest, whichever the scheme; a non-2xx answer resolves (see peerJson).
+ */
+export function peerRequest(req: PeerRequest): Promise<RawHttpResponse> {
+  let u: URL;
+  try {
+    u = new URL(req.url);
+  } catch {
+    return Promise.reject(new TypeError(`not a peer address: ${req.url}`));
+  }
+  const method = req.method ?? 'GET';
+  const path = `${u.pathname}${u.search}`;
+  const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (u.protocol === 'http:') {
+    return tcpHttpRequest({ host, port: u.port === '' ? 80 : Number(u.port), method, path, headers: req.headers, body: req.body, timeoutMs: req.timeoutMs, signal: req.signal, maxBytes: req.maxBytes, peer: req.peer });
+  }
+  if (u.protocol !== 'https:') return Promise.reject(new TypeError(`peer address must be http:// or https://, got ${u.protocol}`));
+  return httpsExchange(req, u, host, method, path);
+}
+
+function httpsExchange(req: PeerRequest, u: URL, host: string, method: string, path: string): Promise<RawHttpResponse> {
+  const { peer } = req;
+  const maxBytes = req.maxBytes ?? 8 * 1024 * 1024;
+  const out = outgoing(method, req.body, req.headers);
+  if (out instanceof TypeError) return Promise.reject(out);
+  const { body, headers } = out;
+  return new Promise<RawHttpResponse>((resolve, reject) => {
+    let settled = false;
+    const finish = (err: Error | undefined, res?: RawHttpResponse) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+      outgoing.destroy();
+      if (err) reject(err);
+      else resolve(res!);
+    };
+    const onAbort = () => finish(new PeerError(peer, 'aborted', `${peer} call aborted`));
+    const timer = setTimeout(() => finish(new PeerError(peer, 'timeout', `${peer} did not answer within ${req.timeoutMs} ms`)), req.timeoutMs);
+    const outgoing = httpsRequest(
+      { host, port: u.port === '' ? 443 : Number(u.port), method, path, headers, agent: false, ...(req.ca !== undefined ? { ca: req.ca } : {}) },
+      (res) => {
+        const parts: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) return finish(new PeerError(peer, 'protocol', `${peer} answer exceeds ${maxBytes} bytes`));
+          parts.push(chunk);
+        });
+        res.on('end', () => {
+          const out: Record<string, string> = {};
+          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+          finish(undefined, { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: out, body: Buffer.concat(parts) });
+        });
+        res.on('aborted', () => finish(new PeerError(peer, 'protocol', `${peer} closed the connection before the whole body`)));
+        res.on('error', (err: NodeJS.ErrnoException) => finish(new PeerError(peer, 'protocol', `${peer} broke off its answer: ${err.code ?? err.message}`)));
+      },
+    );
+    outgoing.on('error', (err: NodeJS.ErrnoException) => {
+      const parse = typeof err.code === 'string' && err.code.startsWith('HPE_');
+      finish(new PeerError(peer, parse ? 'protocol' : 'network', parse ? `${peer} sent a malformed answer (${err.code})` : `${peer} unreachable: ${err.code ?? err.message}`));
+    });
+    if (req.signal?.aborted) return onAbort();
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    outgoing.end(body);
+  });
+}
+
+/**
+ * A JSON call: the parsed answer of a 2xx. A non-2xx raises statusError (PeerError `status`, with
+ * the status and the parsed body); a 2xx whose body is not JSON raises PeerError `protocol`.
+ */
+export async function peerJson(req: PeerRequest & { json?: unknown }): Promise<unknown> {
+  const { json, ...rest } = req;
+  const headers: Record<string, string> = { accept: 'application/json', ...(req.headers ?? {}) };
+  if (json !== undefined) headers['content-type'] = 'application/json';
+  const res = await peerRequest({ ...rest, headers, body: json !== undefined ? JSON.stringify(json) : req.body });
+  const text = res.body.toString('utf8');
+  if (res.status < 200 || res.status > 299) throw statusError(req.peer, res.status, parseJsonText(text));
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new PeerError(req.peer, 'protocol', `${req.peer} answered something other than JSON`);
+  }
+}

@@ -6,19 +6,31 @@ import { PartnerAudit } from './audit.js';
 import { Review } from './review.js';
 import { RentalService } from './service.js';
 import { ClamdScanner } from '../uploads/index.js';
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
+import type { BlobStore } from '../blobs/index.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    intake: IntakeService;
+    rental: RentalService;
+    rentalFiles: BlobStore;
+  }
+}
 
 /** Intake (receipts of every kind) and the rental applications with partner review (docs/rental.md). */
 export const rentalModule = defineService({
   name: 'rental',
-  // review decisions are mailed to the applicant through the outbox
-  needs: ['mailer'],
-  provides: ['intake', 'rental', 'partnerAudit', 'rentalFiles'],
-  async build(p, { mailer }) {
+  // review decisions are mailed to the applicant through the outbox; the partner's sign-ins and
+  // sign-outs, told by identity, go to the partner audit beside its review actions
+  needs: ['mailer', 'signIns'],
+  provides: ['intake', 'rental', 'rentalFiles'],
+  async build(p, { mailer, signIns }) {
     const { config, store, clock, bus, logger } = p;
     const blobs = await openBlobStore(config);
     const intake = new IntakeService({ store, clock });
     const partnerAudit = new PartnerAudit(store, () => clock.now());
+    signIns.onAttempt((attempt) => partnerAudit.signIn(attempt));
     const rental = new RentalService({
       intake,
       store,
@@ -36,7 +48,7 @@ export const rentalModule = defineService({
     let timer: NodeJS.Timeout | undefined;
     return {
       name: 'rental',
-      ports: { intake, rental, partnerAudit, rentalFiles: blobs },
+      ports: { intake, rental, rentalFiles: blobs },
       routes(hub) {
         registerRentalRoutes(hub, {
           intake,

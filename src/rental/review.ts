@@ -1,5 +1,5 @@
 import { type IntakeService, type SubscriptionRecord, type SubscriptionView, view } from '../intake/index.js';
-import type { Store } from '../store/port.js';
+import { across, mergedIndexRange, mergedIndexScan, summedIndexCount, type Store } from '../store/port.js';
 import { K } from './audit.js';
 import { BUILDING_LABELS, DOC_TYPES, STATUSES, STATUS_LABELS, type BuildingType, type RentalStatus } from './catalog.js';
 import { rentalExts, type RentalExt, type Source } from './service.js';
@@ -66,8 +66,10 @@ export class Review {
     private readonly intake: IntakeService,
   ) {}
 
+  // every index is one per partition, merged with the global one of before (audit.ts): an
+  // application is in one part only, so counts are sums
   async counters(): Promise<Counters> {
-    const [total, ...per] = await Promise.all([K.all, ...STATUSES.map((s) => K.status(s))].map((k) => this.store.indexCount(k)));
+    const [total, ...per] = await Promise.all([K.all, ...STATUSES.map((s) => K.status(s))].map((k) => summedIndexCount(this.store, across(k))));
     const out = { total } as Counters;
     STATUSES.forEach((s, i) => (out[s] = per[i]!));
     return out;
@@ -81,8 +83,8 @@ export class Review {
     let matched: number;
     if (!needle && !query.source) {
       // no search: the index pages directly
-      matched = await this.store.indexCount(indexKey);
-      const ids = (await this.store.indexRange(indexKey, { reverse: true, offset: from, limit: query.pageSize })).map((e) => e.member);
+      matched = await summedIndexCount(this.store, across(indexKey));
+      const ids = (await mergedIndexRange(this.store, across(indexKey), { reverse: true, offset: from, limit: query.pageSize })).map((e) => e.member);
       items = (await this.records(ids)).map(view);
     } else {
       const all = await this.scan(indexKey, needle, query.source);
@@ -134,12 +136,16 @@ export class Review {
 
   private async scan(indexKey: string, needle: string, source?: Source): Promise<SubscriptionRecord[]> {
     const out: SubscriptionRecord[] = [];
-    for (let offset = 0; offset < SCAN_CAP; offset += BATCH) {
-      const entries = await this.store.indexRange(indexKey, { reverse: true, offset, limit: Math.min(BATCH, SCAN_CAP - offset) });
-      if (entries.length === 0) break;
-      for (const rec of await this.records(entries.map((e) => e.member))) if (matches(rec, needle, source)) out.push(rec);
-      if (entries.length < BATCH) break;
+    let ids: string[] = [];
+    const take = async () => {
+      for (const rec of await this.records(ids)) if (matches(rec, needle, source)) out.push(rec);
+      ids = [];
+    };
+    for await (const e of mergedIndexScan(this.store, across(indexKey), { reverse: true, batch: BATCH, max: SCAN_CAP })) {
+      ids.push(e.member);
+      if (ids.length === BATCH) await take();
     }
+    await take();
     return out;
   }
 

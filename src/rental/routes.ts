@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import type { BlobStore } from '../blobs/index.js';
 import { AppError, badRequest } from '../errors.js';
-import { attachment, Reply, qInt, type Guard, type Hub, type Principal, type RequestContext } from '../hub/declare.js';
-import { intakeInput, RECEIPT_RE, type IntakeService, type SubscriptionView } from '../intake/index.js';
+import { route, attachment, Reply, qInt, type Guard, type Hub, type Principal, type RequestContext } from '../hub/declare.js';
+import { intakeInput, RECEIPT_RE, subscriptionIdFor, type IntakeService } from '../intake/index.js';
 import type { Mailer } from '../mail/index.js';
 import type { PartnerAudit } from './audit.js';
 import { DOC_TYPES, STATUSES, catalogue } from './catalog.js';
 import type { Review } from './review.js';
 import { PARTNER_TOPIC, SOURCES, type RentalService } from './service.js';
-import type { Json } from '../store/port.js';
 import { blobKeeper, type Scanner } from '../uploads/index.js';
 import { note } from '../text.js';
 
@@ -60,7 +59,10 @@ const listAnswer = z.object({ items: z.array(application), page: z.number(), pag
 const auditEntry = z.object({ at: z.string(), actor: z.string(), client: z.string(), action: z.string(), target: z.string().nullable(), result: z.string(), detail: z.string().nullable() });
 const keptMail = z.object({ id: z.string(), at: z.string(), to: z.string(), subject: z.string() }).loose();
 
-export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void {
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type RentalRoutes = ReturnType<typeof registerRentalRoutes>;
+
+export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions) {
   const { intake, service, review, audit, blobs, scanner, mailer } = opts;
   const submitLimit = hub.rateLimit('intake-submit', opts.limits?.submit ?? { limit: 30, windowMs: 600_000 });
   const trackLimit = hub.rateLimit('intake-track', opts.limits?.track ?? { limit: 120, windowMs: 60_000 });
@@ -73,15 +75,15 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
 
   hub.page('/rental.html', '/rental.html', {
     title: '렌탈 신청 · Rental application',
-    description: 'Public offices and schools apply for a 36-month rental with three documents and get a receipt number.',
+    description: '공공기관과 학교가 서류 세 가지로 36개월 렌탈을 신청하고 접수번호를 받습니다.',
   });
   hub.page('/applicant.html', '/applicant.html', {
     title: '렌탈 신청 조회 · My application',
-    description: 'The applicant opens the application with the receipt number and access key: status, each document and its result, and uploads.',
+    description: '신청자가 접수번호와 접근 키로 신청서를 열어 진행 상태, 서류별 심사 결과를 보고 서류를 다시 올립니다.',
   });
   hub.page('/partner.html', '/partner.html', {
     title: '렌탈 파트너 심사 · Partner review',
-    description: 'The rental partner signs in, reviews each document, and sees new applications live.',
+    description: '렌탈 파트너가 로그인해 서류를 하나씩 심사하고 새 신청을 실시간으로 봅니다.',
   });
   hub.topic({
     name: PARTNER_TOPIC,
@@ -101,11 +103,11 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
 
   // ---- intake (public) -----------------------------------------------------------------------
   const products = catalogue();
-  hub.route({ method: 'GET', path: '/api/rental/products', response: catalogueAnswer, cacheControl: 'no-cache', handler: () => products });
+  const getRentalProducts = route({ method: 'GET', path: '/rental/products', response: catalogueAnswer, cacheControl: 'no-cache', handler: () => products });
 
-  hub.route({
+  const postSubscriptions = route({
     method: 'POST',
-    path: '/api/subscriptions',
+    path: '/subscriptions',
     // the fields are validated by the hub before any file is scanned or stored
     body: { schema: intakeInput, multipart: { files: DOC_TYPES, fields: FORM_FIELDS, maxFields: 16, keep } },
     guards: [submitLimit],
@@ -114,17 +116,20 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     response: { 201: submitted },
     cacheControl: 'no-store',
     handler: async (ctx) => {
-      const finish = ctx.idempotency?.finish;
-      const answer = finish && ((application: SubscriptionView, accessKey: string) => finish(201, { ...application, accessKey } as unknown as Json));
-      const { application, accessKey } = await service.submit(ctx.body, ctx.stored, answer ? { answer } : {});
+      // with a key, the application's id is derived from it: a retry whose first attempt landed (its
+      // answer lost on the way, or the hub's record of it) finds that application's kept answer
+      const id = ctx.idempotency ? subscriptionIdFor(ctx.idempotency.ticket.storeKey) : undefined;
+      const kept = id ? await service.keptAnswer(id, ctx.stored) : undefined;
+      if (kept !== undefined) return Reply.json(kept, 201);
+      const { application, accessKey } = await service.submit(ctx.body, ctx.stored, id ? { id, keepAnswer: true } : {});
       return Reply.json({ ...application, accessKey }, 201);
     },
   });
 
-  hub.route({
+  const getSubscriptionsByRef = route({
     method: 'GET',
     // the router needs one parameter name per position: :ref is the receipt number here, the id below
-    path: '/api/subscriptions/:ref',
+    path: '/subscriptions/:ref',
     params: z.object({ ref: z.string().regex(RECEIPT_RE, 'must be a receipt number such as R261122-000042') }),
     query: z.object({ key }).strict(),
     guards: [trackLimit],
@@ -133,9 +138,9 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     handler: (ctx) => intake.track(ctx.params.ref, ctx.query.key),
   });
 
-  hub.route({
+  const putSubscriptionsByRefDocumentsByDocType = route({
     method: 'PUT',
-    path: '/api/subscriptions/:ref/documents/:docType',
+    path: '/subscriptions/:ref/documents/:docType',
     params: z.object({ ref: subId, docType: z.string().max(40) }),
     query: z.object({ key }).strict(),
     body: { schema: z.record(z.string(), z.unknown()), multipart: { files: DOC_TYPES, fields: [], keep } },
@@ -149,9 +154,9 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   // ---- partner -------------------------------------------------------------------------------
   const actor = (ctx: RequestContext) => ({ id: ctx.identity!.id, name: ctx.identity!.name });
 
-  hub.route({
+  const getPartnerApplications = route({
     method: 'GET',
-    path: '/api/partner/applications',
+    path: '/partner/applications',
     auth: partner,
     query: z
       .object({
@@ -180,9 +185,9 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     },
   });
 
-  hub.route({
+  const putPartnerApplicationsByIdDocumentsByDocTypeCheck = route({
     method: 'PUT',
-    path: '/api/partner/applications/:id/documents/:docType/check',
+    path: '/partner/applications/:id/documents/:docType/check',
     auth: partner,
     params: z.object({ id: subId, docType: z.string().max(40) }),
     body: {
@@ -198,9 +203,9 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
     handler: (ctx) => service.check(ctx.params.id, ctx.params.docType, ctx.body, actor(ctx), ctx.remoteAddress),
   });
 
-  hub.route({
+  const getPartnerAudit = route({
     method: 'GET',
-    path: '/api/partner/audit',
+    path: '/partner/audit',
     auth: partner,
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }).strict(),
     response: z.object({ entries: z.array(auditEntry) }),
@@ -209,9 +214,9 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   });
 
   // ---- files: the partner's token or the applicant's key, nothing public ----------------------
-  hub.route({
+  const getUploadsBySubIdByFilename = route({
     method: 'GET',
-    path: '/api/uploads/:subId/:filename',
+    path: '/uploads/:subId/:filename',
     auth: { optional: true },
     params: z.object({ subId, filename: z.string().max(100) }),
     query: z.object({ key: key.optional() }).strict(),
@@ -244,13 +249,24 @@ export function registerRentalRoutes(hub: Hub, opts: RentalRoutesOptions): void 
   });
 
   // ---- kept mail (no SMTP_URL) ------------------------------------------------------------------
-  hub.route({
+  const getMail = route({
     method: 'GET',
-    path: '/api/mail',
+    path: '/mail',
     auth: { roles: ['operator'] },
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }).strict(),
     response: z.object({ sending: z.boolean(), mails: z.array(keptMail) }),
     cacheControl: 'no-store',
     handler: async (ctx) => ({ sending: mailer.sending, mails: await mailer.kept(ctx.query.limit ?? 100) }),
+  });
+  return hub.mount('/api', {
+    getRentalProducts,
+    postSubscriptions,
+    getSubscriptionsByRef,
+    putSubscriptionsByRefDocumentsByDocType,
+    getPartnerApplications,
+    putPartnerApplicationsByIdDocumentsByDocTypeCheck,
+    getPartnerAudit,
+    getUploadsBySubIdByFilename,
+    getMail,
   });
 }

@@ -1,11 +1,12 @@
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { AppError, badRequest, conflict, isStoreUnavailable, notFound } from '../errors.js';
-import { newSubscriptionId, view, type IntakeInput, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/index.js';
+import { newSubscriptionId, recordKey, SUBSCRIPTION_ID_RE, view, type IntakeInput, type IntakeService, type SubscriptionRecord, type SubscriptionView } from '../intake/index.js';
 import { mailWrites } from '../mail/index.js';
+import { IDEMPOTENCY_TTL_MS } from '../idempotency.js';
 import { codec, decodeList } from '../store/codec.js';
-import type { Json, Store, Write } from '../store/port.js';
-import { AUDIT_CAP, auditEntries, K, type AuditEntry } from './audit.js';
+import { across, newestAcross, type Json, type Store, type Write } from '../store/port.js';
+import { AUDIT_CAP, auditEntries, K, keysOf, layoutOf, LOOSE_AUDIT, type AuditEntry, type RentalKeys } from './audit.js';
 import {
   BUILDING_TYPES,
   DOC_TYPES,
@@ -50,11 +51,15 @@ export interface SubmitOptions {
   /** Replaces the receipt mail: the caller's own writes in the same atomic update (the conversation's mail). */
   writes?: (record: SubscriptionRecord) => Write[];
   /**
-   * Writes that record the caller's answer (the application and its access key) in the same atomic
-   * update as the application: the hub's idempotency (a retry with the same key replays it).
+   * Keep the answer (the application and its access key, 24 hours) in the application's own update,
+   * for `keptAnswer`: an idempotent submission's id is derived from its key, so a retry whose first
+   * attempt landed (its answer lost on the way) gets that answer again and nothing is made twice.
    */
-  answer?: (application: SubscriptionView, accessKey: string) => Write[];
+  keepAnswer?: boolean;
 }
+
+/** The answer of an idempotent submission, kept beside its record (its aggregate: docs/partitions.md). */
+const ANSWER = (id: string) => `${recordKey(id)}:answer`;
 
 export interface Actor {
   id: string;
@@ -114,7 +119,7 @@ export class RentalService {
         if (files.length > 0) throw badRequest('unexpected_files', `an intake of type ${input.type} takes no files`);
         if (input.buildingType !== undefined) throw invalidField('buildingType', `only rental applications have a building type`);
         const { record, accessKey } = await intake.registerParsed(input, {
-          writes: (rec) => (rec.email ? mailWrites(`intake:${rec.id}:receipt`, receiptMail(rec, this.opts.publicUrl), clock.now()) : []),
+          writes: (rec) => (rec.email ? mailWrites(`intake:${rec.id}:receipt`, receiptMail(rec, this.opts.publicUrl), clock.now(), recordKey(rec.id)) : []),
         });
         return { application: view(record), accessKey };
       }
@@ -140,6 +145,10 @@ export class RentalService {
       }
       const status = statusAfterUpload(documents);
       const rentalExt: RentalExt = { product: PRODUCTS[input.type], ...feesFor(input.type, building as BuildingType | null), documents, rev: 1, source };
+      const k = keysOf(id, 'partition');
+      const near = recordKey(id);
+      // each file's pointer first, on its own (references() trusts it only when the record names the file)
+      for (const f of files) await this.opts.store.set(K.blob(f.blobKey), id);
       const { record, accessKey } = await intake.registerParsed(
         { ...input, buildingType: building ?? undefined },
         {
@@ -147,11 +156,10 @@ export class RentalService {
           status,
           ext: rentalExts.encode(rentalExt) as { [k: string]: Json },
           writes: (rec, key) => [
-            ...(options.answer ? options.answer(view(rec), key) : []),
-            { op: 'index', key: K.all, member: id, score: now },
-            { op: 'index', key: K.status(status), member: id, score: now },
-            ...files.map((f): Write => ({ op: 'set', key: K.blob(f.blobKey), value: id })),
-            ...(options.writes ? options.writes(rec) : rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec, this.opts.publicUrl), now) : []),
+            ...(options.keepAnswer ? [{ op: 'set' as const, key: ANSWER(id), value: { ...view(rec), accessKey: key } as unknown as Json, ttlMs: IDEMPOTENCY_TTL_MS }] : []),
+            { op: 'index', key: k.all, member: id, score: now },
+            { op: 'index', key: k.status(status), member: id, score: now },
+            ...(options.writes ? options.writes(rec) : rec.email ? mailWrites(`rental:${id}:receipt`, receiptMail(rec, this.opts.publicUrl), now, near) : []),
           ],
         },
       );
@@ -162,6 +170,13 @@ export class RentalService {
       await this.discard(files, err);
       throw err;
     }
+  }
+
+  /** The kept answer of the submission `id` (keepAnswer), if it landed; the retry's own files are dropped then. */
+  async keptAnswer(id: string, files: StoredFile[] = []): Promise<Json | undefined> {
+    const kept = (await this.opts.store.get(ANSWER(id))) as Json | undefined;
+    if (kept !== undefined) await this.discard(files, undefined);
+    return kept;
   }
 
   /** The application, for the partner (404 when it is not a rental application). */
@@ -182,7 +197,9 @@ export class RentalService {
       // refusals are partner actions too: the trail shows them with the refusal's code
       if (err instanceof AppError) {
         const entry: AuditEntry = { at: new Date(this.opts.clock.now()).toISOString(), actor: actor.id, client, action: 'check', target: `${id}/${docType}`, result: `refused:${err.code}`, detail: input.result };
-        await this.opts.store.push(K.audit, auditEntries.encode(entry), AUDIT_CAP).catch(() => undefined);
+        // beside the application's own trail (no such application: the list of no application's update)
+        const trail = SUBSCRIPTION_ID_RE.test(id) && err.code !== 'subscription_not_found' ? keysOf(id, await layoutOf(this.opts.store, id).catch(() => 'partition' as const)).audit : LOOSE_AUDIT;
+        await this.opts.store.push(trail, auditEntries.encode(entry), AUDIT_CAP).catch(() => undefined);
       }
       throw err;
     }
@@ -192,6 +209,7 @@ export class RentalService {
     const doc = requireDocType(docType);
     await this.rentalRecord(id);
     const { intake, clock } = this.opts;
+    const k = keysOf(id, await layoutOf(this.opts.store, id));
     const out = await intake.modify(id, (rec) => {
       const now = clock.now();
       const at = new Date(now).toISOString();
@@ -207,13 +225,13 @@ export class RentalService {
       const status = statusAfterCheck(documents);
       const next: SubscriptionRecord = { ...rec, status, updatedAt: at, ext: { ...rec.ext, documents, rev: x.rev + 1 } as never };
       const audit: AuditEntry = { at, actor: actor.id, client, action: 'check', target: `${rec.receiptNo}/${doc}`, result: input.result, detail: reason };
-      const writes: Write[] = [{ op: 'push', key: K.audit, value: auditEntries.encode(audit), cap: AUDIT_CAP }];
+      const writes: Write[] = [{ op: 'push', key: k.audit, value: auditEntries.encode(audit), cap: AUDIT_CAP }];
       let moved: StatusEvent | undefined;
       if (status !== rec.status) {
         moved = { at, id, receiptNo: rec.receiptNo, from: rec.status as RentalStatus, to: status, by: actor.id };
-        writes.push(...this.moveWrites(rec, status, moved));
+        writes.push(...this.moveWrites(k, rec, status, moved));
         if ((status === 'approved' || status === 'rejected') && rec.email) {
-          writes.push(...mailWrites(`rental:${id}:${status}:${x.rev + 1}`, decisionMail(next, status, this.opts.publicUrl), now));
+          writes.push(...mailWrites(`rental:${id}:${status}:${x.rev + 1}`, decisionMail(next, status, this.opts.publicUrl), now, recordKey(id)));
         }
       }
       return { record: next, writes, result: { record: next, moved, changed: true } };
@@ -240,6 +258,8 @@ export class RentalService {
       intake.requireKey(current, key);
       const now = clock.now();
       const entry = this.documentEntry(id, file, now);
+      const k = keysOf(id, await layoutOf(this.opts.store, id));
+      await this.opts.store.set(K.blob(file.blobKey), id);
       const out = await intake.modify(id, (rec) => {
         const at = new Date(now).toISOString();
         const x = ext(rec);
@@ -249,12 +269,11 @@ export class RentalService {
         const documents: Documents = { ...x.documents, [doc]: entry };
         const status = statusAfterUpload(documents);
         const next: SubscriptionRecord = { ...rec, status, updatedAt: at, ext: { ...rec.ext, documents, rev: x.rev + 1 } as never };
-        const writes: Write[] = [{ op: 'set', key: K.blob(file.blobKey), value: id }];
-        if (prev) writes.push({ op: 'del', key: K.blob(blobKeyOf(prev.url)) });
+        const writes: Write[] = [];
         let moved: StatusEvent | undefined;
         if (status !== rec.status) {
           moved = { at, id, receiptNo: rec.receiptNo, from: rec.status as RentalStatus, to: status, by: 'applicant' };
-          writes.push(...this.moveWrites(rec, status, moved));
+          writes.push(...this.moveWrites(k, rec, status, moved));
         }
         return { record: next, writes, result: { record: next, moved, prev } };
       });
@@ -263,6 +282,7 @@ export class RentalService {
       if (out.moved) this.publish(feed.encode({ kind: 'status', ...out.moved }));
       if (out.prev) {
         const oldKey = blobKeyOf(out.prev.url);
+        await this.opts.store.del(K.blob(oldKey)).catch(() => undefined);
         await blobs.delete(oldKey).catch((err) => this.opts.onBlobError?.(err, oldKey));
       }
       return application;
@@ -293,14 +313,23 @@ export class RentalService {
     }
   }
 
-  /** Status moves so far (oldest first): the store's own record of events. */
+  /** Status moves so far (oldest first): the store's own record of events, every partition's and the global list of before. */
   async events(limit = 1000): Promise<StatusEvent[]> {
-    return decodeList(statusEvents, await this.opts.store.range(K.events, -limit, -1));
+    return (await newestAcross(this.opts.store, across(K.events), limit, (v) => decodeList(statusEvents, [v])[0])).reverse();
   }
 
-  /** Whether an application names the blob (the orphan sweep keeps it). */
+  /**
+   * Whether an application names the blob (the orphan sweep keeps it): the blob's pointer names a
+   * record whose documents hold it. A pointer left by a registration that was not written, or by
+   * a replaced document, names no holder.
+   */
   async references(blobKey: string): Promise<boolean> {
-    return (await this.opts.store.get(K.blob(blobKey))) !== undefined;
+    const id = await this.opts.store.get(K.blob(blobKey));
+    if (typeof id !== 'string') return false;
+    const rec = await this.opts.intake.get(id);
+    if (!rec || !isRentalType(rec.type)) return false;
+    const docs: Partial<Documents> = rentalExts.decode(rec.ext)?.documents ?? {};
+    return Object.values(docs).some((d) => !!d && blobKeyOf(d.url) === blobKey);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -328,12 +357,12 @@ export class RentalService {
     };
   }
 
-  private moveWrites(rec: SubscriptionRecord, to: RentalStatus, event: StatusEvent): Write[] {
+  private moveWrites(k: RentalKeys, rec: SubscriptionRecord, to: RentalStatus, event: StatusEvent): Write[] {
     const score = Date.parse(rec.createdAt);
     return [
-      { op: 'unindex', key: K.status(rec.status), member: rec.id },
-      { op: 'index', key: K.status(to), member: rec.id, score },
-      { op: 'push', key: K.events, value: statusEvents.encode(event), cap: EVENTS_CAP },
+      { op: 'unindex', key: k.status(rec.status), member: rec.id },
+      { op: 'index', key: k.status(to), member: rec.id, score },
+      { op: 'push', key: k.events, value: statusEvents.encode(event), cap: EVENTS_CAP },
     ];
   }
 
@@ -344,6 +373,7 @@ export class RentalService {
    */
   private async discard(files: StoredFile[], cause: unknown): Promise<void> {
     if (isStoreUnavailable(cause)) return;
+    for (const f of files) await this.opts.store.del(K.blob(f.blobKey)).catch(() => undefined);
     for (const f of files) await this.opts.blobs.delete(f.blobKey).catch((err) => this.opts.onBlobError?.(err, f.blobKey));
   }
 
@@ -357,7 +387,7 @@ export const publicView = (v: SubscriptionView): Json => feed.encode(v);
 
 function requireDocType(docType: string): DocType {
   if (!isDocType(docType)) {
-    throw notFound('unknown_document', `no document ${docType}: one of ${DOC_TYPES.join(', ')}`, { docType, allowed: DOC_TYPES });
+    throw notFound('unknown_document_type', `no document type ${docType}: one of ${DOC_TYPES.join(', ')}`, { docType, allowed: DOC_TYPES });
   }
   return docType;
 }

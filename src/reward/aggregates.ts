@@ -84,46 +84,69 @@ const num = (o: Json | undefined, field: string): number => {
 
 /** Both upgrades, in order; a store that needs neither is left alone. Returns whether one ran. */
 export async function upgradeLayout(store: Store): Promise<boolean> {
-  const moved = await moveLegacyRecords(store);
+  const moved = await moveToLedger(store);
   const numbered = await countLedgerEntries(store);
   return moved || numbered;
 }
 
+const OLD_FLAT = (n: typeof K.n): string[] => [
+  n.entries, n.credits, n.exchanges, n.units, n.ruEarned, n.ruBurned, n.ecoService, n.ecoModule, n.ecoContent, n.obligation,
+  ...STAGE_CODES.flatMap((s) => [n.stageLots(s), n.stageCu(s), n.stageObligation(s)]),
+];
+
 /**
- * A store written before the counters holds `reward:totals`, `reward:eco` and `reward:reserve`
- * records (and two indexes the dense sequence numbers make unnecessary). This moves their figures
- * into the counters, in one atomic update, and deletes them; a store without them is left alone.
- * Safe to run by several processes at once: the update reads the old records, so only one moves them.
+ * The figures of the layouts before the ledger aggregate, moved into its counters in one update of
+ * the aggregate, then deleted: the counters `reward:n:*` and the sync cursor `reward:eco:cursor`
+ * (no longer written), and the shared records `reward:totals`, `reward:eco`, `reward:reserve` of
+ * before the counters (with two indexes the dense numbers made unnecessary). The update records
+ * what it moved in the aggregate's `layout` marker, so processes starting together move it once.
+ * The entries keep their keys (read by seq from both layouts).
  */
-async function moveLegacyRecords(store: Store): Promise<boolean> {
+async function moveToLedger(store: Store): Promise<boolean> {
   const L = K.legacy;
-  if ((await store.getMany([L.totals, L.eco, L.reserve])).every((v) => v === undefined)) return false;
-  return store.update([L.totals, L.eco, L.reserve], ([t, e, r]) => {
-    if (t === undefined && e === undefined && r === undefined) return { writes: [], result: false };
-    const add = (key: string, by: number): Write[] => (by === 0 ? [] : [{ op: 'incr', key, by }]);
-    const stages = r !== null && typeof r === 'object' && !Array.isArray(r) ? r.by_stage : undefined;
-    const writes: Write[] = [
-      ...add(K.n.credits, num(t, 'credits')),
-      ...add(K.n.exchanges, num(t, 'exchanges')),
-      ...add(K.n.units, num(t, 'units')),
-      ...add(K.n.ruEarned, num(t, 'ru_earned')),
-      ...add(K.n.ruBurned, num(t, 'ru_burned')),
-      ...add(K.n.ecoService, num(e, 'service')),
-      ...add(K.n.ecoModule, num(e, 'module')),
-      ...add(K.n.ecoContent, num(e, 'content')),
-      ...add(K.n.obligation, num(r, 'obligation')),
-      ...STAGE_CODES.flatMap((s) => {
-        const st = stages !== null && typeof stages === 'object' && !Array.isArray(stages) ? stages[s] : undefined;
-        return [...add(K.n.stageLots(s), num(st, 'lots')), ...add(K.n.stageCu(s), num(st, 'cu')), ...add(K.n.stageObligation(s), num(st, 'obligation'))];
-      }),
-      { op: 'del', key: L.totals },
-      { op: 'del', key: L.eco },
-      { op: 'del', key: L.reserve },
-      { op: 'del', key: L.ledger },
-      { op: 'del', key: L.ecoIndex },
-    ];
+  const oldKeys = OLD_FLAT(K.old.n);
+  const newKeys = OLD_FLAT(K.n);
+  const read = await store.getMany([L.totals, L.eco, L.reserve, K.old.ecoCursor, ...oldKeys]);
+  if (read.every((v) => v === undefined)) return false;
+  const seen = JSON.stringify(read.map((v) => v ?? null));
+  const [t, e, r, cursor, ...old] = read;
+  const stages = r !== null && typeof r === 'object' && !Array.isArray(r) ? r.by_stage : undefined;
+  const fromLegacy = (key: string): number => {
+    const n = K.n;
+    const st = (s: StageCode) => (stages !== null && typeof stages === 'object' && !Array.isArray(stages) ? stages[s] : undefined);
+    const table: Record<string, number> = {
+      [n.credits]: num(t, 'credits'),
+      [n.exchanges]: num(t, 'exchanges'),
+      [n.units]: num(t, 'units'),
+      [n.ruEarned]: num(t, 'ru_earned'),
+      [n.ruBurned]: num(t, 'ru_burned'),
+      [n.ecoService]: num(e, 'service'),
+      [n.ecoModule]: num(e, 'module'),
+      [n.ecoContent]: num(e, 'content'),
+      [n.obligation]: num(r, 'obligation'),
+      ...Object.fromEntries(
+        STAGE_CODES.flatMap((s) => [
+          [n.stageLots(s), num(st(s), 'lots')],
+          [n.stageCu(s), num(st(s), 'cu')],
+          [n.stageObligation(s), num(st(s), 'obligation')],
+        ]),
+      ),
+    };
+    return table[key] ?? 0;
+  };
+  const moved = await store.update([K.layout, K.ecoCursor], ([marker, cur]) => {
+    if (marker === seen) return { writes: [], result: false };
+    const writes: Write[] = [];
+    newKeys.forEach((key, i) => {
+      const by = counterValue(old[i]) + fromLegacy(key);
+      if (by !== 0) writes.push({ op: 'incr', key, by });
+    });
+    if (cursor !== undefined && cur === undefined) writes.push({ op: 'set', key: K.ecoCursor, value: cursor });
+    writes.push({ op: 'set', key: K.layout, value: seen });
     return { writes, result: true };
   });
+  for (const key of [L.totals, L.eco, L.reserve, L.ledger, L.ecoIndex, K.old.ecoCursor, ...oldKeys]) await store.del(key);
+  return moved;
 }
 
 /**

@@ -27,44 +27,44 @@ import {
 export const SERVICE_NAME = 'maru reward plan';
 export const SERVICE_VERSION = '1.0';
 
-const ROUTES = [
-  { method: 'GET', path: '/', query: [], response: 'HTML dashboard (principles, three-way split, coverage rate)' },
-  { method: 'GET', path: '/stats', query: [], response: ['members', 'cultures', 'total_ru', 'progress', 'stage'] },
-  { method: 'GET', path: '/maturity', query: [], response: ['days_left', 'progress', 'stage', 'end_year'] },
-  {
-    method: 'GET',
-    path: '/member',
-    query: ['id'],
-    response: ['id', 'name', 'grade', 'grade_name', 'kc', 'ru', 'cu'],
-  },
-  {
-    method: 'GET',
-    path: '/work',
-    query: ['id', 'kc', 'v'],
-    response: [
-      'id',
-      'earned_ru',
-      'new_grade',
-      'new_total_kc',
-      'create_3x',
-      'member_share',
-      'ecosystem_share',
-      'reserve_share',
-    ],
-  },
-  { method: 'GET', path: '/exchange', query: ['id', 'amt'], response: ['id', 'ru_burned', 'cu_minted', 'stage'] },
-  {
-    method: 'GET',
-    path: '/culture',
-    query: ['country', 'lang', 'name'],
-    response: ['ok', 'country', 'lang', 'name', 'total_cultures'],
-  },
-  { method: 'GET', path: '/declare', query: [], response: 'charter text of the nine principles' },
-  { method: 'GET', path: '/spec', query: [], response: 'this document' },
-  { method: 'GET', path: '/readme', query: [], response: 'markdown guide' },
-];
+/** One route as /spec lists it: its method, path, query keys and answer fields (or what it answers). */
+export interface RouteLine {
+  method: string;
+  path: string;
+  query: string[];
+  response: string | string[];
+}
 
-export function buildSpec(principles: Principle[], split: Split) {
+/** The dashboard page at / (a page, not a route declaration). */
+const PAGE_LINE: RouteLine = { method: 'GET', path: '/', query: [], response: 'HTML dashboard (principles, three-way split, coverage rate)' };
+
+/** The keys of an object schema (through a pipe or refinement), or none. */
+function keysOf(schema: unknown): string[] | undefined {
+  let s = schema as { shape?: Record<string, unknown>; _zod?: { def?: { in?: unknown; innerType?: unknown } } } | undefined;
+  for (let i = 0; s && i < 4; i++) {
+    if (s.shape) return Object.keys(s.shape);
+    s = (s._zod?.def?.in ?? s._zod?.def?.innerType) as typeof s;
+  }
+  return undefined;
+}
+
+/**
+ * The routes /spec lists, read from their declarations (routes.ts): query keys from the query
+ * schema, answer fields from the response schema (or the route's summary), so nothing is typed twice.
+ */
+export function routeLines(defs: readonly { method: string; path: string; query?: unknown; response?: unknown; summary?: string }[]): RouteLine[] {
+  return [
+    PAGE_LINE,
+    ...defs.map((d) => ({
+      method: d.method,
+      path: d.path,
+      query: keysOf(d.query) ?? [],
+      response: d.summary ?? keysOf(d.response) ?? 'text',
+    })),
+  ];
+}
+
+export function buildSpec(principles: Principle[], split: Split, routes: RouteLine[] = [PAGE_LINE]) {
   return {
     service: {
       name: SERVICE_NAME,
@@ -131,7 +131,7 @@ export function buildSpec(principles: Principle[], split: Split) {
       realizable: 'every category except infrastructure',
     },
     integration: {
-      routes: ROUTES,
+      routes,
       value_service: {
         method: 'POST',
         path: '/api/inflow',

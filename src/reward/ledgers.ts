@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../errors.js';
-import type { Json, Store } from '../store/port.js';
+import { mergedIndexCount, mergedIndexRange, type Json, type Store } from '../store/port.js';
 import { memberIdSchema, parseInput } from './inputs.js';
 import { K } from './keys.js';
 import { ECOSYSTEM_CATEGORIES, coveragePct, toWire, type Split } from './plan.js';
@@ -37,19 +37,35 @@ export const clampLimit = (n: number | undefined, def = 100, max = 1000) =>
 const idInput = z.object({ id: memberIdSchema });
 export const checkId = (id: string): string => parseInput(idInput, { id }).id;
 
+/**
+ * Stored values by seq: each from the ledger aggregate's key, or else from the key of the layout
+ * before it (entries written before keep their keys).
+ */
+async function bySeq(store: Store, seqs: number[], key: (seq: number) => string, oldKey: (seq: number) => string): Promise<(Json | undefined)[]> {
+  const values = await store.getMany(seqs.map(key));
+  const missing = seqs.filter((_, i) => values[i] === undefined);
+  if (missing.length === 0) return values;
+  const old = await store.getMany(missing.map(oldKey));
+  let j = 0;
+  return values.map((v) => (v === undefined ? old[j++] : v));
+}
+
+/** A member's ledger index: the ledger aggregate's and the one of before it, merged. */
+const memberLedgers = (id: string): string[] => [K.memberLedger(id), K.old.memberLedger(id)];
+
 /** The reward ledger, newest first; with `member`, that member's entries only. */
 export async function readRewardLedger(store: Store, opts: ListOptions & { member?: string } = {}) {
   const limit = clampLimit(opts.limit);
   if (opts.member !== undefined) {
     const member = memberCodec.decode(await store.get(K.member(checkId(opts.member))));
     if (!member) throw notFound('member_not_found', `no member ${opts.member}`);
-    const idx = await store.indexRange(K.memberLedger(member.id), {
+    const idx = await mergedIndexRange(store, memberLedgers(member.id), {
       reverse: true,
       limit,
       ...(opts.before !== undefined ? { max: opts.before - 1 } : {}),
     });
     const [entries, totals] = await Promise.all([
-      store.getMany(idx.map((e) => K.entry(e.score))),
+      bySeq(store, idx.map((e) => e.score), K.entry, K.old.entry),
       memberTotals(store, member),
     ]);
     return ledgerPage(entries, totals, limit);
@@ -57,7 +73,7 @@ export async function readRewardLedger(store: Store, opts: ListOptions & { membe
   const agg = await readAggregates(store);
   const last = agg.credits + agg.exchanges;
   const top = opts.before === undefined ? last : Math.min(last, opts.before - 1);
-  const entries = await store.getMany(downFrom(top, limit).map(K.entry));
+  const entries = await bySeq(store, downFrom(top, limit), K.entry, K.old.entry);
   return ledgerPage(entries, globalTotals(agg), limit);
 }
 
@@ -90,7 +106,7 @@ function globalTotals(a: Aggregates) {
 async function memberTotals(store: Store, m: MemberRecord) {
   return {
     member: m.id,
-    entries: await store.indexCount(K.memberLedger(m.id)),
+    entries: await mergedIndexCount(store, memberLedgers(m.id)),
     units: m.kc,
     ru_earned: toWire(m.ru + m.cu),
     ru_burned: toWire(m.cu),
@@ -105,7 +121,7 @@ export async function readEcosystemLedger(store: Store, split: Split, opts: List
   const [agg, cursor] = await Promise.all([readAggregates(store), store.get(K.ecoCursor).then(ecoCursorCodec.decode)]);
   const e = agg.eco;
   const top = opts.before === undefined ? agg.credits : Math.min(agg.credits, opts.before - 1);
-  const entries = decodeList(ecoEntryCodec, await store.getMany(downFrom(top, limit).map(K.ecoEntry))).map(ecoEntryWire);
+  const entries = decodeList(ecoEntryCodec, await bySeq(store, downFrom(top, limit), K.ecoEntry, K.old.ecoEntry)).map(ecoEntryWire);
   return {
     split_pct: { ...split },
     totals: splitWire(e),
@@ -129,7 +145,7 @@ export async function buildSyncPayload(store: Store, split: Split, now: number, 
   const e = agg.eco;
   const from = cursor?.seq ?? 0;
   const seqs = Array.from({ length: Math.max(0, Math.min(limit, agg.credits - from)) }, (_, i) => from + 1 + i);
-  const entries = decodeList(ecoEntryCodec, await store.getMany(seqs.map(K.ecoEntry)));
+  const entries = decodeList(ecoEntryCodec, await bySeq(store, seqs, K.ecoEntry, K.old.ecoEntry));
   const carried = { service: 0, module: 0, content: 0, infrastructure: 0 };
   for (const x of entries) for (const k of ECOSYSTEM_CATEGORIES) carried[k] += x.categories[k];
   const to = entries.length ? entries[entries.length - 1]!.seq : from;

@@ -3,16 +3,25 @@ import { registerRewardRoutes } from './routes.js';
 import { parseCharter } from './charter.js';
 import { RewardService } from './service.js';
 import { WorkSignatureGuard } from './signing.js';
-import { defineService } from '../compose/compose.js';
+import { rewardPeerDeliverers } from './peers.js';
+import { defineService } from '../contract.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    reward: RewardService;
+  }
+}
 
 /** The reward plan (docs/reward.md). */
 export const rewardModule = defineService({
   name: 'reward',
-  // credits reach the value service and the task ledger through the outbox
-  needs: ['outbox'],
+  // credits reach the value service and the task ledger through the outbox, by its deliverers
+  needs: ['outbox', 'deliverers'],
   provides: ['reward'],
-  build(p, { outbox }) {
+  build(p, { outbox, deliverers }) {
     const { config, store, clock, bus } = p;
+    deliverers.add(rewardPeerDeliverers(config));
     const service = new RewardService({
       store,
       clock,

@@ -36,11 +36,18 @@ import {
  * totals, peer deliveries), to be applied in one atomic store.update. Synchronous and free of side
  * effects, as the Store port requires; refusals are thrown AppErrors (nothing is written then).
  *
- * A movement reads the member's own records only. Its ledger seq (and a credit's ecosystem seq) is
- * drawn inside the commit from the counters that number the ledgers (store.update with `draw`:
- * creditDraws, exchangeDraws), so the entries are numbered in commit order without gaps and no
- * shared counter is read; the writes hold the placeholders SEQ and ECO_SEQ for those numbers, and
- * every aggregate is added to by an `incr` write, never read and rewritten.
+ * A movement is two updates, each inside one aggregate (docs/partitions.md). The member's update
+ * (planCredit, planExchange) checks the rules on the member's own records and writes the member,
+ * its session, the peer deliveries (in the outbox of the member's partition) and the movement
+ * itself as pending (`reward:member:<id>:pending:<movement id>`, listed in `reward:pending:{#p}`).
+ * The ledgers' update (planLedger, on the one `{reward-ledger}` aggregate) writes the entries and
+ * the aggregates once per movement id (its `applied` marker holds the numbers drawn), then the
+ * member's pending record is removed (planSettled). The ledger seq (and a credit's ecosystem seq)
+ * is drawn inside the ledgers' commit from the counters that number the ledgers (store.update with
+ * `draw`: ledgerDraws), so the entries are numbered in commit order without gaps; the writes hold
+ * the placeholders SEQ and ECO_SEQ for those numbers, and every aggregate is added to by an `incr`
+ * write, never read and rewritten. A movement left pending (a process stopped between the two) is
+ * carried by the next start (service.ts), exactly once.
  */
 
 /** The ledger seq of the movement, drawn in its commit from K.n.entries (draw index 0). */
@@ -71,6 +78,93 @@ export const creditKeys = (id: string, month: string): string[] => [K.member(id)
 /** A credit draws its ledger seq, then its ecosystem seq (the number of credits). */
 export const creditDraws = (): string[] => [K.n.entries, K.n.credits];
 
+/** A movement as the member's update leaves it for the ledgers (stored in its pending record). */
+export type Movement =
+  | { kind: 'credit'; id: string; member: string; entry: Omit<CreditEntry, 'seq'>; categories: Split; kc: number }
+  | { kind: 'exchange'; id: string; member: string; entry: Omit<ExchangeEntry, 'seq'> };
+
+/** The numbers a movement got in the ledgers: its ledger seq (and a credit's ecosystem seq). */
+export interface Applied {
+  seq: number;
+  eco?: number;
+}
+
+/** The member's writes that leave a movement pending (removed by planSettled). */
+function pendingWrites(m: Movement, now: number): Write[] {
+  return [
+    { op: 'set', key: K.pending(m.member, m.id), value: m as unknown as Json },
+    { op: 'index', key: K.pendingOf(m.member), member: `${m.member}/${m.id}`, score: now },
+  ];
+}
+
+/** The keys of a movement's ledgers update: its `applied` marker (read: it makes the update once only). */
+export const ledgerKeys = (m: Movement): string[] => [K.applied(m.id)];
+
+/** A credit draws its ledger seq and its ecosystem seq, an exchange its ledger seq. */
+export const ledgerDraws = (m: Movement): string[] => (m.kind === 'credit' ? creditDraws() : exchangeDraws());
+
+/** Thrown by planLedger for a movement the ledgers hold already (the update then draws nothing). */
+export class AlreadyApplied extends Error {
+  constructor(readonly applied: Applied) {
+    super('movement already in the ledgers');
+  }
+}
+
+/**
+ * The ledgers' update of a movement: the entries, the member's ledger index, the aggregates and the
+ * `applied` marker with the numbers drawn. A movement already applied throws AlreadyApplied with
+ * its numbers, so the update is abandoned and draws no number (none used twice, none skipped).
+ */
+export function planLedger(m: Movement, [applied]: (Json | undefined)[]): UpdatePlan<undefined> {
+  if (applied !== undefined && applied !== null) throw new AlreadyApplied(applied as unknown as Applied);
+  const { entry, member } = m;
+  const writes: Write[] = [
+    { op: 'set', key: K.entry(SEQ), value: { seq: SEQ, ...entry } as unknown as Json },
+    { op: 'index', key: K.memberLedger(member), member: SEQ_MEMBER, score: SEQ },
+  ];
+  if (m.kind === 'credit') {
+    const amount = m.entry.ru;
+    const parts = m.categories;
+    const ecoEntry: Drafted<EcoEntry, 'seq' | 'ledger_seq'> = { seq: ECO_SEQ, id: m.id, ledger_seq: SEQ, member, at: m.entry.at, amount, categories: parts };
+    writes.push(
+      { op: 'set', key: K.ecoEntry(ECO_SEQ), value: ecoEntry },
+      // the aggregates (the credits counter is drawn from): RU earned is also the ecosystem total and
+      // the reserve balance (keys.ts)
+      { op: 'incr', key: K.n.units, by: m.kc },
+      { op: 'incr', key: K.n.ruEarned, by: amount },
+      { op: 'incr', key: K.n.ecoService, by: parts.service },
+      { op: 'incr', key: K.n.ecoModule, by: parts.module },
+      { op: 'incr', key: K.n.ecoContent, by: parts.content },
+      { op: 'set', key: K.applied(m.id), value: { seq: SEQ, eco: ECO_SEQ } },
+    );
+  } else {
+    const amt = m.entry.ru;
+    const mv = m.entry.maturity_value;
+    const stage = m.entry.stage;
+    writes.push(
+      // the exchange is a lot of the reserve pool, remembered with its stage
+      { op: 'index', key: K.lots, member: SEQ_MEMBER, score: SEQ },
+      // RU burned is also the CU minted and the CU of the lots (keys.ts)
+      { op: 'incr', key: K.n.exchanges, by: 1 },
+      { op: 'incr', key: K.n.ruBurned, by: amt },
+      { op: 'incr', key: K.n.obligation, by: mv },
+      { op: 'incr', key: K.n.stageLots(stage), by: 1 },
+      { op: 'incr', key: K.n.stageCu(stage), by: amt },
+      { op: 'incr', key: K.n.stageObligation(stage), by: mv },
+      { op: 'set', key: K.applied(m.id), value: { seq: SEQ } },
+    );
+  }
+  return { writes, result: undefined };
+}
+
+/** The member's update once the ledgers hold the movement: its pending record goes (with `extra` writes). */
+export function planSettled(member: string, movementId: string, extra: Write[] = []): UpdatePlan<undefined> {
+  return {
+    writes: [{ op: 'del', key: K.pending(member, movementId) }, { op: 'unindex', key: K.pendingOf(member), member: `${member}/${movementId}` }, ...extra],
+    result: undefined,
+  };
+}
+
 /** What a credit's update returns; its ledger seq is the first number drawn. */
 export interface CreditOutcome {
   amount: number;
@@ -80,6 +174,8 @@ export interface CreditOutcome {
   ru: number;
   unitsToday: number;
   unitsMonth: number;
+  /** What the ledgers' update writes (planLedger). */
+  movement: Movement;
 }
 
 /** Work is credited only while the plan runs: 409 plan_not_started before it, plan_ended after. */
@@ -90,18 +186,13 @@ export function refuseOutsidePlan(now: number): void {
 }
 
 /**
- * The credit's update. With `answer`, also the caller's writes recording the answer the credit will
- * give (creditWire's, its seq a placeholder the commit fills in), in the same update.
+ * The member's update of a credit. `current` holds the member and its month session; `before`, the
+ * month's session of the layout before the partitions (`earlier`, no longer written), counted when the member
+ * has no session of the month under its own key yet.
  */
-export function planCredit(c: CreditInput, current: (Json | undefined)[], answer?: (result: Json) => Write[]): UpdatePlan<CreditOutcome> {
-  const plan = planCreditOnly(c, current);
-  if (!answer) return plan;
-  const { result } = creditWire(c.id, c.creditId, c.stage, plan.result, drawn(0));
-  return { writes: [...plan.writes, ...answer(result)], result: plan.result };
-}
-
-function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePlan<CreditOutcome> {
-  const [m, s] = current;
+export function planCredit(c: CreditInput, current: (Json | undefined)[], earlier?: Json): UpdatePlan<CreditOutcome> {
+  const [m, own] = current;
+  const s = own ?? earlier;
   const { id, kc, v, now, today, month, stage, creditId } = c;
   const member = memberCodec.decode(m);
   if (!member) throw notFound('member_not_found', `no member ${id}`);
@@ -142,8 +233,7 @@ function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePl
     units: session.units + kc,
     days: { ...session.days, [today]: unitsToday + kc },
   };
-  const entry: Drafted<CreditEntry, 'seq'> = {
-    seq: SEQ,
+  const entry: Omit<CreditEntry, 'seq'> = {
     id: creditId,
     at: now,
     member: id,
@@ -163,8 +253,9 @@ function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePl
     reserve_share: amount,
   };
   const parts = splitAmount(amount, c.split);
-  const ecoEntry: Drafted<EcoEntry, 'seq' | 'ledger_seq'> = { seq: ECO_SEQ, id: creditId, ledger_seq: SEQ, member: id, at: now, amount, categories: parts };
+  const movement: Movement = { kind: 'credit', id: creditId, member: id, entry, categories: parts, kc };
   const at = iso(now);
+  const near = K.member(id);
   const writes: Write[] = [
     { op: 'set', key: K.member(id), value: memberCodec.encode(nextMember) },
     { op: 'set', key: K.session(id, month), value: sessionCodec.encode(nextSession) },
@@ -172,29 +263,20 @@ function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePl
     ...(s === undefined
       ? [{ op: 'index', key: K.sessionMonths(id), member: month, score: Number(month.replace('-', '')) } as const]
       : []),
-    { op: 'set', key: K.entry(SEQ), value: entry },
-    { op: 'index', key: K.memberLedger(id), member: SEQ_MEMBER, score: SEQ },
-    { op: 'set', key: K.ecoEntry(ECO_SEQ), value: ecoEntry },
-    // the aggregates (the credits counter is drawn from): RU earned is also the ecosystem total and
-    // the reserve balance (keys.ts)
-    { op: 'incr', key: K.n.units, by: kc },
-    { op: 'incr', key: K.n.ruEarned, by: amount },
-    { op: 'incr', key: K.n.ecoService, by: parts.service },
-    { op: 'incr', key: K.n.ecoModule, by: parts.module },
-    { op: 'incr', key: K.n.ecoContent, by: parts.content },
+    ...pendingWrites(movement, now),
     // Peer deliveries, ids derived from the credit id so a redelivery is recognised.
     ...outboxWrites({
       id: `value:${creditId}`,
       dest: 'value',
       payload: { id: creditId, member: id, amount: toWire(amount), categories: splitWire(parts), at },
       createdAt: now,
-    }),
+    }, near),
     ...outboxWrites({
       id: `task-ledger:${creditId}`,
       dest: 'task-ledger',
       payload: { id: creditId, member: id, kc, v, earned_ru: toWire(amount), at },
       createdAt: now,
-    }),
+    }, near),
   ];
   return {
     writes,
@@ -206,6 +288,7 @@ function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePl
       ru: nextMember.ru,
       unitsToday: unitsToday + kc,
       unitsMonth: nextSession.units,
+      movement,
     },
   };
 }
@@ -214,7 +297,7 @@ function planCreditOnly(c: CreditInput, current: (Json | undefined)[]): UpdatePl
  * The /work answer (the document's fields first) and the `work` event of a credit; `seq` is the
  * ledger's number, or the placeholder of the number the credit's commit draws.
  */
-export function creditWire<S extends number | Drawn>(id: string, creditId: string, stage: Stage, r: CreditOutcome, seq: S) {
+export function creditWire<S extends number | Drawn>(id: string, creditId: string, stage: Stage, r: Omit<CreditOutcome, 'movement'>, seq: S) {
   const ru = toWire(r.amount);
   const result = {
     id,
@@ -270,6 +353,8 @@ export const exchangeDraws = (): string[] => [K.n.entries];
 export interface ExchangeOutcome {
   maturityValue: number;
   member: MemberRecord;
+  /** What the ledgers' update writes (planLedger). */
+  movement: Movement;
 }
 
 export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): UpdatePlan<ExchangeOutcome> {
@@ -285,8 +370,7 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
   }
   const mv = maturityValue(amt, stage.pct);
   const nextMember: MemberRecord = { ...member, ru: member.ru - amt, cu: member.cu + amt };
-  const entry: Drafted<ExchangeEntry, 'seq'> = {
-    seq: SEQ,
+  const entry: Omit<ExchangeEntry, 'seq'> = {
     id: x.exchangeId,
     at: now,
     member: id,
@@ -297,19 +381,7 @@ export function planExchange(x: ExchangeInput, current: (Json | undefined)[]): U
     coin_pct: stage.pct,
     maturity_value: mv,
   };
-  const writes: Write[] = [
-    { op: 'set', key: K.member(id), value: memberCodec.encode(nextMember) },
-    { op: 'set', key: K.entry(SEQ), value: entry },
-    { op: 'index', key: K.memberLedger(id), member: SEQ_MEMBER, score: SEQ },
-    // the exchange is a lot of the reserve pool, remembered with its stage
-    { op: 'index', key: K.lots, member: SEQ_MEMBER, score: SEQ },
-    // RU burned is also the CU minted and the CU of the lots (keys.ts)
-    { op: 'incr', key: K.n.exchanges, by: 1 },
-    { op: 'incr', key: K.n.ruBurned, by: amt },
-    { op: 'incr', key: K.n.obligation, by: mv },
-    { op: 'incr', key: K.n.stageLots(stage.stage), by: 1 },
-    { op: 'incr', key: K.n.stageCu(stage.stage), by: amt },
-    { op: 'incr', key: K.n.stageObligation(stage.stage), by: mv },
-  ];
-  return { writes, result: { maturityValue: mv, member: nextMember } };
+  const movement: Movement = { kind: 'exchange', id: x.exchangeId, member: id, entry };
+  const writes: Write[] = [{ op: 'set', key: K.member(id), value: memberCodec.encode(nextMember) }, ...pendingWrites(movement, now)];
+  return { writes, result: { maturityValue: mv, member: nextMember, movement } };
 }

@@ -1,14 +1,15 @@
 import type { Config } from '../config.js';
 import { notConfigured, type Deliver, type OutboxItem } from '../outbox.js';
 import type { Json } from '../store/port.js';
-import { PeerError, parseJsonText, statusError, tcpHttpRequest, type CallOptions } from '../peers/index.js';
+import { PeerError, parseJsonText, peerRequest, statusError, tcpHttpRequest, type CallOptions } from '../peers/index.js';
 import { canonicalJson, sha256Hex } from '../canonical.js';
 
 export { PeerError, tcpHttpRequest, type CallOptions, type RawHttpResponse, type TcpHttpRequest } from '../peers/index.js';
 
 /**
  * Client adapters for the reward plan's peers (document 3, "Peer services used"):
- * - the value service receives POST /api/inflow (HTTP, through fetch);
+ * - the value service receives POST /api/inflow (HTTP or HTTPS, through the peers' one client,
+ *   src/peers/http-client.ts);
  * - the task ledger is reached over TCP: a plain node:net socket speaking HTTP/1.1
  *   (src/peers/http-client.ts), so the hub needs nothing but the host and port
  *   (TASK_LEDGER_URL = tcp://host:port or http://host:port).
@@ -21,7 +22,7 @@ export const VALUE_DEST = 'value';
 export const TASK_LEDGER_DEST = 'task-ledger';
 
 // ------------------------------------------------------------------------------------------------
-// Value service (HTTP through fetch)
+// Value service (HTTP or HTTPS through peerRequest)
 
 /**
  * What the hub sends to POST /api/inflow. `amount` (RU, finite, >= 0) is what the value service
@@ -62,20 +63,8 @@ export class ValueServiceClient {
     body: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<unknown> {
-    const timeout = AbortSignal.timeout(this.timeoutMs);
-    const combined = signal ? AbortSignal.any([timeout, signal]) : timeout;
-    let res: Response;
-    let text: string;
-    try {
-      res = await fetch(`${this.baseUrl}${path}`, { method, headers, body, signal: combined });
-      text = await res.text();
-    } catch (err) {
-      if (timeout.aborted) throw new PeerError('value service', 'timeout', `value service did not answer within ${this.timeoutMs} ms`);
-      if (signal?.aborted) throw new PeerError('value service', 'aborted', 'value service call aborted');
-      const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-      throw new PeerError('value service', 'network', `value service unreachable${cause}`);
-    }
-    const parsed = parseJsonText(text);
+    const res = await peerRequest({ peer: 'value service', url: `${this.baseUrl}${path}`, method, headers, body, timeoutMs: this.timeoutMs, signal });
+    const parsed = parseJsonText(res.body.toString('utf8'));
     if (res.status < 200 || res.status > 299) throw statusError('value service', res.status, parsed);
     return parsed;
   }

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { Reply, validate, qDecimal, qInt, qText, type AuthSpec, type Hub, type IdempotencySpec, type RequestContext, type RouteDef } from '../hub/declare.js';
+import { route, Reply, validate, qDecimal, qInt, qText, type AuthSpec, type Hub, type IdempotencySpec, type RequestContext, type RouteDef, type Declared } from '../hub/declare.js';
 import { AppError } from '../errors.js';
 import type { Outbox } from '../outbox.js';
 import type { Json } from '../store/port.js';
@@ -7,6 +8,7 @@ import { V_MAX, V_MIN, UNITS_PER_WORK_MONTH } from './plan.js';
 import { REWARD_TOPIC, type RewardService, type WorkVerifier } from './service.js';
 import type { WorkSignatureGuard } from './signing.js';
 import { rewardResponses as R } from './schemas.js';
+import { routeLines, type RouteLine } from './guide.js';
 
 export interface RewardRoutesOptions {
   service: RewardService;
@@ -47,16 +49,15 @@ const paramsBody = { schema: z.record(z.string(), z.unknown()).optional(), optio
  * Both answer `Cache-Control: no-store`. On POST the parameters may come in a JSON body; a field
  * given in both places takes the body's value.
  */
-function readWrite<S extends z.ZodType>(
-  hub: Hub,
-  path: string,
+function readWrite<S extends z.ZodType, const P extends string, A extends z.ZodType>(
+  path: P,
   schema: S,
-  response: z.ZodType,
+  response: A,
   run: (input: z.output<S>, ctx: RequestContext) => Promise<unknown>,
   auth?: AuthSpec,
   idempotency?: IdempotencySpec,
-): void {
-  hub.route({
+): { get: Declared<'GET', P, S, z.ZodType<undefined, undefined>, z.ZodType<Record<string, string>>, A>; post: Declared<'POST', P, z.ZodType<Record<string, string>>, typeof paramsBody.schema, z.ZodType<Record<string, string>>, A> } {
+  const get = {
     method: 'GET',
     path,
     auth,
@@ -65,8 +66,8 @@ function readWrite<S extends z.ZodType>(
     response,
     cacheControl: 'no-store',
     handler: (ctx) => run(ctx.query as z.output<S>, ctx),
-  } as RouteDef<any, any, any>);
-  hub.route({
+  } as RouteDef<any, any, any>;
+  const post = {
     method: 'POST',
     path,
     auth,
@@ -75,22 +76,26 @@ function readWrite<S extends z.ZodType>(
     response,
     cacheControl: 'no-store',
     handler: (ctx) => run(validate(schema, { ...(ctx.query as object), ...(ctx.body ?? {}) }, 'query') as z.output<S>, ctx),
-  } as RouteDef<any, any, any>);
+  } as RouteDef<any, any, any>;
+  return { get, post } as never;
 }
 
-export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void {
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type RewardRoutes = ReturnType<typeof registerRewardRoutes>;
+
+export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions) {
   const { service, outbox, signatures } = opts;
   hub.topic({ name: REWARD_TOPIC, policy: 'drop' });
 
   hub.page('/', '/reward.html', {
     title: '보상 플랜 · Reward plan',
-    description: 'Principles, the three-way split, coverage rate and live figures of the reward plan.',
+    description: '보상 플랜의 헌장, 3배 창출 분배, 만기 충당률과 실시간 수치.',
   });
 
   // ---- the document's ten routes ------------------------------------------------------------
-  hub.route({ method: 'GET', path: '/stats', response: R.stats, cacheControl: 'no-cache', handler: () => service.stats() });
-  hub.route({ method: 'GET', path: '/maturity', response: R.maturity, cacheControl: 'no-cache', handler: () => service.maturity() });
-  hub.route({
+  const getStats = route({ method: 'GET', path: '/stats', response: R.stats, cacheControl: 'no-cache', handler: () => service.stats() });
+  const getMaturity = route({ method: 'GET', path: '/maturity', response: R.maturity, cacheControl: 'no-cache', handler: () => service.maturity() });
+  const getMember = route({
     method: 'GET',
     path: '/member',
     query: memberQuery,
@@ -100,21 +105,23 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
   });
 
   // a credit retried with the same Idempotency-Key (after a 503 or a lost answer) is made once
-  readWrite(hub, '/work', workQuery, R.work, (q, ctx) => {
+  const work = readWrite('/work', workQuery, R.work, (q, ctx) => {
     let verify: WorkVerifier | undefined;
     if (signatures) {
       verify = async (publicKey, member) => {
         await signatures.check({ publicKey, id: member.id, kc: q.kc, v: q.v, ts: q.ts ?? null, sig: q.sig ?? null });
       };
     }
-    const finish = ctx.idempotency?.finish;
-    const answer = finish && ((result: Json) => finish(200, result));
-    return service.work({ id: q.id, kc: q.kc, v: q.v, verify, ...(answer ? { answer } : {}) }).then((r) => {
+    const run = ctx.idempotency;
+    const answer = run && ((result: Json) => run.finish(200, result));
+    // a retry of the key names the same credit: the member makes it once (service.ts)
+    const creditId = run && `cr_${createHash('sha256').update(run.ticket.storeKey).digest('base64url').slice(0, 16)}`;
+    return service.work({ id: q.id, kc: q.kc, v: q.v, verify, ...(answer ? { answer, creditId } : {}) }).then((r) => {
       outbox.kick();
       return r;
     });
   }, undefined, { key: 'optional' });
-  readWrite(hub, '/exchange', exchangeQuery, R.exchange, (q) => {
+  const exchange = readWrite('/exchange', exchangeQuery, R.exchange, (q) => {
     // with REWARD_SIGNING=required an exchange is signed by the member, as work is
     const verify: WorkVerifier | undefined = signatures
       ? async (publicKey, member) => {
@@ -124,20 +131,22 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     return service.exchange({ id: q.id, amt: q.amt, verify });
   });
   // creating a cultural zone is an operator's act (GET as the document says, with the operator's token)
-  readWrite(hub, '/culture', cultureQuery, R.culture, (q) => service.culture(q), OPERATOR);
+  const culture = readWrite('/culture', cultureQuery, R.culture, (q) => service.culture(q), OPERATOR);
 
-  hub.route({ method: 'GET', path: '/declare', response: R.declare, handler: () => service.declare() });
-  hub.route({ method: 'GET', path: '/spec', response: R.spec, handler: () => service.spec() });
-  hub.route({
+  const getDeclare = route({ method: 'GET', path: '/declare', response: R.declare, summary: 'charter text of the nine principles', handler: () => service.declare() });
+  // the routes /spec lists are read from their declarations (src/reward/guide.ts routeLines)
+  const getSpec = route({ method: 'GET', path: '/spec', response: R.spec, summary: 'this document', handler: (): ReturnType<RewardService['spec']> => service.spec(documentRoutes()) });
+  const getReadme = route({
     method: 'GET',
     path: '/readme',
+    summary: 'markdown guide',
     handler: () => Reply.text(service.readme(), 'text/markdown; charset=utf-8'),
   });
 
   // ---- routes the document leaves open (docs/api.md) ----------------------------------------
-  hub.route({
+  const postMembers = route({
     method: 'POST',
-    path: '/api/reward/members',
+    path: '/members',
     auth: OPERATOR,
     body: {
       schema: z.object({ name: z.string(), zone: z.string(), public_key: z.string().optional() }),
@@ -145,23 +154,23 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     response: { 201: R.createdMember },
     handler: async (ctx) => Reply.json(await service.createMember(ctx.body), 201),
   });
-  hub.route({
+  const getZones = route({
     method: 'GET',
-    path: '/api/reward/zones',
+    path: '/zones',
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional(), offset: qInt({ min: 0 }).optional() }),
     response: R.zones,
     handler: (ctx) => service.listZones(ctx.query),
   });
-  hub.route({
+  const getZonesById = route({
     method: 'GET',
-    path: '/api/reward/zones/:id',
+    path: '/zones/:id',
     params: z.object({ id: z.string().min(1).max(200) }),
     response: R.zone,
     handler: (ctx) => service.zone(ctx.params.id),
   });
-  hub.route({
+  const getLedger = route({
     method: 'GET',
-    path: '/api/reward/ledger',
+    path: '/ledger',
     // one member's ledger and totals are open (as /member is); the whole ledger is the operator's
     auth: { optional: true },
     query: listQuery.extend({ member: memberId.optional() }),
@@ -174,31 +183,31 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
       return service.rewardLedger(ctx.query);
     },
   });
-  hub.route({
+  const getEcosystem = route({
     method: 'GET',
-    path: '/api/reward/ecosystem',
+    path: '/ecosystem',
     query: listQuery,
     response: R.ecosystem,
     handler: (ctx) => service.ecosystemLedger(ctx.query),
   });
-  hub.route({
+  const getEcosystemSync = route({
     method: 'GET',
-    path: '/api/reward/ecosystem/sync',
+    path: '/ecosystem/sync',
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional() }),
     response: R.sync,
     handler: (ctx) => service.syncPayload(ctx.query),
   });
-  hub.route({ method: 'GET', path: '/api/reward/reserve', response: R.reserve, cacheControl: 'no-cache', handler: () => service.reservePool() });
-  hub.route({
+  const getReserve = route({ method: 'GET', path: '/reserve', response: R.reserve, cacheControl: 'no-cache', handler: () => service.reservePool() });
+  const getSessions = route({
     method: 'GET',
-    path: '/api/reward/sessions',
+    path: '/sessions',
     query: z.object({ id: memberId, months: qInt({ min: 1, max: 150 }).optional() }),
     response: R.sessions,
     handler: (ctx) => service.workSessions(ctx.query.id, { months: ctx.query.months }),
   });
-  hub.route({
+  const getSimulation = route({
     method: 'GET',
-    path: '/api/reward/simulation',
+    path: '/simulation',
     query: z
       .object({
         members: qInt({ min: 1, max: 1_000_000 }).optional(),
@@ -214,12 +223,43 @@ export function registerRewardRoutes(hub: Hub, opts: RewardRoutesOptions): void 
     response: R.simulation,
     handler: (ctx) => service.coverageSimulation(ctx.query),
   });
-  hub.route({
+  const getOutbox = route({
     method: 'GET',
-    path: '/api/reward/outbox',
+    path: '/outbox',
     auth: OPERATOR,
     response: R.outbox,
     cacheControl: 'no-store',
     handler: async () => ({ stats: await outbox.stats(), pending: await outbox.pending() }),
   });
+  // the document's routes, at the root as document 3 names them (the three that change state on GET
+  // answer POST too)
+  const documentRoutes = (): RouteLine[] => routeLines([getStats, getMaturity, getMember, work.get, exchange.get, culture.get, getDeclare, getSpec, getReadme]);
+  return {
+    ...hub.mount('', {
+      getStats,
+      getMaturity,
+      getMember,
+      getWork: work.get,
+      postWork: work.post,
+      getExchange: exchange.get,
+      postExchange: exchange.post,
+      getCulture: culture.get,
+      postCulture: culture.post,
+      getDeclare,
+      getSpec,
+      getReadme,
+    }),
+    ...hub.mount('/api/reward', {
+      postMembers,
+      getZones,
+      getZonesById,
+      getLedger,
+      getEcosystem,
+      getEcosystemSync,
+      getReserve,
+      getSessions,
+      getSimulation,
+      getOutbox,
+    }),
+  };
 }

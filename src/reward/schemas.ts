@@ -57,6 +57,8 @@ const outboxRecord = z.object({
   lastAttemptAt: z.number().optional(),
   lastError: z.string().optional(),
   lastDelayMs: z.number().optional(),
+  /** The partition the item lives in (absent: written before the partitions, not yet moved). */
+  partition: int.optional(),
   inFlight: z.boolean(),
 });
 

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
+import { IDEMPOTENCY_TTL_MS } from '../idempotency.js';
 import { notFound } from '../errors.js';
-import type { Json, Store, Write } from '../store/port.js';
+import { mergedIndexCount, mergedIndexRange, type Json, type Store, type Write } from '../store/port.js';
 import { readRuEarned, upgradeLayout } from './aggregates.js';
 import { principles, type Principle } from './charter.js';
 import { decodeList } from '../store/codec.js';
 import { memberCodec, memberMetaCodec, zoneCodec } from './codecs.js';
-import { buildReadme, buildSpec } from './guide.js';
+import { buildReadme, buildSpec, type RouteLine } from './guide.js';
 import { createMemberSchema, cultureSchema, exchangeSchema, parseInput, workSchema } from './inputs.js';
 import { K } from './keys.js';
 import {
@@ -20,7 +21,22 @@ import {
   readRewardLedger,
   type ListOptions,
 } from './ledgers.js';
-import { creditDraws, creditKeys, creditWire, exchangeDraws, exchangeKeys, planCredit, planExchange, refuseOutsidePlan } from './movements.js';
+import {
+  AlreadyApplied,
+  creditKeys,
+  creditWire,
+  exchangeKeys,
+  ledgerDraws,
+  ledgerKeys,
+  planCredit,
+  planExchange,
+  planLedger,
+  planSettled,
+  refuseOutsidePlan,
+  type Applied,
+  type CreditOutcome,
+  type Movement,
+} from './movements.js';
 import {
   DEFAULT_SPLIT,
   PLAN_DAYS,
@@ -38,7 +54,7 @@ import {
   type Split,
 } from './plan.js';
 import { iso, memberWire, zoneWire } from './records.js';
-import { IdTaken, memberKeys, planMember, planZone, zoneKeys } from './registry.js';
+import { IdTaken, joinKeys, memberKeys, planJoin, planJoined, planMember, planZone, zoneKeys, type Joining } from './registry.js';
 import { readWorkSessions } from './sessions.js';
 import { coverageSimulation, type SimulationParams } from './simulation.js';
 import { zoneId } from './zone-id.js';
@@ -71,10 +87,16 @@ export interface WorkInput {
   v: number;
   verify?: WorkVerifier;
   /**
-   * Writes that record the caller's answer in the credit's own atomic update (the hub's
-   * idempotency): the credit and its answer land together, so a retried request replays it.
+   * Writes that record the caller's answer (the hub's idempotency), applied once the credit is in
+   * the ledgers, in their own update.
    */
   answer?: (result: Json) => Write[];
+  /**
+   * The credit's id when the caller retries requests (derived from its idempotency key): a credit
+   * of this id already made by the member (a day back at most) is not made again; its answer is
+   * given again, the same seq included.
+   */
+  creditId?: string;
 }
 
 const RANDOM_ID_CHARS = 10;
@@ -112,8 +134,9 @@ export class RewardService {
     await this.upgrade();
     const now = this.clock.now();
     const [members, cultures, ruEarned] = await Promise.all([
-      this.store.indexCount(K.members),
-      this.store.indexCount(K.zones),
+      // a member is listed once, in its partition's list (or, created before, in the global one)
+      Promise.all(K.allMembers.map((k) => this.store.indexCount(k))).then((n) => n.reduce((a, b) => a + b, 0)),
+      mergedIndexCount(this.store, K.allZones),
       readRuEarned(this.store),
     ]);
     return {
@@ -144,10 +167,10 @@ export class RewardService {
   /** /member: id, name, grade, grade_name, kc, ru, cu (+ excess, score, zone, created_at). */
   async member(id: string) {
     id = checkId(id);
-    const [m, meta] = await this.store.getMany([K.member(id), K.memberMeta(id)]);
+    const [m] = await this.store.getMany([K.member(id)]);
     const rec = memberCodec.decode(m);
     if (!rec) throw notFound('member_not_found', `no member ${id}`);
-    const mm = memberMetaCodec.decode(meta);
+    const mm = await this.memberMeta(id);
     return {
       ...memberWire(rec),
       zone: mm?.zone ?? null,
@@ -166,8 +189,8 @@ export class RewardService {
     const limit = clampLimit(opts.limit);
     const offset = Number.isInteger(opts.offset) && (opts.offset as number) > 0 ? (opts.offset as number) : 0;
     const [total, ids] = await Promise.all([
-      this.store.indexCount(K.zones),
-      this.store.indexRange(K.zones, { limit, offset }),
+      mergedIndexCount(this.store, K.allZones),
+      mergedIndexRange(this.store, K.allZones, { limit, offset }),
     ]);
     const zones = decodeList(zoneCodec, await this.store.getMany(ids.map((e) => K.zone(e.member))));
     return {
@@ -229,8 +252,9 @@ export class RewardService {
   }
 
   /** /spec: the service as machine-readable JSON. */
-  spec() {
-    return buildSpec(this.declare().principles, { ...this.split });
+  /** `routes`: the routes the spec lists, read from their declarations (routes.ts). */
+  spec(routes?: RouteLine[]) {
+    return buildSpec(this.declare().principles, { ...this.split }, routes);
   }
 
   /** /readme: markdown guide. */
@@ -250,7 +274,7 @@ export class RewardService {
     const id = zoneId(country, lang, name);
     const now = this.clock.now();
     const { zone, created } = await this.store.update(zoneKeys(id), (cur) => planZone({ country, lang, name, now }, cur));
-    const total_cultures = await this.store.indexCount(K.zones);
+    const total_cultures = await mergedIndexCount(this.store, K.allZones);
     const result = {
       ok: true as const,
       country: zone.country,
@@ -265,18 +289,21 @@ export class RewardService {
   }
 
   /**
-   * Creates a member in a zone (not in the document). The zone's member count and the membership
-   * are written in one update, so a full zone (6561) refuses with 409 zone_full and nothing changes.
+   * Creates a member in a zone (not in the document). The zone's update counts it (so a full zone,
+   * 6561, refuses with 409 zone_full and nothing changes, however many creates race), then the
+   * member is written in its own update (registry.ts): the answer is given once both are done.
    */
   async createMember(input: { name: string; zone: string; public_key?: string | undefined }) {
     const { name, zone, public_key } = parseInput(createMemberSchema, input);
     const now = this.clock.now();
+    await this.upgrade();
     for (let attempt = 0; ; attempt++) {
       const id = randomId('m_');
       try {
-        const m = await this.store.update(memberKeys(zone, id), (cur) =>
-          planMember({ id, name, zone, publicKey: public_key ?? null, now }, cur),
-        );
+        if ((await this.store.get(K.member(id))) !== undefined) throw new IdTaken();
+        const joining: Joining = { id, name, zone, public_key: public_key ?? null, created_at: now };
+        const m = await this.store.update(joinKeys(zone, id), (cur) => planJoin(joining, cur));
+        await this.join(joining);
         const out = {
           ...memberWire(m.rec),
           zone,
@@ -293,6 +320,55 @@ export class RewardService {
     }
   }
 
+  /** A member counted by its zone: created (once), then its joining record removed. */
+  private async join(j: Joining): Promise<void> {
+    await this.store.update(memberKeys(j.id), (cur) => planMember(j, cur));
+    await this.store.update([], () => planJoined(j.zone, j.id));
+  }
+
+  /** A member's facts, from its own key or from the one of before the partitions. */
+  private async memberMeta(id: string) {
+    const [own, old] = await this.store.getMany([K.memberMeta(id), K.old.memberMeta(id)]);
+    return memberMetaCodec.decode(own ?? old);
+  }
+
+  /**
+   * Carries a movement the member's update left pending into the ledgers (once: its `applied`
+   * marker), then removes it from the member; returns the numbers it got there.
+   */
+  private async carry(movement: Movement): Promise<Applied> {
+    let applied: Applied;
+    try {
+      const { drawn } = await this.store.update(ledgerKeys(movement), (cur) => planLedger(movement, cur), { draw: ledgerDraws(movement) });
+      applied = movement.kind === 'credit' ? { seq: drawn[0]!, eco: drawn[1]! } : { seq: drawn[0]! };
+    } catch (err) {
+      if (!(err instanceof AlreadyApplied)) throw err;
+      applied = err.applied;
+    }
+    await this.store.update([], () => planSettled(movement.member, movement.id));
+    return applied;
+  }
+
+  /**
+   * Finishes what a process stopped between two updates left: members counted by their zone and
+   * not created, movements of members not yet in the ledgers. Each step is once only, so a
+   * movement or a member another process is finishing at the same time is not done twice.
+   */
+  private async finishLeftovers(): Promise<void> {
+    for (const e of await mergedIndexRange(this.store, K.allJoining)) {
+      const [zone, id] = e.member.split('/') as [string, string];
+      const j = (await this.store.get(K.joining(zone, id))) as Joining | undefined;
+      if (j) await this.join(j);
+      else await this.store.update([], () => planJoined(zone, id));
+    }
+    for (const e of await mergedIndexRange(this.store, K.allPending)) {
+      const [member, id] = e.member.split('/') as [string, string];
+      const m = (await this.store.get(K.pending(member, id))) as Movement | undefined;
+      if (m) await this.carry(m);
+      else await this.store.update([], () => planSettled(member, id));
+    }
+  }
+
   /**
    * /work: credits kc units assessed at v percent. Refusals (nothing written): 400 invalid_kc /
    * invalid_v, 409 plan_not_started / plan_ended, 404 member_not_found, whatever `verify` throws,
@@ -303,7 +379,7 @@ export class RewardService {
     const { id, kc, v } = parseInput(workSchema, { id: input.id, kc: input.kc, v: input.v });
     const now = this.clock.now();
     refuseOutsidePlan(now);
-    const meta = memberMetaCodec.decode(await this.store.get(K.memberMeta(id)));
+    const meta = await this.memberMeta(id);
     if (!meta) throw notFound('member_not_found', `no member ${id}`);
     if (input.verify) await input.verify(meta.public_key ?? undefined, { id });
     await this.upgrade();
@@ -311,15 +387,26 @@ export class RewardService {
     const today = kstDate(now);
     const month = kstMonth(now);
     const stage = stageFor(now);
-    const creditId = randomId('cr_', 16);
+    const creditId = input.creditId ?? randomId('cr_', 16);
+    const once = input.creditId === undefined ? [] : [K.credited(id, creditId)];
 
-    const { result: r, drawn: [seq] } = await this.store.update(
-      creditKeys(id, month),
-      (cur) => planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur, input.answer),
-      { draw: creditDraws() },
-    );
+    // the month's session of the layout before the partitions, counted until the member has its own
+    const earlier = await this.store.get(K.old.session(id, month));
+    const r = await this.store.update([...creditKeys(id, month), ...once], (cur) => {
+      const made = cur[2];
+      if (made !== undefined) return { writes: [], result: made as unknown as CreditOutcome };
+      const plan = planCredit({ id, kc, v, now, today, month, stage, split: this.split, creditId }, cur.slice(0, 2), earlier);
+      const marks: Write[] = once.map((key) => ({ op: 'set', key, value: plan.result as unknown as Json, ttlMs: IDEMPOTENCY_TTL_MS }));
+      return { writes: [...plan.writes, ...marks], result: plan.result };
+    });
+    const { seq } = await this.carry(r.movement);
 
-    const { result, event } = creditWire(id, creditId, stage, r, seq!);
+    const { result, event } = creditWire(id, creditId, stage, r, seq);
+    // the caller's answer (the hub's idempotency), recorded once the credit is in the ledgers
+    if (input.answer) {
+      const answer = input.answer;
+      await this.store.update([], () => ({ writes: answer(result), result: undefined }));
+    }
     await this.emit(event);
     return result;
   }
@@ -332,7 +419,7 @@ export class RewardService {
   async exchange(input: { id: string; amt: number | string; verify?: WorkVerifier }) {
     const { id, amt } = parseInput(exchangeSchema, { id: input.id, amt: input.amt });
     if (input.verify) {
-      const meta = memberMetaCodec.decode(await this.store.get(K.memberMeta(id)));
+      const meta = await this.memberMeta(id);
       if (!meta) throw notFound('member_not_found', `no member ${id}`);
       await input.verify(meta.public_key ?? undefined, { id });
     }
@@ -340,11 +427,8 @@ export class RewardService {
     const now = this.clock.now();
     const stage = stageFor(now);
     const exchangeId = randomId('ex_', 16);
-    const { result: r, drawn: [seq] } = await this.store.update(
-      exchangeKeys(id),
-      (cur) => planExchange({ id, amt, now, stage, exchangeId }, cur),
-      { draw: exchangeDraws() },
-    );
+    const r = await this.store.update(exchangeKeys(id), (cur) => planExchange({ id, amt, now, stage, exchangeId }, cur));
+    const { seq } = await this.carry(r.movement);
     const result = {
       id,
       ru_burned: toWire(amt),
@@ -356,7 +440,7 @@ export class RewardService {
       ru: toWire(r.member.ru),
       cu: toWire(r.member.cu),
       exchange_id: exchangeId,
-      seq: seq!,
+      seq,
     };
     await this.emit({
       type: 'exchange',
@@ -374,7 +458,7 @@ export class RewardService {
 
   /** Moves a store written with the earlier layout to the counters, once per service (aggregates.ts). */
   private upgrade(): Promise<unknown> {
-    this.upgraded ??= upgradeLayout(this.store).catch((err: unknown) => {
+    this.upgraded ??= upgradeLayout(this.store).then(() => this.finishLeftovers()).catch((err: unknown) => {
       this.upgraded = undefined; // tried again by the next call
       throw err;
     });

@@ -1,5 +1,5 @@
 import { notFound } from '../errors.js';
-import type { Store } from '../store/port.js';
+import { mergedIndexRange, type Store } from '../store/port.js';
 import { decodeList } from '../store/codec.js';
 import { sessionCodec } from './codecs.js';
 import { K } from './keys.js';
@@ -12,9 +12,16 @@ export async function readWorkSessions(store: Store, now: number, memberId: stri
   if (!(await store.get(K.member(memberId)))) throw notFound('member_not_found', `no member ${memberId}`);
   const today = kstDate(now);
   const month = kstMonth(now);
-  const idx = await store.indexRange(K.sessionMonths(memberId), { reverse: true, limit: clampLimit(opts.months, 24, 200) });
-  const recs = decodeList(sessionCodec, await store.getMany(idx.map((e) => K.session(memberId, e.member))));
-  const current = sessionCodec.decode(await store.get(K.session(memberId, month)));
+  // the member's months and sessions, and those of the layout before the partitions (no longer written)
+  const idx = await mergedIndexRange(store, [K.sessionMonths(memberId), K.old.sessionMonths(memberId)], {
+    reverse: true,
+    limit: clampLimit(opts.months, 24, 200),
+  });
+  const own = await store.getMany(idx.map((e) => K.session(memberId, e.member)));
+  const old = await store.getMany(idx.map((e) => K.old.session(memberId, e.member)));
+  const recs = decodeList(sessionCodec, own.map((v, i) => v ?? old[i]));
+  const [cur, before] = await store.getMany([K.session(memberId, month), K.old.session(memberId, month)]);
+  const current = sessionCodec.decode(cur ?? before);
   const unitsToday = current?.days[today] ?? 0;
   const unitsMonth = current?.units ?? 0;
   return {

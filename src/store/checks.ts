@@ -62,7 +62,8 @@ export type PreparedWrite<S extends Text = string, N extends number | Piece[] = 
   | { op: 'push'; key: S; json: S; cap: number }
   | { op: 'index'; key: S; member: S; score: N }
   | { op: 'unindex'; key: S; member: S }
-  | { op: 'incr'; key: S; by: number };
+  | { op: 'incr'; key: S; by: number }
+  | { op: 'publish'; key: string; message: string };
 
 export type DrawingWrite = PreparedWrite<Text, number | Piece[]>;
 
@@ -94,6 +95,9 @@ export function prepareWrite(w: Write, draws?: number): DrawingWrite {
       return { op: 'unindex', key: text(checkKey(w.key)), member: text(checkKey(w.member, 'member')) };
     case 'incr':
       return { op: 'incr', key: text(checkKey(w.key)), by: checkInt(w.by, 'by') };
+    case 'publish':
+      if (typeof w.message !== 'string') throw new TypeError('message must be a string');
+      return { op: 'publish', key: checkKey(w.key, 'channel'), message: w.message };
     default:
       throw new TypeError(`unknown write op ${JSON.stringify((w as { op?: unknown }).op)}`);
   }
@@ -215,5 +219,14 @@ export function fillWrite(w: DrawingWrite, drawn: number[]): PreparedWrite {
     case 'del':
     case 'incr':
       return { ...w, key: fill(w.key, drawn) };
+    case 'publish':
+      return w;
   }
+}
+
+/** The keys (and channels) an update touches, for the partition check: written keys as given (placeholders in place). */
+export function touchedKeys(read: string[], draw: string[] | undefined, writes: Write[]): string[] {
+  const out = [...read, ...(draw ?? [])];
+  for (const w of writes) out.push(w.key);
+  return out;
 }

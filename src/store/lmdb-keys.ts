@@ -98,17 +98,83 @@ export function sized(key: Buffer): Buffer {
   return key;
 }
 
-const tagged = (tag: number, ...parts: Buffer[]): Buffer =>
-  sized(Buffer.concat([Buffer.from([tag]), ...parts]));
+// ---- single-pass key building ----
+//
+// A key is built in one buffer: the tag, then each escaped string written in place (a string without
+// a 0x00 or 0x01 character, the usual case, is its UTF-8 as is), the terminators and the 8-byte
+// numbers between them. No intermediate buffers: this runs several times per write of every update.
 
-export const valueKey = (key: string) => tagged(TAG_VALUE, esc(key));
-export const expiryKey = (at: number, key: string) => tagged(TAG_EXPIRY, u64(at), esc(key));
-export const listMetaKey = (key: string) => tagged(TAG_LIST_META, esc(key));
-export const listPrefix = (key: string) => tagged(TAG_LIST, esc(key), TERMINATOR);
-export const indexPrefix = (key: string) => tagged(TAG_INDEX, esc(key), TERMINATOR);
-export const scoreKey = (key: string, member: string) =>
-  tagged(TAG_SCORE, esc(key), TERMINATOR, esc(member));
-export const countKey = (key: string) => tagged(TAG_COUNT, esc(key));
+const NEEDS_ESC = /[\u0000\u0001]/;
+
+/** Bytes that `esc(s)` takes at most (3 per UTF-16 unit; an escaped 0x00 or 0x01 takes 2). */
+const room = (s: string) => 3 * s.length;
+
+/** Writes esc(s) into `b` at `at`; the position after it. */
+function putEsc(b: Buffer, at: number, s: string): number {
+  if (!NEEDS_ESC.test(s)) return at + b.write(s, at);
+  const e = esc(s);
+  e.copy(b, at);
+  return at + e.length;
+}
+
+/** Writes f64(score) into `b` at `at`. */
+function putF64(b: Buffer, at: number, score: number): number {
+  b.writeDoubleBE(score === 0 ? 0 : score, at);
+  if (b[at]! & 0x80) {
+    for (let i = at; i < at + 8; i++) b[i] = ~b[i]! & 0xff;
+  } else {
+    b[at] = b[at]! | 0x80;
+  }
+  return at + 8;
+}
+
+/** tag esc(key) */
+function tagKey(tag: number, key: string): Buffer {
+  const b = Buffer.allocUnsafe(1 + room(key));
+  b[0] = tag;
+  return sized(b.subarray(0, putEsc(b, 1, key)));
+}
+
+/** tag esc(key) 00 */
+function tagPrefix(tag: number, key: string): Buffer {
+  const b = Buffer.allocUnsafe(2 + room(key));
+  b[0] = tag;
+  const n = putEsc(b, 1, key);
+  b[n] = 0;
+  return sized(b.subarray(0, n + 1));
+}
+
+export const valueKey = (key: string) => tagKey(TAG_VALUE, key);
+export const expiryKey = (at: number, key: string) => {
+  const b = Buffer.allocUnsafe(9 + room(key));
+  b[0] = TAG_EXPIRY;
+  b.writeUInt32BE(Math.floor(at / 0x1_0000_0000), 1);
+  b.writeUInt32BE(at >>> 0, 5);
+  return sized(b.subarray(0, putEsc(b, 9, key)));
+};
+export const listMetaKey = (key: string) => tagKey(TAG_LIST_META, key);
+export const listPrefix = (key: string) => tagPrefix(TAG_LIST, key);
+export const indexPrefix = (key: string) => tagPrefix(TAG_INDEX, key);
+export const scoreKey = (key: string, member: string) => {
+  const b = Buffer.allocUnsafe(2 + room(key) + room(member));
+  b[0] = TAG_SCORE;
+  const n = putEsc(b, 1, key);
+  b[n] = 0;
+  return sized(b.subarray(0, putEsc(b, n + 1, member)));
+};
+export const countKey = (key: string) => tagKey(TAG_COUNT, key);
+
+/** 'z' esc(key) 00 f64(score) esc(member): an index entry (indexPrefix(key), f64(score), esc(member)). */
+export const indexEntryKey = (key: string, score: number, member: string) => {
+  const b = Buffer.allocUnsafe(10 + room(key) + room(member));
+  b[0] = TAG_INDEX;
+  const n = putEsc(b, 1, key);
+  b[n] = 0;
+  return sized(b.subarray(0, putEsc(b, putF64(b, n + 1, score), member)));
+};
+
+/** The value of an index entry (empty: the key says it all), one buffer for every entry. */
+export const EMPTY = Buffer.alloc(0);
 
 /** The smallest key above every key that starts with `prefix` (whose last byte is 0x00). */
 export function prefixEnd(prefix: Buffer): Buffer {

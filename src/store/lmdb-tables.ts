@@ -2,11 +2,10 @@ import type { RootDatabase } from 'lmdb';
 import type { Json } from './port.js';
 import type { PreparedWrite as Prepared } from './checks.js';
 import {
+  EMPTY,
   countKey,
-  esc,
   expiryKey,
-  f64,
-  indexPrefix,
+  indexEntryKey,
   listMetaKey,
   listPrefix,
   prefixEnd,
@@ -27,6 +26,9 @@ export interface Envelope {
   value: Json;
   expiresAt: number | undefined;
 }
+
+/** The value of every index entry: empty, one buffer for all (lmdb-js takes bytes as they are). */
+const ENTRY = EMPTY as unknown as string;
 
 export const isLive = (env: Envelope | undefined, now: number): env is Envelope =>
   env !== undefined && (env.expiresAt === undefined || env.expiresAt > now);
@@ -54,8 +56,34 @@ export class LmdbTables {
   }
 
   readCount(key: string): number {
+    const held = this.counts?.get(key);
+    if (held !== undefined) return held;
     const raw = this.db.get(countKey(key));
     return raw === undefined ? 0 : Number(raw);
+  }
+
+  /**
+   * The index counts an update changes, held while its writes are applied and written once at the
+   * end (applyAll): a batch that adds 512 entries to one index reads and writes its count once.
+   */
+  private counts: Map<string, number> | undefined;
+
+  private setCount(key: string, n: number): void {
+    if (this.counts) this.counts.set(key, n);
+    else if (n > 0) void this.db.put(countKey(key), String(n));
+    else void this.db.remove(countKey(key));
+  }
+
+  /** Applies an update's writes in order (inside its transaction), with its index counts written once. */
+  applyAll(writes: Iterable<Prepared>, now: number): void {
+    const counts = (this.counts = new Map());
+    try {
+      for (const w of writes) this.apply(w, now);
+    } finally {
+      this.counts = undefined;
+    }
+    // reached only when every write applied: a throw aborts the transaction, counts and all
+    for (const [key, n] of counts) this.setCount(key, n);
   }
 
   // ---- writes (only inside a transaction) ----
@@ -97,12 +125,11 @@ export class LmdbTables {
     }
     if (members.length > 0) {
       existed = true;
-      const zPrefix = indexPrefix(key);
       for (const { member, score } of members) {
-        void db.remove(Buffer.concat([zPrefix, f64(score), esc(member)]));
+        void db.remove(indexEntryKey(key, score, member));
         void db.remove(scoreKey(key, member));
       }
-      void db.remove(countKey(key));
+      this.setCount(key, 0);
     }
     return existed;
   }
@@ -120,32 +147,39 @@ export class LmdbTables {
     return tail - head;
   }
 
+  /** Puts unless the key is there; whether it put (lmdb-js answers so inside a transaction; its types say void). */
+  private putIfAbsent(key: Buffer, value: string): boolean {
+    const wrote = this.db.putSync(key, value, { noOverwrite: true }) as unknown;
+    if (typeof wrote !== 'boolean') throw new Error('lmdb: a put without overwrite did not say whether it wrote');
+    return wrote;
+  }
+
+  /**
+   * A new member (the usual case) costs two puts: its score record is put only if absent, which also
+   * tells whether the member was there; a member already there is read and moved if its score changed.
+   */
   applyIndex(key: string, member: string, score: number): void {
     const sk = scoreKey(key, member);
-    const zPrefix = indexPrefix(key);
-    const memberBytes = esc(member);
-    const entry = sized(Buffer.concat([zPrefix, f64(score), memberBytes]));
-    const old = this.db.get(sk);
-    if (old !== undefined) {
-      const oldScore = Number(old);
-      if (oldScore === score) return;
-      void this.db.remove(Buffer.concat([zPrefix, f64(oldScore), memberBytes]));
-    } else {
-      void this.db.put(countKey(key), String(this.readCount(key) + 1));
+    const text = String(score);
+    if (this.putIfAbsent(sk, text)) {
+      void this.db.put(indexEntryKey(key, score, member), ENTRY);
+      this.setCount(key, this.readCount(key) + 1);
+      return;
     }
-    void this.db.put(entry, '');
-    void this.db.put(sk, String(score));
+    const oldScore = Number(this.db.get(sk));
+    if (oldScore === score) return;
+    void this.db.remove(indexEntryKey(key, oldScore, member));
+    void this.db.put(indexEntryKey(key, score, member), ENTRY);
+    void this.db.put(sk, text);
   }
 
   applyUnindex(key: string, member: string): boolean {
     const sk = scoreKey(key, member);
     const old = this.db.get(sk);
     if (old === undefined) return false;
-    void this.db.remove(Buffer.concat([indexPrefix(key), f64(Number(old)), esc(member)]));
+    void this.db.remove(indexEntryKey(key, Number(old), member));
     void this.db.remove(sk);
-    const count = this.readCount(key) - 1;
-    if (count > 0) void this.db.put(countKey(key), String(count));
-    else void this.db.remove(countKey(key));
+    this.setCount(key, this.readCount(key) - 1);
     return true;
   }
 
@@ -177,6 +211,9 @@ export class LmdbTables {
         return;
       case 'incr':
         this.applyIncr(w.key, w.by, now);
+        return;
+      case 'publish':
+        // published by the adapter once the commit is on disk
         return;
     }
   }

@@ -11,8 +11,11 @@ import {
   checkPlan,
   encodeJson,
   fillWrite,
+  type PreparedWrite,
   prepareWrite as prepare,
+  touchedKeys,
 } from './checks.js';
+import { checkUpdateKeys, partitionCheckFromEnv } from './partition.js';
 import { LocalPubSub } from './local-pubsub.js';
 import { LmdbTables } from './lmdb-tables.js';
 import {
@@ -43,13 +46,23 @@ export interface LmdbStoreOptions {
   path: string;
   /** Period of the sweep that deletes expired keys; default 60 s. */
   sweepIntervalMs?: number;
+  /**
+   * Refuse an update that spans aggregates (PartitionError), as a Redis Cluster would refuse one that
+   * spans partitions (partition.ts); default STORE_PARTITION_CHECK=1 in the environment.
+   */
+  partitionCheck?: boolean;
 }
 
 const SWEEP_BATCH = 500;
 
 export async function openLmdbStore(opts: LmdbStoreOptions): Promise<LmdbStore> {
   mkdirSync(opts.path, { recursive: true });
-  return new LmdbStore(open<string, Buffer>({ path: opts.path, keyEncoding: 'binary', encoding: 'string' }), opts.sweepIntervalMs ?? 60_000, opts.path);
+  return new LmdbStore(
+    open<string, Buffer>({ path: opts.path, keyEncoding: 'binary', encoding: 'string' }),
+    opts.sweepIntervalMs ?? 60_000,
+    opts.path,
+    opts.partitionCheck ?? partitionCheckFromEnv(),
+  );
 }
 
 export class LmdbStore implements Store {
@@ -65,6 +78,7 @@ export class LmdbStore implements Store {
     private readonly db: RootDatabase<string, Buffer>,
     sweepIntervalMs: number,
     private readonly path = '',
+    private readonly partitionCheck = false,
   ) {
     this.t = new LmdbTables(db);
     this.sweepTimer = setInterval(() => {
@@ -198,19 +212,23 @@ export class LmdbStore implements Store {
   async update<R>(keys: string[], fn: UpdateFn<R>, opts?: DrawOptions): Promise<R | Drawing<R>> {
     keys.forEach((k) => checkKey(k));
     const draw = checkDraw(opts);
-    return this.txn((now) => {
+    const published: { key: string; message: string }[] = [];
+    const out = await this.txn((now) => {
       const plan = checkPlan(fn(keys.map((k) => this.t.readValue(k, now))));
+      const drawing = plan.writes.map((w) => (draw === undefined ? prepare(w) : prepare(w, draw.length)));
+      if (this.partitionCheck) checkUpdateKeys(touchedKeys(keys, draw, plan.writes), 'aggregate');
+      for (const w of drawing) if (w.op === 'publish') published.push(w);
       if (draw === undefined) {
-        const prepared = plan.writes.map((w) => prepare(w));
-        for (const w of prepared) this.t.apply(w, now);
+        this.t.applyAll(drawing as PreparedWrite[], now);
         return plan.result;
       }
       // the draws come first, in this transaction: a failing write below takes them back with it
-      const drawing = plan.writes.map((w) => prepare(w, draw.length));
       const drawn = draw.map((k) => this.t.applyIncr(k, 1, now));
-      for (const w of drawing) this.t.apply(fillWrite(w, drawn), now);
+      this.t.applyAll(drawing.map((w) => fillWrite(w, drawn)), now);
       return { result: plan.result, drawn };
     });
+    for (const p of published) this.pubsub.publish(p.key, p.message);
+    return out;
   }
 
   async incr(key: string, by = 1): Promise<number> {

@@ -8,6 +8,12 @@
  * namespace. Values are JSON-serialisable data. Lists are capped and ordered by insertion; indexes
  * are ordered by a numeric score, ties broken by member (byte order). One key can name a value, a
  * list and an index at once, independently; `del` removes all three.
+ *
+ * Every key belongs to an aggregate and lives in one of a fixed number of partitions (partition.ts,
+ * docs/partitions.md): an atomic update stays inside one partition (on a Redis Cluster, always; with
+ * the partition check on, inside one aggregate, on both adapters). Channels are placed by the same
+ * rule: `bus:{#17}` lives in partition 17, `console` in the partition of its name (on a cluster every
+ * channel is a sharded one, its publisher and subscribers on one master).
  */
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -49,7 +55,14 @@ export type Write =
    * in the update: concurrent updates that only count on a key never conflict over it (the Redis
    * adapter retries nothing for it). A value that is not an integer fails the whole update.
    */
-  | { op: 'incr'; key: string; by: number };
+  | { op: 'incr'; key: string; by: number }
+  /**
+   * Publish `message` on the channel `key` once the update's writes land, in the same atomic step
+   * (only an update that commits publishes). A channel is placed by the same rule as a key: on a
+   * cluster it must be in the update's partition (a partition-tagged channel, `bus:{#17}`: see
+   * partition.ts). Placeholders of drawn numbers are not filled in.
+   */
+  | { op: 'publish'; key: string; message: string };
 
 export interface UpdatePlan<R> {
   writes: Write[];
@@ -172,3 +185,8 @@ export interface Store {
   /** Waits for pending writes, then releases connections and files. */
   close(): Promise<void>;
 }
+
+/** The partition rule of the keyspace (partition.ts), for services naming per-partition keys. */
+export { PARTITIONS, PartitionError, aggregateOf, partitionKey, partitionKeyFor, partitionKeys, partitionOf } from './partition.js';
+/** A per-partition index read as one (merged.ts). */
+export { across, mergedIndexCount, mergedIndexRange, mergedIndexScan, newestAcross, summedIndexCount } from './merged.js';

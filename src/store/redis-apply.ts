@@ -28,9 +28,11 @@ import { prepareWrite, type Piece, type Text } from './checks.js';
  *   z score member (1 key)                        ZADD
  *   u member     (1 key)                          ZREM
  *   i by         (1 key)                          INCRBY (the key is not read: no conflict over it)
+ *   P mode msg   (1 key: the channel)             PUBLISH (mode 'g') or SPUBLISH (mode 's'), after the writes before it
  * Returns 0 when a read key changed (nothing written), else an array: 1, then the numbers drawn.
- * Lua does not roll back, so every draw counter and INCRBY target is checked (an integer or absent)
- * before anything is written, and the numbers are known before the draws' INCRBY.
+ * Lua does not roll back, so every draw counter and INCRBY target is checked (an integer or absent,
+ * as stored or as the plan's writes before it leave it) before anything is written, and the numbers
+ * are known before the draws' INCRBY.
  */
 export const APPLY_LUA = `
 local n = tonumber(ARGV[1])
@@ -87,17 +89,30 @@ end
 local first = a
 last = #ARGV
 local k = n + d + 1
+-- an INCRBY target as the writes before it in this plan leave it (a set of a text, a delete)
+local planned = {}
 while a <= last do
   local op = ARGV[a]
   if op == 'i' then
-    local cur = integer(KEYS[k])
-    if type(cur) == 'table' then return cur end
+    local p = planned[KEYS[k]]
+    if p == nil then
+      local cur = integer(KEYS[k])
+      if type(cur) == 'table' then return cur end
+    elseif p ~= false and not string.match(p, '^%-?%d+$') then
+      return redis.error_reply('value at ' .. KEYS[k] .. ' is not an integer')
+    end
+    planned[KEYS[k]] = '0'
     k = k + 1
     a = a + 2
-  elseif op == 's' or op == 'p' or op == 'z' then
+  elseif op == 's' then
+    planned[KEYS[k]] = ARGV[a + 1]
+    k = k + 1
+    a = a + 3
+  elseif op == 'p' or op == 'z' or op == 'P' then
     k = k + 1
     a = a + 3
   elseif op == 'd' then
+    planned[KEYS[k]] = false
     k = k + 3
     a = a + 1
   else
@@ -141,6 +156,14 @@ while a <= last do
     redis.call('INCRBY', KEYS[k], ARGV[a + 1])
     k = k + 1
     a = a + 2
+  elseif op == 'P' then
+    if ARGV[a + 1] == 's' then
+      redis.call('SPUBLISH', KEYS[k], ARGV[a + 2])
+    else
+      redis.call('PUBLISH', KEYS[k], ARGV[a + 2])
+    end
+    k = k + 1
+    a = a + 3
   else
     return redis.error_reply('unknown op ' .. tostring(op))
   end
@@ -155,11 +178,16 @@ declare module 'ioredis' {
   }
 }
 
-/** Key builders of the adapter's layout (see redis.ts). */
+/** The adapter's layout (see redis.ts). */
 export interface RedisKeys {
-  vk(key: string): string;
-  lk(key: string): string;
-  zk(key: string): string;
+  /**
+   * What comes before a Store key in its Redis key in `space` (v value, l list, z index): the
+   * prefix, and on a cluster the hash tag of the partition of `placement` (the key's text, the
+   * placeholders of drawn numbers in place).
+   */
+  head(space: 'v' | 'l' | 'z', placement: string): string;
+  /** The Redis channel of a Store channel, and whether it is a sharded one (SPUBLISH). */
+  channel(name: string): { name: string; sharded: boolean };
 }
 
 /** A write as the keys it touches and the script's arguments for it (templates: see APPLY_LUA). */
@@ -168,10 +196,14 @@ export interface ApplyArgs {
   args: Text[];
 }
 
+/** The text of a key that holds placeholders, as fn wrote it. */
+const template = (pieces: Piece[]): string =>
+  pieces.map((p) => (typeof p === 'string' ? p : p.width === 0 ? `\u0000#${p.draw}\u0000` : `\u0000#${p.draw}.${p.width}\u0000`)).join('');
+
 /** A key of the layout for a key that may hold placeholders. */
-const under = (k: RedisKeys, space: keyof RedisKeys, key: Text): Text => {
-  if (typeof key === 'string') return k[space](key);
-  const head = k[space]('');
+const under = (k: RedisKeys, space: 'v' | 'l' | 'z', key: Text): Text => {
+  if (typeof key === 'string') return k.head(space, key) + key;
+  const head = k.head(space, template(key));
   return typeof key[0] === 'string' ? [head + key[0], ...key.slice(1)] : [head, ...key];
 };
 
@@ -182,17 +214,21 @@ export function prepareApply(write: Write, k: RedisKeys, draws?: number): ApplyA
   const w = draws === undefined ? prepareWrite(write) : prepareWrite(write, draws);
   switch (w.op) {
     case 'set':
-      return { keys: [under(k, 'vk', w.key)], args: ['s', w.json, w.ttlMs === undefined ? '' : String(w.ttlMs)] };
+      return { keys: [under(k, 'v', w.key)], args: ['s', w.json, w.ttlMs === undefined ? '' : String(w.ttlMs)] };
     case 'del':
-      return { keys: [under(k, 'vk', w.key), under(k, 'lk', w.key), under(k, 'zk', w.key)], args: ['d'] };
+      return { keys: [under(k, 'v', w.key), under(k, 'l', w.key), under(k, 'z', w.key)], args: ['d'] };
     case 'push':
-      return { keys: [under(k, 'lk', w.key)], args: ['p', w.json, String(-w.cap)] };
+      return { keys: [under(k, 'l', w.key)], args: ['p', w.json, String(-w.cap)] };
     case 'index':
-      return { keys: [under(k, 'zk', w.key)], args: ['z', score(w.score), w.member] };
+      return { keys: [under(k, 'z', w.key)], args: ['z', score(w.score), w.member] };
     case 'unindex':
-      return { keys: [under(k, 'zk', w.key)], args: ['u', w.member] };
+      return { keys: [under(k, 'z', w.key)], args: ['u', w.member] };
     case 'incr':
-      return { keys: [under(k, 'vk', w.key)], args: ['i', String(w.by)] };
+      return { keys: [under(k, 'v', w.key)], args: ['i', String(w.by)] };
+    case 'publish': {
+      const ch = k.channel(w.key);
+      return { keys: [ch.name], args: ['P', ch.sharded ? 's' : 'g', w.message] };
+    }
   }
 }
 
@@ -206,7 +242,9 @@ export function applyCall(readKeys: string[], raws: (string | null)[], drawKeys:
   const templates: { target: number; pieces: Piece[] }[] = [];
   for (const w of writes) {
     for (const key of w.keys) {
-      keys.push(typeof key === 'string' ? key : '');
+      // a key holding placeholders is declared by its literal text (the head, with the partition's
+      // hash tag on a cluster, comes first), so the script's keys all name their slot
+      keys.push(typeof key === 'string' ? key : key.filter((p): p is string => typeof p === 'string').join(''));
       if (typeof key !== 'string') templates.push({ target: keys.length, pieces: key });
     }
     for (const arg of w.args) {

@@ -1,10 +1,13 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 /**
  * The one place the hub opens a Redis connection: the Store's command and subscriber connections,
  * the trading queue's BullMQ queue/worker/events connections and its subscriber all come from
  * `redisConnection`, so each of them speaks Sentinel when REDIS_SENTINELS is set and follows a
- * failover by itself (ioredis asks the Sentinels for the current primary on every reconnect).
+ * failover by itself (ioredis asks the Sentinels for the current primary on every reconnect), and
+ * each is an ioredis Cluster client when REDIS_CLUSTER_NODES is set (it follows MOVED/ASK, a
+ * failover and slots moving by itself; the subscriber uses sharded pub/sub, one connection per
+ * master, resubscribed when slots move).
  */
 
 export interface SentinelAddress {
@@ -12,12 +15,21 @@ export interface SentinelAddress {
   port: number;
 }
 
-/** Where Redis is: a URL, or Sentinels and a master name (the URL then only gives password and db). */
+/**
+ * Where Redis is: a URL, or Sentinels and a master name, or the seed nodes of a Redis Cluster (the
+ * URL then only gives the password and, without a cluster, the db).
+ */
 export interface RedisTarget {
   url?: string | undefined;
   sentinels?: SentinelAddress[] | undefined;
   name?: string | undefined;
+  cluster?: SentinelAddress[] | undefined;
 }
+
+/** A connection the hub opens: one server (or a Sentinel-managed primary), or a whole cluster. */
+export type RedisClient = Redis | Cluster;
+
+export const isCluster = (c: RedisClient): c is Cluster => (c as { isCluster?: boolean }).isCluster === true;
 
 /**
  * What the connection is for.
@@ -29,6 +41,8 @@ export interface RedisTarget {
 export type ConnectionRole = 'command' | 'subscriber' | 'blocking' | 'queue';
 
 export const CONNECT_TIMEOUT_MS = 2000;
+/** How often a cluster subscriber reads the slots (a moved slot is subscribed again on its new master), ms. */
+export const SUBSCRIBER_SLOTS_REFRESH_MS = 1000;
 /** Longest pause between reconnect attempts, ms. */
 export const MAX_RECONNECT_DELAY_MS = 500;
 
@@ -37,7 +51,9 @@ export function redisTarget(cfg: {
   REDIS_URL?: string | undefined;
   REDIS_SENTINELS?: SentinelAddress[] | undefined;
   REDIS_SENTINEL_NAME?: string | undefined;
+  REDIS_CLUSTER_NODES?: SentinelAddress[] | undefined;
 }): RedisTarget | undefined {
+  if (cfg.REDIS_CLUSTER_NODES?.length) return { url: cfg.REDIS_URL, cluster: cfg.REDIS_CLUSTER_NODES };
   if (cfg.REDIS_SENTINELS?.length) return { url: cfg.REDIS_URL, sentinels: cfg.REDIS_SENTINELS, name: cfg.REDIS_SENTINEL_NAME };
   if (cfg.REDIS_URL) return { url: cfg.REDIS_URL };
   return undefined;
@@ -45,6 +61,7 @@ export function redisTarget(cfg: {
 
 /** The target for messages: the URL without its password, or the Sentinels and the name. */
 export function describeTarget(t: RedisTarget): string {
+  if (t.cluster?.length) return `Redis Cluster ${t.cluster.map((s) => `${s.host}:${s.port}`).join(',')}`;
   if (t.sentinels?.length) return `Sentinels ${t.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${t.name ?? '?'})`;
   try {
     const u = new URL(t.url ?? '');
@@ -86,8 +103,9 @@ function roleOptions(role: ConnectionRole, commandTimeoutMs: number): RedisOptio
 }
 
 /** Opens (or prepares, for `command` and `subscriber`: lazyConnect) one connection for `role`. */
-export function redisConnection(target: RedisTarget, role: ConnectionRole, opts: { commandTimeoutMs?: number; extra?: RedisOptions } = {}): Redis {
+export function redisConnection(target: RedisTarget, role: ConnectionRole, opts: { commandTimeoutMs?: number; extra?: RedisOptions } = {}): RedisClient {
   const options = { ...roleOptions(role, opts.commandTimeoutMs ?? 3000), ...opts.extra };
+  if (target.cluster?.length) return clusterConnection(target, role, options);
   if (target.sentinels?.length) {
     return new Redis({
       ...options,
@@ -102,4 +120,34 @@ export function redisConnection(target: RedisTarget, role: ConnectionRole, opts:
   }
   if (!target.url) throw new TypeError('a Redis target needs a url or sentinels');
   return new Redis(target.url, options);
+}
+
+/**
+ * A Redis Cluster client for `role`: the role's options go to every node connection; the client
+ * reads and writes on masters only, retries a command while a failover or a slot move is under way
+ * (CLUSTERDOWN, TRYAGAIN, MOVED/ASK) and, for the subscriber, uses sharded pub/sub.
+ */
+function clusterConnection(target: RedisTarget, role: ConnectionRole, options: RedisOptions): Cluster {
+  // no auto-pipelining on a cluster: ioredis groups a custom command (the Store's apply script) by the
+  // slot of its first argument, the key count, not of its keys, and then refuses the batch when its
+  // scripts' keys lie on different masters ("same slots allocation group")
+  const { lazyConnect, enableAutoPipelining: _batched, retryStrategy: _nodeRetry, ...node } = options;
+  const clusterOptions: ClusterOptions = {
+    redisOptions: { ...node, ...credentials(target.url), db: 0 },
+    lazyConnect: lazyConnect ?? false,
+    enableAutoPipelining: false,
+    scaleReads: 'master',
+    maxRedirections: 16,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    retryDelayOnMoved: 0,
+    slotsRefreshTimeout: CONNECT_TIMEOUT_MS,
+    clusterRetryStrategy: (times) => Math.min(times * 50, MAX_RECONNECT_DELAY_MS),
+    shardedSubscribers: role === 'subscriber',
+    // when a slot moves, Redis drops the shard channels of that slot from its subscribers without a
+    // word: the subscriber reads the slots every second and subscribes again on the new owner
+    ...(role === 'subscriber' ? { slotsRefreshInterval: SUBSCRIBER_SLOTS_REFRESH_MS } : {}),
+  };
+  return new Cluster(target.cluster!, clusterOptions);
 }

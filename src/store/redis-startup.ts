@@ -1,11 +1,13 @@
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { describeTarget, type RedisTarget } from './redis-connection.js';
 
 /**
  * What the hub checks at start about the Redis it is given, before it answers anyone:
  * - the Sentinels (REDIS_SENTINELS) answer, know the master (REDIS_SENTINEL_NAME) and see it up;
  * - the server it reaches is a primary with at least REDIS_MIN_REPLICAS replicas online;
- * - the server keeps acknowledged writes across a crash (AOF), unless REDIS_DURABILITY=none.
+ * - the server keeps acknowledged writes across a crash (AOF), unless REDIS_DURABILITY=none;
+ * - on a Redis Cluster (REDIS_CLUSTER_NODES): every slot is served, every node keeps AOF and every
+ *   master has REDIS_MIN_REPLICAS replicas online; a cluster node given as REDIS_URL is refused.
  * A failed check is a StartupRefusal: main.ts prints its message (which names the setting) and
  * exits with code 2.
  */
@@ -98,6 +100,13 @@ export async function checkRedisServer(
   opts: { minReplicas: number; durability: 'none' | undefined },
 ): Promise<RedisStartupReport> {
   const where = describeTarget(target);
+  if (parseInfo(await conn.info('cluster')).get('cluster_enabled') === '1') {
+    const setting = target.sentinels?.length ? 'REDIS_SENTINELS' : 'REDIS_URL';
+    throw new StartupRefusal(
+      'REDIS_CLUSTER_NODES',
+      `${setting}: ${where} is a Redis Cluster node; set REDIS_CLUSTER_NODES=host:port,... (the cluster's nodes) instead, so the hub speaks the cluster protocol and partitions its keys`,
+    );
+  }
   const replication = parseInfo(await conn.info('replication'));
   const role = replication.get('role') ?? 'unknown';
   if (role !== 'master') {
@@ -144,4 +153,97 @@ export async function checkRedisServer(
     warnings.push(`${where} has no replica: losing its machine loses everything (docs/deploy.md)`);
   }
   return { role, replicasOnline, appendonly, appendfsync, warnings };
+}
+
+/**
+ * The checks of a Redis Cluster, through the connected cluster client: the cluster serves every
+ * slot (cluster_state:ok, 16384 slots assigned: else REDIS_CLUSTER_NODES), each node keeps AOF
+ * (else REDIS_DURABILITY, unless it is none) and each master has REDIS_MIN_REPLICAS replicas online
+ * (else REDIS_MIN_REPLICAS: its writes and their WAIT go to that master).
+ */
+export async function checkCluster(
+  cluster: Cluster,
+  target: RedisTarget,
+  opts: { minReplicas: number; durability: 'none' | undefined },
+): Promise<RedisStartupReport> {
+  const where = describeTarget(target);
+  const first = cluster.nodes('master')[0];
+  if (!first) throw new StartupRefusal('REDIS_CLUSTER_NODES', `REDIS_CLUSTER_NODES: ${where} gave no master`);
+  const state = parseInfo(String(await first.call('CLUSTER', 'INFO')));
+  const assigned = Number(state.get('cluster_slots_assigned') ?? 0);
+  if (state.get('cluster_state') !== 'ok' || assigned < 16384) {
+    throw new StartupRefusal(
+      'REDIS_CLUSTER_NODES',
+      `REDIS_CLUSTER_NODES: the cluster at ${where} is not serving every slot (cluster_state ${state.get('cluster_state') ?? '?'}, ${assigned} of 16384 slots assigned, ` +
+        `${state.get('cluster_slots_fail') ?? '?'} failing); assign the uncovered slots (redis-cli --cluster fix) or wait for the failover to finish`,
+    );
+  }
+  // every node the cluster knows (CLUSTER NODES), masters and replicas, each asked on its own
+  const nodes: { addr: string; master: boolean }[] = [];
+  for (const line of String(await first.call('CLUSTER', 'NODES')).split('\n')) {
+    const [, address, flags] = line.split(' ');
+    if (!address || !flags || /fail|handshake|noaddr/.test(flags)) continue;
+    nodes.push({ addr: address.split('@')[0]!, master: flags.split(',').includes('master') });
+  }
+  const warnings: string[] = [];
+  let fewest = Number.POSITIVE_INFINITY;
+  const aofOff: string[] = [];
+  let anyFsyncNo = false;
+  for (const node of nodes) {
+    const i = node.addr.lastIndexOf(':');
+    const probe = new Redis({
+      host: node.addr.slice(0, i),
+      port: Number(node.addr.slice(i + 1)),
+      ...(cluster.options.redisOptions?.password ? { password: cluster.options.redisOptions.password, username: cluster.options.redisOptions.username } : {}),
+      lazyConnect: true,
+      connectTimeout: PROBE_TIMEOUT_MS,
+      commandTimeout: PROBE_TIMEOUT_MS,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    probe.on('error', () => undefined);
+    try {
+      await probe.connect();
+      if (node.master) {
+        const replication = parseInfo(await probe.info('replication'));
+        let online = 0;
+        for (const [k, v] of replication) if (/^slave\d+$/.test(k) && /state=online/.test(v)) online++;
+        fewest = Math.min(fewest, online);
+        if (opts.minReplicas > online) {
+          throw new StartupRefusal(
+            'REDIS_MIN_REPLICAS',
+            `REDIS_MIN_REPLICAS=${opts.minReplicas} but the cluster master ${node.addr} has ${online} replica(s) online; add replicas to every master or lower REDIS_MIN_REPLICAS`,
+          );
+        }
+      }
+      if (parseInfo(await probe.info('persistence')).get('aof_enabled') !== '1') aofOff.push(node.addr);
+      try {
+        if (pairs(await probe.call('CONFIG', 'GET', 'appendfsync')).get('appendfsync') === 'no') anyFsyncNo = true;
+      } catch {
+        // CONFIG renamed away: INFO persistence said whether AOF is on
+      }
+    } catch (err) {
+      if (err instanceof StartupRefusal) throw err;
+      throw new StartupRefusal('REDIS_CLUSTER_NODES', `REDIS_CLUSTER_NODES: the cluster node ${node.addr} does not answer (${(err as Error).message})`);
+    } finally {
+      probe.disconnect();
+    }
+  }
+  if (aofOff.length > 0) {
+    const state = `has nodes running with appendonly no (${aofOff.join(', ')})`;
+    if (opts.durability !== 'none') {
+      throw new StartupRefusal(
+        'REDIS_DURABILITY',
+        `the cluster at ${where} ${state}: a crash of one loses acknowledged writes. Set appendonly yes (appendfsync everysec or always) on every node, ` +
+          `or REDIS_DURABILITY=none to accept that loss (tests and throwaway set-ups only)`,
+      );
+    }
+    warnings.push(`REDIS_DURABILITY=none: the cluster at ${where} ${state}; a crash of one loses acknowledged writes (wallets, escrow, accounts, check-ins)`);
+  } else if (anyFsyncNo) {
+    warnings.push(`the cluster at ${where} has nodes with appendfsync no: the operating system decides when the AOF reaches the disk; a machine crash loses recent writes`);
+  }
+  if (opts.minReplicas === 0 && fewest === 0 && opts.durability !== 'none') {
+    warnings.push(`the cluster at ${where} has a master without a replica: losing its machine loses its partitions (docs/deploy.md)`);
+  }
+  return { role: 'cluster', replicasOnline: Number.isFinite(fewest) ? fewest : 0, appendonly: aofOff.length === 0, appendfsync: undefined, warnings };
 }

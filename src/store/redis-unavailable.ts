@@ -5,7 +5,8 @@ import { AppError } from '../errors.js';
  * Redis out of reach, failing over, or not enough replicas: the Store answers AppError
  * unavailable/store_unavailable (503 with Retry-After), never a 500 and never later than the
  * operation's time limit (REDIS_OP_TIMEOUT_MS). The write of an update that ended so may have
- * happened (docs/deploy.md): the idempotency keys and the atomic updates make the retry safe.
+ * happened (docs/deploy.md); on a cluster a master failing over (CLUSTERDOWN, redirections that run
+ * out while the slots move) is the same. The idempotency keys and the atomic updates make the retry safe.
  */
 
 /** Seconds a client is told to wait (Retry-After) after store_unavailable. */
@@ -16,7 +17,7 @@ export function storeUnavailable(message: string, details: Record<string, unknow
 }
 
 const CONNECTION_FAILURE =
-  /Connection is closed|Command timed out|Stream isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|connect ETIMEDOUT|All sentinels are unreachable|Failed to connect|READONLY|LOADING|MASTERDOWN|NOREPLICAS|TRYAGAIN|Reached the max retries/;
+  /Connection is closed|Command timed out|Stream isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|connect ETIMEDOUT|All sentinels are unreachable|Failed to connect|READONLY|LOADING|MASTERDOWN|NOREPLICAS|TRYAGAIN|CLUSTERDOWN|Too many Cluster redirections|Reached the max retries/;
 
 /** Whether `err` says Redis could not be reached or could not take the command now. */
 export function isConnectionFailure(err: unknown): boolean {

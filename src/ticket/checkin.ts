@@ -25,8 +25,9 @@ import {
   type ScanType,
 } from './door.js';
 import { decodeList } from '../store/codec.js';
-import type { Store, Write } from '../store/port.js';
-import { AUDIT_CAP, CHECKINS_CAP, CONFLICTS_CAP, K, OFFLINE_SCAN_TTL_MS, RESERVATION_AUDIT_CAP, SHOW_AUDIT_CAP, SHOW_CONFLICTS_CAP } from './keys.js';
+import type { Json, Store, Write } from '../store/port.js';
+import { AUDIT_CAP, CHECKINS_CAP, CONFLICTS_CAP, K, NT, OFFLINE_SCAN_TTL_MS, RESERVATION_AUDIT_CAP, SHOW_AUDIT_CAP, SHOW_CONFLICTS_CAP, type ShowKeys } from './keys.js';
+import { across, keysOfShow, locateByCode, locateById, newestAcross, type Located } from './locate.js';
 import {
   auditEntries,
   brief,
@@ -39,7 +40,6 @@ import {
   offlineConflicts,
   offlineResults,
   reservations,
-  ticketCodes,
   ticketTopic,
   type AttemptResult,
   type AuditEntry,
@@ -63,9 +63,9 @@ type Outcome =
   | { kind: 'settled'; result: OfflineResult };
 
 /** The door counters a scan or an undo moves: checked in, people inside the show and on each list. */
-function counterWrites(showId: string, delta: ReturnType<typeof doorDelta>): Write[] {
+function counterWrites(k: ShowKeys, showId: string, delta: ReturnType<typeof doorDelta>): Write[] {
   const w: Write[] = [];
-  if (delta.checked_in !== 0) w.push({ op: 'incr', key: K.count(showId, 'checked_in'), by: delta.checked_in });
+  if (delta.checked_in !== 0) w.push({ op: 'incr', key: k.count('checked_in'), by: delta.checked_in });
   if (delta.show !== 0) w.push({ op: 'incr', key: K.showInside(showId), by: delta.show });
   for (const [listId, by] of Object.entries(delta.lists)) w.push({ op: 'incr', key: K.listInside(showId, listId), by });
   return w;
@@ -81,13 +81,13 @@ export class CheckIns {
 
   /** POST /api/checkin: by ticket code. */
   async checkInByCode(code: string, input: CheckInInput) {
-    const id = ticketCodes.decode(await this.store.get(K.code(code)));
-    return this.checkIn(id, code, 'code', input);
+    const at = await locateByCode(this.store, code);
+    return this.checkIn(at, at?.id, code, 'code', input);
   }
 
   /** POST /api/tickets/:id/checkin: by reservation id (kept for backward compatibility). */
   async checkInById(id: string, input: CheckInInput) {
-    return this.checkIn(id, null, 'id', input);
+    return this.checkIn(await locateById(this.store, id), id, null, 'id', input);
   }
 
   /**
@@ -98,8 +98,8 @@ export class CheckIns {
    * 404 invalid. A retry carrying the nonce of the successful check-in gets that success again
    * (201, replayed: true) instead of already_redeemed.
    */
-  private async checkIn(id: string | undefined, code: string | null, via: 'code' | 'id', input: CheckInInput) {
-    const outcome = await this.decide(id, code, via, input);
+  private async checkIn(at: Located | undefined, id: string | undefined, code: string | null, via: 'code' | 'id', input: CheckInInput) {
+    const outcome = await this.decide(at, id, code, via, input);
     switch (outcome.kind) {
       case 'invalid': {
         const what = via === 'code' ? `code ${code}` : `reservation ${id}`;
@@ -160,8 +160,8 @@ export class CheckIns {
    * conflict, kept in the audit (result `conflict`) and the conflict lists, with both scans.
    */
   async settleOffline(scan: OfflineScan, input: CheckInInput & { device: string }): Promise<OfflineResult> {
-    const id = ticketCodes.decode(await this.store.get(K.code(scan.code)));
-    const outcome = await this.decide(id, scan.code, 'code', { ...input, nonce: scan.id, source: scan.source, list_id: scan.list_id }, scan);
+    const at = await locateByCode(this.store, scan.code);
+    const outcome = await this.decide(at, at?.id, scan.code, 'code', { ...input, nonce: scan.id, source: scan.source, list_id: scan.list_id }, scan);
     switch (outcome.kind) {
       case 'settled':
         return { ...outcome.result, replayed: true };
@@ -176,12 +176,13 @@ export class CheckIns {
 
   /** Conflicts of offline scans, newest first; of one show's tickets when given. */
   async conflicts(opts: { limit: number; show_id?: string | undefined }): Promise<OfflineConflict[]> {
-    const key = opts.show_id ? K.showConflicts(opts.show_id) : K.conflicts;
+    if (!opts.show_id) return newestAcross(this.store, across(K.conflicts), opts.limit, (v) => decodeList(offlineConflicts, [v])[0]);
+    const key = (await keysOfShow(this.store, opts.show_id)).showConflicts;
     return decodeList(offlineConflicts, await this.store.range(key, -opts.limit, -1)).reverse();
   }
 
   /** The one transition behind both check-in routes and offline scans; audits every attempt. */
-  private async decide(id: string | undefined, code: string | null, via: 'code' | 'id', input: CheckInInput & { device?: string }, offline?: OfflineScan): Promise<Outcome> {
+  private async decide(located: Located | undefined, id: string | undefined, code: string | null, via: 'code' | 'id', input: CheckInInput & { device?: string }, offline?: OfflineScan): Promise<Outcome> {
     const now = this.clock.now();
     // an offline scan counts from when the door scanned it (never later than its arrival)
     const at = offline ? Math.min(Date.parse(offline.scanned_at), now) : now;
@@ -210,15 +211,17 @@ export class CheckIns {
       ...(offline ? { offline: { id: offline.id, scanned_at: offline.scanned_at, received_at: iso(now) } } : {}),
       ...more,
     });
-    const scanKey = offline ? K.offlineScan(input.device ?? 'unknown', offline.id) : undefined;
+    // a ticket never changes show: its show's layout names every key the update reads and writes
+    const k = located?.keys;
+    const device = input.device ?? 'unknown';
+    const scanKey = offline ? (k ? k.offlineScan(device, offline.id) : NT.offlineScan(device, offline.id)) : undefined;
     /** The offline scan's record, written with its outcome so a re-sent scan is settled once. */
     const settled = (result: OfflineResult): Write[] => (scanKey ? [{ op: 'set', key: scanKey, value: offlineResults.encode(result), ttlMs: OFFLINE_SCAN_TTL_MS }] : []);
 
-    // a ticket never changes show: its show names the lists the update reads with it
-    const showId = id === undefined ? undefined : reservations.decode(await this.store.get(K.reservation(id)))?.show_id;
     let outcome: Outcome = { kind: 'invalid' };
-    if (id !== undefined && showId !== undefined) {
-      outcome = await this.store.update([K.reservation(id), K.showLists(showId), ...(scanKey ? [scanKey] : [])], ([cur, rawLists, prior]): { writes: Write[]; result: Outcome } => {
+    if (located && k) {
+      const showId = located.showId;
+      outcome = await this.store.update([k.reservation(located.id), K.showLists(showId), ...(scanKey ? [scanKey] : [])], ([cur, rawLists, prior]): { writes: Write[]; result: Outcome } => {
         const settledBefore = offlineResults.decode(prior);
         if (settledBefore) return { writes: [], result: { kind: 'settled', result: settledBefore } };
         if (!cur) return { writes: [], result: { kind: 'invalid' } };
@@ -226,9 +229,9 @@ export class CheckIns {
         const lists = showLists(r.show_id, storedLists(rawLists));
         const list = input.list_id ? lists.find((l) => l.id === input.list_id) : defaultList(lists);
         const audit = (e: AuditEntry): Write[] => [
-          { op: 'push', key: K.audit, value: auditEntries.encode(e), cap: AUDIT_CAP },
-          { op: 'push', key: K.reservationAudit(r.id), value: auditEntries.encode(e), cap: RESERVATION_AUDIT_CAP },
-          { op: 'push', key: K.showAudit(r.show_id), value: auditEntries.encode(e), cap: SHOW_AUDIT_CAP },
+          { op: 'push', key: k.audit, value: auditEntries.encode(e), cap: AUDIT_CAP },
+          { op: 'push', key: k.reservationAudit(r.id), value: auditEntries.encode(e), cap: RESERVATION_AUDIT_CAP },
+          { op: 'push', key: k.showAudit, value: auditEntries.encode(e), cap: SHOW_AUDIT_CAP },
         ];
         // a list of another show (or none such): the ticket is not on it
         if (!list) return { writes: audit(entry('product', r)), result: { kind: 'product', r, list: null } };
@@ -253,8 +256,8 @@ export class CheckIns {
           return {
             writes: [
               ...audit(entry('conflict', r, false, { ...onList, conflict: { reason, first_checkin: first } })),
-              { op: 'push', key: K.conflicts, value: offlineConflicts.encode(c), cap: CONFLICTS_CAP },
-              { op: 'push', key: K.showConflicts(r.show_id), value: offlineConflicts.encode(c), cap: SHOW_CONFLICTS_CAP },
+              { op: 'push', key: k.conflicts, value: offlineConflicts.encode(c), cap: CONFLICTS_CAP },
+              { op: 'push', key: k.showConflicts, value: offlineConflicts.encode(c), cap: SHOW_CONFLICTS_CAP },
               ...settled(result),
             ],
             result: { kind: 'conflict', r, conflict: c },
@@ -275,10 +278,10 @@ export class CheckIns {
         const done: OfflineResult | undefined = offline && { id: offline.id, result: 'ok', replayed: false, ticket: brief(next), checkin: { at: mark.at, scanner: mark.scanner, gate: mark.gate } };
         return {
           writes: [
-            { op: 'set', key: K.reservation(r.id), value: reservations.encode(next) },
+            { op: 'set', key: k.reservation(r.id), value: reservations.encode(next) },
             ...audit(entry('ok', next, false, { ...onList, scan_id: scan.id })),
-            ...(type === 'entry' ? [{ op: 'push', key: K.checkins, value: checkInEvents.encode(event), cap: CHECKINS_CAP } as Write] : []),
-            ...counterWrites(r.show_id, delta),
+            ...(type === 'entry' ? [{ op: 'push', key: k.checkins, value: checkInEvents.encode(event), cap: CHECKINS_CAP } as Write] : []),
+            ...counterWrites(k, r.show_id, delta),
             ...(done ? settled(done) : []),
           ],
           result: { kind: 'ok', r: next, mark, scan, list, replayed: false },
@@ -287,7 +290,8 @@ export class CheckIns {
     }
 
     if (outcome.kind === 'invalid') {
-      if (!scanKey) await this.store.push(K.audit, auditEntries.encode(entry('invalid')), AUDIT_CAP);
+      // no ticket, so no show: the attempt goes to the audit list of attempts without one
+      if (!scanKey) await this.store.push(NT.audit, auditEntries.encode(entry('invalid')), AUDIT_CAP);
       else {
         // an unknown code sent as an offline scan: audited once, however often it is re-sent
         const result: OfflineResult = { id: offline!.id, result: 'invalid', replayed: false };
@@ -295,7 +299,7 @@ export class CheckIns {
           const settledBefore = offlineResults.decode(prior);
           return settledBefore
             ? { writes: [], result: { kind: 'settled', result: settledBefore } }
-            : { writes: [{ op: 'push', key: K.audit, value: auditEntries.encode(entry('invalid')), cap: AUDIT_CAP }, ...settled(result)], result: { kind: 'invalid' } };
+            : { writes: [{ op: 'push', key: NT.audit, value: auditEntries.encode(entry('invalid')), cap: AUDIT_CAP }, ...settled(result)], result: { kind: 'invalid' } };
         });
       }
     }
@@ -321,8 +325,11 @@ export class CheckIns {
   async revert(input: { show_id: string; list_id: string; reservation_id: string; scan_id: string; reason: string; by: string; client?: string | undefined }) {
     const now = iso(this.clock.now());
     const undoId = randomId('rv_');
-    const done = await this.store.update([K.reservation(input.reservation_id), K.showLists(input.show_id)], ([cur, rawLists]) => {
+    const located = await locateById(this.store, input.reservation_id);
+    const k = located?.keys;
+    const done = await this.store.update(k && located.showId === input.show_id ? [k.reservation(input.reservation_id), K.showLists(input.show_id)] : [], ([cur, rawLists]) => {
       const r = reservations.decode(cur);
+      if (!k) throw notFound('invalid', `no ticket ${input.reservation_id} in show ${input.show_id}`, { reservation_id: input.reservation_id });
       if (!r || r.show_id !== input.show_id) throw notFound('invalid', `no ticket ${input.reservation_id} in show ${input.show_id}`, { reservation_id: input.reservation_id });
       const list = showLists(r.show_id, storedLists(rawLists)).find((l) => l.id === input.list_id);
       if (!list) throw notFound('list_not_found', `no check-in list ${input.list_id} in show ${input.show_id}`, { list_id: input.list_id });
@@ -343,11 +350,11 @@ export class CheckIns {
       };
       return {
         writes: [
-          { op: 'set', key: K.reservation(r.id), value: reservations.encode(next) },
-          { op: 'push', key: K.audit, value: auditEntries.encode(e), cap: AUDIT_CAP },
-          { op: 'push', key: K.reservationAudit(r.id), value: auditEntries.encode(e), cap: RESERVATION_AUDIT_CAP },
-          { op: 'push', key: K.showAudit(r.show_id), value: auditEntries.encode(e), cap: SHOW_AUDIT_CAP },
-          ...counterWrites(r.show_id, doorDelta(door, after)),
+          { op: 'set', key: k.reservation(r.id), value: reservations.encode(next) },
+          { op: 'push', key: k.audit, value: auditEntries.encode(e), cap: AUDIT_CAP },
+          { op: 'push', key: k.reservationAudit(r.id), value: auditEntries.encode(e), cap: RESERVATION_AUDIT_CAP },
+          { op: 'push', key: k.showAudit, value: auditEntries.encode(e), cap: SHOW_AUDIT_CAP },
+          ...counterWrites(k, r.show_id, doorDelta(door, after)),
         ] as Write[],
         result: { r: next, scan: { ...found.scan, reverted }, list },
       };
@@ -381,17 +388,22 @@ export class CheckIns {
       via: input.via,
       replayed: false,
     };
-    await this.store.push(K.audit, auditEntries.encode(e), AUDIT_CAP);
+    // no ticket looked up, so no show: the audit list of attempts without one
+    await this.store.push(NT.audit, auditEntries.encode(e), AUDIT_CAP);
   }
 
   /** Successful check-ins, newest first. */
   async recentCheckIns(limit: number): Promise<CheckInEvent[]> {
-    return (await this.store.range(K.checkins, -limit, -1)).map((v) => checkInEvents.decode(v)!).reverse();
+    return newestAcross(this.store, across(K.checkins), limit, (v) => checkInEvents.decode(v));
   }
 
   /** Audit entries (every attempt), newest first; of one reservation, or of one show's tickets, when given. */
   async auditLog(opts: { limit: number; reservation_id?: string | undefined; show_id?: string | undefined }): Promise<AuditEntry[]> {
-    const key = opts.reservation_id ? K.reservationAudit(opts.reservation_id) : opts.show_id ? K.showAudit(opts.show_id) : K.audit;
-    return (await this.store.range(key, -opts.limit, -1)).map((v) => auditEntries.decode(v)!).reverse();
+    const decode = (v: Json) => auditEntries.decode(v);
+    let key: string;
+    if (opts.reservation_id) key = (await locateById(this.store, opts.reservation_id))?.keys.reservationAudit(opts.reservation_id) ?? K.reservationAudit(opts.reservation_id);
+    else if (opts.show_id) key = (await keysOfShow(this.store, opts.show_id)).showAudit;
+    else return newestAcross(this.store, across(K.audit), opts.limit, decode);
+    return (await this.store.range(key, -opts.limit, -1)).map((v) => decode(v)!).reverse();
   }
 }

@@ -1,6 +1,7 @@
 import type { Store } from '../store/port.js';
 import { reservations } from './records.js';
 import { K } from './keys.js';
+import { keysOfShow } from './locate.js';
 
 /** The door counter of one show: tickets sold (not cancelled), checked in, cancelled. */
 export interface ShowCounts {
@@ -19,7 +20,8 @@ const BATCH = 500;
  * the reservations (countByScan).
  */
 export async function showCounts(store: Store, showId: string): Promise<ShowCounts> {
-  const [tickets, checkedIn, cancelled] = await store.getMany([K.count(showId, 'tickets'), K.count(showId, 'checked_in'), K.count(showId, 'cancelled')]);
+  const k = await keysOfShow(store, showId);
+  const [tickets, checkedIn, cancelled] = await store.getMany([k.count('tickets'), k.count('checked_in'), k.count('cancelled')]);
   if (typeof tickets !== 'number') return countByScan(store, showId);
   return { show_id: showId, tickets, checked_in: typeof checkedIn === 'number' ? checkedIn : 0, cancelled: typeof cancelled === 'number' ? cancelled : 0 };
 }

@@ -1,6 +1,7 @@
-import type { Store, Write } from '../store/port.js';
+import { mergedIndexCount, mergedIndexRange, type Store, type Write } from '../store/port.js';
 import { countByScan, type ShowCounts } from './counts.js';
 import { K } from './keys.js';
+import { across, keysOfShow, keysOfShows } from './locate.js';
 import { doorState, reservations, shows, type ReservationRecord, type ShowRecord, type TicketStatus } from './records.js';
 
 /**
@@ -53,13 +54,15 @@ export function bookingRow(r: ReservationRecord): BookingRow {
 
 /** Shows, newest first, each with its door counters (three store counters; a scan for shows older than them). */
 export async function listShows(store: Store, page: Page): Promise<{ shows: ShowSummary[]; page: PageInfo }> {
+  // the shows' lists of every partition, and the global one of before them
   const [entries, total] = await Promise.all([
-    store.indexRange(K.shows, { reverse: true, limit: page.limit, offset: page.offset }),
-    store.indexCount(K.shows),
+    mergedIndexRange(store, across(K.shows), { reverse: true, limit: page.limit, offset: page.offset }),
+    mergedIndexCount(store, across(K.shows)),
   ]);
   const ids = entries.map((e) => e.member);
   const records = await store.getMany(ids.map((id) => K.show(id)));
-  const counters = await store.getMany(ids.flatMap((id) => [K.count(id, 'tickets'), K.count(id, 'checked_in'), K.count(id, 'cancelled')]));
+  const keys = await keysOfShows(store, ids);
+  const counters = await store.getMany(keys.flatMap((k) => [k.count('tickets'), k.count('checked_in'), k.count('cancelled')]));
   const out: ShowSummary[] = [];
   for (let i = 0; i < ids.length; i++) {
     const show = shows.decode(records[i]);
@@ -82,7 +85,9 @@ export async function listShows(store: Store, page: Page): Promise<{ shows: Show
  * are the same whoever writes them (member = reservation id, score = booking time).
  */
 export async function ensureShowIndex(store: Store, showId: string): Promise<void> {
-  if ((await store.get(K.showIndexed(showId))) !== undefined) return;
+  // a show of its own layout (keys.ts) is indexed from its creation
+  const [indexed, partitioned] = await store.getMany([K.showIndexed(showId), K.showPartitioned(showId)]);
+  if (indexed !== undefined || partitioned !== undefined) return;
   const entries = await store.indexRange(K.reservations);
   const writes: Write[] = [];
   for (let i = 0; i < entries.length; i += BATCH) {
@@ -105,11 +110,12 @@ const fold = (s: string) => s.normalize('NFC').toLocaleLowerCase('ko-KR');
  */
 export async function listBookings(store: Store, showId: string, page: Page & { q?: string | undefined }): Promise<{ tickets: BookingRow[]; page: PageInfo }> {
   await ensureShowIndex(store, showId);
-  const key = K.showReservations(showId);
+  const k = await keysOfShow(store, showId);
+  const key = k.showReservations;
   const info = { limit: page.limit, offset: page.offset };
   if (!page.q) {
     const [entries, total] = await Promise.all([store.indexRange(key, { reverse: true, limit: page.limit, offset: page.offset }), store.indexCount(key)]);
-    const recs = await store.getMany(entries.map((e) => K.reservation(e.member)));
+    const recs = await store.getMany(entries.map((e) => k.reservation(e.member)));
     const tickets = recs.map((raw) => reservations.decode(raw)).filter((r): r is ReservationRecord => !!r).map(bookingRow);
     return { tickets, page: { ...info, total } };
   }
@@ -119,7 +125,7 @@ export async function listBookings(store: Store, showId: string, page: Page & { 
   for (let offset = 0; ; offset += BATCH) {
     const entries = await store.indexRange(key, { reverse: true, limit: BATCH, offset });
     if (entries.length === 0) break;
-    const recs = await store.getMany(entries.map((e) => K.reservation(e.member)));
+    const recs = await store.getMany(entries.map((e) => k.reservation(e.member)));
     for (const raw of recs) {
       const r = reservations.decode(raw);
       if (!r || !(fold(r.seat).includes(q) || (r.holder !== null && fold(r.holder).includes(q)))) continue;

@@ -1,6 +1,13 @@
 import { registerTicketRoutes } from './routes.js';
 import { TicketService } from './service.js';
-import { defineService } from '../compose/compose.js';
+import { defineService } from '../contract.js';
+
+/** The ports this service offers the others (src/contract.ts). */
+declare module '../contract.js' {
+  interface Ports {
+    tickets: TicketService;
+  }
+}
 
 /** Mobile ticketing and check-in (docs/ticket.md). */
 export const ticketModule = defineService({

@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import { codec, F } from '../store/codec.js';
 import type { Store } from '../store/port.js';
 import { K } from './keys.js';
+import { keysOfShow } from './locate.js';
 import { ensureShowIndex } from './lists.js';
 import { iso, reservations, type ShowRecord, type TicketStatus } from './records.js';
 import { doorOf, firstOn, insideOn, DEFAULT_KIND, type CheckInList } from './door.js';
@@ -116,7 +117,8 @@ export class OfflineLists {
   /** The version (ETag) of a show's list as it would be built now, and the list's tickets. */
   private async tickets(show: ShowRecord, list?: CheckInList): Promise<ListTicket[]> {
     await ensureShowIndex(this.store, show.id);
-    const key = K.showReservations(show.id);
+    const k = await keysOfShow(this.store, show.id);
+    const key = k.showReservations;
     const total = await this.store.indexCount(key);
     if (total > MAX_LIST_TICKETS) {
       throw new AppError('too_large', 'list_too_large', `a show with more than ${MAX_LIST_TICKETS} tickets has no offline list`, { tickets: total, max: MAX_LIST_TICKETS });
@@ -125,7 +127,7 @@ export class OfflineLists {
     for (let offset = 0; ; offset += BATCH) {
       const entries = await this.store.indexRange(key, { limit: BATCH, offset });
       if (entries.length === 0) break;
-      const recs = await this.store.getMany(entries.map((e) => K.reservation(e.member)));
+      const recs = await this.store.getMany(entries.map((e) => k.reservation(e.member)));
       for (const raw of recs) {
         const r = reservations.decode(raw);
         if (!r || r.show_id !== show.id) continue;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { validate, Reply, qInt, qText, type Hub, type RequestContext } from '../hub/declare.js';
+import { route, validate, Reply, qInt, qText, type Hub, type RequestContext } from '../hub/declare.js';
 import { THEME_IDS } from './bingo.js';
 import { parseCode } from './code.js';
 import { CHECKIN_TOPIC, type CheckInInput, type TicketService } from './service.js';
@@ -83,7 +83,10 @@ function scanOrigin(ctx: RequestContext, body: { scanner?: string; gate?: string
   return { scanner: body.scanner ?? who.name, gate: body.gate };
 }
 
-export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void {
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type TicketRoutes = ReturnType<typeof registerTicketRoutes>;
+
+export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions) {
   const { service } = opts;
   const limits = { ...DEFAULT_TICKET_LIMITS, ...opts.limits };
   hub.topic({
@@ -135,22 +138,22 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   // ---- pages ---------------------------------------------------------------------------------
   hub.page('/mticket/:code', '/mticket.html', {
     title: '모바일 티켓 · Mobile ticket',
-    description: 'A ticket with its QR code, show details and bingo cards, for a phone.',
+    description: '휴대폰용 티켓: QR 코드, 공연 정보, 빙고 카드.',
     params: z.object({ code: ticketCode }),
   });
   hub.page('/scan', '/scan.html', {
     title: '입장 스캐너 · Check-in scanner',
-    description: 'Staff scanner: camera QR scanning, manual code entry, live list of check-ins.',
+    description: '직원용 입장 스캐너: 카메라 QR 스캔, 코드 직접 입력, 실시간 입장 목록.',
   });
   hub.page('/shows', '/shows.html', {
     title: '공연·예매 관리 · Shows and bookings',
-    description: 'Staff back office: shows with their door counters, bookings, ticket links, cancellation and the check-in audit.',
+    description: '직원용 관리 화면: 공연별 입장 집계, 예매, 티켓 링크, 취소, 입장 기록.',
   });
 
   // ---- shows and booking ---------------------------------------------------------------------
-  hub.route({
+  const postShows = route({
     method: 'POST',
-    path: '/api/shows',
+    path: '/shows',
     auth: STAFF,
     body: {
       schema: z
@@ -164,9 +167,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     response: { 201: show },
     handler: async (ctx) => Reply.json(await service.createShow(ctx.body), 201),
   });
-  hub.route({
+  const getShows = route({
     method: 'GET',
-    path: '/api/shows',
+    path: '/shows',
     auth: STAFF,
     query: z.object(pageQuery).strict(),
     response: z.object({ shows: z.array(showSummary), page: pageInfo }),
@@ -174,9 +177,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: (ctx) => service.shows(ctx.query),
   });
-  hub.route({
+  const getShowsByIdTickets = route({
     method: 'GET',
-    path: '/api/shows/:id/tickets',
+    path: '/shows/:id/tickets',
     auth: STAFF,
     params: z.object({ id: showId }),
     query: z.object({ ...pageQuery, q: qText(100).optional() }).strict(),
@@ -185,16 +188,16 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: (ctx) => service.bookings(ctx.params.id, ctx.query),
   });
-  hub.route({
+  const getShowsById = route({
     method: 'GET',
-    path: '/api/shows/:id',
+    path: '/shows/:id',
     params: z.object({ id: showId }),
     response: show,
     handler: (ctx) => service.show(ctx.params.id),
   });
-  hub.route({
+  const postReservations = route({
     method: 'POST',
-    path: '/api/reservations',
+    path: '/reservations',
     auth: STAFF,
     body: {
       schema: z
@@ -213,27 +216,27 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   });
 
   // ---- the ticket ----------------------------------------------------------------------------
-  hub.route({
+  const getMticketByQrCode = route({
     method: 'GET',
-    path: '/api/mticket/:qrCode',
+    path: '/mticket/:qrCode',
     params: z.object({ qrCode: ticketCode }),
     guards: [lookupLimit],
     response: ticketView,
     cacheControl: 'no-store',
     handler: (ctx) => service.ticket(ctx.params.qrCode),
   });
-  hub.route({
+  const getMticketByQrCodeQrPng = route({
     method: 'GET',
-    path: '/api/mticket/:qrCode/qr.png',
+    path: '/mticket/:qrCode/qr.png',
     params: z.object({ qrCode: ticketCode }),
     guards: [lookupLimit],
     summary: 'The QR code of a ticket as a PNG image',
     handler: async (ctx) =>
       new Reply(200, await service.qrPng(ctx.params.qrCode), 'image/png', { 'cache-control': 'private, max-age=86400' }),
   });
-  hub.route({
+  const postMticketByQrCodeCards = route({
     method: 'POST',
-    path: '/api/mticket/:qrCode/cards',
+    path: '/mticket/:qrCode/cards',
     params: z.object({ qrCode: ticketCode }),
     body: { schema: z.object({ theme: z.enum(THEME_IDS).optional() }).strict().optional(), optional: true },
     guards: [lookupLimit],
@@ -242,9 +245,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   });
 
   // ---- check-in ------------------------------------------------------------------------------
-  hub.route({
+  const postCheckin = route({
     method: 'POST',
-    path: '/api/checkin',
+    path: '/checkin',
     auth: SCANNER,
     body: { schema: checkInBody },
     guards: [checkinLimit('code'), manualLimit],
@@ -262,9 +265,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       return Reply.json(await service.checkInByCode(code!, input), 201);
     },
   });
-  hub.route({
+  const postTicketsByIdCheckin = route({
     method: 'POST',
-    path: '/api/tickets/:id/checkin',
+    path: '/tickets/:id/checkin',
     params: z.object({ id: reservationId }),
     auth: SCANNER,
     body: { schema: checkInByIdBody, optional: true },
@@ -277,9 +280,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       return Reply.json(await service.checkInById(ctx.params.id, input), 201);
     },
   });
-  hub.route({
+  const postTicketsByIdCancel = route({
     method: 'POST',
-    path: '/api/tickets/:id/cancel',
+    path: '/tickets/:id/cancel',
     auth: STAFF,
     params: z.object({ id: reservationId }),
     body: { schema: z.object({ reason: label(200).optional() }).strict().optional(), optional: true },
@@ -288,27 +291,27 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     handler: (ctx) => service.cancel(ctx.params.id, ctx.body?.reason),
   });
   // the scanner page's door counter: checked in over tickets of one show
-  hub.route({
+  const getShowsByIdCounts = route({
     method: 'GET',
-    path: '/api/shows/:id/counts',
+    path: '/shows/:id/counts',
     auth: SCANNER,
     params: z.object({ id: showId }),
     response: z.strictObject({ show_id: z.string(), tickets: z.number().int(), checked_in: z.number().int(), cancelled: z.number().int() }),
     cacheControl: 'no-store',
     handler: (ctx) => service.counts(ctx.params.id),
   });
-  hub.route({
+  const getCheckins = route({
     method: 'GET',
-    path: '/api/checkins',
+    path: '/checkins',
     auth: SCANNER,
     query: z.object({ limit: qInt({ min: 1, max: 500 }).optional() }).strict(),
     response: z.object({ checkins: z.array(checkInEvent) }),
     cacheControl: 'no-store',
     handler: async (ctx) => ({ checkins: await service.recentCheckIns(ctx.query.limit ?? 50) }),
   });
-  hub.route({
+  const getCheckinsAudit = route({
     method: 'GET',
-    path: '/api/checkins/audit',
+    path: '/checkins/audit',
     auth: STAFF,
     query: z
       .object({ limit: qInt({ min: 1, max: 1000 }).optional(), reservation_id: reservationId.optional(), show_id: showId.optional() })
@@ -340,9 +343,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       }
     },
   });
-  hub.route({
+  const getShowsByIdLists = route({
     method: 'GET',
-    path: '/api/shows/:id/lists',
+    path: '/shows/:id/lists',
     auth: SCANNER,
     params: z.object({ id: showId }),
     response: z.strictObject({ show_id: z.string(), default_list_id: z.string(), lists: z.array(checkInList) }),
@@ -350,9 +353,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: (ctx) => service.checkInLists(ctx.params.id),
   });
-  hub.route({
+  const postShowsByIdLists = route({
     method: 'POST',
-    path: '/api/shows/:id/lists',
+    path: '/shows/:id/lists',
     auth: STAFF,
     params: z.object({ id: showId }),
     body: { schema: newList },
@@ -361,9 +364,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: async (ctx) => Reply.json(await service.createCheckInList(ctx.params.id, ctx.body), 201),
   });
-  hub.route({
+  const getShowsByIdDoor = route({
     method: 'GET',
-    path: '/api/shows/:id/door',
+    path: '/shows/:id/door',
     auth: SCANNER,
     params: z.object({ id: showId }),
     response: doorCounts,
@@ -371,9 +374,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
     cacheControl: 'no-store',
     handler: (ctx) => service.door(ctx.params.id),
   });
-  hub.route({
+  const postShowsByIdListsByListRevert = route({
     method: 'POST',
-    path: '/api/shows/:id/lists/:list/revert',
+    path: '/shows/:id/lists/:list/revert',
     auth: STAFF,
     params: z.object({ id: showId, list: listId }),
     body: { schema: revertBody },
@@ -385,9 +388,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
   });
 
   // ---- offline mode (docs/ticket.md, "Offline mode") ----------------------------------------------
-  hub.route({
+  const getCheckinList = route({
     method: 'GET',
-    path: '/api/checkin/list',
+    path: '/checkin/list',
     auth: SCANNER,
     query: z.object({ show_id: showId, list_id: listId.optional() }).strict(),
     guards: [offlineLimit],
@@ -403,9 +406,9 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       return Reply.json(list, 200, { etag });
     },
   });
-  hub.route({
+  const postCheckinOffline = route({
     method: 'POST',
-    path: '/api/checkin/offline',
+    path: '/checkin/offline',
     auth: SCANNER,
     body: { schema: offlineBatch },
     guards: [offlineLimit],
@@ -418,14 +421,37 @@ export function registerTicketRoutes(hub: Hub, opts: TicketRoutesOptions): void 
       return { results };
     },
   });
-  hub.route({
+  const getCheckinConflicts = route({
     method: 'GET',
-    path: '/api/checkin/conflicts',
+    path: '/checkin/conflicts',
     auth: STAFF,
     query: z.object({ limit: qInt({ min: 1, max: 1000 }).optional(), show_id: showId.optional() }).strict(),
     response: z.object({ conflicts: z.array(conflictRecord) }),
     summary: 'Offline scans of tickets that were already in or cancelled (both scans), newest first',
     cacheControl: 'no-store',
     handler: async (ctx) => ({ conflicts: await service.conflicts({ limit: ctx.query.limit ?? 100, show_id: ctx.query.show_id }) }),
+  });
+  return hub.mount('/api', {
+    postShows,
+    getShows,
+    getShowsByIdTickets,
+    getShowsById,
+    postReservations,
+    getMticketByQrCode,
+    getMticketByQrCodeQrPng,
+    postMticketByQrCodeCards,
+    postCheckin,
+    postTicketsByIdCheckin,
+    postTicketsByIdCancel,
+    getShowsByIdCounts,
+    getCheckins,
+    getCheckinsAudit,
+    getShowsByIdLists,
+    postShowsByIdLists,
+    getShowsByIdDoor,
+    postShowsByIdListsByListRevert,
+    getCheckinList,
+    postCheckinOffline,
+    getCheckinConflicts,
   });
 }

@@ -6,7 +6,8 @@ import { CARDS_AT_BOOKING, MAX_CARDS, cryptoRng, generateCards, hasCards, theme 
 import { CheckIns } from './checkin.js';
 import { showCounts, type ShowCounts } from './counts.js';
 import { generateCode } from './code.js';
-import { K } from './keys.js';
+import { K, S, showKeys } from './keys.js';
+import { locateByCode, locateById, type Located } from './locate.js';
 import { checkInLists, contradiction, storedLists, defaultList, MAX_LISTS, showLists, type CheckInList, type SeatRange } from './door.js';
 import { listBookings, listShows, type Page } from './lists.js';
 import { OfflineLists, type SignedList } from './offline.js';
@@ -18,7 +19,6 @@ import {
   randomId,
   reservations,
   shows,
-  ticketCodes,
   ticketTopic,
   type AuditEntry,
   type BookInput,
@@ -67,12 +67,13 @@ export class TicketService {
   async createShow(input: { name: string; venue: string; date: string }): Promise<ShowRecord> {
     const now = this.clock.now();
     const show: ShowRecord = { id: randomId('s_'), ...input, created_at: iso(now) };
+    // the show's layout (keys.ts): every key of its tickets in its aggregate, the list of shows in its partition
     await this.store.update([K.show(show.id)], () => ({
       writes: [
         { op: 'set', key: K.show(show.id), value: shows.encode(show) },
-        { op: 'index', key: K.shows, member: show.id, score: now },
-        { op: 'set', key: K.count(show.id, 'tickets'), value: 0 },
-        { op: 'set', key: K.showIndexed(show.id), value: 1 },
+        { op: 'set', key: K.showPartitioned(show.id), value: 1 },
+        { op: 'index', key: S.shows(show.id), member: show.id, score: now },
+        { op: 'set', key: S.count(show.id, 'tickets'), value: 0 },
       ],
       result: undefined,
     }));
@@ -100,45 +101,61 @@ export class TicketService {
     }
     const now = this.clock.now();
     const cards = generateCards(CARDS_AT_BOOKING, this.rng, input.theme);
+    const [showNow, mark] = await this.store.getMany([K.show(input.show_id), K.showPartitioned(input.show_id)]);
+    if (showNow === undefined) throw notFound('show_not_found', `no show ${input.show_id}`);
+    const partitioned = mark !== undefined;
+    const k = showKeys(input.show_id, partitioned ? 'show' : 'global');
     for (let attempt = 1; attempt <= BOOK_ATTEMPTS; attempt++) {
       const code = generateCode();
       const id = randomId('r_');
-      const keys = [K.show(input.show_id), K.seat(input.show_id, input.seat), K.code(code)];
-      const r = await this.store.update(keys, ([show, seatHolder, codeTaken]) => {
-        if (!show) throw notFound('show_not_found', `no show ${input.show_id}`);
-        if (seatHolder !== undefined) {
-          throw conflict('seat_taken', `seat ${input.seat} of this show is already booked`, { seat: input.seat });
-        }
-        if (codeTaken !== undefined) return { writes: [], result: undefined };
-        const s = shows.decode(show)!;
-        const rec: ReservationRecord = {
-          id,
-          code,
-          show_id: s.id,
-          show_name: s.name,
-          venue: s.venue,
-          date: s.date,
-          seat: input.seat,
-          amount_paid: input.amount_paid,
-          holder: input.holder ?? null,
-          ...(input.kind ? { kind: input.kind } : {}),
-          status: 'entry_allowed',
-          created_at: iso(now),
-          bingo_cards: cards,
-          checkin: null,
-          cancelled_at: null,
-          cancel_reason: null,
-        };
-        const writes: Write[] = [
-          { op: 'set', key: K.reservation(id), value: reservations.encode(rec) },
-          { op: 'set', key: K.code(code), value: id },
-          { op: 'set', key: K.seat(s.id, input.seat), value: id },
-          { op: 'index', key: K.reservations, member: id, score: now },
-          { op: 'index', key: K.showReservations(s.id), member: id, score: now },
-          { op: 'incr', key: K.count(s.id, 'tickets'), by: 1 },
-        ];
-        return { writes, result: rec };
-      });
+      if (partitioned) {
+        // the pointers of the code and the id to the show, each on its own, before the booking (a
+        // code already drawn is drawn again); a booking refused removes them again
+        if (!(await this.store.set(K.code(code), { show_id: input.show_id, id }, { ifAbsent: true }))) continue;
+        await this.store.set(K.ridShow(id), input.show_id);
+      }
+      const keys = [K.show(input.show_id), k.seat(input.seat), ...(partitioned ? [] : [K.code(code)])];
+      let r: ReservationRecord | undefined;
+      try {
+        r = await this.store.update(keys, ([show, seatHolder, codeTaken]) => {
+          if (!show) throw notFound('show_not_found', `no show ${input.show_id}`);
+          if (seatHolder !== undefined) {
+            throw conflict('seat_taken', `seat ${input.seat} of this show is already booked`, { seat: input.seat });
+          }
+          if (codeTaken !== undefined) return { writes: [], result: undefined };
+          const s = shows.decode(show)!;
+          const rec: ReservationRecord = {
+            id,
+            code,
+            show_id: s.id,
+            show_name: s.name,
+            venue: s.venue,
+            date: s.date,
+            seat: input.seat,
+            amount_paid: input.amount_paid,
+            holder: input.holder ?? null,
+            ...(input.kind ? { kind: input.kind } : {}),
+            status: 'entry_allowed',
+            created_at: iso(now),
+            bingo_cards: cards,
+            checkin: null,
+            cancelled_at: null,
+            cancel_reason: null,
+          };
+          const writes: Write[] = [
+            { op: 'set', key: k.reservation(id), value: reservations.encode(rec) },
+            ...(partitioned ? [] : [{ op: 'set', key: K.code(code), value: id } as Write]),
+            { op: 'set', key: k.seat(input.seat), value: id },
+            { op: 'index', key: k.reservations, member: id, score: now },
+            { op: 'index', key: k.showReservations, member: id, score: now },
+            { op: 'incr', key: k.count('tickets'), by: 1 },
+          ];
+          return { writes, result: rec };
+        });
+      } catch (err) {
+        if (partitioned) await Promise.all([this.store.del(K.code(code)), this.store.del(K.ridShow(id))]);
+        throw err;
+      }
       if (r) return r;
       // a code collision (about one in 10^11 per existing ticket): draw again
     }
@@ -149,7 +166,8 @@ export class TicketService {
 
   /** The ticket behind a code, with its QR image; a reservation without cards gets them now. */
   async ticket(code: string) {
-    return this.view(await this.withCards(await this.byCode(code)));
+    const at = await this.locateCode(code);
+    return this.view(await this.withCards(await this.record(at, () => notFound('invalid', `no ticket with code ${code}`, { code })), at));
   }
 
   /** The PNG of a ticket's QR code (404 invalid for an unknown code). */
@@ -161,32 +179,45 @@ export class TicketService {
   /** Adds one card (up to 4) to a ticket; 409 cards_full beyond that. */
   async addCard(code: string, themeId?: string) {
     if (themeId !== undefined && !findTheme(themeId)) throw new AppError('invalid', 'unknown_theme', `no bingo theme ${themeId}`);
-    const r0 = await this.withCards(await this.byCode(code));
+    const at = await this.locateCode(code);
+    const r0 = await this.withCards(await this.record(at, () => notFound('invalid', `no ticket with code ${code}`, { code })), at);
     const cardTheme = themeId ?? r0.bingo_cards?.[0]?.theme;
     const [card] = generateCards(1, this.rng, cardTheme, (r0.bingo_cards?.length ?? 0) + 1);
-    const r = await this.store.update([K.reservation(r0.id)], ([cur]) => {
+    const key = at.keys.reservation(r0.id);
+    const r = await this.store.update([key], ([cur]) => {
       const rec = reservations.decode(cur)!;
       const have = rec.bingo_cards ?? [];
       if (have.length >= MAX_CARDS) {
         throw conflict('cards_full', `a ticket carries at most ${MAX_CARDS} bingo cards`, { max: MAX_CARDS });
       }
       const next: ReservationRecord = { ...rec, bingo_cards: [...have, { ...card!, no: have.length + 1 }] };
-      return { writes: [{ op: 'set', key: K.reservation(rec.id), value: reservations.encode(next) }], result: next };
+      return { writes: [{ op: 'set', key, value: reservations.encode(next) }], result: next };
     });
     return this.view(r);
   }
 
   /** Lookup by reservation id (the backward-compatible routes). 404 invalid when unknown. */
   async reservation(id: string): Promise<ReservationRecord> {
-    const r = reservations.decode(await this.store.get(K.reservation(id)));
-    if (!r) throw notFound('invalid', `no ticket for reservation ${id}`, { reservation_id: id });
-    return r;
+    const gone = () => notFound('invalid', `no ticket for reservation ${id}`, { reservation_id: id });
+    const at = await locateById(this.store, id);
+    if (!at) throw gone();
+    return this.record(at, gone);
   }
 
   private async byCode(code: string): Promise<ReservationRecord> {
-    const id = ticketCodes.decode(await this.store.get(K.code(code)));
-    const r = id === undefined ? undefined : reservations.decode(await this.store.get(K.reservation(id)));
-    if (!r) throw notFound('invalid', `no ticket with code ${code}`, { code });
+    return this.record(await this.locateCode(code), () => notFound('invalid', `no ticket with code ${code}`, { code }));
+  }
+
+  private async locateCode(code: string): Promise<Located> {
+    const at = await locateByCode(this.store, code);
+    if (!at) throw notFound('invalid', `no ticket with code ${code}`, { code });
+    return at;
+  }
+
+  /** The record of a located reservation, or `gone()` thrown. */
+  private async record(at: Located, gone: () => Error): Promise<ReservationRecord> {
+    const r = reservations.decode(await this.store.get(at.keys.reservation(at.id)));
+    if (!r) throw gone();
     return r;
   }
 
@@ -196,15 +227,16 @@ export class TicketService {
    * update; inside it, cards already present win, so concurrent first lookups (on one process or
    * many) write exactly one set and all return it.
    */
-  private async withCards(r: ReservationRecord): Promise<ReservationRecord> {
+  private async withCards(r: ReservationRecord, at: Located): Promise<ReservationRecord> {
     if (hasCards(r.bingo_cards)) return r;
     const candidates = generateCards(CARDS_AT_BOOKING, this.rng);
-    const { rec, created } = await this.store.update([K.reservation(r.id)], ([cur]) => {
+    const key = at.keys.reservation(r.id);
+    const { rec, created } = await this.store.update([key], ([cur]) => {
       if (!cur) throw notFound('invalid', `no ticket for reservation ${r.id}`);
       const rec = reservations.decode(cur)!;
       if (hasCards(rec.bingo_cards)) return { writes: [], result: { rec, created: false } };
       const next: ReservationRecord = { ...rec, bingo_cards: candidates };
-      return { writes: [{ op: 'set', key: K.reservation(rec.id), value: reservations.encode(next) }], result: { rec: next, created: true } };
+      return { writes: [{ op: 'set', key, value: reservations.encode(next) }], result: { rec: next, created: true } };
     });
     if (created) this.cardMigrations++;
     return rec;
@@ -278,7 +310,10 @@ export class TicketService {
    */
   async cancel(id: string, reason?: string) {
     const at = iso(this.clock.now());
-    const { r, changed } = await this.store.update([K.reservation(id)], ([cur]) => {
+    const where = await locateById(this.store, id);
+    if (!where) throw notFound('invalid', `no ticket for reservation ${id}`, { reservation_id: id });
+    const k = where.keys;
+    const { r, changed } = await this.store.update([k.reservation(id)], ([cur]) => {
       if (!cur) throw notFound('invalid', `no ticket for reservation ${id}`, { reservation_id: id });
       const rec = reservations.decode(cur)!;
       if (rec.status === 'cancelled') return { writes: [], result: { r: rec, changed: false } };
@@ -290,10 +325,10 @@ export class TicketService {
       const next: ReservationRecord = { ...rec, status: 'cancelled', cancelled_at: at, cancel_reason: reason ?? null };
       return {
         writes: [
-          { op: 'set', key: K.reservation(id), value: reservations.encode(next) },
-          { op: 'del', key: K.seat(rec.show_id, rec.seat) },
-          { op: 'incr', key: K.count(rec.show_id, 'tickets'), by: -1 },
-          { op: 'incr', key: K.count(rec.show_id, 'cancelled'), by: 1 },
+          { op: 'set', key: k.reservation(id), value: reservations.encode(next) },
+          { op: 'del', key: k.seat(rec.seat) },
+          { op: 'incr', key: k.count('tickets'), by: -1 },
+          { op: 'incr', key: k.count('cancelled'), by: 1 },
         ],
         result: { r: next, changed: true },
       };

@@ -1,5 +1,5 @@
 import { atrOf, batchActions } from './batch.js';
-import { candleChecksum, candlesFor, type Candles, type CandleSpec } from './candles.js';
+import { candleChecksum, candlesFor, specJson, type Candles, type CandleSpec } from './candles.js';
 import { Engine, type RawRun, type RunRange, type Settings } from './engine.js';
 import { emptyTradeLog, needsAtr, runBatch } from './engine-batch.js';
 import { computeMetrics, equityCurve, monthlyPerformance, sharpeOf, tradeRows, type Metrics } from './metrics.js';
@@ -128,7 +128,7 @@ export function backtestResult(cs: Candles, t: BacktestTask) {
     params: t.params,
     settings: t.settings,
     candles: {
-      ...t.candles,
+      ...specJson(t.candles),
       checksum: candleChecksum(cs),
       from: new Date(cs.t[0]!).toISOString(),
       to: new Date(cs.t[cs.n - 1]!).toISOString(),

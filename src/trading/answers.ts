@@ -1,7 +1,9 @@
 import { z } from 'zod';
+import { ALERT_EVENTS } from './alerts.js';
 import { OPTIMIZE_OBJECTIVES } from './analyses.js';
 import { settingsSchema } from './engine.js';
 import { REASONS } from './engine-settings.js';
+import { RUN_KINDS } from './runs.js';
 import { STRATEGIES } from './strategies.js';
 import { SYMBOLS, TIMEFRAMES } from './symbols.js';
 
@@ -88,11 +90,18 @@ export const exitsSchema = z.array(
   }),
 );
 
+/** A data set's id and hash (docs/trading.md "Data sets"), in every answer on one. */
+const datasetFields = {
+  dataset: z.string().optional().describe('the data set the candles came from (absent: the synthetic series)'),
+  hash: z.string().optional().describe("SHA-256 of the data set's bars (hex)"),
+};
+
 const candlesSchema = z.object({
   seed: int,
   symbol: z.enum(SYMBOLS),
   timeframe: z.enum(TIMEFRAMES),
   count: int,
+  ...datasetFields,
   checksum: z.string(),
   from: z.string(),
   to: z.string(),
@@ -131,7 +140,7 @@ const paramsSchema = z.record(z.string(), z.number());
 export const optimizeAnswer = z.object({
   strategy: z.enum(STRATEGIES),
   objective: z.enum(OPTIMIZE_OBJECTIVES),
-  candles: z.object({ seed: int, symbol: z.enum(SYMBOLS), timeframe: z.enum(TIMEFRAMES), count: int }),
+  candles: z.object({ seed: int, symbol: z.enum(SYMBOLS), timeframe: z.enum(TIMEFRAMES), count: int, ...datasetFields }),
   combinations: int.describe('combinations run'),
   asked: int.describe('size of the grid (the product of the value lists)'),
   skipped: int.describe('combinations the strategy refuses (e.g. fast >= slow)'),
@@ -164,3 +173,116 @@ export const optimizeAnswer = z.object({
     })
     .nullable(),
 });
+
+/** A backtest's answer as one entry of a comparison (without its candles and trades). */
+const compareEntry = backtestAnswer.omit({ candles: true, trades: true });
+
+/** POST /api/program/backtest-compare. */
+export const compareAnswer = z.object({
+  candles: candlesSchema,
+  objective: z.enum(OPTIMIZE_OBJECTIVES),
+  results: z.array(compareEntry),
+  ranking: z.array(z.object({ index: int, strategy: z.enum(STRATEGIES), params: paramsSchema, score: z.number().describe('the objective of the entry (ranked best first)') })),
+});
+
+const specSchema = z.object({ seed: int, symbol: z.enum(SYMBOLS), timeframe: z.enum(TIMEFRAMES), count: int, ...datasetFields });
+const span = { from: z.string(), to: z.string(), bars: int };
+
+/** POST /api/program/walkforward. */
+export const walkForwardAnswer = z.object({
+  strategy: z.enum(STRATEGIES),
+  objective: z.enum(OPTIMIZE_OBJECTIVES),
+  candles: specSchema,
+  in_sample: int,
+  out_of_sample: int,
+  step: int,
+  combinations: int,
+  asked: int,
+  skipped: int,
+  summary: z.object({
+    windows: int,
+    profitable_oos_share: ratio,
+    walk_forward_efficiency: ratio.nullable().describe('mean of the windows\' efficiencies; null when no window has one'),
+    parameter_stability: ratio,
+    parameter_variation: z.record(z.string(), z.object({ mean: z.number(), sd: z.number(), cv: z.number(), values: z.array(z.number()) })),
+    oos_net_profit: usd,
+    oos_trades: int,
+    oos_sharpe: ratio,
+    robustness_score: z.number(),
+  }),
+  windows: z.array(
+    z.object({
+      index: int,
+      in_sample: z.object({ ...span, best_params: paramsSchema, metrics: metricsSchema }),
+      out_of_sample: z.object({ ...span, metrics: metricsSchema }),
+      efficiency: ratio.nullable().describe('annualized OOS return / annualized IS return; null when the IS return is not positive'),
+    }),
+  ),
+});
+
+const percentiles = z.object({ p5: z.number(), p25: z.number(), p50: z.number(), p75: z.number(), p95: z.number() });
+
+/** POST /api/program/montecarlo. */
+export const monteCarloAnswer = z.object({
+  strategy: z.enum(STRATEGIES),
+  params: paramsSchema,
+  candles: specSchema,
+  ruin_drawdown: ratio,
+  backtest: metricsSchema,
+  runs: int,
+  trades: int,
+  seed: int,
+  ruin_level: usd,
+  probability_of_ruin: ratio,
+  probability_of_ruin_bootstrap: ratio,
+  max_drawdown: percentiles,
+  max_drawdown_usd: percentiles,
+  lowest_equity: percentiles,
+  final_equity: percentiles,
+});
+
+// ---- the answers of the jobs, data sets, saved runs and alerts routes --------------------------
+
+const jobState = z.object({ job: z.string(), kind: z.string(), done: int, total: int });
+export const jobsAnswer = z.object({
+  jobs: z.array(jobState.extend({ state: z.enum(['queued', 'running']) })),
+  admitted: int,
+  running: int,
+  waiting: int,
+  limits: z.object({ running: int, queue: int, perClient: int, timeoutMs: int }),
+  cancelled: z.object({ cancelled: int, abandoned: int, timeout: int }),
+  queue: z.record(z.string(), z.number()).optional().describe('the shared work queue\'s counts, with TRADING_QUEUE on'),
+});
+export const jobCancelAnswer = jobState.extend({ state: z.literal('cancelling') });
+
+export const datasetView = z.object({
+  id: z.string(),
+  name: z.string(),
+  symbol: z.enum(SYMBOLS),
+  timeframe: z.enum(TIMEFRAMES),
+  bars: int,
+  first: z.string().describe('the first bar\'s open time (ISO 8601, UTC)'),
+  last: z.string(),
+  gaps: z.object({ count: int, missing_bars: int, largest: int, first: z.array(z.object({ after: z.string(), before: z.string(), missing_bars: int })) }),
+  hash: z.string().describe("SHA-256 of the data set's bars (hex)"),
+  filename: z.string(),
+  bytes: int,
+  created_at: z.string(),
+});
+export const deletedAnswer = z.object({ id: z.string(), deleted: z.literal(true) });
+
+const runSummary = z.object({
+  id: z.string(),
+  kind: z.enum(RUN_KINDS),
+  created_at: z.string(),
+  strategy: z.string().nullable(),
+  candles: z.record(z.string(), z.unknown()),
+  figures: z.record(z.string(), z.number().nullable()).describe('net profit, Sharpe, trades, max drawdown'),
+  trimmed: z.array(z.string()).describe('parts of the answer left out to fit the size limit'),
+});
+export const runsAnswer = z.object({ runs: z.array(runSummary), limits: z.object({ runs: int, result_bytes: int }) });
+export const runAnswer = z.object({ run: runSummary.extend({ request: z.record(z.string(), z.unknown()), result: z.unknown() }) });
+
+const alertView = z.object({ program: z.string(), url: z.string(), events: z.array(z.enum(ALERT_EVENTS)), created_by: z.string().nullable(), created_at: z.string() });
+export const alertAnswer = z.object({ alert: alertView });
+export const alertSetAnswer = z.object({ alert: alertView.extend({ secret: z.string().describe('whsec_…: shown in this answer only') }) });

@@ -35,6 +35,17 @@ export interface CandleSpec {
   symbol: SymbolId;
   timeframe: Timeframe;
   count: number;
+  /** A trader's data set instead of the synthetic series (docs/trading.md "Data sets"): its id and hash. */
+  dataset?: string;
+  hash?: string;
+  /** The data set's bars, shared with the worker threads (never copied): see `sharedCandles`. */
+  data?: SharedArrayBuffer;
+}
+
+/** The spec as an answer names the candles: everything but the shared bytes. */
+export function specJson(spec: CandleSpec): Omit<CandleSpec, 'data'> {
+  const { data: _d, ...rest } = spec;
+  return rest;
 }
 
 /** Largest candle count one request may ask for. */
@@ -215,9 +226,9 @@ export function candleChecksum(cs: Candles): string {
 /** Small cache: a worker that runs several chunks of one grid generates the candles once. */
 let cached: { key: string; candles: Candles } | undefined;
 export function candlesFor(spec: CandleSpec): Candles {
-  const key = `${spec.seed}|${spec.symbol}|${spec.timeframe}|${spec.count}`;
+  const key = spec.data ? `data|${spec.hash}` : `${spec.seed}|${spec.symbol}|${spec.timeframe}|${spec.count}`;
   if (cached?.key === key) return cached.candles;
-  const candles = generateCandles(spec);
+  const candles = spec.data ? candlesOfShared(spec.data, spec.symbol, spec.timeframe) : generateCandles(spec);
   cached = { key, candles };
   return candles;
 }
@@ -254,4 +265,62 @@ export function candlesFromRows(
     out.pos[i] = p++;
   });
   return out;
+}
+
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+const EPOCH_DAY = Date.UTC(2024, 0, 1) / DAY;
+
+/**
+ * The session of a bar opening at `t` on the engine's calendar: its trading day is the UTC date of
+ * t + 1 h (a session opens at 23:00 UTC the evening before), Monday to Friday; a Saturday or Sunday
+ * trading day counts with the Monday after it.
+ */
+export function sessionOfTime(t: number): number {
+  const d = Math.floor((t + HOUR) / DAY) - EPOCH_DAY;
+  const week = Math.floor(d / 7);
+  const r = d - week * 7;
+  return week * 5 + (r < 5 ? r : 5);
+}
+
+/**
+ * A data set's bars in one SharedArrayBuffer the worker threads read without a copy: six Float64
+ * columns of n (t o h l c v, as stored), then two Int32 columns (session, index of the bar in its
+ * session counted from the session's first bar in the data).
+ */
+export function sharedCandles(columns: Float64Array, n: number): SharedArrayBuffer {
+  const sab = new SharedArrayBuffer(n * 6 * 8 + n * 2 * 4);
+  new Float64Array(sab, 0, n * 6).set(columns.subarray(0, n * 6));
+  const t = new Float64Array(sab, 0, n);
+  const session = new Int32Array(sab, n * 48, n);
+  const pos = new Int32Array(sab, n * 52, n);
+  let p = 0;
+  for (let i = 0; i < n; i++) {
+    session[i] = sessionOfTime(t[i]!);
+    p = i > 0 && session[i] === session[i - 1] ? p + 1 : 0;
+    pos[i] = p;
+  }
+  return sab;
+}
+
+/** Candles viewing a SharedArrayBuffer made by `sharedCandles`. */
+export function candlesOfShared(sab: SharedArrayBuffer, symbol: SymbolId, timeframe: Timeframe): Candles {
+  const n = sab.byteLength / 56;
+  const minutes = TIMEFRAME_MINUTES[timeframe];
+  const col = (k: number) => new Float64Array(sab, k * n * 8, n);
+  return {
+    symbol,
+    timeframe,
+    minutes,
+    barsPerSession: SESSION_MINUTES / minutes,
+    n,
+    t: col(0),
+    o: col(1),
+    h: col(2),
+    l: col(3),
+    c: col(4),
+    v: col(5),
+    session: new Int32Array(sab, n * 48, n),
+    pos: new Int32Array(sab, n * 52, n),
+  };
 }

@@ -31,6 +31,8 @@ export interface DriverOptions {
   leaseMs: number;
   pumpMs?: number;
   onError?: (err: unknown) => void;
+  /** Alerts: passed to the journal (program-journal.ts). */
+  alerts?: { kick(): void };
   /** What the pump timer runs (the service's pump, so a wrapper around it sees every pump); default pump(). */
   runPump?: () => Promise<void>;
   /** A program whose day loss reached its limit: the service stops it. */
@@ -56,7 +58,7 @@ export class Driver {
 
   constructor(private readonly opts: DriverOptions) {
     this.lastTick = Math.floor(opts.clock.now() / TICK_MS);
-    this.journal = new Journal({ store: opts.store, bus: opts.bus, owner: opts.owner, barMs: opts.barMs, onError: opts.onError });
+    this.journal = new Journal({ store: opts.store, bus: opts.bus, owner: opts.owner, barMs: opts.barMs, onError: opts.onError, ...(opts.alerts ? { alerts: opts.alerts } : {}) });
     this.leases = new Leases(opts.store, opts.owner, opts.leaseMs);
   }
 

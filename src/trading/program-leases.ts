@@ -1,4 +1,4 @@
-import type { Store } from '../store/port.js';
+import { mergedIndexRange, type Store } from '../store/port.js';
 import { K, runOf, type ProgramRecord, programRecords } from './program-model.js';
 
 /**
@@ -46,8 +46,8 @@ export class Leases {
     await this.store.update([K.lease(id)], ([cur]) => ({ writes: cur === this.owner ? [{ op: 'del' as const, key: K.lease(id) }] : [], result: null }));
   }
 
-  /** Programs in state running (any owner). */
+  /** Programs in state running (any owner): every partition's list and the global one of before. */
   async running(): Promise<string[]> {
-    return (await this.store.indexRange(K.running)).map((e) => e.member);
+    return (await mergedIndexRange(this.store, K.runningParts)).map((e) => e.member);
   }
 }

@@ -1,5 +1,6 @@
 import { forbidden } from '../errors.js';
 import { codec, F } from '../store/codec.js';
+import { partitionKeyFor, partitionKeys } from '../store/port.js';
 import type { Settings } from './engine.js';
 import type { StrategyId } from './strategies.js';
 import type { SymbolId } from './symbols.js';
@@ -149,17 +150,40 @@ export const logEntries = codec<LogEntry>('program log entry', { fields: { t: F.
 export const programEvents = codec<ProgramEvent>('program event', (r) => typeof r.type === 'string' && typeof r.program === 'string');
 export const tickEvents = codec<TickEvent>('program tick', (r) => Array.isArray(r.programs));
 
+/**
+ * Whether a program keeps the partitioned layout (docs/partitions.md): every program created since
+ * has an id of 16 hex digits (`p_` and 64 random bits) and lives under its aggregate
+ * `trading:program:<id>`; a program of before (12 hex digits, or any other id) keeps the global
+ * layout (`program:<id>`, `program:lease:<id>`, ...: one Redis only), read and written as before.
+ */
+export const partitioned = (id: string): boolean => /^p_[0-9a-f]{16}$/.test(id);
+
+const at = (id: string, part: string, old: string) => (partitioned(id) ? `trading:program:${id}${part ? `:${part}` : ''}` : old);
+
+/**
+ * Store keys. A program's record, statistics, log, signals, equity, book, lease and alert are one
+ * aggregate, so every command, lease renewal and journal commit is one update of one partition; the
+ * lists of programs and of running programs are per partition (`trading:programs:{#p}`,
+ * `trading:running:{#p}`, in the program's), merged on read with the global ones of before.
+ */
 export const K = {
-  rec: (id: string) => `program:${id}`,
-  stats: (id: string) => `program:stats:${id}`,
-  log: (id: string) => `program:log:${id}`,
-  signals: (id: string) => `program:signals:${id}`,
-  equity: (id: string) => `program:equity:${id}`,
-  lease: (id: string) => `program:lease:${id}`,
+  rec: (id: string) => at(id, '', `program:${id}`),
+  stats: (id: string) => at(id, 'stats', `program:stats:${id}`),
+  log: (id: string) => at(id, 'log', `program:log:${id}`),
+  signals: (id: string) => at(id, 'signals', `program:signals:${id}`),
+  equity: (id: string) => at(id, 'equity', `program:equity:${id}`),
+  lease: (id: string) => at(id, 'lease', `program:lease:${id}`),
   /** Open positions, waiting order and day risk state of the running program (Engine.snapshot). */
-  book: (id: string) => `program:book:${id}`,
-  all: 'program:all',
-  running: 'program:running',
+  book: (id: string) => at(id, 'book', `program:book:${id}`),
+  /** The program's alert (alerts.ts). */
+  alert: (id: string) => at(id, 'alert', `program:alert:${id}`),
+  /** The list of programs its record is listed in, by creation time. */
+  all: (id: string) => (partitioned(id) ? partitionKeyFor('trading:programs', K.rec(id)) : 'program:all'),
+  /** The list of running programs it is listed in while it runs. */
+  running: (id: string) => (partitioned(id) ? partitionKeyFor('trading:running', K.rec(id)) : 'program:running'),
+  /** Every part of the lists, merged on read. */
+  allParts: [...partitionKeys('trading:programs'), 'program:all'],
+  runningParts: [...partitionKeys('trading:running'), 'program:running'],
 };
 
 export function newRecord(id: string, input: CreateInput, caller: Caller | undefined, now: number): ProgramRecord {

@@ -1,4 +1,4 @@
-import type { Write } from '../store/port.js';
+import { AppError } from '../errors.js';
 import { settingsSchema } from './engine.js';
 import type { CreateInput, ProgramEvent } from './program-model.js';
 import type { ProgramService } from './programs.js';
@@ -6,17 +6,20 @@ import type { ProgramService } from './programs.js';
 /**
  * The port through which another service runs live programs of its own (the payment relay runs each
  * bought challenge as one, docs/payment.md "Challenges"), provided by the trading module as
- * `livePrograms` (src/compose/ports.ts): draft a program on an account of a given capital and daily
- * loss limit (the engine's defaults for every other setting) as writes for the caller's own atomic
- * update, start it once they are committed, and follow every program's events as this process
- * receives them from the Bus (published by any process). The caller keeps its own record of which
- * program is its, in the same update.
+ * `livePrograms` (declared in src/trading/module.ts): name a program before it exists (the caller
+ * records the id in its own atomic update, with an outbox item whose delivery calls `ensure`: the
+ * program is its own aggregate, docs/partitions.md), create and start it once, and follow every
+ * program's events as this process receives them from the Bus (published by any process).
  */
 export interface LivePrograms {
-  /** A new program's id and the writes that create it (state `created`), for the caller's update. */
-  draft(spec: ProgramSpec): Promise<{ id: string; writes: Write[] }>;
-  /** Starts a created program (its writes committed). */
-  start(id: string): Promise<void>;
+  /** The id a program to be created will have. */
+  newId(): string;
+  /**
+   * Creates the program `id` on an account of the spec's capital and daily loss limit (the engine's
+   * defaults for every other setting) unless it is there, and starts it if it was never started:
+   * called again (a retried delivery, a second process) it changes nothing.
+   */
+  ensure(id: string, spec: ProgramSpec): Promise<void>;
   /** Calls `listener` with every program event delivered from now on; returns the unsubscribe. */
   follow(listener: (event: ProgramEvent) => void): () => void;
 }
@@ -29,11 +32,15 @@ export interface ProgramSpec extends Omit<CreateInput, 'settings'> {
 
 export function livePrograms(service: ProgramService): LivePrograms {
   return {
-    draft: async ({ capital, daily_loss_limit, ...program }) => {
-      const { program: p, writes } = await service.draft({ ...program, settings: settingsSchema.parse({ capital, daily_loss_limit }) });
-      return { id: p.id, writes };
+    newId: () => service.newId(),
+    ensure: async (id, { capital, daily_loss_limit, ...program }) => {
+      await service.createAs(id, { ...program, settings: settingsSchema.parse({ capital, daily_loss_limit }) });
+      if ((await service.get(id)).state !== 'created') return;
+      // two deliveries at once: one starts it, the other finds it started
+      await service.move(id, 'start').catch((err: unknown) => {
+        if (!(err instanceof AppError && err.code === 'invalid_state')) throw err;
+      });
     },
-    start: async (id) => void (await service.move(id, 'start')),
     follow: (listener) => service.follow(listener),
   };
 }

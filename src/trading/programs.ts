@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Bus } from '../bus.js';
+import { followAlways, type Bus } from '../bus.js';
 import type { Clock } from '../clock.js';
 import { conflict, notFound } from '../errors.js';
-import type { Json, Store, Write } from '../store/port.js';
+import { mergedIndexCount, mergedIndexRange, type Json, type Store, type Write } from '../store/port.js';
+import { ALERT_KEPT_AFTER_DELETE_MS, alertKey } from './alerts.js';
 import { Markets } from './market.js';
 import { Driver } from './program-driver.js';
 import {
@@ -39,7 +40,7 @@ export * from './program-model.js';
 export interface ProgramServiceOptions {
   store: Store;
   clock: Clock;
-  bus: Pick<Bus, 'publish' | 'publishMany' | 'onMessage'>;
+  bus: Pick<Bus, 'publish' | 'publishMany' | 'onMessage' | 'follow'>;
   /** Candle interval on the hub clock, ms (PROGRAM_CANDLE_MS / PROGRAM_SPEED). */
   barMs: number;
   /** Lease time to live, ms; renewed every third of it. */
@@ -49,6 +50,12 @@ export interface ProgramServiceOptions {
   /** Real-time period of the market pump (ms); default min(250, barMs / 4). */
   pumpMs?: number;
   onError?: (err: unknown) => void;
+  /**
+   * Alerts: the journal enqueues each program's events for its webhook and kicks the outbox; a
+   * deleted program's alert is kept `keepAfterDeleteMs` (default ALERT_KEPT_AFTER_DELETE_MS) so the
+   * events still queued for it (its `deleted` status last) are delivered, then it expires.
+   */
+  alerts?: { kick(): void; keepAfterDeleteMs?: number };
 }
 
 type WithStats = ProgramRecord & { stats: ProgramStats };
@@ -79,19 +86,33 @@ export class ProgramService {
 
   /** Reacts to status events from any process, claims running programs, starts the pump. */
   async start(): Promise<void> {
-    this.unsubscribe = this.opts.bus.onMessage(({ topic, message }) => {
+    const off = this.opts.bus.onMessage(({ topic, message }) => {
       if (topic !== PROGRAM_EVENTS_TOPIC) return;
       const ev = programEvents.decode(message)!;
       if (ev.type === 'status' && ev.state !== 'running') this.driver.left(ev.program, ev.state, ev.t);
     });
+    // every process's status events: the topic followed on the Bus for as long as the service runs
+    const release = await this.opts.bus.follow(PROGRAM_EVENTS_TOPIC).catch((err) => {
+      off();
+      throw err;
+    });
+    this.unsubscribe = () => {
+      off();
+      release();
+    };
     await this.driver.start();
   }
 
   /** Every program's events as the Bus delivers them on this process (from any process); returns the unsubscribe. */
   follow(listener: (event: ProgramEvent) => void): () => void {
-    return this.opts.bus.onMessage(({ topic, message }) => {
+    const off = this.opts.bus.onMessage(({ topic, message }) => {
       if (topic === PROGRAM_EVENTS_TOPIC) listener(programEvents.decode(message)!);
     });
+    const unfollow = followAlways(this.opts.bus, PROGRAM_EVENTS_TOPIC);
+    return () => {
+      off();
+      unfollow();
+    };
   }
 
   /** Shutdown: programs stay running in the store (positions too) and continue on the next process that claims them. */
@@ -129,20 +150,44 @@ export class ProgramService {
   }
 
   /**
-   * A new program (state `created`) as the writes that make it: `create` commits them alone; another
-   * service puts them in its own atomic update (a bought challenge and its program land together).
+   * A new program (state `created`) as the writes that make it, under a new id; `create` commits
+   * them alone.
    */
   async draft(input: CreateInput, caller?: Caller): Promise<{ program: WithStats; writes: Write[] }> {
-    const count = await this.opts.store.indexCount(K.all);
+    await this.checkRoom();
+    return this.draftAs(this.newId(), input, caller, this.opts.clock.now());
+  }
+
+  /** A new program's id: 16 hex digits, the partitioned layout (program-model.ts `partitioned`). */
+  newId(): string {
+    return `p_${randomBytes(8).toString('hex')}`;
+  }
+
+  /**
+   * Creates the program `id` (made by `newId`) unless it is there already, in one update of its
+   * aggregate: what another service's outbox delivers (a bought challenge's program), so a
+   * delivery retried creates it once. Whether this call created it.
+   */
+  async createAs(id: string, input: CreateInput, caller?: Caller): Promise<boolean> {
+    if (!/^p_[0-9a-f]{16}$/.test(id)) throw new Error(`not a program id of the partitioned layout: ${id}`);
+    if ((await this.opts.store.get(K.rec(id))) !== undefined) return false;
+    await this.checkRoom();
+    const { writes } = this.draftAs(id, input, caller, this.opts.clock.now());
+    return this.opts.store.update([K.rec(id)], ([cur]) => (cur !== undefined ? { writes: [], result: false } : { writes, result: true }));
+  }
+
+  private async checkRoom(): Promise<void> {
+    const count = await mergedIndexCount(this.opts.store, K.allParts);
     if (count >= MAX_PROGRAMS) throw conflict('too_many_programs', `at most ${MAX_PROGRAMS} programs`, { limit: MAX_PROGRAMS });
-    const now = this.opts.clock.now();
-    const id = `p_${randomBytes(6).toString('hex')}`;
+  }
+
+  private draftAs(id: string, input: CreateInput, caller: Caller | undefined, now: number): { program: WithStats; writes: Write[] } {
     const rec = newRecord(id, input, caller, now);
     const stats = emptyStats(input.settings.capital);
     const writes: Write[] = [
       { op: 'set', key: K.rec(id), value: programRecords.encode(rec) },
       { op: 'set', key: K.stats(id), value: programStats.encode(stats) },
-      { op: 'index', key: K.all, member: id, score: now },
+      { op: 'index', key: K.all(id), member: id, score: now },
       this.logWrite(id, 'info', 'created', `created from ${rec.strategy} on ${rec.symbol}`),
     ];
     return { program: { ...rec, stats }, writes };
@@ -150,7 +195,7 @@ export class ProgramService {
 
   /** The caller's programs (every program for an operator or an internal caller). */
   async list(caller?: Caller): Promise<WithStats[]> {
-    const ids = (await this.opts.store.indexRange(K.all)).map((e) => e.member);
+    const ids = (await mergedIndexRange(this.opts.store, K.allParts)).map((e) => e.member);
     if (ids.length === 0) return [];
     const vals = await this.opts.store.getMany([...ids.map(K.rec), ...ids.map(K.stats)]);
     const out: WithStats[] = [];
@@ -227,7 +272,7 @@ export class ProgramService {
         from_bar: running ? this.markets.get(r.symbol).closedAt(now) : (r.from_bar ?? null),
       };
       const writes: Write[] = [{ op: 'set', key: K.rec(id), value: programRecords.encode(next) }];
-      writes.push(running ? { op: 'index', key: K.running, member: id, score: now } : { op: 'unindex', key: K.running, member: id });
+      writes.push(running ? { op: 'index', key: K.running(id), member: id, score: now } : { op: 'unindex', key: K.running(id), member: id });
       const leased = running && (lease === undefined || lease === this.owner);
       if (leased) writes.push({ op: 'set', key: K.lease(id), value: this.owner, ttlMs: this.opts.leaseMs });
       return { writes, result: { rec: next, previous: r.state, leased } };
@@ -258,13 +303,16 @@ export class ProgramService {
       return {
         writes: [
           ...[K.rec(id), K.stats(id), K.book(id), K.log(id), K.signals(id), K.equity(id)].map((key) => ({ op: 'del' as const, key })),
-          { op: 'unindex', key: K.all, member: id },
-          { op: 'unindex', key: K.running, member: id },
+          { op: 'unindex', key: K.all(id), member: id },
+          { op: 'unindex', key: K.running(id), member: id },
         ],
         result: programRecords.decode(r)!.state,
       };
     });
     await this.journal.add({ program: id, writes: [], events: [{ id: statusId(id), type: 'status', program: id, created_by: cur.created_by, t: this.opts.clock.now(), state: 'deleted', previous, reason: 'deleted' }] });
+    // the alert outlives its program only as long as its queued events need it (nobody can remove it now)
+    const keepMs = this.opts.alerts?.keepAfterDeleteMs ?? ALERT_KEPT_AFTER_DELETE_MS;
+    await this.opts.store.update([alertKey(id)], ([a]) => ({ writes: a ? [{ op: 'set' as const, key: alertKey(id), value: a, ttlMs: keepMs }] : [], result: undefined }));
     return { id, deleted: true };
   }
 

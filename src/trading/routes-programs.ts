@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { Bus } from '../bus.js';
-import type { Hub, RequestContext, SseStream, Principal, TopicVerdict } from '../hub/declare.js';
+import { followAlways, type Bus } from '../bus.js';
+import { route, type Hub, type RequestContext, type SseStream, type Principal, type TopicVerdict } from '../hub/declare.js';
+import { deletedAnswer } from './answers.js';
 import { settingsSchema } from './engine.js';
 import {
   HISTORY,
@@ -115,7 +116,7 @@ const withStats = recordSchema.extend({ stats: statsSchema });
 const R = {
   program: z.object({ program: withStats }),
   moved: z.object({ program: recordSchema }),
-  deleted: z.object({ id: z.string(), deleted: z.literal(true) }),
+  deleted: deletedAnswer,
   status: z.object({ program: withStats.extend({ owner: z.string().nullable().describe('the process driving it, or null') }) }),
   list: z.object({
     programs: z.array(withStats),
@@ -155,7 +156,9 @@ const R = {
 
 export interface ProgramRoutesOptions {
   service: ProgramService;
-  bus: Pick<Bus, 'onMessage'>;
+  bus: Pick<Bus, 'onMessage' | 'follow'>;
+  /** Where a refused follow of the program topics is reported. */
+  warn?: (obj: object, msg: string) => void;
 }
 
 /** A stream's tick listener: whose ticks it may see, and of which program. */
@@ -165,7 +168,11 @@ interface TickSubscriber {
   program: string | undefined;
 }
 
-export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () => void {
+/** The routes of this file as data (hub.mount): their types are what the pages' client reads (web/common/api.ts). */
+export type ProgramRoutes = ReturnType<typeof registerProgramRoutes>['routes'];
+
+/** Registers the live-program routes and stream; answers their table and the bus listener's off switch. */
+export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions) {
   const { service } = opts;
   // every program: operators only; one program: its creator and operators
   const operatorOnly = (_topic: string, identity: Principal | undefined): TopicVerdict =>
@@ -188,17 +195,17 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
   });
   const forms = strategyForms();
 
-  hub.route({
+  const postCreate = route({
     method: 'POST',
-    path: '/api/program/create',
+    path: '/create',
     auth: TRADER,
     body: { schema: createBody },
     response: R.program,
     handler: async (ctx) => ({ program: await service.create(ctx.body, caller(ctx)) }),
   });
-  hub.route({
+  const getList = route({
     method: 'GET',
-    path: '/api/program/list',
+    path: '/list',
     auth: TRADER,
     cacheControl: 'no-store',
     response: R.list,
@@ -222,36 +229,38 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
       };
     },
   });
-  for (const move of ['start', 'pause', 'stop'] as const) {
-    hub.route({
+  const moveRoute = <const Move extends 'start' | 'pause' | 'stop'>(move: Move) =>
+    route({
       method: 'POST',
-      path: `/api/program/${move}`,
+      path: `/${move}`,
       auth: TRADER,
       body: { schema: idBody },
       response: R.moved,
       handler: async (ctx) => ({ program: await service.move(ctx.body.id, move, caller(ctx)) }),
     });
-  }
-  hub.route({
+  const postStart = moveRoute('start');
+  const postPause = moveRoute('pause');
+  const postStop = moveRoute('stop');
+  const postDelete = route({
     method: 'POST',
-    path: '/api/program/delete',
+    path: '/delete',
     auth: TRADER,
     body: { schema: idBody },
     response: R.deleted,
     handler: (ctx) => service.remove(ctx.body.id, caller(ctx)),
   });
-  hub.route({
+  const getStatus = route({
     method: 'GET',
-    path: '/api/program/status/:id',
+    path: '/status/:id',
     auth: TRADER,
     params: idParams,
     cacheControl: 'no-store',
     response: R.status,
     handler: async (ctx) => ({ program: await service.get(ctx.params.id, caller(ctx)) }),
   });
-  hub.route({
+  const getLogs = route({
     method: 'GET',
-    path: '/api/program/logs/:id',
+    path: '/logs/:id',
     auth: TRADER,
     params: idParams,
     query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(200) }),
@@ -259,9 +268,9 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     response: R.logs,
     handler: (ctx) => service.logs(ctx.params.id, ctx.query.limit, caller(ctx)),
   });
-  hub.route({
+  const getBars = route({
     method: 'GET',
-    path: '/api/program/bars/:id',
+    path: '/bars/:id',
     auth: TRADER,
     params: idParams,
     query: z.object({ count: z.coerce.number().int().min(1).max(500).default(120) }),
@@ -269,10 +278,14 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     response: R.bars,
     handler: (ctx) => service.bars(ctx.params.id, ctx.query.count, caller(ctx)),
   });
+  const routes = hub.mount('/api/program', { postCreate, getList, postStart, postPause, postStop, postDelete, getStatus, getLogs, getBars });
 
   // ---- live delivery -------------------------------------------------------------------------
   const tickSubscribers = new Set<TickSubscriber>();
-  const off = opts.bus.onMessage(({ topic, message }) => {
+  // the program events and ticks of every process, followed on the Bus while the routes are mounted:
+  // they are fanned out to the program topics and streams here
+  const unfollow = [PROGRAM_EVENTS_TOPIC, PROGRAM_TICK_TOPIC].map((t) => followAlways(opts.bus, t, opts.warn));
+  const unlisten = opts.bus.onMessage(({ topic, message }) => {
     if (topic === PROGRAM_EVENTS_TOPIC) {
       const ev = programEvents.decode(message)!;
       const t = programTopic(ev.program);
@@ -338,5 +351,9 @@ export function registerProgramRoutes(hub: Hub, opts: ProgramRoutesOptions): () 
     },
   });
 
-  return off;
+  const off = () => {
+    unlisten();
+    unfollow.forEach((u) => u());
+  };
+  return { routes, off };
 }

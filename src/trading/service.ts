@@ -13,7 +13,7 @@ import {
   type WindowResult,
 } from './analyses.js';
 import { monteCarloSummary, type MonteCarloRuns } from './monte-carlo.js';
-import type { CandleSpec } from './candles.js';
+import { specJson, type CandleSpec } from './candles.js';
 import type { Settings } from './engine.js';
 import { cancelledError, Jobs, type Job, type JobLimits, type JobProgress } from './jobs.js';
 import type { Metrics } from './metrics.js';
@@ -164,7 +164,9 @@ export class TradingService {
     /** How a step ended the job early: cancelled, or a task that failed. */
     const halt: { cancelled?: true; failed?: PromiseRejectedResult } = {};
     const step: Step = async (tasks, opts = {}) => {
-      const queued = spread && !opts.local && job.kind !== 'backtest' && job.kind !== 'compare';
+      // a data set's bars are shared memory of this process: its tasks run on this process's pool
+      const onData = tasks.some((t) => 'candles' in t && t.candles.data);
+      const queued = spread && !opts.local && !onData && job.kind !== 'backtest' && job.kind !== 'compare';
       const outcomes = await (queued ? spread.run(chunkJob(job), tasks) : Promise.allSettled(tasks.map((t) => this.opts.pool.run({ ...t, ctl: job.ctl }))));
       if (job.cancelled || outcomes.some((o) => o.status === 'fulfilled' && !o.value.ok)) halt.cancelled = true;
       else halt.failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
@@ -288,7 +290,7 @@ export class TradingService {
       result: {
         strategy: input.strategy,
         objective: input.objective,
-        candles: input.candles,
+        candles: specJson(input.candles),
         combinations: rows.length,
         asked,
         skipped,
@@ -323,7 +325,7 @@ export class TradingService {
       result: {
         strategy: input.strategy,
         objective: input.objective,
-        candles: input.candles,
+        candles: specJson(input.candles),
         in_sample: input.in_sample,
         out_of_sample: input.out_of_sample,
         step: input.step,
@@ -367,7 +369,7 @@ export class TradingService {
       result: {
         strategy: input.strategy,
         params: input.params,
-        candles: input.candles,
+        candles: specJson(input.candles),
         ruin_drawdown: input.ruin_drawdown,
         backtest: backtest.metrics,
         ...monteCarloSummary(backtest.pnls.length, input.runs, input.mc_seed, ruinLevel, parts),

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import { Queue, QueueEvents, Worker, type Job as BullJob } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { redisConnection, type RedisTarget } from '../store/redis-connection.js';
+import { redisConnection, type RedisClient, type RedisTarget } from '../store/redis-connection.js';
 import type { ChunkJob, ChunkRunner, JobRecord, TaskOutcome, TaskRunner, TradingTask } from '../trading/tasks.js';
 
 /**
@@ -83,8 +82,8 @@ interface Run {
 }
 
 export class BullChunkRunner implements ChunkRunner {
-  private readonly conn: Redis;
-  private readonly sub: Redis;
+  private readonly conn: RedisClient;
+  private readonly sub: RedisClient;
   private readonly queue: Queue;
   private readonly events: QueueEvents;
   private readonly worker: Worker;
@@ -95,7 +94,7 @@ export class BullChunkRunner implements ChunkRunner {
   private readonly channel: string;
   private closing = false;
   /** Every connection opened here (BullMQ leaves connections it was given open on close). */
-  private readonly clients: Redis[] = [];
+  private readonly clients: RedisClient[] = [];
   private readonly requestChannel: string;
   private onRequest: ((jobId: string) => void) | undefined;
   /** `chunks`: of the last job started here. */
@@ -103,9 +102,14 @@ export class BullChunkRunner implements ChunkRunner {
   /** Shared arrays fetched here, by key, oldest first. */
   private readonly shared = new Map<string, Promise<unknown>>();
   private readonly sharedPrefix: string;
+  /** BullMQ's key prefix (a hash tag on a cluster). */
+  readonly bullPrefix: string;
 
   constructor(private readonly opts: QueueOptions) {
-    const bull = `${opts.prefix}bull`;
+    // on a Redis Cluster every key of the queue must share a slot (BullMQ's scripts touch several):
+    // the prefix is a hash tag there; on one Redis it stays as it was (jobs in flight keep their keys)
+    const bull = opts.redis.cluster?.length ? `{${opts.prefix}bull}` : `${opts.prefix}bull`;
+    this.bullPrefix = bull;
     this.keyPrefix = `${opts.prefix}trading:cancelled:`;
     this.channel = `${opts.prefix}trading:cancel`;
     this.requestChannel = `${opts.prefix}trading:cancel-request`;
@@ -177,7 +181,8 @@ export class BullChunkRunner implements ChunkRunner {
       return run.results as PromiseSettledResult<TaskOutcome>[];
     } finally {
       this.runs.delete(runId);
-      if (sharedKeys.length) await this.conn.del(...sharedKeys).catch((err) => this.opts.onError?.(err));
+      // one DEL per key: on a cluster the keys of a run lie in different slots
+      if (sharedKeys.length) await Promise.all(sharedKeys.map((k) => this.conn.del(k))).catch((err) => this.opts.onError?.(err));
     }
   }
 
@@ -287,7 +292,7 @@ export class BullChunkRunner implements ChunkRunner {
   }
 
   private jobKey(chunkId: string): string {
-    return `${this.opts.prefix}bull:${QUEUE}:${chunkId}`;
+    return `${this.bullPrefix}:${QUEUE}:${chunkId}`;
   }
 
   private remote(chunkId: string): { run: Run; index: number } | undefined {

@@ -42,7 +42,8 @@ const platform = {
   'src/hub/declare.ts': "export type { Hub } from './index.js';\n",
   'src/hub/multipart.ts': 'export interface UploadedFile { tempPath: string }\n',
   'src/store/port.ts': 'export interface Store { get(k: string): unknown }\n',
-  'src/compose/compose.ts': 'export const defineService = <T>(d: T) => d;\n',
+  'src/contract.ts': 'export const defineService = <T>(d: T) => d;\n',
+  'src/compose/compose.ts': "export const serviceOrder = <T>(d: T[]) => d;\n",
   // an existing service, with its public face
   'src/ticket/service.ts': 'export class TicketService { count = 0 }\n',
   'src/ticket/index.ts': "export { TicketService } from './service.js';\n",
@@ -52,7 +53,7 @@ const platform = {
 const ninth = {
   'src/ninth/service.ts': "import { AppError } from '../errors.js';\nimport type { Store } from '../store/port.js';\nimport type { TicketService } from '../ticket/index.js';\nexport const make = (s: Store, t?: TicketService) => new AppError(String(s.get('x')) + String(t?.count));\n",
   'src/ninth/routes.ts': "import type { Hub } from '../hub/declare.js';\nimport { make } from './service.js';\nexport const routes = (h: Hub) => { h.route(); return make; };\n",
-  'src/ninth/module.ts': "import { defineService } from '../compose/compose.js';\nimport { routes } from './routes.js';\nexport const ninthModule = defineService({ name: 'ninth', routes });\n",
+  'src/ninth/module.ts': "import { defineService } from '../contract.js';\nimport { routes } from './routes.js';\nexport const ninthModule = defineService({ name: 'ninth', routes });\n",
 };
 
 describe('the folder rule', () => {
@@ -64,8 +65,10 @@ describe('the folder rule', () => {
       'src/ninth/upload.ts': "import type { UploadedFile } from '../hub/multipart.js';\nexport const f = (u: UploadedFile) => u.tempPath;\n",
       'src/ninth/hub.ts': "import type { Hub } from '../hub/index.js';\nexport const g = (h: Hub) => h;\n",
       'src/ninth/peek.ts': "import { TicketService } from '../ticket/service.js';\nexport const p = new TicketService();\n",
+      'src/ninth/graph.ts': "import { serviceOrder } from '../compose/compose.js';\nexport const o = serviceOrder;\n",
     });
     expect(await violations(dir)).toEqual([
+      'service-imports-composition: src/ninth/graph.ts -> src/compose/compose.ts',
       'service-imports-hub: src/ninth/hub.ts -> src/hub/index.ts',
       'service-imports-hub: src/ninth/upload.ts -> src/hub/multipart.ts',
       'service-imports-service-internals: src/ninth/peek.ts -> src/ticket/service.ts',

@@ -170,6 +170,49 @@ describe('identity model over HTTP', () => {
     expect((await get(base, '/api/auth/me', bearer(r.body.token))).status).toBe(401);
   });
 
+  it('one sign-in for every account kind: the partner path is the same sign-in, and the partner audit hears every partner attempt', async () => {
+    const audit = async (limit: number, token: string) => {
+      const r = await get(base, `/api/partner/audit?limit=${limit}`, bearer(token));
+      expect(r.status).toBe(200);
+      return (r.body.entries as { actor: string; action: string; result: string }[]).map((e) => `${e.actor} ${e.action} ${e.result}`).reverse();
+    };
+    // the document's path and the common sign-in: the same account, token and throttling
+    const viaDoc = await post(base, '/api/partner/login', { password: TEST_PARTNER_PASSWORD });
+    const viaCommon = await post(base, '/api/auth/login', { user: 'partner', password: TEST_PARTNER_PASSWORD });
+    expect(viaDoc.status).toBe(200);
+    expect(viaCommon.status).toBe(200);
+    expect(viaCommon.body).toMatchObject({ user: 'partner', roles: ['partner'] });
+    expect(viaCommon.body.expiresAt).toBe(viaDoc.body.expiresAt);
+    for (const token of [viaDoc.body.token, viaCommon.body.token]) {
+      expect((await get(base, '/api/auth/me', bearer(token))).body.identity).toMatchObject({ id: 'partner', roles: ['partner'], kind: 'account' });
+    }
+    // a wrong partner password on either path, an operator's sign-in, another account with the partner role
+    expect((await post(base, '/api/auth/login', { user: 'partner', password: 'wrong-one' })).body.error.code).toBe('invalid_credentials');
+    await login(base, 'admin', TEST_ADMIN_PASSWORD);
+    const other = await signIn(base, ['partner']);
+    const me = (await get(base, '/api/auth/me', bearer(other))).body.identity.id as string;
+    expect((await post(base, '/api/auth/logout', undefined, bearer(viaCommon.body.token))).status).toBe(200);
+    expect(await audit(5, viaDoc.body.token)).toEqual([
+      'partner login ok',
+      'partner login ok',
+      '- login invalid_credentials',
+      `${me} login ok`,
+      'partner logout ok',
+    ]);
+    // bad inputs on the document's path: 400 with the shared shape, nothing signed in, nothing audited
+    for (const body of [{}, { password: '' }, { password: 5 }, { user: 'admin', password: TEST_ADMIN_PASSWORD }]) {
+      const r = await post(base, '/api/partner/login', body);
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('invalid_body');
+    }
+    expect((await audit(5, viaDoc.body.token)).at(-1)).toBe('partner logout ok');
+    // sign-out on the partner path needs a partner's token
+    expect((await post(base, '/api/partner/logout', undefined)).status).toBe(401);
+    expect((await post(base, '/api/partner/logout', undefined, bearer(await signIn(base, ['staff'])))).status).toBe(403);
+    expect((await post(base, '/api/partner/logout', undefined, bearer(viaDoc.body.token))).status).toBe(200);
+    expect((await get(base, '/api/auth/me', bearer(viaDoc.body.token))).status).toBe(401);
+  });
+
   it('staff issue scanner device tokens for a gate, and can revoke them', async () => {
     const staff = await signIn(base, ['staff']);
     const editor = await signIn(base, ['editor']);

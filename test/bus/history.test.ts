@@ -64,7 +64,7 @@ function historySuite(name: string, open: () => Promise<Store>) {
       expect(tail.publications.map((p) => p.offset)).toEqual([4, 5, 6, 7, 8]);
 
       // the history is lost (the store forgot it): the next publication opens a new epoch
-      await store.del('bus:h:keep');
+      await store.del('bus:h:{keep}');
       expect(await bus.publish('keep', { n: 'new' })).toBe(1);
       const fresh = await bus.history('keep', { offset: 8, epoch: position.epoch });
       expect(fresh).toMatchObject({ recovered: false, reason: 'epoch' });
@@ -141,6 +141,7 @@ describe('Bus history across processes and restarts', () => {
     for (const b of [b1, b2]) b.retain('x', { size: 10 });
     await b1.start();
     await b2.start();
+    await b2.follow('x');
     const got: BusMessage[] = [];
     b2.onMessage((m) => got.push(m));
     const offset = await b1.publish('x', { hello: 1 });

@@ -25,7 +25,7 @@ afterAll(() => store.close());
 function links() {
   const intake = new IntakeService({ store, clock });
   const rental = new RentalService({ intake, store, clock, bus: createBus(store, `chat-${Math.random()}`), blobs: new FsBlobStore(tempDir('chat-blobs')) });
-  return { intake, rental, link: chatIntake(intake, store, rental) };
+  return { intake, rental, link: chatIntake(intake, rental) };
 }
 
 function chat(intake: ChatIntake) {

@@ -11,21 +11,8 @@ import { openLmdbStore } from '../../src/store/lmdb.js';
 import { AUTH_TEST_ENV, signIn } from '../support/auth.js';
 import { tempDir } from '../support/process.js';
 import { waitFor as until } from '../support/wait.js';
-import WebSocket from 'ws';
-import { WebsocketProvider } from 'y-websocket';
+import { editorClient } from '../support/yjs.js';
 
-/** The stock y-websocket client; the editor's token travels as the `access_token` query parameter. */
-function editorClient(base: string, slug: string, name: string, token: string) {
-  const doc = new Y.Doc();
-  const provider = new WebsocketProvider(base.replace(/^http/, 'ws') + '/yjs', slug, doc, {
-    WebSocketPolyfill: WebSocket as never,
-    disableBc: true,
-    maxBackoffTime: 300,
-    params: { access_token: token },
-  });
-  provider.awareness.setLocalStateField('user', { name });
-  return { doc, provider, text: doc.getText('content'), close: () => (provider.destroy(), doc.destroy()) };
-}
 
 /** A y-websocket sync update frame. */
 const frame = (update: Uint8Array) => {

@@ -28,6 +28,8 @@ describe('document records in the store', () => {
     await service.save({ slug: 'rec', content: '# 제목\n본문', editor: ann });
     expect(await store.get(K.doc('rec'))).toEqual({
       slug: 'rec', category: 'general', title: '제목', content: '# 제목\n본문', version: 1, created: clock.now(), modified: clock.now(), author: 'u-ann', size: 15,
+      // since documents have access (docs/collab.md "Access"): the one who made it owns it
+      access: { owner: 'u-ann', visibility: 'team', editors: [], readers: [] },
     });
     expect(await store.range(K.versions('rec'))).toEqual([{ version: 1, title: '제목', category: 'general', content: '# 제목\n본문', modified: clock.now(), author: 'u-ann', size: 15 }]);
     await service.locks.lock('rec', ann);

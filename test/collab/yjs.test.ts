@@ -1,28 +1,16 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { WebsocketProvider } from 'y-websocket';
-import * as Y from 'yjs';
+import type { WebsocketProvider } from 'y-websocket';
 import { startMaru, type Maru } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { tempDir } from '../support/process.js';
 import { AUTH_TEST_ENV, bearer, signIn } from '../support/auth.js';
 import { waitFor as until } from '../support/wait.js';
+import { editorClient } from '../support/yjs.js';
 
 const silent = pino({ level: 'silent' });
 
-/** The stock y-websocket client; the editor's token travels as the `access_token` query parameter. */
-export function editorClient(base: string, slug: string, name: string, token: string) {
-  const doc = new Y.Doc();
-  const provider = new WebsocketProvider(base.replace(/^http/, 'ws') + '/yjs', slug, doc, {
-    WebSocketPolyfill: WebSocket as never,
-    disableBc: true,
-    maxBackoffTime: 300,
-    params: { access_token: token },
-  });
-  provider.awareness.setLocalStateField('user', { name });
-  return { doc, provider, text: doc.getText('content'), close: () => (provider.destroy(), doc.destroy()) };
-}
 
 const synced = (p: WebsocketProvider) => until(() => p.synced, 8000, 'sync');
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CompositionError, compose, serviceOrder, type ServiceDefinition } from '../../src/compose/compose.js';
-import type { Platform } from '../../src/compose/module.js';
+import { CompositionError, compose, serviceOrder } from '../../src/compose/compose.js';
+import type { Platform, ServiceDefinition } from '../../src/contract.js';
 import { SERVICES } from '../../src/compose/services.js';
 import { createLogger } from '../../src/log.js';
 
@@ -85,6 +85,7 @@ describe('the composition graph', () => {
       }
     }
     expect(order.at(-1)).toBe('demo');
-    expect(order.indexOf('rental')).toBeLessThan(order.indexOf('auth'));
+    // rental follows identity's sign-ins (its partner audit); identity needs nothing
+    expect(order.indexOf('auth')).toBeLessThan(order.indexOf('rental'));
   });
 });

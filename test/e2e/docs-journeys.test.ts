@@ -289,7 +289,8 @@ describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium
         expect((await get(hub.url, `/api/md/doc/${slug}`)).body.doc.content).toBe(merged);
         // kim's socket comes back: both pages hold the merge, every line once
         offline = false;
-        await kim.waitForSelector('#conn[data-state="live"]', { timeout: 20_000 });
+        // y-websocket retries with a back-off of up to 2.5 s; a loaded machine takes longer to sync
+        await kim.waitForSelector('#conn[data-state="live"]', { timeout: 40_000 });
         for (const p of [kim, lee]) await waitText(p, { equals: merged }, 15_000);
         await lee.waitForTimeout(1000);
         for (const p of [kim, lee]) expect(await textOf(p)).toBe(merged);

@@ -74,20 +74,44 @@ describe.skipIf(!hasBrowser)('the holder\'s ticket page in Chromium', () => {
     await page.close();
   });
 
-  it('still shows the ticket when the phone goes offline (the service worker keeps the last one)', async () => {
-    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-5', amount_paid: 70000, holder: '이하늘' }, staff)).body;
+  /** A phone that opened the ticket once (the service worker kept it), then reloads it offline. */
+  async function reloadedOffline(code: string) {
     const ctx = await browser.newContext({ viewport: { width: 360, height: 780 } });
     const page = await ctx.newPage();
-    await page.goto(`${hub.url}/mticket/${t.code}`);
+    await page.goto(`${hub.url}/mticket/${code}`);
     await page.waitForSelector('body[data-ready="true"][data-offline-ready="true"]', { timeout: 10_000 });
     await ctx.setOffline(true);
     await page.reload();
     await page.waitForSelector('body[data-ready="true"]', { timeout: 10_000 });
+    return { ctx, page };
+  }
+
+  it('still shows the ticket when the phone goes offline (the service worker keeps the last one)', async () => {
+    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-5', amount_paid: 70000, holder: '이하늘' }, staff)).body;
+    const { ctx, page } = await reloadedOffline(t.code);
     expect(await page.textContent('#show-name')).toBe('봄 콘서트');
     expect(await page.textContent('#holder')).toBe('이하늘');
     expect(await page.textContent('#code')).toBe(t.code);
     expect(await page.isVisible('#offline')).toBe(true);
     expect(await page.evaluate(() => (document.getElementById('qr') as HTMLImageElement).complete && (document.getElementById('qr') as HTMLImageElement).naturalWidth > 0)).toBe(true);
+    await ctx.close();
+  }, 60_000);
+
+  it('offline, the ticket keeps the web font: its Korean is drawn with Noto Sans KR, not a system font', async () => {
+    const t = (await post(hub.url, '/api/reservations', { show_id: show.id, seat: 'C-6', amount_paid: 70000, holder: '정다은' }, staff)).body;
+    const { ctx, page } = await reloadedOffline(t.code);
+    expect(await page.isVisible('#offline')).toBe(true);
+    const fonts = await page.evaluate(async () => {
+      const holder = document.getElementById('holder')!.textContent ?? '';
+      // the faces the page's text needs (the slices whose unicode-range it uses) load or fail by now
+      await document.fonts.ready;
+      const faces = [...document.fonts].filter((f) => f.family.replace(/"/g, '') === 'Noto Sans KR');
+      return { holder, loaded: faces.filter((f) => f.status === 'loaded').length, failed: faces.filter((f) => f.status === 'error').length, family: getComputedStyle(document.getElementById('holder')!).fontFamily };
+    });
+    expect(fonts.holder).toBe('정다은');
+    expect(fonts.family).toMatch(/^"Noto Sans KR"/);
+    expect(fonts.loaded).toBeGreaterThan(0);
+    expect(fonts.failed).toBe(0);
     await ctx.close();
   }, 60_000);
 

@@ -20,6 +20,24 @@ describe.skipIf(!hasBrowser)('reward dashboard in Chromium', () => {
     await hub?.stop();
   });
 
+  for (const width of [1280, 360]) {
+    it(`before any reward the coverage says so in people's words, with no developer text (${width} px)`, async () => {
+      const page = await browser.newPage({ viewport: { width, height: 900 } });
+      await page.goto(hub.url + '/');
+      await page.waitForSelector('body[data-ready="true"]');
+      // the service's own note (for developers) is not what a person reads
+      const reserve = await (await fetch(`${hub.url}/api/reward/reserve`)).json();
+      expect(reserve.note).toContain('undefined');
+      const body = (await page.textContent('body'))!;
+      for (const developer of ['undefined', 'null', 'NaN', reserve.note]) expect(body).not.toContain(developer);
+      expect(await page.textContent('#coverage-note')).toContain('아직 만기에 갚아야 할 부족분이 없어');
+      expect(await page.textContent('#coverage .bar strong')).toBe('부족분 없음 · nothing to cover');
+      // the note stays inside the card at a phone's width
+      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+      await page.close();
+    });
+  }
+
   it('shows the principles, the split, coverage and live figures that follow new work', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
     const errors: string[] = [];
@@ -33,7 +51,7 @@ describe.skipIf(!hasBrowser)('reward dashboard in Chromium', () => {
     const principles = await page.$$eval('#principles li', (lis) => lis.map((li) => li.textContent));
     expect(principles).toHaveLength(9);
     expect(principles[8]).toContain('three times the paid value');
-    expect(principles[0]).toContain('not configured');
+    expect(principles[0]).toContain('운영자가 아직 정하지 않았습니다');
     expect(await page.$$eval('#split-donut circle', (c) => c.length)).toBe(3);
     const sim = await page.textContent('#simulation');
     expect(sim).toContain('20%');
@@ -57,8 +75,9 @@ describe.skipIf(!hasBrowser)('reward dashboard in Chromium', () => {
     // 800 x 60% x 200% x 3/27 = 106.66 RU
     expect(await page.textContent('[data-fig="total_ru"]')).toBe('106.66');
     expect(await page.textContent('#feed')).toContain('earned 106.66 RU');
-    await page.waitForFunction(() => !document.querySelector('#coverage')?.textContent?.includes('no maturity shortfall'));
-    expect(await page.textContent('#coverage')).toMatch(/\d+(\.\d+)?%/);
+    // The coverage figures follow the exchange live: from '부족분 없음' to a rate.
+    await page.waitForFunction(() => /\d+(\.\d+)?%/.test(document.querySelector('#coverage')?.textContent ?? ''));
+    expect(await page.textContent('#coverage')).not.toContain('nothing to cover');
 
     mkdirSync('.tmp', { recursive: true });
     await page.screenshot({ path: '.tmp/reward-dashboard.png', fullPage: true });

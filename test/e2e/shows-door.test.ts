@@ -45,7 +45,8 @@ describe.skipIf(!hasBrowser)('the door on the shows page in Chromium', () => {
     await page.fill('#list-from-time', '2026-12-31T22:00');
     await page.fill('#list-until-time', '2026-12-31T18:00');
     await page.click('#new-list button[type="submit"]');
-    await page.waitForFunction(() => (document.getElementById('error')?.textContent ?? '').includes('valid_until'));
+    // the refusal is told in Korean by its code (web/common/messages.ts), not as the server's field name
+    await page.waitForFunction(() => (document.getElementById('error')?.textContent ?? '').includes('입력한 내용을 확인하세요'));
     expect(await page.locator('#lists tr').count()).toBe(1);
 
     // a VIP list for seats V-1..V-9, no re-entry

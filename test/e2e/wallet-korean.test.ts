@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
+import AxeBuilder from '@axe-core/playwright';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMaru, type Maru } from '../../src/app.js';
@@ -13,7 +14,11 @@ const hasBrowser = browserAvailable();
 /** "2026-11-25 13:05 KST" of an instant, computed here without a browser. */
 const kst = (ms: number) => `${new Date(ms + 9 * 3_600_000).toISOString().slice(0, 16).replace('T', ' ')} KST`;
 /** A token amount as the page writes it: grouped, 2 to 6 decimals, no trailing zero past the second. */
-const AMOUNT = /^-?\d{1,3}(,\d{3})*\.(\d{2}|\d{3,6}(?<!0))$/;
+const AMOUNT = /^-?\d{1,3}(,\d{3})*\.\d{2}$/;
+/** A peg rate (tokens per USD): grouped, 2 to 6 decimals, no trailing zero past the second. */
+const RATE = /^\d{1,3}(,\d{3})*\.(\d{2}|\d{3,6}(?<!0))$/;
+/** The exact amount on hover: grouped, 2 to 6 decimals, no trailing zero past the second. */
+const EXACT = /^-?\d{1,3}(,\d{3})*\.(\d{2}|\d{3,6}(?<!0)) 토큰$/;
 
 /**
  * The wallet in Korean first (English beside the headings, as the other pages), its times in KST by
@@ -79,13 +84,13 @@ describe.skipIf(!hasBrowser)('wallet page: Korean, KST and human amounts, in Chr
     for (const c of await page.$$eval('#st-rows tr td:first-child', (td) => td.map((x) => x.textContent!))) expect(c).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2} KST$/);
   });
 
-  it('writes amounts for people: tokens grouped with only the decimals that matter, won without decimals, the peg trimmed', async () => {
+  it('writes amounts for people: tokens grouped and rounded to two decimals, won without decimals, the peg trimmed', async () => {
     for (const id of ['balance', 'credit', 'collateral']) expect(await page.textContent(`#${id}`)).toMatch(AMOUNT);
     for (const c of await page.$$eval('#history tr td:nth-child(3), #st-rows td.num', (td) => td.map((x) => x.textContent!).filter(Boolean))) expect(c).toMatch(AMOUNT);
     // 1,234,567 won bought tokens worth over a thousand: grouped
     expect(await page.textContent('#balance')).toMatch(/^\d{1,3}(,\d{3})+\./);
     const peg = (await page.textContent('tr[data-challenge="starter_10k"] .peg'))!;
-    expect(peg).toMatch(AMOUNT);
+    expect(peg).toMatch(RATE);
     expect(await page.textContent('tr[data-challenge="starter_10k"] td:nth-child(2)')).toMatch(/^\d{1,3}(,\d{3})+$/);
     // the top-up confirmation: won grouped without decimals, the peg trimmed
     await page.fill('#krw', '250000');
@@ -95,8 +100,51 @@ describe.skipIf(!hasBrowser)('wallet page: Korean, KST and human amounts, in Chr
     const text = (await dialog.textContent())!;
     expect(text).toContain('250,000원');
     const rate = /1 USD = ([\d,.]+) 토큰/.exec(text)![1]!;
-    expect(rate).toMatch(AMOUNT);
+    expect(rate).toMatch(RATE);
     await dialog.getByRole('button', { name: '취소' }).click();
+  });
+
+  it('rounds amounts for people (two decimals) and gives the exact amount on hover, equal to the hub\'s', async () => {
+    const shown = await page.$$eval('#balance, #credit, #collateral, #history td:nth-child(3), #challenges td:nth-child(3)', (n) =>
+      n.map((x) => ({ text: x.textContent!, title: (x as HTMLElement).title, units: (x as HTMLElement).dataset.units! })),
+    );
+    expect(shown.length).toBeGreaterThanOrEqual(8);
+    for (const a of shown) {
+      expect(a.text).toMatch(AMOUNT);
+      expect(a.title).toMatch(EXACT);
+      // the title is the exact amount; the text is it rounded half up to hundredths
+      const exact = BigInt(a.units);
+      const [whole, frac] = a.title.replace(' 토큰', '').replace(/,/g, '').split('.');
+      expect(BigInt(whole!) * 1_000_000n + BigInt(frac!.padEnd(6, '0'))).toBe(exact);
+      expect(BigInt(a.text.replace(/[,.]/g, ''))).toBe((exact + 5_000n) / 10_000n);
+    }
+  });
+
+  it('shows a peg on every challenge: the held one\'s own, the others fixed at purchase, said so', async () => {
+    const pegs = await page.$$eval('#challenges tr', (rows) => rows.map((r) => ({ kind: (r as HTMLElement).dataset.challenge!, text: r.querySelector('.peg')!.textContent!, title: (r.querySelector('.peg') as HTMLElement).title })));
+    expect(pegs.length).toBeGreaterThan(1);
+    for (const p of pegs) {
+      expect(p.text).not.toBe('-');
+      expect(p.title).toMatch(/페그/);
+      if (p.kind === 'starter_10k') expect(p.text).toMatch(/^[\d,]+\.\d{2,6}$/);
+      else expect(p.text).toBe('구매 시 확정');
+    }
+  });
+
+  it('the bank stand-in\'s payment page speaks Korean (amount in won, the method named), with no serious axe violation', async () => {
+    for (const width of [1280, 360]) {
+      const bankCtx = await browser.newContext({ viewport: { width, height: 800 } });
+      const bank = await bankCtx.newPage();
+      await bank.goto(`${peers.banking.url}/pay?ref=or_x&amount_krw=1234567&method=transfer&user=${user}&notify=&return=`);
+      expect(await bank.getAttribute('html', 'lang')).toBe('ko');
+      expect(await bank.title()).toBe('은행 결제');
+      expect(await bank.textContent('main')).toContain('1,234,567원을 계좌이체(으)로 결제합니다.');
+      expect(await bank.textContent('#confirm')).toBe('결제하기');
+      expect(await bank.textContent('body')).not.toMatch(/Pay|Confirm|KRW/);
+      const axe = await new AxeBuilder({ page: bank as any }).analyze();
+      expect(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)).toEqual([]);
+      await bankCtx.close();
+    }
   });
 
   it('speaks Korean first, with English beside the headings as on the other pages', async () => {

@@ -14,9 +14,9 @@ import { browserAvailable, downloadedText, launchChromium } from '../support/bro
 const hasBrowser = browserAvailable();
 const HEAD_KEY = 'wallet:chain:verified-head';
 
-/** "1,234.5" (the page's exact format) in minor units. */
+/** "1,234.5 토큰" (the exact amount the page gives on hover, its title) in minor units. */
 const units = (text: string | null) => {
-  const m = /^(-?)([\d,]+)\.(\d{1,6})$/.exec((text ?? '').trim());
+  const m = /^(-?)([\d,]+)\.(\d{1,6})(?: 토큰)?$/.exec((text ?? '').trim());
   if (!m) throw new Error(`not an amount: ${text}`);
   const v = BigInt(m[2]!.replace(/,/g, '')) * 1_000_000n + BigInt(m[3]!.padEnd(6, '0'));
   return m[1] ? -v : v;
@@ -59,7 +59,7 @@ describe.skipIf(!hasBrowser)('wallet page in Chromium', () => {
     await peers?.close();
   });
 
-  const balance = async () => units(await page.textContent('#balance'));
+  const balance = async () => units(await page.getAttribute('#balance', 'title'));
   const chainResult = async () => {
     await page.click('#chain-check');
     await page.waitForFunction(() => !['', '검증 중…'].includes(document.getElementById('chain-result')!.textContent!));
@@ -117,15 +117,15 @@ describe.skipIf(!hasBrowser)('wallet page in Chromium', () => {
     await page.getByRole('button', { name: '이번 달' }).click();
     await page.waitForSelector('#st-result:not([hidden])');
     await page.waitForSelector('#st-tie.ok');
-    const closing = units(await page.textContent('#st-closing'));
+    const closing = units(await page.getAttribute('#st-closing', 'title'));
     expect(closing).toBe(await balance());
-    expect(units(await page.textContent('#st-opening'))).toBe(0n);
+    expect(units(await page.getAttribute('#st-opening', 'title'))).toBe(0n);
     const rows = page.locator('#st-rows tr');
     expect(await rows.count()).toBe(2);
     expect(await rows.nth(0).locator('td').nth(1).textContent()).toBe('충전');
     expect(await rows.nth(1).locator('td').nth(1).textContent()).toBe('챌린지 참가비');
-    expect(units(await rows.nth(1).locator('td.balance').textContent())).toBe(closing);
-    expect(units(await rows.nth(1).locator('td').nth(3).textContent())).toBe(100_000_000n);
+    expect(units(await rows.nth(1).locator('td.balance').getAttribute('title'))).toBe(closing);
+    expect(units(await rows.nth(1).locator('td').nth(3).getAttribute('title'))).toBe(100_000_000n);
     expect(await rows.nth(0).locator('td').nth(0).textContent()).toMatch(/KST$/);
 
     // the same figures as the relay's statement (read, not acted on)

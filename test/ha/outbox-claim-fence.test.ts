@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { OUTBOX_DUE, Outbox, outboxKey, outboxWrites, type Deliver, type OutboxItem } from '../../src/outbox.js';
+import { Outbox, outboxDueKey, outboxKey, outboxPartition, outboxWrites, type Deliver, type OutboxItem } from '../../src/outbox.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
@@ -10,6 +10,9 @@ import { sleep, until } from '../support/wait.js';
 // written on the old primary, the primary dies before a replica has it, and the promoted replica
 // shows the item unclaimed, so another process claims it too. The first process reads its claim
 // back before it calls the peer, finds it gone, and leaves the delivery to the other: one delivery.
+// The item is written in the partition of the update that made it (docs/partitions.md).
+const NEAR = 'pay:payout:week-1';
+const P = outboxPartition(NEAR);
 
 const stores: Store[] = [];
 afterAll(async () => {
@@ -36,7 +39,7 @@ function losingFirstClaim(inner: Store): Store {
             await target.update([keys[0]!], () => ({
               writes: [
                 { op: 'set', key: keys[0]!, value: before! },
-                { op: 'index', key: OUTBOX_DUE, member: rec.id, score: rec.due },
+                { op: 'index', key: outboxDueKey(P), member: rec.id, score: rec.due },
               ],
               result: undefined,
             }));
@@ -55,7 +58,7 @@ describe('outbox claim fence', () => {
     const store = await openLmdbStore({ path: tempDir('outbox-fence') });
     stores.push(store);
     const item: OutboxItem = { id: 'payout-week-1', dest: 'bank', payload: { amount: 1000 }, createdAt: Date.now() };
-    await store.update([outboxKey(item.id)], () => ({ writes: outboxWrites(item), result: undefined }));
+    await store.update([outboxKey(item.id, P)], () => ({ writes: outboxWrites(item, NEAR), result: undefined }));
 
     const calls: string[] = [];
     const deliverer = (who: string): Deliver => async (it) => {
@@ -67,7 +70,7 @@ describe('outbox claim fence', () => {
     const b = new Outbox({ store, clock: systemClock, deliver: { bank: deliverer('b') }, retryMinMs: 20, retryMaxMs: 200, pollMs: 20 });
     a.start();
     b.start();
-    await until('delivered and settled', async () => (await store.get(outboxKey(item.id))) === undefined, 5_000, 10);
+    await until('delivered and settled', async () => (await store.get(outboxKey(item.id, P))) === undefined, 5_000, 10);
     await sleep(200); // a second delivery, if any, would land here
     await a.stop();
     await b.stop();

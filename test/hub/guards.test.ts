@@ -1,7 +1,9 @@
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { badRequest } from '../../src/errors.js';
 import { rateLimit } from '../../src/hub/guards.js';
+import { storeUnavailable } from '../../src/store/redis-unavailable.js';
 import { Hub } from '../../src/hub/index.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
@@ -34,15 +36,20 @@ async function hubWith(store: Store, clock: ManualClock, limited: string[] = [])
         },
       }),
     ],
-    handler: () => ({ ok: true }),
+    // x-fail: the store out of reach while the request is served (a failover)
+    handler: (ctx) => {
+      if (ctx.headers['x-fail'] === 'store') throw storeUnavailable('the store is not reachable: test');
+      if (ctx.headers['x-fail'] === 'bad') throw badRequest('bad', 'a refusal of the request itself');
+      return { ok: true };
+    },
   });
   cleanup.push(() => hub.stop());
   return hub;
 }
 
 /** In process (hub.inject): the counting is the point here, not the socket. */
-const hit = async (hub: Hub, client?: string) => {
-  const a = await hub.inject('GET', '/limited', { headers: client ? { 'x-client': client } : {} });
+const hit = async (hub: Hub, client?: string, fail?: 'store' | 'bad') => {
+  const a = await hub.inject('GET', '/limited', { headers: { ...(client ? { 'x-client': client } : {}), ...(fail ? { 'x-fail': fail } : {}) } });
   return { status: a.status, headers: new Headers(a.headers), json: async () => a.body };
 };
 
@@ -70,6 +77,19 @@ describe('rateLimit guard', () => {
     clock.advance(6_000);
     for (let i = 0; i < 3; i++) expect((await hit(h, 'a')).status).toBe(200);
     expect((await hit(h, 'a')).status).toBe(429);
+  });
+
+  it('a request answered 503 (the store out of reach) does not count; one refused as bad does', async () => {
+    const store = await openLmdbStore({ path: tempDir('guards-refund') });
+    cleanup.push(() => store.close());
+    const h = await hubWith(store, new ManualClock(0));
+    for (let i = 0; i < 5; i++) expect((await hit(h, 'r', 'store')).status).toBe(503);
+    await new Promise((r) => setTimeout(r, 50)); // the refunds are written after the answer
+    for (let i = 0; i < 3; i++) expect((await hit(h, 'r')).status).toBe(200);
+    expect((await hit(h, 'r')).status).toBe(429);
+    expect((await hit(h, 's', 'bad')).status).toBe(400);
+    for (let i = 0; i < 2; i++) expect((await hit(h, 's')).status).toBe(200);
+    expect((await hit(h, 's')).status).toBe(429);
   });
 
   it('counts concurrent requests exactly', async () => {

@@ -17,6 +17,7 @@ const DECLARED = [
   '/api/rental/', '/api/subscriptions', '/api/uploads/', '/api/mail', '/api/chat', '/api/referral', '/api/shareholder',
   '/api/coach/', '/api/token/',
   // reward plan
+  '/api/program/',
   '/api/reward/', '/stats', '/maturity', '/member', '/work', '/exchange', '/culture', '/declare', '/spec',
 ];
 /** Routes whose answer is not JSON (an image, a stored document): nothing to declare as a JSON schema. */

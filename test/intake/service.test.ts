@@ -82,6 +82,18 @@ describe('IntakeService', () => {
     expect(await intake.ids('chat')).toEqual([record.id]);
   });
 
+  it('finds a record by its receipt number for the service that holds the receipt, and counts every receipt', async () => {
+    const intake = new IntakeService({ store: await lmdb(), clock: new ManualClock(T0) });
+    expect(await intake.count()).toBe(0);
+    const { record } = await intake.register({ type: 'chat', contactPhone: '010-1111-2222' });
+    await intake.register({ type: 'consult', contactPhone: '02-123-4567' });
+    expect(await intake.count()).toBe(2);
+    expect(await intake.byReceipt(record.receiptNo)).toEqual(record);
+    expect(await intake.byReceipt('R261122-999999')).toBeUndefined();
+    expect(await intake.byReceipt('intake:all')).toBeUndefined();
+    expect(await intake.byReceipt('')).toBeUndefined();
+  });
+
   it('keeps line breaks in remarks only', async () => {
     const intake = new IntakeService({ store: await lmdb(), clock: new ManualClock(T0) });
     const { record } = await intake.register({ type: 'consult', contactPhone: '02-123-4567', remarks: '첫 줄\n둘째 줄' });

@@ -22,8 +22,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function setup(smtpUrl: string | undefined) {
-  const store: Store = await openLmdbStore({ path: tempDir('mail') });
+async function setup(smtpUrl: string | undefined, path = tempDir('mail')) {
+  const store: Store = await openLmdbStore({ path });
   const mailer = new Mailer({ store, clock: systemClock, smtpUrl, from: 'maru <noreply@maru.test>', timeoutMs: 2000 });
   const outbox = new Outbox({ store, clock: systemClock, deliver: { mail: mailer.deliver }, retryMinMs: 50, retryMaxMs: 200, pollMs: 50 });
   outbox.start();
@@ -34,7 +34,7 @@ async function setup(smtpUrl: string | undefined) {
   });
   const queue = (id: string, to = 'kim@school.kr') =>
     store.update([], () => ({
-      writes: mailWrites(id, { to, subject: '[maru] 접수 완료 (R261122-000001)', text: '신청이 접수되었습니다.\n접수번호: R261122-000001' }, Date.now()),
+      writes: mailWrites(id, { to, subject: '[maru] 접수 완료 (R261122-000001)', text: '신청이 접수되었습니다.\n접수번호: R261122-000001' }, Date.now(), `test:thing:${id}`),
       result: undefined,
     }));
   return { store, mailer, outbox, queue };
@@ -86,5 +86,31 @@ describe('mail through the outbox', () => {
     // a repeated delivery of the same id (at-least-once) is kept once
     await mailer.deliver({ id: 'mail:intake:a:receipt', dest: 'mail', payload: { to: 'a@x.kr', subject: 's', text: 't' }, createdAt: 0 }, new AbortController().signal);
     expect(await mailer.kept()).toHaveLength(2);
+  });
+
+  it('mails kept before the partitions (one global list) are still listed, and not kept again', async () => {
+    const path = tempDir('mail-global');
+    const old = await openLmdbStore({ path, partitionCheck: false });
+    const before = { id: 'mail:intake:old:receipt', at: '2026-01-01T00:00:00.000Z', to: 'old@x.kr', subject: 's', text: 't' };
+    await old.update([], () => ({
+      writes: [
+        { op: 'push', key: 'mail:kept', value: before, cap: 10_000 },
+        { op: 'set', key: 'mail:kept:mail:intake:old:receipt', value: true },
+      ],
+      result: undefined,
+    }));
+    await old.close();
+    const { queue, outbox, mailer, store } = await setup(undefined, path);
+    await queue('intake:new:receipt', 'new@x.kr');
+    outbox.kick();
+    const kept = await until('both kept mails', async () => {
+      const k = await mailer.kept();
+      return k.length === 2 && k;
+    });
+    expect(kept.map((m) => m.to)).toEqual(['new@x.kr', 'old@x.kr']);
+    await mailer.deliver({ id: before.id, dest: 'mail', payload: { to: 'old@x.kr', subject: 's', text: 't' }, createdAt: 0 }, new AbortController().signal);
+    expect(await mailer.kept()).toHaveLength(2);
+    expect(await mailer.kept(1)).toMatchObject([{ to: 'new@x.kr' }]);
+    expect(await store.length('mail:kept')).toBe(1);
   });
 });

@@ -124,9 +124,9 @@ async function outcome<T>(p: Promise<T>): Promise<{ code: string; value?: T }> {
 }
 
 /** The hub's reconciliation against the bank's event list (as the stand-in's GET /api/events pages it). */
-function reconciler(svc: Real['services']['svc'], bankEvents: BankEvent[]): Reconciler {
+function reconciler(svc: Real['services']['svc'], store: Store, bankEvents: BankEvent[]): Reconciler {
   const bank = { events: async (after: number, limit = 100) => ({ events: bankEvents.slice(after, after + limit), has_more: after + limit < bankEvents.length }) };
-  return new Reconciler(svc, bank as unknown as BankingClient, { periodMs: 60_000, leaseMs: 30_000 });
+  return new Reconciler(svc, store, bank as unknown as BankingClient, { periodMs: 60_000, leaseMs: 30_000 });
 }
 
 /** A fresh world: escrow funded, payees with P&L, on-ramps opened, collateral users with deposits. */
@@ -135,7 +135,7 @@ export async function setup(store: Store, peerStore: Store = store): Promise<{ m
   const services = relay(store, clock, { breakerPercent: 100n });
   const peer = relay(peerStore, clock, { breakerPercent: 100n });
   const bankEvents: BankEvent[] = [];
-  const real: Real = { store, clock, services, fix: new Corrections(services.svc), recon: reconciler(services.svc, bankEvents), bankEvents, seen: new Map(), peer };
+  const real: Real = { store, clock, services, fix: new Corrections(services.svc, store), recon: reconciler(services.svc, store, bankEvents), bankEvents, seen: new Map(), peer };
   const model: Model = { now: T0, avail: new Map(), xfers: new Map(), bank: PAYMENTS.map(() => 'open'), onramp: PAYMENTS.map(() => 'open'), unpulled: [], listed: [], offramps: [], payouts: new Map(), expiredWarnings: 0, chal: new Map() };
   const seed = async (id: string, account: string, amount: bigint) => {
     await deposit(store, T0, id, account, amount);
@@ -362,7 +362,7 @@ class Pull implements Cmd {
       expect(await r.recon.pull()).toMatchObject(want);
       return;
     }
-    const other = reconciler(r.peer.svc, r.bankEvents);
+    const other = reconciler(r.peer.svc, r.peer.store, r.bankEvents);
     const reports = await Promise.all([r.recon.pull(), other.pull()]);
     const done = reports.filter((x) => x.status === 'done');
     expect(done.length).toBeGreaterThan(0);
@@ -466,7 +466,7 @@ abstract class Op implements Cmd {
   check = always;
   async run(m: Model, r: Real) {
     this.prepare(m);
-    const sides: Side[] = [{ ...r.services, fix: r.fix }, ...(this.twice ? [{ ...r.peer, fix: new Corrections(r.peer.svc) }] : [])];
+    const sides: Side[] = [{ ...r.services, fix: r.fix }, ...(this.twice ? [{ ...r.peer, fix: new Corrections(r.peer.svc, r.peer.store) }] : [])];
     const got = await Promise.all(sides.map((side) => this.call(side, m)));
     const want = sides.map(() => this.step(m));
     expect(got.sort()).toEqual(want.sort());

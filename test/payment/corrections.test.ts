@@ -27,7 +27,7 @@ describe('corrections and statements on the ledger', () => {
 
   it('reverses a posted payout and an on-ramp credit once, by a new linked transfer; refuses the rest with nothing moved', async () => {
     const { svc } = relay(store, clock);
-    const fix = new Corrections(svc);
+    const fix = new Corrections(svc, store);
     const t0 = clock.now();
     await deposit(store, t0, 'fund-escrow', 'escrow', 1_000_000n);
     const move = (id: string, debit: string, credit: string, amount: bigint, c: string, pending = false) =>

@@ -53,7 +53,7 @@ async function immutable(r: Real) {
 function corrections(r: Real) {
   const clock = { now: () => ++r.now };
   const peg = new PegService([], { windowMs: 1, maxGapMs: 1, minProviders: 1 });
-  return new Corrections(new PaymentService({ store: r.store, clock, peg, idempotency: new Idempotency(r.store, clock), maxOnrampKrw: 1 }));
+  return new Corrections(new PaymentService({ store: r.store, clock, peg, idempotency: new Idempotency(r.store, clock), maxOnrampKrw: 1 }), r.store);
 }
 
 const av = (m: Model, a: string) => m.avail.get(a) ?? 0n;

@@ -58,7 +58,7 @@ describe('weekly payout killed in the middle', () => {
       // the killed run's lease holds the week until it expires; a later run (the cron or the catch-up) finishes it
       const clock = new ManualClock(Date.now());
       const svc = new PaymentService({ store, clock, peg: new PegService([], { windowMs: 1, maxGapMs: 1, minProviders: 2 }), idempotency: new Idempotency(store, clock), maxOnrampKrw: 0 });
-      const pay = new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 8, leaseMs: 60_000 });
+      const pay = new PayoutService(svc, store, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 8, leaseMs: 60_000 });
       expect(await pay.runWeek(week)).toMatchObject({ status: 'busy' });
       clock.advance(61_000);
       const report = (await pay.runWeek(week)) as { outcomes: Record<string, number> };

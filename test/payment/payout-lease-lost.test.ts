@@ -40,7 +40,7 @@ describe('a payout week run twice at once after its lease was lost', () => {
     const clock = new ManualClock(payoutAt(week) + 60_000);
     const service = () => {
       const svc = new PaymentService({ store, clock, peg: new PegService([], { windowMs: 1, maxGapMs: 1, minProviders: 2 }), idempotency: new Idempotency(store, clock), maxOnrampKrw: 0 });
-      return new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 8, leaseMs: 60_000 });
+      return new PayoutService(svc, store, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 8, leaseMs: 60_000 });
     };
     const walletsBefore = await Promise.all(USERS.map(async (u) => (await readAccount(store, userAccount(u, 'wallet'))).credits_posted));
     const first = service();

@@ -29,8 +29,8 @@ describe('weekly payout: exactly once per (week, user)', () => {
   const make = (crashAfter?: number) => {
     const peg = new PegService(prices.map((p, i) => new PriceProviderClient(`p${i}`, p.url, 2000)), { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
     const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
-    const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
-    const pay = new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, crashAfter });
+    const life = new ChallengeLifecycle(svc, store, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
+    const pay = new PayoutService(svc, store, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, crashAfter });
     return { svc, life, pay };
   };
 
@@ -95,8 +95,8 @@ describe('weekly payout: circuit breaker', () => {
     try {
       const peg = new PegService(prices.map((p, i) => new PriceProviderClient(`p${i}`, p.url, 2000)), { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
       const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
-      const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
-      const pay = new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000 });
+      const life = new ChallengeLifecycle(svc, store, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
+      const pay = new PayoutService(svc, store, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000 });
       // escrow holds only the entry fees (and 10,000 tokens of pool funding): capital is small
       const fund = (id: string, credit: string, amount: bigint) =>
         ledgerUpdate(store, () => clock.now(), transferKeys([{ id, debit: 'bank', credit, amount, code: 'test' }]), (tx) => (tx.transfer({ id, debit: 'bank', credit, amount, code: 'test' }), { result: undefined }));

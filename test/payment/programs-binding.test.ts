@@ -8,6 +8,7 @@ import { availableOf, readAccount, transferKeys, ledgerUpdate, userAccount } fro
 import { createPayment } from '../../src/payment/relay.js';
 import { startPaymentStandins, newWebhookSecret, type PaymentStandins } from '../../src/payment/standins.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
+import { Outbox } from '../../src/outbox.js';
 import type { Store } from '../../src/store/port.js';
 import { livePrograms } from '../../src/trading/program-port.js';
 import { PROGRAM_EVENTS_TOPIC, ProgramService } from '../../src/trading/programs.js';
@@ -96,7 +97,7 @@ describe('challenges bound to live trading programs', () => {
     }
   });
 
-  it('creates the program in the purchase\'s own update: a purchase refused there leaves no program', async () => {
+  it('names the program in the purchase\'s own update: a purchase refused there leaves no program', async () => {
     await payment.service.buy('sam', 'starter_10k', {}, payment.program);
     const before = (await programs.list()).map((p) => p.id).sort();
     // the second purchase of a running kind is refused inside the update, after its program was planned
@@ -104,17 +105,28 @@ describe('challenges bound to live trading programs', () => {
     expect((await programs.list()).map((p) => p.id).sort()).toEqual(before);
   });
 
-  it('a program that does not start leaves the challenge bound to it, created, for an operator to start', async () => {
+  it('a program not made right after its purchase (the process died, the market was down) is made by the outbox, once, and started', async () => {
     const port = payment.program!;
-    const failing = { plan: port.plan.bind(port), start: () => Promise.reject(new Error('the market is down')) };
+    const failing = { plan: port.plan.bind(port), ensure: () => Promise.reject(new Error('the market is down')) };
     const bought = await payment.service.buy('tae', 'starter_10k', {}, failing);
     expect(bought).toMatchObject({ ok: true });
     const c = await payment.service.challenge((bought as { challenge: string }).challenge);
-    expect(c.program).toMatch(/^p_/);
+    expect(c.program).toMatch(/^p_[0-9a-f]{16}$/);
+    await expect(programs.get(c.program!)).rejects.toMatchObject({ code: 'program_not_found' });
+    // the purchase's outbox item, delivered by an outbox with the relay's deliverers (twice at once: two processes)
+    const outboxes = [0, 1].map(() => new Outbox({ store, clock: systemClock, deliver: payment.deliverers, retryMinMs: 50, retryMaxMs: 200, pollMs: 50 }));
+    for (const o of outboxes) o.start();
+    try {
+      await until('the program made and started by the outbox', async () => (await programs.get(c.program!).catch(() => undefined))?.state === 'running');
+    } finally {
+      for (const o of outboxes) await o.stop();
+    }
     const prog = await programs.get(c.program!);
-    expect(prog.state).toBe('created');
     expect(prog.name).toBe(`challenge ${c.id}`);
-    await port.start(c.program!);
-    expect((await programs.get(c.program!)).state).toBe('running');
+    expect(prog.settings.capital).toBe(10_000);
+    expect((await programs.list()).filter((p) => p.id === c.program)).toHaveLength(1);
+    // delivered again (a retry): nothing changes
+    await port.ensure(c.program!, { name: 'x', strategy: 'ema_cross', symbol: 'ES', params: {}, capital: 1, daily_loss_limit: 1 });
+    expect(await programs.get(c.program!)).toMatchObject({ state: 'running', name: `challenge ${c.id}` });
   });
 });

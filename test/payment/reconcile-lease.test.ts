@@ -55,7 +55,7 @@ describe('the reconciliation cursor under a lost lease', () => {
     }) as Store;
     const clock = new ManualClock(Date.now());
     const svc = new PaymentService({ store, clock, peg: new PegService([], { windowMs: 1, maxGapMs: 1, minProviders: 2 }), idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
-    const reconciler = new Reconciler(svc, new BankingClient(peers.banking.url, 2000), { periodMs: 86_400_000, leaseMs: 60_000 });
+    const reconciler = new Reconciler(svc, store, new BankingClient(peers.banking.url, 2000), { periodMs: 86_400_000, leaseMs: 60_000 });
     const report = await reconciler.pull();
     expect(takenOver).toBe(true);
     expect(report.events).toBe(1); // stopped after the first event

@@ -10,12 +10,12 @@ import { PK, PaymentService, challengeRecords, type ChallengeRecord } from '../.
 import type { Store } from '../../src/store/port.js';
 
 /** The relay's services over one store, without peers (challenges are written as already passed). */
-export function relay(store: Store, clock: ManualClock, over: Partial<ConstructorParameters<typeof PayoutService>[1]> = {}) {
+export function relay(store: Store, clock: ManualClock, over: Partial<ConstructorParameters<typeof PayoutService>[2]> = {}) {
   const peg = new PegService([], { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
   const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
-  const life = new ChallengeLifecycle(svc, { rules: { profitTarget: 0.08, dailyLoss: 0.05, maxDrawdown: 0.1 }, violationDeductPercent: 10n });
-  const pay = new PayoutService(svc, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, ...over });
-  return { svc, life, pay };
+  const life = new ChallengeLifecycle(svc, store, { rules: { profitTarget: 0.08, dailyLoss: 0.05, maxDrawdown: 0.1 }, violationDeductPercent: 10n });
+  const pay = new PayoutService(svc, store, { scalePpm: 1_000_000n, disciplinePpm: 900_000n, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, ...over });
+  return { svc, life, pay, store };
 }
 
 /** bank -> account (a test deposit). */
@@ -54,7 +54,7 @@ export const wallet = (u: string) => userAccount(u, 'wallet');
 export async function seedProfitableChallenges(store: Store, clock: ManualClock, priceUrls: string[], users: string[]): Promise<void> {
   const peg = new PegService(priceUrls.map((url, i) => new PriceProviderClient(`p${i}`, url, 2000)), { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
   const svc = new PaymentService({ store, clock, peg, idempotency: new Idempotency(store, clock), maxOnrampKrw: 1e7 });
-  const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
+  const life = new ChallengeLifecycle(svc, store, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
   await deposit(store, clock.now(), 'fund-escrow', 'escrow', 10n ** 16n);
   for (const u of users) {
     await deposit(store, clock.now(), `fund-${u}`, userAccount(u, 'wallet'), 200n * 10n ** 6n);

@@ -214,7 +214,7 @@ describe('rental intake and partner review over HTTP', () => {
     expect(again.body).toMatchObject({ status: 'documents_submitted', documents: { bizCard: { check: null, reason: null, filename: '새명함.jpg.png' } } });
     expect(blobFiles().length).toBe(before); // the old file is deleted, the new one stored
     expect((await get(base, `${oldUrl}?key=${app.accessKey}`)).status).toBe(404);
-    expect((await replace(app.id, 'photo', app.accessKey, { field: 'bizCard', filename: 'x.png', data: png() })).body.error.code).toBe('unknown_document');
+    expect((await replace(app.id, 'photo', app.accessKey, { field: 'bizCard', filename: 'x.png', data: png() })).body.error.code).toBe('unknown_document_type');
   });
 
   it('serves the catalogue the form shows: products with fees by building type, documents, statuses', async () => {
@@ -319,7 +319,7 @@ describe('bad input: a clear 4xx, nothing stored', () => {
 
   it('document checks: unknown docType or application, no token, wrong token, expired token, a result other than approved/rejected', async () => {
     const app = (await submit(applicant, threeFiles())).body;
-    expect((await check(app.id, 'photo', { result: 'approved' })).body.error.code).toBe('unknown_document');
+    expect((await check(app.id, 'photo', { result: 'approved' })).body.error.code).toBe('unknown_document_type');
     expect((await check('sub_000000000000', 'bizCard', { result: 'approved' })).status).toBe(404);
     const none = await call(base, 'PUT', `/api/partner/applications/${app.id}/documents/bizCard/check`, { result: 'approved' });
     expect(none.status).toBe(401);

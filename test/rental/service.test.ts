@@ -6,15 +6,15 @@ import { createBus, type BusMessage } from '../../src/bus.js';
 import { ManualClock } from '../../src/clock.js';
 import { AppError } from '../../src/errors.js';
 import { parseIntakeInput } from '../../src/intake/input.js';
-import { IntakeService, K as IK } from '../../src/intake/service.js';
-import { OUTBOX_CREATED, outboxKey } from '../../src/outbox.js';
-import { K } from '../../src/rental/audit.js';
+import { IntakeService, K as IK, recordKey } from '../../src/intake/service.js';
+import { OUTBOX_CREATED, outboxKey, outboxPartition } from '../../src/outbox.js';
+import { PartnerAudit } from '../../src/rental/audit.js';
 import { feesFor } from '../../src/rental/catalog.js';
 import type { StoredFile } from '../../src/rental/files.js';
 import { Review } from '../../src/rental/review.js';
 import { PARTNER_TOPIC, RentalService } from '../../src/rental/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
-import type { Store } from '../../src/store/port.js';
+import { across, mergedIndexRange, summedIndexCount, type Store } from '../../src/store/port.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import { tempDir } from '../support/process.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
@@ -113,7 +113,7 @@ describe('RentalService', () => {
     const file = await h.service.file(application.id, docs.bizCard.url.split('/').pop(), { partner: true });
     expect(file.size).toBe('content of bizCard'.length);
     file.stream.destroy();
-    expect(await h.store.get(outboxKey(`mail:rental:${application.id}:receipt`))).toMatchObject({ dest: 'mail', payload: { to: 'kim@school.kr' } });
+    expect(await h.store.get(outboxKey(`mail:rental:${application.id}:receipt`, outboxPartition(recordKey(application.id))))).toMatchObject({ dest: 'mail', payload: { to: 'kim@school.kr' } });
     expect(h.messages.filter((m) => m.topic === PARTNER_TOPIC).map((m) => (m.message as any).kind)).toEqual(['application']);
     expect((await h.review.counters())).toMatchObject({ total: 1, documents_submitted: 1, pending: 0 });
   });
@@ -147,8 +147,8 @@ describe('RentalService', () => {
     expect(await stored(h.blobs)).toHaveLength(3);
     expect(await error(h.service.submit(form(extra), files))).toMatchObject({ status, code });
     expect(await stored(h.blobs)).toEqual([]);
-    expect(await h.store.indexCount(IK.all)).toBe(0);
-    expect(await h.store.indexCount(OUTBOX_CREATED)).toBe(0);
+    expect(await summedIndexCount(h.store, across(IK.all))).toBe(0);
+    expect(await summedIndexCount(h.store, across(OUTBOX_CREATED))).toBe(0);
   });
 
   it('refuses a duplicated or unknown file field and files on an intake type without documents', async () => {
@@ -157,7 +157,7 @@ describe('RentalService', () => {
     expect(await error(h.service.submit(form(), [await h.stage('photo')]))).toMatchObject({ status: 400, code: 'unknown_field' });
     expect(await error(h.service.submit(parseIntakeInput({ type: 'chat', contactPhone: '010-1234-5678' }), [await h.stage('bizCard')]))).toMatchObject({ status: 400, code: 'unexpected_files' });
     expect(await stored(h.blobs)).toEqual([]);
-    expect(await h.store.indexCount(IK.all)).toBe(0);
+    expect(await summedIndexCount(h.store, across(IK.all))).toBe(0);
   });
 
   it('walks the status machine: pending, documents_submitted, under_review, rejected, replacement, approved', async () => {
@@ -179,7 +179,7 @@ describe('RentalService', () => {
     app = await h.service.check(a.id, 'uniqueNumber', { result: 'rejected', reason: '사본이 흐립니다' }, partner, '127.0.0.1');
     expect(app.status).toBe('rejected');
     expect((app.documents as any).uniqueNumber).toMatchObject({ check: 'rejected', reason: '사본이 흐립니다' });
-    const rejectedMail = await h.store.get(outboxKey(`mail:rental:${a.id}:rejected:5`));
+    const rejectedMail = await h.store.get(outboxKey(`mail:rental:${a.id}:rejected:5`, outboxPartition(recordKey(a.id))));
     expect(rejectedMail).toMatchObject({ payload: { to: 'kim@school.kr' } });
     expect(JSON.stringify(rejectedMail)).toContain('사본이 흐립니다');
 
@@ -194,7 +194,7 @@ describe('RentalService', () => {
     expect(app.status).toBe('approved');
     expect(await error(h.service.check(a.id, 'internalResolution', { result: 'rejected', reason: 'x' }, partner, '1'))).toMatchObject({ status: 409, code: 'application_closed' });
     expect(await error(h.service.replace(a.id, 'internalResolution', accessKey, await h.stage('internalResolution')))).toMatchObject({ status: 409, code: 'application_closed' });
-    expect(await error(h.service.check(a.id, 'photo', { result: 'approved' }, partner, '1'))).toMatchObject({ status: 404, code: 'unknown_document' });
+    expect(await error(h.service.check(a.id, 'photo', { result: 'approved' }, partner, '1'))).toMatchObject({ status: 404, code: 'unknown_document_type' });
     expect(await error(h.service.check('sub_000000000000', 'bizCard', { result: 'approved' }, partner, '1'))).toMatchObject({ status: 404, code: 'subscription_not_found' });
 
     const moves = (await h.service.events()).map((e) => `${e.from}>${e.to}`);
@@ -206,17 +206,17 @@ describe('RentalService', () => {
       'documents_submitted>under_review',
       'under_review>approved',
     ]);
-    const approvedMails = (await h.store.indexRange(OUTBOX_CREATED)).filter((e) => e.member.includes(':approved:'));
+    const approvedMails = (await mergedIndexRange(h.store, across(OUTBOX_CREATED))).filter((e) => e.member.includes(':approved:'));
     expect(approvedMails).toHaveLength(1);
     expect(await h.review.counters()).toMatchObject({ total: 1, approved: 1, pending: 0, documents_submitted: 0, rejected: 0, under_review: 0 });
     const left = await stored(h.blobs);
     expect(left).toHaveLength(3); // the three current documents; replaced and refused files are gone
     for (const k of left) expect(await h.service.references(k)).toBe(true);
-    const audit = await h.store.range(K.audit);
+    const audit = (await new PartnerAudit(h.store, () => 0).entries(100)).reverse();
     expect(audit).toHaveLength(8);
     expect((audit as any[]).map((e) => e.result)).toEqual([
       'refused:document_missing', 'approved', 'rejected', 'approved', 'approved',
-      'refused:application_closed', 'refused:unknown_document', 'refused:subscription_not_found',
+      'refused:application_closed', 'refused:unknown_document_type', 'refused:subscription_not_found',
     ]);
   });
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createBus, type Bus } from '../../src/bus.js';
 import { AppError, unauthorized } from '../../src/errors.js';
-import { outboxKey } from '../../src/outbox.js';
+import { outboxDueKey, outboxKey, outboxPartition } from '../../src/outbox.js';
 import { K } from '../../src/reward/keys.js';
 import { drawn } from '../../src/store/port.js';
 import { PRINCIPLE_9 } from '../../src/reward/charter.js';
@@ -483,41 +483,46 @@ describe('ledgers', () => {
     expect(pool.by_stage.map((s) => s.stage)).toEqual(['S0', 'S1']);
   });
 
-  it('enqueues the value and task-ledger deliveries in the same atomic update as the credit', async () => {
+  it("enqueues the value and task-ledger deliveries in the member's atomic update of the credit, then writes the ledgers once", async () => {
     h = await harness();
     const { id } = await zoneAndMember(h);
     h.plans.length = 0;
     const r = await h.svc.work({ id, kc: 3, v: 120 });
-    expect(h.plans).toHaveLength(1);
-    const plan = h.plans[0]!;
-    const keys = plan.map((w) => w.key);
-    expect(keys).toEqual(
+    // the member's update, the ledgers' update, the member's pending movement removed
+    expect(h.plans).toHaveLength(3);
+    const p = outboxPartition(K.member(id));
+    const [member, ledgers, settled] = h.plans.map((plan) => plan.map((w) => w.key));
+    expect(member).toEqual(
+      expect.arrayContaining([K.member(id), K.pending(id, r.credit_id), outboxKey(`value:${r.credit_id}`, p), outboxKey(`task-ledger:${r.credit_id}`, p)]),
+    );
+    expect(ledgers).toEqual(
       expect.arrayContaining([
-        K.member(id),
         K.n.ruEarned,
         K.n.ecoService,
         // the entries under the numbers drawn in the same commit (ledger seq, ecosystem seq)
         K.entry(drawn(0)),
         K.ecoEntry(drawn(1)),
-        outboxKey(`value:${r.credit_id}`),
-        outboxKey(`task-ledger:${r.credit_id}`),
+        K.applied(r.credit_id),
       ]),
     );
-    const value = (await h.store.get(outboxKey(`value:${r.credit_id}`))) as Record<string, unknown>;
+    expect(settled).toEqual([K.pending(id, r.credit_id), K.pendingOf(id)]);
+    expect(await h.store.get(K.pending(id, r.credit_id))).toBeUndefined();
+    expect(await h.store.get(K.applied(r.credit_id))).toEqual({ seq: r.seq, eco: 1 });
+    const value = (await h.store.get(outboxKey(`value:${r.credit_id}`, p))) as Record<string, unknown>;
     const eco = (await h.svc.ecosystemLedger()).entries[0]!;
     expect(eco).toMatchObject({ id: r.credit_id, ledger_seq: r.seq });
     expect(value).toMatchObject({
       dest: 'value',
       payload: { id: r.credit_id, member: id, amount: r.ecosystem_share, categories: eco.categories },
     });
-    expect(await h.store.get(outboxKey(`task-ledger:${r.credit_id}`))).toMatchObject({
+    expect(await h.store.get(outboxKey(`task-ledger:${r.credit_id}`, p))).toMatchObject({
       dest: 'task-ledger',
       payload: { id: r.credit_id, member: id, kc: 3, v: 120, earned_ru: r.earned_ru },
     });
-    expect(await h.store.indexCount('outbox:due')).toBe(2);
+    expect(await h.store.indexCount(outboxDueKey(p))).toBe(2);
     // a refused work enqueues nothing
     await refusal(h.svc.work({ id, kc: 1, v: 100 }));
-    expect(await h.store.indexCount('outbox:due')).toBe(2);
+    expect(await h.store.indexCount(outboxDueKey(p))).toBe(2);
   });
 });
 

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
+import { mergedIndexRange } from '../../src/store/merged.js';
+import { PARTITIONS, partitionKey, partitionKeys, partitionOf } from '../../src/store/partition.js';
 import type { Store, Write } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
@@ -34,6 +36,8 @@ const MIN = 60_000;
 const stores: Store[] = [];
 afterAll(() => Promise.all(stores.map((s) => s.close())));
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+// where a token's record is kept: in the partition its first byte names (docs/partitions.md)
+const tokenKey = (token: string) => partitionKey(`auth:token:${sha(token)}`, Buffer.from(token.slice(3, 5), 'base64url')[0]! & (PARTITIONS - 1));
 
 async function setup(limits?: Record<string, number>) {
   const mod = await load();
@@ -201,9 +205,11 @@ describe('login', () => {
     expect((await auth.login('partner', 'partner-pw', 'ip')).expiresAt).toBe(new Date(T0 + 600 * MIN).toISOString());
     expect((await auth.login('admin', 'admin-pw', 'ip')).expiresAt).toBe(new Date(T0 + 60 * MIN).toISOString());
     // only the token's SHA-256 is kept
-    expect(await store.get(`auth:token:${sha(a.token)}`)).toEqual({ id: 'kim', name: '김', roles: ['staff'], kind: 'account', expires_at: T0 + 60 * MIN });
-    expect(await store.get(`auth:token:${a.token}`)).toBeUndefined();
-    expect((await store.indexRange('auth:tokens:kim')).map((e) => [e.member, e.score]).sort()).toEqual(
+    expect(await store.get(tokenKey(a.token))).toEqual({ id: 'kim', name: '김', roles: ['staff'], kind: 'account', expires_at: T0 + 60 * MIN });
+    expect(await store.get(partitionKey(`auth:token:${a.token}`, partitionOf('auth:account:kim')))).toBeUndefined();
+    // the token is kept in its account's partition, indexed in its account's aggregate
+    expect(tokenKey(a.token)).toBe(partitionKey(`auth:token:${sha(a.token)}`, partitionOf('auth:account:kim')));
+    expect((await store.indexRange('auth:account:kim:tokens')).map((e) => [e.member, e.score]).sort()).toEqual(
       [
         [sha(a.token), T0 + 60 * MIN],
         [sha(b.token), T0 + 60 * MIN],
@@ -216,7 +222,7 @@ describe('login', () => {
     await auth.createAccount({ user: 'kim', roles: [], password: 'pw' });
     writes.length = 0;
     const t = await auth.login('kim', 'pw', 'ip');
-    expect(writes).toContainEqual(expect.objectContaining({ op: 'set', key: `auth:token:${sha(t.token)}`, ttlMs: 60 * MIN }));
+    expect(writes).toContainEqual(expect.objectContaining({ op: 'set', key: tokenKey(t.token), ttlMs: 60 * MIN }));
   });
 
   it('answers one 401 for a wrong password, an unknown user, a malformed name and a disabled account', async () => {
@@ -331,12 +337,12 @@ describe('tokens', () => {
     await auth.logout(a.token, 'kim');
     expect(await auth.authenticate(a.token)).toBeUndefined();
     expect(await auth.authenticate(b.token)).toBeDefined();
-    expect((await store.indexRange('auth:tokens:kim')).map((e) => e.member)).toEqual([sha(b.token)]);
+    expect((await store.indexRange('auth:account:kim:tokens')).map((e) => e.member)).toEqual([sha(b.token)]);
   });
 });
 
 describe('the stored layout', () => {
-  it('indexes accounts and devices under auth:accounts and auth:devices, and skips entries whose record is gone', async () => {
+  it('indexes accounts and devices per partition (auth:accounts:{#p}, auth:devices:{#p}), and skips entries whose record is gone', async () => {
     const { auth, store, clock } = await setup();
     await auth.createAccount({ user: 'kim', roles: [], password: 'pw' });
     clock.advance(1);
@@ -344,15 +350,13 @@ describe('the stored layout', () => {
     const d1 = await auth.issueDevice({ gate: 'A', name: 'one' }, 'admin');
     clock.advance(1);
     const d2 = await auth.issueDevice({ gate: 'B', name: 'two' }, 'admin');
-    expect((await store.indexRange('auth:accounts')).map((e) => e.member)).toEqual(['kim', 'lee']);
-    expect((await store.indexRange('auth:devices')).map((e) => e.member)).toEqual([d1.device.id, d2.device.id]);
-    await store.update([], () => ({
-      writes: [
-        { op: 'del', key: 'auth:account:kim' },
-        { op: 'del', key: `auth:device:${d2.device.id}` },
-      ],
-      result: undefined,
-    }));
+    expect((await store.indexRange(partitionKey('auth:accounts', partitionOf('auth:account:kim')))).map((e) => e.member)).toContain('kim');
+    expect((await store.indexRange(partitionKey('auth:accounts', partitionOf('auth:account:lee')))).map((e) => e.member)).toContain('lee');
+    expect((await mergedIndexRange(store, partitionKeys('auth:accounts'))).map((e) => e.member)).toEqual(['kim', 'lee']);
+    expect((await mergedIndexRange(store, partitionKeys('auth:devices'))).map((e) => e.member)).toEqual([d1.device.id, d2.device.id]);
+    expect(await store.indexCount('auth:accounts')).toBe(0);
+    await store.del('auth:account:kim');
+    await store.del(`auth:device:${d2.device.id}`);
     expect((await auth.accounts()).map((a) => a.user)).toEqual(['lee']);
     expect((await auth.devices()).map((d) => d.id)).toEqual([d1.device.id]);
   });
@@ -368,7 +372,7 @@ describe('the stored layout', () => {
     const { auth, store } = await setup();
     await auth.createAccount({ user: 'kim', roles: [], password: 'pw' });
     const t = await auth.login('kim', 'pw', 'ip');
-    const rec = (await store.get(`auth:token:${sha(t.token)}`)) as Record<string, unknown>;
+    const rec = (await store.get(tokenKey(t.token))) as Record<string, unknown>;
     expect(Object.keys(rec).sort()).toEqual(['expires_at', 'id', 'kind', 'name', 'roles']);
     await store.update([], () => ({ writes: [{ op: 'set', key: `auth:token:${sha('mt_bad')}`, value: { id: 1 } }], result: undefined }));
     expect(await refusal(auth.authenticate('mt_bad'))).toEqual({ status: 500, code: 'corrupt_record', message: 'a stored token is not readable' });
@@ -424,8 +428,9 @@ describe('devices', () => {
     });
     expect(token).toMatch(/^mt_/);
     expect(await auth.authenticate(token)).toStrictEqual({ id: device.id, name: '정문 1', roles: ['scanner'], kind: 'device', gate: 'A' });
-    expect(await store.get(`auth:token:${sha(token)}`)).toEqual({ id: device.id, name: '정문 1', roles: ['scanner'], kind: 'device', gate: 'A', device: device.id, expires_at: T0 + 6000 * MIN });
-    expect(await store.indexRange(`auth:tokens:${device.id}`)).toEqual([]);
+    expect(await store.get(tokenKey(token))).toEqual({ id: device.id, name: '정문 1', roles: ['scanner'], kind: 'device', gate: 'A', device: device.id, expires_at: T0 + 6000 * MIN });
+    expect(tokenKey(token)).toBe(partitionKey(`auth:token:${sha(token)}`, partitionOf(`auth:device:${device.id}`)));
+    expect(await store.indexRange(`auth:account:${device.id}:tokens`)).toEqual([]);
     clock.set(T0 + 6000 * MIN);
     expect(await auth.authenticate(token)).toBeUndefined();
   });

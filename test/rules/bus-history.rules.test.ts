@@ -93,20 +93,20 @@ describe('appending', () => {
   it('keeps only the retained number of publications', async () => {
     const { h, store } = await setup();
     for (let i = 1; i <= 5; i++) await h.append('t', i, 3);
-    expect(await store.range('bus:h:t')).toEqual([
+    expect(await store.range('bus:h:{t}')).toEqual([
       { o: 3, m: 3 },
       { o: 4, m: 4 },
       { o: 5, m: 5 },
     ]);
     await h.appendMany('m', [1, 2, 3, 4], 2);
-    expect((await store.range('bus:h:m')).map((e) => (e as { o: number }).o)).toEqual([3, 4]);
+    expect((await store.range('bus:h:{m}')).map((e) => (e as { o: number }).o)).toEqual([3, 4]);
   });
 
   it('starts a new epoch at offset 1 when the store lost the stream', async () => {
     const { h, store } = await setup();
     const old = await h.append('t', 1, 10);
     await h.append('t', 2, 10);
-    await store.update([], () => ({ writes: [{ op: 'del', key: 'bus:h:t' }], result: undefined }));
+    await store.update([], () => ({ writes: [{ op: 'del', key: 'bus:h:{t}' }], result: undefined }));
     const next = await h.append('t', 3, 10);
     expect(next.offset).toBe(1);
     expect(next.epoch).toMatch(EPOCH);
@@ -133,7 +133,7 @@ describe('the position', () => {
       get(target, prop) {
         if (prop === 'update') {
           return async (keys: string[], fn: Parameters<Store['update']>[1]) => {
-            await target.update([], () => ({ writes: [{ op: 'set', key: 'bus:h:t', value: { e: 'cafebabe', o: 7 } }], result: undefined }));
+            await target.update([], () => ({ writes: [{ op: 'set', key: 'bus:h:{t}', value: { e: 'cafebabe', o: 7 } }], result: undefined }));
             return target.update(keys, fn);
           };
         }
@@ -149,11 +149,11 @@ describe('the position', () => {
   it('replaces a stored value that is no head', async () => {
     const { h, store } = await setup();
     for (const bad of [[1, 2], 'x', null, { e: 1, o: 1 }, { e: 'a', o: '1' }, { e: 'a' }] as Json[]) {
-      await store.update([], () => ({ writes: [{ op: 'set', key: 'bus:h:t', value: bad }], result: undefined }));
+      await store.update([], () => ({ writes: [{ op: 'set', key: 'bus:h:{t}', value: bad }], result: undefined }));
       const p = await h.position('t');
       expect(p.offset, JSON.stringify(bad)).toBe(0);
       expect(p.epoch).toMatch(EPOCH);
-      await store.update([], () => ({ writes: [{ op: 'set', key: 'bus:h:t', value: bad }], result: undefined }));
+      await store.update([], () => ({ writes: [{ op: 'set', key: 'bus:h:{t}', value: bad }], result: undefined }));
       expect((await h.append('t', 1, 5)).offset, JSON.stringify(bad)).toBe(1);
     }
   });
@@ -202,7 +202,7 @@ describe('recovery after a position', () => {
     const { h, store } = await setup();
     const p1 = await h.append('t', 'a', 10);
     const junk: Json[] = [{ x: 1 }, [2], { o: 9 }, null, 'm', { m: 'no offset' }];
-    await store.update([], () => ({ writes: junk.map((value) => ({ op: 'push' as const, key: 'bus:h:t', value, cap: 10 })), result: undefined }));
+    await store.update([], () => ({ writes: junk.map((value) => ({ op: 'push' as const, key: 'bus:h:{t}', value, cap: 10 })), result: undefined }));
     await h.append('t', 'b', 10);
     expect((await h.since('t', { offset: 0, epoch: p1.epoch })).publications).toEqual([
       { offset: 1, message: 'a' },

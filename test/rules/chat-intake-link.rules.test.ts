@@ -6,8 +6,8 @@ import type { Write } from '../../src/store/port.js';
 // attempt's idempotency key names its record (`sub_` + 12 base-36 characters of its SHA-256); a
 // rental application becomes a rental record (government applicant, source chat), anything else an
 // intake record; the same attempt again answers the first record's receipt; progress is the
-// status with its customer label; the upsell answer is noted on the record. Intake, rental and
-// store are stand-ins recording what they are asked. The module is loaded afresh per test.
+// status with its customer label; the upsell answer is noted on the record. Intake and rental are
+// stand-ins recording what they are asked. The module is loaded afresh per test.
 const load = async () => {
   vi.resetModules();
   // the error class as the freshly loaded module sees it
@@ -32,6 +32,12 @@ function parts(opts: { records?: Record<string, { receiptNo: string; status: str
       calls.push({ what: 'intake.get', args: [id] });
       return records[id];
     },
+    byReceipt: async (receiptNo: string) => {
+      calls.push({ what: 'intake.byReceipt', args: [receiptNo] });
+      const id = opts.receipts?.[receiptNo];
+      return id !== undefined && records[id] ? { ...records[id], id } : undefined;
+    },
+    count: async () => 42,
     modify: async (id: string, fn: (rec: unknown) => { record: unknown; result: unknown }) => {
       const out = fn(records[id]);
       calls.push({ what: 'intake.modify', args: [id, out.record] });
@@ -45,15 +51,7 @@ function parts(opts: { records?: Record<string, { receiptNo: string; status: str
       return { application: { receiptNo: 'RR-1' }, accessKey: 'k-rental' };
     },
   };
-  const store = {
-    get: async (key: string) => {
-      calls.push({ what: 'store.get', args: [key] });
-      const m = /^intake:receipt:(.*)$/.exec(key);
-      return m ? opts.receipts?.[m[1]!] : undefined;
-    },
-    indexCount: async (key: string) => (key === 'intake:all' ? 42 : -1),
-  };
-  return { intake, rental, store, calls };
+  return { intake, rental, calls };
 }
 const mailWrite = (no: string): Write[] => [{ op: 'set', key: `also:${no}`, value: 1 }];
 
@@ -80,7 +78,7 @@ describe('registering', () => {
   it('makes a rental application a government rental record from the chat (its input parsed once, here), with the extra writes', async () => {
     const { chatIntake } = await load();
     const p = parts();
-    const r = await chatIntake(p.intake as never, p.store as never, p.rental as never).register({ type: 'rental-ipa', ...input }, mailWrite);
+    const r = await chatIntake(p.intake as never, p.rental as never).register({ type: 'rental-ipa', ...input }, mailWrite);
     expect(r).toEqual({ receiptNo: 'RR-1', accessKey: 'k-rental' });
     expect(p.calls).toEqual([
       {
@@ -100,7 +98,7 @@ describe('registering', () => {
     const { chatIntake } = await load();
     for (const type of ['chat', 'consult'] as const) {
       const p = parts();
-      const r = await chatIntake(p.intake as never, p.store as never, p.rental as never).register({ type, ...input }, mailWrite);
+      const r = await chatIntake(p.intake as never, p.rental as never).register({ type, ...input }, mailWrite);
       expect(r).toEqual({ receiptNo: 'R-1', accessKey: 'k-intake' });
       expect(p.calls).toEqual([{ what: 'intake.register', args: [{ type, contactName: '홍길동', contactPhone: '010-1234-5678', email: 'a@b.io' }, base36('key-1'), mailWrite('R-1')] }]);
     }
@@ -109,7 +107,7 @@ describe('registering', () => {
   it('adds no writes when none are asked for', async () => {
     const { chatIntake } = await load();
     const p = parts();
-    const link = chatIntake(p.intake as never, p.store as never, p.rental as never);
+    const link = chatIntake(p.intake as never, p.rental as never);
     await link.register({ type: 'chat', ...input });
     await link.register({ type: 'rental-ipa', ...input });
     expect(p.calls.map((c) => c.args.at(-1))).toEqual([[], []]);
@@ -120,7 +118,7 @@ describe('registering', () => {
     const exists = new AppError('conflict', 'subscription_exists', 'exists');
     for (const type of ['chat', 'rental-ipa'] as const) {
       const p = parts({ fail: exists, records: { [base36('key-1')]: { receiptNo: 'FIRST', status: 'pending' } } });
-      expect(await chatIntake(p.intake as never, p.store as never, p.rental as never).register({ type, ...input })).toEqual({ receiptNo: 'FIRST' });
+      expect(await chatIntake(p.intake as never, p.rental as never).register({ type, ...input })).toEqual({ receiptNo: 'FIRST' });
       expect(p.calls.at(-1)).toEqual({ what: 'intake.get', args: [base36('key-1')] });
     }
   });
@@ -129,14 +127,14 @@ describe('registering', () => {
     const { chatIntake, AppError } = await load();
     const other = new AppError('invalid', 'invalid_input', 'bad');
     let p = parts({ fail: other });
-    await expect(chatIntake(p.intake as never, p.store as never, p.rental as never).register({ type: 'chat', ...input })).rejects.toBe(other);
+    await expect(chatIntake(p.intake as never, p.rental as never).register({ type: 'chat', ...input })).rejects.toBe(other);
     expect(p.calls.map((c) => c.what)).toEqual(['intake.register']);
     const plain = Object.assign(new Error('x'), { code: 'subscription_exists' });
     p = parts({ fail: plain });
-    await expect(chatIntake(p.intake as never, p.store as never, p.rental as never).register({ type: 'chat', ...input })).rejects.toBe(plain);
+    await expect(chatIntake(p.intake as never, p.rental as never).register({ type: 'chat', ...input })).rejects.toBe(plain);
     const exists = new AppError('conflict', 'subscription_exists', 'exists');
     p = parts({ fail: exists });
-    await expect(chatIntake(p.intake as never, p.store as never, p.rental as never).register({ type: 'rental-ipa', ...input })).rejects.toBe(exists);
+    await expect(chatIntake(p.intake as never, p.rental as never).register({ type: 'rental-ipa', ...input })).rejects.toBe(exists);
   });
 });
 
@@ -147,30 +145,30 @@ describe('progress, counts and the upsell note', () => {
       receipts: { A: 'id-a', B: 'id-b', C: 'id-gone' },
       records: { 'id-a': { receiptNo: 'A', status: 'under_review' }, 'id-b': { receiptNo: 'B', status: 'archived' } },
     });
-    const link = chatIntake(p.intake as never, p.store as never, p.rental as never);
+    const link = chatIntake(p.intake as never, p.rental as never);
     expect(await link.track('A')).toEqual({ status: 'under_review', label: '검토 중' });
     expect(await link.track('B')).toEqual({ status: 'archived', label: 'archived' });
     expect(await link.track('C')).toBeUndefined();
     p.calls.length = 0;
     expect(await link.track('Z')).toBeUndefined();
-    expect(p.calls).toEqual([{ what: 'store.get', args: ['intake:receipt:Z'] }]);
+    expect(p.calls).toEqual([{ what: 'intake.byReceipt', args: ['Z'] }]);
   });
 
   it('counts every intake record', async () => {
     const { chatIntake } = await load();
     const p = parts();
-    expect(await chatIntake(p.intake as never, p.store as never, p.rental as never).countReceipts()).toBe(42);
+    expect(await chatIntake(p.intake as never, p.rental as never).countReceipts()).toBe(42);
   });
 
   it('notes the upsell answer on the record, keeping its other extensions; an unknown receipt is left alone', async () => {
     const { chatIntake } = await load();
     const p = parts({ receipts: { A: 'id-a' }, records: { 'id-a': { receiptNo: 'A', status: 'pending', ext: { referral: 'X' } } } });
-    const link = chatIntake(p.intake as never, p.store as never, p.rental as never);
+    const link = chatIntake(p.intake as never, p.rental as never);
     await link.recordUpsell('A', { code: 31, accepted: true });
     expect(p.calls.at(-1)).toEqual({ what: 'intake.modify', args: ['id-a', { receiptNo: 'A', status: 'pending', ext: { referral: 'X', upsell: { code: 31, accepted: true } } }] });
     p.calls.length = 0;
     await link.recordUpsell('Z', { code: 31, accepted: false });
-    expect(p.calls.map((c) => c.what)).toEqual(['store.get']);
+    expect(p.calls.map((c) => c.what)).toEqual(['intake.byReceipt']);
   });
 });
 

@@ -5,6 +5,8 @@ import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
 import { refusal } from '../support/refusal.js';
+import { REFERRAL_DEST } from '../../src/chat/referral.js';
+import { outboxWrites } from '../../src/outbox.js';
 
 // Referrals (src/chat/referral.ts): a customer's code issued once; a redemption gives one reward to
 // each side, once per referred customer; nobody redeems their own code (same id or same phone);
@@ -81,14 +83,22 @@ describe('redeem', () => {
     expect(await service.redeem(CODE, { customerId: 77, phone: '010-9999-0000' })).toEqual({ redeemed: true });
     const ownerEntry = { code: CODE, side: 'owner', customerId: 1234, referredCustomerId: 77, at };
     const referredEntry = { code: CODE, side: 'referred', customerId: 77, referredCustomerId: 77, at };
+    // the referred customer's claim, with the owner's credit in the outbox of its partition; then
+    // the owner's credit, once (marked under the owner)
+    const credit = { code: CODE, owner: 1234, referred: 77, at };
     expect(writes).toEqual([
       { op: 'set', key: 'referral:redeemed:77', value: { code: CODE, at } },
+      ...outboxWrites({ id: 'referral:77', dest: REFERRAL_DEST, payload: credit, createdAt: T0 + 60_000 }, 'referral:redeemed:77'),
+      { op: 'set', key: 'referral:owner:1234:credited:77', value: at },
       { op: 'set', key: 'referral:owner:1234', value: { code: CODE, customerId: 1234, name: '김민지', phone: '010-1234-5678', uses: 1, createdAt: new Date(T0).toISOString() } },
-      { op: 'push', key: 'referral:rewards:1234', value: ownerEntry, cap: 10_000 },
-      { op: 'push', key: 'referral:rewards:1234', value: referredEntry, cap: 10_000 },
+      { op: 'push', key: 'referral:owner:1234:rewards', value: ownerEntry, cap: 10_000 },
+      { op: 'push', key: 'referral:owner:1234:rewards', value: referredEntry, cap: 10_000 },
     ]);
+    const n = writes.length;
     expect(await service.redeem(CODE, { customerId: 77 })).toEqual({ redeemed: false });
-    expect(writes).toHaveLength(4);
+    // the outbox delivering the claim's item again credits nothing more
+    await service.deliver({ id: 'referral:77', dest: REFERRAL_DEST, payload: credit, createdAt: T0 + 60_000 }, new AbortController().signal);
+    expect(writes).toHaveLength(n);
     const info = await service.info(CODE);
     expect(info.uses).toBe(1);
     expect(info.rewards).toEqual([referredEntry, ownerEntry]);

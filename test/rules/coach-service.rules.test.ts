@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
-import type { Json, Store } from '../../src/store/port.js';
+import { partitionOf, type Json, type Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
 import { refusal } from '../support/refusal.js';
@@ -158,16 +158,16 @@ describe('the owner list', () => {
 });
 
 describe('stored owners', () => {
-  it('are indexed under coach:owners by registration time, once each', async () => {
+  it('are indexed under coach:owners:{#p} (the partition of the owner) by registration time, once each', async () => {
     const { service, store, clock } = await setup();
     await service.register('o1', { actions: [] });
     clock.advance(10);
     await service.register('o2', { actions: [] });
     await service.register('o1', { actions: acts('a') });
-    expect(await store.indexRange('coach:owners')).toEqual([
-      { member: 'o1', score: T0 },
-      { member: 'o2', score: T0 + 10 },
-    ]);
+    const owners = async (id: string) => store.indexRange(`coach:owners:{#${partitionOf(`coach:owner:${id}`)}}`);
+    expect((await owners('o1')).filter((e) => e.member === 'o1')).toEqual([{ member: 'o1', score: T0 }]);
+    expect((await owners('o2')).filter((e) => e.member === 'o2')).toEqual([{ member: 'o2', score: T0 + 10 }]);
+    expect(await store.indexCount('coach:owners')).toBe(0);
   });
 
   it('listed in the index but gone are left out of a page (the total still counts them)', async () => {

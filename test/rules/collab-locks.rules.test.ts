@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { CollabService } from '../../src/collab/service.js';
-import { LOCK_MAX_MS, LOCK_TTL_MS } from '../../src/collab/model.js';
+import { K, LOCK_MAX_MS, LOCK_TTL_MS } from '../../src/collab/model.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
@@ -132,9 +132,9 @@ describe('edit locks', () => {
     clock.advance(LOCK_TTL_MS - 1);
     expect(await service.locks.sweep()).toBe(0);
     // an index entry older than its lock (a renewal on another process) is moved, not swept
-    await store.index('md:locks', 'lock-f', T0);
+    await store.index(K.locks('lock-f'), 'lock-f', T0);
     expect(await service.locks.sweep()).toBe(0);
-    expect(await store.indexScore('md:locks', 'lock-f')).toBe(T0 + LOCK_TTL_MS);
+    expect(await store.indexScore(K.locks('lock-f'), 'lock-f')).toBe(T0 + LOCK_TTL_MS);
     expect((await service.locks.state('lock-f')).locked).toBe(true);
     clock.advance(1);
     events.length = 0;
@@ -143,7 +143,7 @@ describe('edit locks', () => {
       { topic: 'md:lock-f', msg: { type: 'lock', slug: 'lock-f', state: 'expired', locked: false, holder: 'u_alice' } },
       { topic: 'md:all', msg: { type: 'lock', slug: 'lock-f', state: 'expired' } },
     ]);
-    expect(await store.indexCount('md:locks')).toBe(0);
+    expect(await store.indexCount(K.locks('lock-f'))).toBe(0);
     expect(await service.locks.sweep()).toBe(0);
   });
 

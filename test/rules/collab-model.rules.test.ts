@@ -31,9 +31,13 @@ describe('the numbers', () => {
 
   it('names the store keys and topics', async () => {
     const { K, DOC_TOPIC, LIST_TOPIC } = await load();
-    expect([K.doc('a'), K.versions('a'), K.lock('a'), K.presence('a'), K.docs, K.locks, K.rooms]).toEqual([
-      'md:doc:a', 'md:versions:a', 'md:lock:a', 'md:presence:a', 'md:docs', 'md:locks', 'md:presence-rooms',
+    // the document's parts under its aggregate; the lists per partition, in the document's (docs/partitions.md)
+    expect([K.doc('a'), K.versions('a'), K.lock('a'), K.comments('a'), K.links('a'), K.presence('a'), K.rooms]).toEqual([
+      'md:doc:a', 'md:doc:a:versions', 'md:doc:a:lock', 'md:doc:a:comments', 'md:doc:a:links', 'md:presence:a', 'md:presence-rooms',
     ]);
+    const { partitionOf } = await import('../../src/store/partition.js');
+    const p = partitionOf('md:doc:a');
+    expect([K.docs('a'), K.locks('a')]).toEqual([`md:docs:{#${p}}`, `md:locks:{#${p}}`]);
     expect([DOC_TOPIC('회의록'), LIST_TOPIC]).toEqual(['md:회의록', 'md:all']);
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
-import type { Store } from '../../src/store/port.js';
+import { partitionOf, type Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
 import { refusal as refused } from '../support/refusal.js';
@@ -13,6 +13,8 @@ import { refusal as refused } from '../support/refusal.js';
 const load = async () => ({ ...(await import('../../src/collab/presence.js')), ...(await import('../../src/collab/model.js')) });
 
 const T0 = Date.UTC(2026, 10, 24, 9, 0, 0);
+/** The room index of a document: that of its presence key's partition (src/presence.ts). */
+const rooms = (doc: string) => `md:presence-rooms:{#${partitionOf(`md:presence:${doc}`)}}`;
 const alice = { id: 'u_alice', name: '앨리스' };
 const bob = { id: 'u_bob', name: '밥' };
 const operator = { id: 'u_op', name: '운영자', operator: true };
@@ -144,11 +146,11 @@ describe('joining', () => {
     expect(sets).toHaveLength(3);
     for (const w of sets) expect(w).toMatchObject({ op: 'set', key: 'md:presence:doc-a', ttlMs: 120_000 });
     expect(writes.filter((w) => w.op === 'index')).toEqual([
-      { op: 'index', key: 'md:presence-rooms', member: 'doc-a', score: T0 },
-      { op: 'index', key: 'md:presence-rooms', member: 'doc-a', score: T0 },
-      { op: 'index', key: 'md:presence-rooms', member: 'doc-a', score: T0 + 10_000 },
+      { op: 'index', key: rooms('doc-a'), member: 'doc-a', score: T0 },
+      { op: 'index', key: rooms('doc-a'), member: 'doc-a', score: T0 },
+      { op: 'index', key: rooms('doc-a'), member: 'doc-a', score: T0 + 10_000 },
     ]);
-    expect(await store.indexScore('md:presence-rooms', 'doc-a')).toBe(T0 + 10_000);
+    expect(await store.indexScore(rooms('doc-a'), 'doc-a')).toBe(T0 + 10_000);
   });
 });
 
@@ -183,10 +185,10 @@ describe('leaving', () => {
     expect(await presence.leave('doc-a', bob, b.id)).toEqual({ left: true });
     expect(writes.slice(1)).toEqual([
       { op: 'del', key: 'md:presence:doc-a' },
-      { op: 'unindex', key: 'md:presence-rooms', member: 'doc-a' },
+      { op: 'unindex', key: rooms('doc-a'), member: 'doc-a' },
     ]);
     expect(await store.get('md:presence:doc-a')).toBeUndefined();
-    expect(await store.indexScore('md:presence-rooms', 'doc-a')).toBeUndefined();
+    expect(await store.indexScore(rooms('doc-a'), 'doc-a')).toBeUndefined();
   });
 
   it("refuses another person's entry, lets an operator remove it, and answers false for an unknown one", async () => {
@@ -223,7 +225,7 @@ describe('the sweep', () => {
     ]);
     expect(writes).toEqual([
       { op: 'set', key: 'md:presence:doc-a', value: { [b.id]: b.peers[1] } },
-      { op: 'index', key: 'md:presence-rooms', member: 'doc-a', score: T0 + 10_000 },
+      { op: 'index', key: rooms('doc-a'), member: 'doc-a', score: T0 + 10_000 },
     ]);
     expect(await presence.sweep()).toBe(0);
     expect(events).toHaveLength(1);
@@ -238,11 +240,11 @@ describe('the sweep', () => {
     ]);
     expect(writes).toEqual([
       { op: 'del', key: 'md:presence:doc-a' },
-      { op: 'unindex', key: 'md:presence-rooms', member: 'doc-a' },
+      { op: 'unindex', key: rooms('doc-a'), member: 'doc-a' },
       { op: 'del', key: 'md:presence:doc-b' },
-      { op: 'unindex', key: 'md:presence-rooms', member: 'doc-b' },
+      { op: 'unindex', key: rooms('doc-b'), member: 'doc-b' },
     ]);
-    expect(await store.indexRange('md:presence-rooms')).toEqual([]);
+    for (const doc of ['doc-a', 'doc-b']) expect(await store.indexRange(rooms(doc))).toEqual([]);
     expect(await presence.sweep()).toBe(0);
   });
 
@@ -254,7 +256,7 @@ describe('the sweep', () => {
     writes.length = 0;
     clock.advance(25_000); // doc-a 30 s old, doc-b 25 s
     expect(await presence.sweep()).toBe(1);
-    expect(writes.map((w) => w.key)).toEqual(['md:presence:doc-a', 'md:presence-rooms']);
+    expect(writes.map((w) => w.key)).toEqual(['md:presence:doc-a', rooms('doc-a')]);
   });
 
   it("indexes a room it keeps by the oldest heartbeat left", async () => {
@@ -266,6 +268,6 @@ describe('the sweep', () => {
     await presence.join('doc-a', operator);
     clock.advance(20_000); // alice 30 s
     expect(await presence.sweep()).toBe(1);
-    expect(await store.indexScore('md:presence-rooms', 'doc-a')).toBe(T0 + 5_000);
+    expect(await store.indexScore(rooms('doc-a'), 'doc-a')).toBe(T0 + 5_000);
   });
 });

@@ -5,12 +5,14 @@ import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store, Write } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
+import { partitionKeyFor } from '../../src/store/partition.js';
+import { outboxKey, outboxPartition } from '../../src/outbox.js';
 import { refusal } from '../support/refusal.js';
 
 // The intake service's rules (src/intake/service.ts; doc 1, rental intake): a registration takes
-// the next receipt number `R` + KST yymmdd + `-` + six digits or more, stores the record, its
-// receipt pointer and two indexes in one update (409 subscription_exists when the id or the number
-// is taken), and gives an access key `ak_` + 43 characters of which only the SHA-256 is kept;
+// the next receipt number `R` + KST yymmdd + `-` + six digits or more, writes its receipt pointer
+// on its own, then the record and two indexes of the record's partition in one update (409
+// subscription_exists when the id or the number is taken; a refused record removes its pointer), and gives an access key `ak_` + 43 characters of which only the SHA-256 is kept;
 // tracking answers the record to the holder of the key only (404 subscription_not_found, 403
 // invalid_key); ids, receipt numbers and keys of another form are never looked up. The module holds
 // patterns built at load, so it is loaded afresh in each test.
@@ -76,8 +78,8 @@ describe('identifiers', () => {
 });
 
 describe('register', () => {
-  it('writes the record, its receipt pointer and both indexes in one update, with the key hash only', async () => {
-    const { intake, writes, K } = await setup();
+  it('writes the receipt pointer first, then the record and both indexes of its partition in one update, with the key hash only', async () => {
+    const { intake, writes, K, store } = await setup();
     const { record, accessKey } = await intake.register(APPLICANT);
     expect(accessKey).toMatch(/^ak_[A-Za-z0-9_-]{43}$/);
     expect(record).toEqual({
@@ -98,12 +100,13 @@ describe('register', () => {
       keyHash: sha256(accessKey),
       ext: {},
     });
+    const near = `intake:sub:${record.id}`;
     expect(writes).toEqual([
-      { op: 'set', key: `intake:sub:${record.id}`, value: record },
-      { op: 'set', key: 'intake:receipt:R261122-000001', value: record.id },
-      { op: 'index', key: 'intake:all', member: record.id, score: T0 },
-      { op: 'index', key: 'intake:type:chat', member: record.id, score: T0 },
+      { op: 'set', key: near, value: record },
+      { op: 'index', key: partitionKeyFor('intake:all', near), member: record.id, score: T0 },
+      { op: 'index', key: partitionKeyFor('intake:type:chat', near), member: record.id, score: T0 },
     ]);
+    expect(await store.get('intake:receipt:R261122-000001')).toBe(record.id);
     expect(K.seq).toBe('intake:seq');
   });
 
@@ -126,7 +129,7 @@ describe('register', () => {
     expect(record).toMatchObject({ id: 'sub_aaaaaaaaaaaa', applicantType: 'government', buildingType: '학교', status: 'received', ext: { product: 'ipa', monthlyFee: 10 } });
     expect(seen).toEqual([[record, accessKey]]);
     expect(writes.at(-1)).toEqual(extra);
-    expect(writes.find((w) => w.op === 'index' && w.key === 'intake:type:rental-ipa')).toBeDefined();
+    expect(writes.find((w) => w.op === 'index' && w.key === partitionKeyFor('intake:type:rental-ipa', 'intake:sub:sub_aaaaaaaaaaaa'))).toBeDefined();
     expect(await store.get('rental:doc:x')).toBe(1);
   });
 
@@ -152,6 +155,8 @@ describe('register', () => {
     await store.set('intake:receipt:R261122-000003', 'sub_zzzzzzzzzzzz');
     expect(await refusal(intake.register(APPLICANT, { id: 'sub_bbbbbbbbbbbb' }))).toEqual(taken);
     expect(await store.get('intake:sub:sub_bbbbbbbbbbbb')).toBeUndefined();
+    // the refused record's number (2) is not pointed at
+    expect(await store.get('intake:receipt:R261122-000002')).toBeUndefined();
     expect((await intake.register(APPLICANT, { id: 'sub_bbbbbbbbbbbb' })).record.receiptNo).toBe('R261122-000004');
   });
 
@@ -248,8 +253,8 @@ describe('resendMail', () => {
     writes.length = 0;
     const first = await intake.resendMail(record.receiptNo, accessKey, compose);
     expect(first).toEqual({ record, resend: 1 });
-    expect(writes[0]).toEqual({ op: 'set', key: `intake:resend:${record.id}`, value: 1 });
-    expect(writes[1]).toMatchObject({ op: 'set', key: `outbox:msg:mail:intake:${record.id}:resend:1` });
+    expect(writes[0]).toEqual({ op: 'set', key: `intake:sub:${record.id}:resend`, value: 1 });
+    expect(writes[1]).toMatchObject({ op: 'set', key: outboxKey(`mail:intake:${record.id}:resend:1`, outboxPartition(`intake:sub:${record.id}`)) });
     expect(writes.filter((w) => w.op === 'index').map((w) => (w as { member: string }).member)).toEqual([
       `mail:intake:${record.id}:resend:1`,
       `mail:intake:${record.id}:resend:1`,
@@ -257,7 +262,15 @@ describe('resendMail', () => {
     expect(JSON.stringify(writes[1])).toContain('"to":"hong@example.kr"');
     writes.length = 0;
     expect((await intake.resendMail(record.receiptNo, accessKey, compose)).resend).toBe(2);
-    expect(writes[0]).toEqual({ op: 'set', key: `intake:resend:${record.id}`, value: 2 });
+    expect(writes[0]).toEqual({ op: 'set', key: `intake:sub:${record.id}:resend`, value: 2 });
+  });
+
+  it('a resend count of the global layout of before goes on from there', async () => {
+    const { intake, store } = await setup();
+    const { record, accessKey } = await intake.register(APPLICANT);
+    await store.set(`intake:resend:${record.id}`, 4);
+    expect((await intake.resendMail(record.receiptNo, accessKey, compose)).resend).toBe(5);
+    expect((await intake.resendMail(record.receiptNo, accessKey, compose)).resend).toBe(6);
   });
 
   it('409 no_email without an address; 403 for a wrong key', async () => {

@@ -5,9 +5,10 @@ import type { Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 
 // The outbox's holds (src/outbox/holds.ts): items for a peer that is not configured are kept in
-// `outbox:held:{dest}` rather than attempted; /readyz says what is kept ("ok" when nothing); the log
-// says it once per destination; a process that can deliver to the destination takes them back into
-// `outbox:due`, 200 at a time. And the abort race every attempt runs under (src/outbox/attempt.ts).
+// `outbox:held:<dest>:{#p}` rather than attempted; /readyz says what is kept ("ok" when nothing); the
+// log says it once per destination; a process that can deliver to the destination takes them back into
+// `outbox:due:{#p}`, 200 at a time (held items of the global layout, `outbox:held:<dest>`, are moved
+// into their partition by the outbox's adopt). And the abort race every attempt runs under (src/outbox/attempt.ts).
 // Real LMDB store in a temp dir; the modules are loaded afresh per test.
 const load = async () => {
   vi.resetModules();
@@ -29,13 +30,15 @@ async function setup(deliver: Record<string, ReturnType<typeof deliverer>>, with
     debug: (obj: unknown, msg: string) => void logs.push({ level: 'debug', obj, msg }),
   };
   const clock = new ManualClock(T0);
-  const holds = new Holds(store, clock, deliver as never, withLogger ? (logger as never) : undefined);
-  const hold = (dest: string, n: number, from = 0) =>
+  const adopted: [string, number][] = [];
+  const adopt = async (id: string, dueAt: number) => (adopted.push([id, dueAt]), true);
+  const holds = new Holds(store, clock, deliver as never, withLogger ? (logger as never) : undefined, adopt);
+  const hold = (dest: string, n: number, from = 0, key = `outbox:held:${dest}:{#5}`) =>
     store.update([], () => ({
-      writes: Array.from({ length: n }, (_, i) => ({ op: 'index' as const, key: `outbox:held:${dest}`, member: `${dest}-${from + i}`, score: from + i })),
+      writes: Array.from({ length: n }, (_, i) => ({ op: 'index' as const, key, member: `${dest}-${from + i}`, score: from + i })),
       result: undefined,
     }));
-  return { holds, store, logs, clock, hold, deliver, raceAbort };
+  return { holds, store, logs, clock, hold, deliver, raceAbort, adopted };
 }
 const WARN = 'outbox keeps the deliveries for a peer that is not configured; they go out once it is (said once)';
 
@@ -49,9 +52,9 @@ describe('held destinations', () => {
 
   it('move an item from the due index to the destination’s held index, scored by creation', async () => {
     const { holds } = await setup({});
-    expect(holds.holdWrites('m1', 'peer', 123)).toEqual([
-      { op: 'unindex', key: 'outbox:due', member: 'm1' },
-      { op: 'index', key: 'outbox:held:peer', member: 'm1', score: 123 },
+    expect(holds.holdWrites('m1', 'peer', 123, 7)).toEqual([
+      { op: 'unindex', key: 'outbox:due:{#7}', member: 'm1' },
+      { op: 'index', key: 'outbox:held:peer:{#7}', member: 'm1', score: 123 },
     ]);
   });
 
@@ -59,11 +62,13 @@ describe('held destinations', () => {
     const deliver: Record<string, ReturnType<typeof deliverer>> = { mail: deliverer(), a: deliverer('no A') };
     const { holds, hold } = await setup(deliver);
     await hold('a', 2);
+    await hold('a', 1, 10, 'outbox:held:a:{#63}');
+    await hold('a', 1, 20, 'outbox:held:a');
     await hold('mail', 5);
-    expect(await holds.holding()).toEqual([{ dest: 'a', reason: 'no A', items: 2 }]);
+    expect(await holds.holding()).toEqual([{ dest: 'a', reason: 'no A', items: 4 }]);
     deliver.b = deliverer('no B');
     expect(await holds.holding()).toEqual([
-      { dest: 'a', reason: 'no A', items: 2 },
+      { dest: 'a', reason: 'no A', items: 4 },
       { dest: 'b', reason: 'no B', items: 0 },
     ]);
   });
@@ -126,7 +131,7 @@ describe('the log', () => {
     await holds.tell('a');
     expect(counts).not.toHaveBeenCalled();
     await holds.tell();
-    expect(counts).toHaveBeenCalledTimes(1);
+    expect(counts).toHaveBeenCalledTimes(65); // the global layout and the 64 partitions
   });
 
   it('is optional', async () => {
@@ -145,15 +150,15 @@ describe('taking items back', () => {
     await hold('peer', 1);
     await hold('held', 2);
     await holds.release();
-    expect(await store.indexRange('outbox:due')).toEqual([
+    expect(await store.indexRange('outbox:due:{#5}')).toEqual([
       { member: 'mail-0', score: T0 },
       { member: 'mail-1', score: T0 },
       { member: 'mail-2', score: T0 },
       { member: 'peer-0', score: T0 },
     ]);
-    expect(await store.indexCount('outbox:held:mail')).toBe(0);
-    expect(await store.indexCount('outbox:held:peer')).toBe(0);
-    expect(await store.indexCount('outbox:held:held')).toBe(2);
+    expect(await store.indexCount('outbox:held:mail:{#5}')).toBe(0);
+    expect(await store.indexCount('outbox:held:peer:{#5}')).toBe(0);
+    expect(await store.indexCount('outbox:held:held:{#5}')).toBe(2);
     expect(logs).toEqual([
       { level: 'debug', obj: { dest: 'mail', items: 3 }, msg: 'outbox took back held items' },
       { level: 'debug', obj: { dest: 'peer', items: 1 }, msg: 'outbox took back held items' },
@@ -170,8 +175,8 @@ describe('taking items back', () => {
       const { holds, hold, store, logs } = await setup({ mail: deliverer() });
       await hold('mail', n);
       await holds.release();
-      expect(await store.indexCount('outbox:due'), String(n)).toBe(n);
-      expect(await store.indexCount('outbox:held:mail')).toBe(0);
+      expect(await store.indexCount('outbox:due:{#5}'), String(n)).toBe(n);
+      expect(await store.indexCount('outbox:held:mail:{#5}')).toBe(0);
       expect(logs.map((l) => (l.obj as { items: number }).items), String(n)).toEqual(batches);
     }
   });
@@ -183,10 +188,22 @@ describe('taking items back', () => {
     const spy = vi.spyOn(store, 'indexRange');
     await holds.release();
     for (const c of spy.mock.calls) ranges.push(c);
-    expect(ranges).toEqual([
-      ['outbox:held:mail', { limit: 200 }],
-      ['outbox:held:mail', { limit: 200 }],
+    expect(ranges.filter((c) => (c as string[])[0] === 'outbox:held:mail:{#5}')).toEqual([
+      ['outbox:held:mail:{#5}', { limit: 200 }],
+      ['outbox:held:mail:{#5}', { limit: 200 }],
     ]);
+    expect(ranges).toHaveLength(65 + 1); // one read of every other part, found empty
+  });
+
+  it('moves held items of the global layout into their partition, due now, and drops the global entries', async () => {
+    const { holds, hold, store, adopted, clock } = await setup({ mail: deliverer(), held: deliverer('not here') });
+    await hold('mail', 2, 0, 'outbox:held:mail');
+    await hold('held', 1, 0, 'outbox:held:held');
+    clock.set(T0 + 9);
+    await holds.release();
+    expect(adopted).toEqual([['mail-0', T0 + 9], ['mail-1', T0 + 9]]);
+    expect(await store.indexCount('outbox:held:mail')).toBe(0);
+    expect(await store.indexCount('outbox:held:held')).toBe(1);
   });
 });
 

@@ -1,7 +1,16 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { Outbox, type OutboxOptions } from '../../src/outbox/outbox.js';
-import { OUTBOX_CREATED, OUTBOX_DUE, outboxHeldKey, outboxKey, outboxWrites, parseRecord, STAT_DELIVERED, STAT_FAILED, type Deliver, type OutboxItem } from '../../src/outbox/records.js';
+import { legacyPartition, outboxCreatedKey, outboxDueKey, outboxHeldKey as heldKeyOf, outboxKey as keyOf, outboxWrites, parseRecord, STAT_DELIVERED, STAT_FAILED, type Deliver, type OutboxItem } from '../../src/outbox/records.js';
+import { partitionOf } from '../../src/store/partition.js';
+
+// the items live in the partition of the business key they are written beside
+const NEAR = 'test:thing:1';
+const P = partitionOf(NEAR);
+const OUTBOX_DUE = outboxDueKey(P);
+const OUTBOX_CREATED = outboxCreatedKey(P);
+const outboxKey = (id: string) => keyOf(id, P);
+const outboxHeldKey = (dest: string) => heldKeyOf(dest, P);
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
@@ -58,7 +67,7 @@ async function setup(deliver: Record<string, Deliver>, extra: Partial<OutboxOpti
     scans += 1;
     return pass();
   };
-  const enqueue = (...items: OutboxItem[]) => inner.update([], () => ({ writes: items.flatMap(outboxWrites), result: undefined }));
+  const enqueue = (...items: OutboxItem[]) => inner.update([], () => ({ writes: items.flatMap((i) => outboxWrites(i, NEAR)), result: undefined }));
   const rec = async (id: string) => parseRecord(await inner.get(outboxKey(id)));
   const score = async (key: string, id: string) => (await inner.indexRange(key, {})).find((e) => e.member === id)?.score;
   /** Waits until the loop has scanned `n` more times. */
@@ -73,7 +82,7 @@ const HELD_WARN = 'outbox keeps the deliveries for a peer that is not configured
 const item = (id: string, dest = 'mail', createdAt = T0): OutboxItem => ({ id, dest, payload: { id }, createdAt });
 /** An item enqueued straight into the held index of its destination (as another process keeps it). */
 const heldWrites = (id: string) => [
-  ...outboxWrites(item(id)).filter((w) => !(w.op === 'index' && w.key === OUTBOX_DUE)),
+  ...outboxWrites(item(id), NEAR).filter((w) => !(w.op === 'index' && w.key === OUTBOX_DUE)),
   { op: 'index' as const, key: outboxHeldKey('mail'), member: id, score: T0 },
 ];
 
@@ -91,7 +100,7 @@ describe('a claim', () => {
     expect(await score(OUTBOX_DUE, 'a')).toBe(T0 + 5000);
     expect(outbox.inFlight).toBe(1);
     // in flight while the lease runs, no longer once it has run out
-    expect(await outbox.pending()).toEqual([{ id: 'a', dest: 'mail', payload: { id: 'a' }, createdAt: T0, attempts: 1, due: T0 + 5000, lastAttemptAt: T0, inFlight: true }]);
+    expect(await outbox.pending()).toEqual([{ id: 'a', dest: 'mail', payload: { id: 'a' }, createdAt: T0, attempts: 1, due: T0 + 5000, lastAttemptAt: T0, partition: P, inFlight: true }]);
     clock.advance(4999);
     expect((await outbox.pending())[0]?.inFlight).toBe(true);
     clock.advance(1);
@@ -428,7 +437,7 @@ describe('stats and the pending list', () => {
     expect(await ids('b', 2)).toEqual(['b0', 'b1']);
     expect(await ids('a', 120)).toEqual(Array.from({ length: 120 }, (_, i) => `a${i}`));
     expect(await ids('c')).toEqual([]);
-    expect((await outbox.pending('b', 1))[0]).toEqual({ id: 'b0', dest: 'b', payload: { id: 'b0' }, createdAt: T0 + 500, attempts: 0, due: T0 + 500, inFlight: false });
+    expect((await outbox.pending('b', 1))[0]).toEqual({ id: 'b0', dest: 'b', payload: { id: 'b0' }, createdAt: T0 + 500, attempts: 0, due: T0 + 500, partition: P, inFlight: false });
     expect(await outbox.stats()).toEqual({ pending: 133, held: 0, delivered: 0, failedAttempts: 0, oldestPendingAt: T0 });
   });
 
@@ -541,5 +550,103 @@ describe('the loop', () => {
     expect(await rec('a')).toMatchObject({ attempts: 1 });
     expect((await rec('a'))?.lastError).toBeUndefined();
     expect(logs.filter((l) => l.level === 'error')).toEqual([]);
+  });
+});
+
+describe('the partitions and the global layout', () => {
+  // an LMDB store written with the global layout (outboxWrites without `near`, as before the
+  // partitions), then opened again with the partition check on, as an upgraded hub would
+  async function legacy(items: OutboxItem[], garbage: string[] = []) {
+    const path = tempDir('outbox-legacy');
+    const old = await openLmdbStore({ path, partitionCheck: false });
+    await old.update([], () => ({
+      writes: [
+        ...items.flatMap((i) => outboxWrites(i)),
+        ...garbage.flatMap((id) => [
+          { op: 'set' as const, key: keyOf(id), value: 'garbage' },
+          { op: 'index' as const, key: 'outbox:due', member: id, score: T0 },
+          { op: 'index' as const, key: 'outbox:created', member: id, score: T0 },
+        ]),
+      ],
+      result: undefined,
+    }));
+    await old.close();
+    const store = await openLmdbStore({ path, partitionCheck: true });
+    stores.push(store);
+    return store;
+  }
+  const outboxOn = (store: Store, deliver: Record<string, Deliver>) => {
+    const outbox = new Outbox({ store, clock: new ManualClock(T0), deliver, retryMinMs: 100, retryMaxMs: 1000, pollMs: 5, random: () => 0.5 });
+    outboxes.push(outbox);
+    return outbox;
+  };
+
+  it('an item lives in the partition of the key it is written beside; the check refuses it beside another aggregate', async () => {
+    const store = await openLmdbStore({ path: tempDir('outbox-near'), partitionCheck: true });
+    stores.push(store);
+    await store.update([NEAR], () => ({ writes: [{ op: 'set', key: NEAR, value: 1 }, ...outboxWrites(item('a'), NEAR)], result: undefined }));
+    expect(parseRecord(await store.get(keyOf('a', P)))).toMatchObject({ id: 'a', dest: 'mail' });
+    expect(await store.indexRange(`outbox:due:{#${P}}`)).toEqual([{ member: 'a', score: T0 }]);
+    expect(await store.indexRange(`outbox:created:{#${P}}`)).toEqual([{ member: 'a', score: T0 }]);
+    const other = ['test:thing:2', 'test:thing:3', 'test:thing:4'].find((k) => partitionOf(k) !== P)!;
+    await expect(store.update([NEAR], () => ({ writes: [{ op: 'set', key: NEAR, value: 2 }, ...outboxWrites(item('b'), other)], result: undefined }))).rejects.toThrow(/spans/);
+    await expect(store.update([], () => ({ writes: outboxWrites(item('b')), result: undefined }))).rejects.toThrow(/spans aggregates/);
+  });
+
+  it('delivers items of several partitions, walked as one', async () => {
+    const store = await openLmdbStore({ path: tempDir('outbox-parts'), partitionCheck: true });
+    stores.push(store);
+    const nears = Array.from({ length: 20 }, (_, i) => `test:thing:${i}`);
+    expect(new Set(nears.map(partitionOf)).size).toBeGreaterThan(5);
+    for (const [i, near] of nears.entries()) await store.update([], () => ({ writes: outboxWrites(item(`m${i}`, 'mail', T0 - 20 + i), near), result: undefined }));
+    const got: string[] = [];
+    const outbox = outboxOn(store, { mail: async (it) => void got.push(it.id) });
+    expect((await outbox.pending()).map((p) => p.id)).toEqual(nears.map((_, i) => `m${i}`));
+    expect((await outbox.stats()).pending).toBe(20);
+    outbox.start();
+    // the counter is raised right after each delete: wait for it too
+    await until('delivered', async () => (await outbox.stats()).pending === 0 && got.length === 20 && (await store.get(STAT_DELIVERED)) === 20);
+    expect(got.sort()).toEqual(nears.map((_, i) => `m${i}`).sort());
+  });
+
+  it('items of the global layout are listed, moved into their partition and delivered once, with the check on', async () => {
+    const store = await legacy([item('old-1', 'mail', T0 - 2), item('old-2', 'mail', T0 - 1)]);
+    await store.update([NEAR], () => ({ writes: [{ op: 'set', key: NEAR, value: 1 }, ...outboxWrites(item('new', 'mail', T0), NEAR)], result: undefined }));
+    const got: string[] = [];
+    const outbox = outboxOn(store, { mail: async (it) => void got.push(it.id) });
+    const listed = await outbox.pending();
+    expect(listed.map((p) => [p.id, p.partition])).toEqual([['old-1', undefined], ['old-2', undefined], ['new', P]]);
+    expect((await outbox.stats()).pending).toBe(3);
+    outbox.start();
+    await until('delivered', async () => got.length === 3 && (await outbox.stats()).pending === 0);
+    expect(got.sort()).toEqual(['new', 'old-1', 'old-2']);
+    for (const key of ['outbox:due', 'outbox:created']) expect(await store.indexCount(key)).toBe(0);
+    expect(await store.get(keyOf('old-1'))).toBeUndefined();
+    expect(await store.get(keyOf('old-1', legacyPartition('old-1')))).toBeUndefined();
+  });
+
+  it('an unreadable record of the global layout is moved and parked; a retry finds an item of either layout', async () => {
+    const store = await legacy([item('old', 'peer', T0)], ['bad']);
+    const peer = Object.assign(async () => undefined, { held: 'PEER_URL is not set' });
+    const outbox = outboxOn(store, { peer });
+    outbox.start();
+    await until('moved', async () => (await store.indexCount('outbox:due')) === 0);
+    const q = legacyPartition('bad');
+    expect(await store.get(keyOf('bad', q))).toBe('garbage');
+    expect((await store.indexRange(`outbox:due:{#${q}}`)).find((e) => e.member === 'bad')?.score).toBe(T0 + 1000);
+    await until('held', async () => (await outbox.held('peer')).length === 1);
+    const r = await outbox.retryNow('old');
+    expect(r).toMatchObject({ id: 'old', partition: legacyPartition('old'), due: T0, inFlight: false });
+    await expect(outbox.retryNow('nothing')).rejects.toMatchObject({ code: 'unknown_delivery' });
+  });
+
+  it('a retry of an item still in the global layout moves it first', async () => {
+    const store = await legacy([item('old', 'mail', T0 - 5)]);
+    const outbox = outboxOn(store, { mail: async () => undefined });
+    const r = await outbox.retryNow('old');
+    expect(r).toMatchObject({ id: 'old', partition: legacyPartition('old'), due: T0 });
+    expect(await store.get(keyOf('old'))).toBeUndefined();
+    expect(await store.indexCount('outbox:created')).toBe(0);
+    expect(await store.indexRange(`outbox:due:{#${legacyPartition('old')}}`)).toEqual([{ member: 'old', score: T0 }]);
   });
 });

@@ -1,6 +1,15 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Outbox, type OutboxOptions } from '../../src/outbox/outbox.js';
-import { OUTBOX_CREATED, OUTBOX_DUE, outboxHeldKey, outboxKey, outboxWrites, parseRecord, STAT_DELIVERED, type Deliver, type OutboxItem } from '../../src/outbox/records.js';
+import { outboxCreatedKey, outboxDueKey, outboxHeldKey as heldKeyOf, outboxKey as keyOf, outboxWrites, parseRecord, STAT_DELIVERED, type Deliver, type OutboxItem } from '../../src/outbox/records.js';
+import { partitionOf } from '../../src/store/partition.js';
+
+// the items live in the partition of the business key they are written beside
+const NEAR = 'test:thing:1';
+const P = partitionOf(NEAR);
+const OUTBOX_DUE = outboxDueKey(P);
+const OUTBOX_CREATED = outboxCreatedKey(P);
+const outboxKey = (id: string) => keyOf(id, P);
+const outboxHeldKey = (dest: string) => heldKeyOf(dest, P);
 import type { IndexEntry, Json, RangeOptions, Store, UpdateFn, Write } from '../../src/store/port.js';
 
 // When the outbox's loop looks again (src/outbox/outbox.ts): the poll and its bounds, the next due
@@ -160,7 +169,7 @@ function setup(deliver: Record<string, Deliver>, extra: Partial<OutboxOptions> =
     scans.push(Date.now() - T0);
     return pass();
   };
-  const enqueue = (...items: OutboxItem[]) => mem.update([], () => ({ writes: items.flatMap(outboxWrites), result: undefined }));
+  const enqueue = (...items: OutboxItem[]) => mem.update([], () => ({ writes: items.flatMap((i) => outboxWrites(i, NEAR)), result: undefined }));
   const rec = async (id: string) => parseRecord(await mem.get(outboxKey(id)));
   const advance = (ms: number) => vi.advanceTimersByTimeAsync(ms);
   return { mem, store, calls, hooks, logs, outbox, scans, enqueue, rec, advance };
@@ -637,6 +646,7 @@ describe('a start while a stop waits for a scan', () => {
 });
 
 describe('paging', () => {
+  // each part (the global layout and every partition) is read from its start up to offset + limit
   const walk = (calls: Call[]) => calls.filter((c) => c.method === 'indexRange' && c.args[0] === OUTBOX_CREATED).map((c) => c.args[1]);
   const reads = (calls: Call[]) => calls.filter((c) => c.method === 'getMany').length;
 
@@ -648,17 +658,17 @@ describe('paging', () => {
       const ids = (await outbox.pending(dest, limit)).map((p) => p.id);
       return { ids, pages: walk(calls), reads: reads(calls) };
     };
-    expect(await run(undefined, 3)).toEqual({ ids: ['a0', 'a1', 'a2'], pages: [{ offset: 0, limit: 3 }], reads: 1 });
-    expect(await run('b', 2)).toEqual({ ids: ['b0', 'b1'], pages: [{ offset: 0, limit: 100 }, { offset: 100, limit: 100 }], reads: 2 });
-    expect(await run('b', 200)).toEqual({ ids: ['b0', 'b1'], pages: [{ offset: 0, limit: 200 }], reads: 1 });
-    expect(await run(undefined, 200)).toMatchObject({ pages: [{ offset: 0, limit: 200 }], reads: 1 });
+    expect(await run(undefined, 3)).toEqual({ ids: ['a0', 'a1', 'a2'], pages: [{ limit: 3 }], reads: 1 });
+    expect(await run('b', 2)).toEqual({ ids: ['b0', 'b1'], pages: [{ limit: 100 }, { limit: 200 }], reads: 2 });
+    expect(await run('b', 200)).toEqual({ ids: ['b0', 'b1'], pages: [{ limit: 200 }], reads: 1 });
+    expect(await run(undefined, 200)).toMatchObject({ pages: [{ limit: 200 }], reads: 1 });
   });
 
   it('the walk ends at an empty page without reading records, or at a short page', async () => {
     const { outbox, enqueue, calls } = setup({});
     await enqueue(...Array.from({ length: 100 }, (_, i) => item(`a${i}`, 'a', T0 + i)));
     expect(await outbox.pending('b')).toEqual([]);
-    expect(walk(calls)).toEqual([{ offset: 0, limit: 100 }, { offset: 100, limit: 100 }]);
+    expect(walk(calls)).toEqual([{ limit: 100 }, { limit: 200 }]);
     expect(reads(calls)).toBe(1);
   });
 

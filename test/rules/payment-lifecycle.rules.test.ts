@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { outboxKey, outboxPartition } from '../../src/outbox.js';
+import { LEDGER_NEAR } from '../../src/payment/receipts.js';
 import { ManualClock } from '../../src/clock.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Json, Store, Write } from '../../src/store/port.js';
@@ -50,7 +52,7 @@ async function world(opts: { deductPercent?: bigint; noKick?: boolean } = {}) {
   const peg = new m.PegService([source('p0'), source('p1'), source('p2')], { windowMs: 300_000, maxGapMs: 60_000, minProviders: 2 });
   const idem = new m.Idempotency(store, clock);
   const svc = new m.PaymentService({ store, clock, peg, idempotency: idem, maxOnrampKrw: 1e7, ...(opts.noKick ? {} : { onKick: () => void kicks++ }) });
-  const life = new m.ChallengeLifecycle(svc, { rules: m.rules.DEFAULT_RULES, violationDeductPercent: opts.deductPercent ?? 10n });
+  const life = new m.ChallengeLifecycle(svc, store, { rules: m.rules.DEFAULT_RULES, violationDeductPercent: opts.deductPercent ?? 10n });
   const move = (id: string, debit: string, credit: string, amount: bigint) =>
     m.ledgerUpdate(store, () => clock.now(), m.transferKeys([{ id, debit, credit, amount, code: 'test' }]), (tx) => (tx.transfer({ id, debit, credit, amount, code: 'test' }), { result: undefined }));
   const fund = (id: string, credit: string, amount: bigint) => move(id, 'bank', credit, amount);
@@ -70,7 +72,7 @@ async function world(opts: { deductPercent?: bigint; noKick?: boolean } = {}) {
   const get = async (id: string) => (await raw.get(m.PK.challenge(id))) as Rec;
   const transfer = async (id: string) => (await raw.get(m.K.transfer(id))) as Rec | undefined;
   const receipt = async (hash: string) => (await raw.get(m.RK.receipt(hash))) as Rec;
-  const chain = async (id: string) => ((await raw.get(`outbox:msg:${id}`)) as { dest: string; payload: Json; createdAt: number } | undefined);
+  const chain = async (id: string) => ((await raw.get(outboxKey(id, outboxPartition(LEDGER_NEAR)))) as { dest: string; payload: Json; createdAt: number } | undefined);
   const ticket = async (key: string) => {
     const b = await idem.begin('t', key, 'fp');
     if (!('ticket' in b)) throw new Error('expected a ticket');

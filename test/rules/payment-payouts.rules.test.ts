@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { outboxKey, outboxPartition } from '../../src/outbox.js';
+import { LEDGER_NEAR } from '../../src/payment/receipts.js';
 import { ManualClock } from '../../src/clock.js';
 import { Idempotency } from '../../src/idempotency.js';
 import { K, ledgerUpdate, readAccount, transferKeys, userAccount, availableOf, balanceOf } from '../../src/payment/ledger.js';
@@ -53,9 +55,9 @@ async function world(opts: Opts = {}) {
       ? {}
       : { bus: { publish: async (channel: string, msg: unknown) => void published.push({ channel, msg }) } as never, onKick: () => void kicks++ }),
   });
-  const life = new ChallengeLifecycle(svc, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
+  const life = new ChallengeLifecycle(svc, store, { rules: DEFAULT_RULES, violationDeductPercent: 10n });
   const { noHooks: _n, ...payoutOpts } = opts;
-  const pay = new PayoutService(svc, { scalePpm: SCALE, disciplinePpm: DISCIPLINE, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, ...payoutOpts });
+  const pay = new PayoutService(svc, store, { scalePpm: SCALE, disciplinePpm: DISCIPLINE, breakerPercent: 5n, poolFactor: 2n, catchUpWeeks: 4, leaseMs: 60_000, ...payoutOpts });
   const fund = (id: string, credit: string, amount: bigint) =>
     ledgerUpdate(store, () => clock.now(), transferKeys([{ id, debit: 'bank', credit, amount, code: 'test' }]), (tx) => (tx.transfer({ id, debit: 'bank', credit, amount, code: 'test' }), { result: undefined }));
   /** A passed challenge of `user` with `cents` realized in WEEK. */
@@ -156,7 +158,7 @@ describe('payout', () => {
     expect(w.writes).toContainEqual({ op: 'set', key: `pay:daypaid:${day}`, value: (s.platform + s.trader).toString(), ttlMs: 3 * DAY });
     expect(w.writes).toContainEqual({ op: 'set', key: `pay:payout:${WEEK}:u1`, value: body });
     // the chain event of the payout, queued with it
-    expect(w.writes).toContainEqual(expect.objectContaining({ op: 'set', key: `outbox:msg:payout:${WEEK}:u1` }));
+    expect(w.writes).toContainEqual(expect.objectContaining({ op: 'set', key: outboxKey(`payout:${WEEK}:u1`, outboxPartition(LEDGER_NEAR)) }));
     expect(await w.store.get(`pay:daypaid:${day}`)).toBe((s.platform + s.trader).toString());
     expect((await verifyReceiptChain(w.store)).ok).toBe(true);
     // again: the same answer, nothing moves
@@ -575,7 +577,7 @@ describe('the lease, the platform share and pending holds', () => {
 });
 
 describe('what a payout records', () => {
-  const outboxPayload = async (store: Store, id: string) => ((await store.get(`outbox:msg:${id}`)) as { payload: Json }).payload;
+  const outboxPayload = async (store: Store, id: string) => ((await store.get(outboxKey(id, outboxPartition(LEDGER_NEAR)))) as { payload: Json }).payload;
 
   it('its transfers are coded and dated by the week; its receipt and chain event name it', async () => {
     const w = await world();

@@ -49,7 +49,7 @@ describe('the keys and the genesis', () => {
 
 describe('receiptWrites', () => {
   it('makes receipt 1 on the genesis, hashed over its canonical JSON, with every write of it', async () => {
-    const { receiptWrites, receiptHash } = await load();
+    const { receiptWrites, receiptHash, LEDGER_NEAR } = await load();
     const r = receiptWrites(undefined, body(1));
     const receipt = { n: 1, prev_hash: '0'.repeat(64), ...body(1) };
     expect(r.receipt).toEqual(receipt);
@@ -59,7 +59,7 @@ describe('receiptWrites', () => {
       { op: 'set', key: `pay:receipt:${r.hash}`, value: receipt },
       { op: 'set', key: 'pay:receipt:head', value: { hash: r.hash, n: 1 } },
       { op: 'index', key: 'pay:receipts', member: r.hash, score: 1 },
-      ...outboxWrites({ id: `receipt:${r.hash}`, dest: 'chain', payload: { kind: 'receipt', data: { hash: r.hash, prev_hash: '0'.repeat(64), n: 1, kind: 'payment' } }, createdAt: TS + 1 }),
+      ...outboxWrites({ id: `receipt:${r.hash}`, dest: 'chain', payload: { kind: 'receipt', data: { hash: r.hash, prev_hash: '0'.repeat(64), n: 1, kind: 'payment' } }, createdAt: TS + 1 }, LEDGER_NEAR),
       { op: 'index', key: 'pay:ureceipts:u1', member: r.hash, score: 1 },
     ]);
   });
@@ -85,8 +85,8 @@ describe('receiptWrites', () => {
 
 describe('chainEventWrites', () => {
   it('queues the event for the chain under its id', async () => {
-    const { chainEventWrites } = await load();
-    expect(chainEventWrites('ev-1', 'payout', { a: 1 }, TS)).toEqual(outboxWrites({ id: 'ev-1', dest: 'chain', payload: { kind: 'payout', data: { a: 1 } }, createdAt: TS }));
+    const { chainEventWrites, LEDGER_NEAR } = await load();
+    expect(chainEventWrites('ev-1', 'payout', { a: 1 }, TS)).toEqual(outboxWrites({ id: 'ev-1', dest: 'chain', payload: { kind: 'payout', data: { a: 1 } }, createdAt: TS }, LEDGER_NEAR));
   });
 });
 

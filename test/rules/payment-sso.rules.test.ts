@@ -8,7 +8,7 @@ import { refusal } from '../support/refusal.js';
 
 // The payment relay's identity (src/payment/sso.ts, docs/payment.md "Users and operators"): the
 // bank's SSO token, verified against its key set on a loopback server (a real HTTP server behind
-// jose's own client) or a configured PEM key. Who the caller is comes from `sub` alone; a token that
+// the hub's peer client, handed to jose) or a configured PEM key. Who the caller is comes from `sub` alone; a token that
 // is not valid is 401, and a bank whose keys cannot be had is 503, never a 401 that blames the token.
 
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);

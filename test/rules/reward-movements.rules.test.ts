@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { OUTBOX_CREATED, OUTBOX_DUE, outboxKey } from '../../src/outbox/records.js';
+import { outboxCreatedKey, outboxDueKey, outboxKey, outboxPartition } from '../../src/outbox/records.js';
 import { K } from '../../src/reward/keys.js';
 import {
   creditDraws,
@@ -10,13 +10,18 @@ import {
   exchangeKeys,
   planCredit,
   planExchange,
+  planLedger,
+  ledgerDraws,
+  ledgerKeys,
   refuseOutsidePlan,
+  AlreadyApplied,
   type CreditInput,
   type CreditOutcome,
 } from '../../src/reward/movements.js';
 import { DEFAULT_SPLIT, gradeByNumber, kstDayStartMs, stageByCode } from '../../src/reward/plan.js';
 import type { MemberRecord } from '../../src/reward/records.js';
 import { drawn, type Json, type Write } from '../../src/store/port.js';
+import { aggregateOf, partitionOf } from '../../src/store/partition.js';
 
 // Document 3, "Reward plan": the two balance movements (a credit of work units, priced at the grade
 // before it; an exchange of RU for CU) and their limits, each on both sides of its boundary.
@@ -53,6 +58,10 @@ const credit = (over: Partial<CreditInput> = {}): CreditInput => ({
   ...over,
 });
 
+/** The outbox partition of the member m_1 (its deliveries are written beside it). */
+const P1 = outboxPartition('reward:member:m_1');
+const L = 'reward:{reward-ledger}:';
+
 const session = (units: number, days: Record<string, number>): Json => ({ month: '2026-05', units, days });
 
 function refusal(f: () => unknown): AppError {
@@ -67,12 +76,37 @@ function refusal(f: () => unknown): AppError {
 
 describe('keys and draws', () => {
   it('a credit reads the member and its month session and draws the ledger seq then the ecosystem seq', () => {
-    expect(creditKeys('m_1', '2026-05')).toEqual(['reward:member:m_1', 'reward:session:m_1:2026-05']);
-    expect(creditDraws()).toEqual(['reward:n:entries', 'reward:n:credits']);
+    expect(creditKeys('m_1', '2026-05')).toEqual(['reward:member:m_1', 'reward:member:m_1:session:2026-05']);
+    expect(creditDraws()).toEqual([`${L}n:entries`, `${L}n:credits`]);
   });
   it('an exchange reads the member and draws the ledger seq', () => {
     expect(exchangeKeys('m_1')).toEqual(['reward:member:m_1']);
-    expect(exchangeDraws()).toEqual(['reward:n:entries']);
+    expect(exchangeDraws()).toEqual([`${L}n:entries`]);
+  });
+  it("a movement's member update stays in the member's aggregate, its ledgers update in the ledgers' one", () => {
+    const c = planCredit(credit(), [member(), undefined]);
+    const x = planExchange({ id: 'm_1', amt: 1, now: NOW, stage: S0, exchangeId: 'x_1' }, [member({ ru: 5 })]);
+    for (const p of [c, x]) {
+      const aggs = new Set(p.writes.map((w) => aggregateOf(w.key)).filter((a) => a !== undefined));
+      expect([...aggs]).toEqual(['reward:member:m_1']);
+      expect(new Set(p.writes.map((w) => partitionOf(w.key)))).toEqual(new Set([partitionOf('reward:member:m_1')]));
+      const m = p.result.movement;
+      const l = planLedger(m, [undefined]);
+      const keys = [...ledgerKeys(m), ...ledgerDraws(m), ...l.writes.map((w) => w.key)];
+      expect(new Set(keys.map(aggregateOf))).toEqual(new Set(['reward-ledger']));
+    }
+  });
+  it('a movement the ledgers hold already is refused by its ledgers update with its numbers (nothing drawn)', () => {
+    const m = planCredit(credit(), [member(), undefined]).result.movement;
+    expect(ledgerKeys(m)).toEqual([`${L}applied:c_1`]);
+    let err: unknown;
+    try {
+      planLedger(m, [{ seq: 7, eco: 5 }]);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AlreadyApplied);
+    expect((err as AlreadyApplied).applied).toEqual({ seq: 7, eco: 5 });
   });
 });
 
@@ -100,6 +134,7 @@ describe('a credit', () => {
   it('writes the member, the session, both ledger entries, the aggregates and two peer deliveries', () => {
     const m = member();
     const p = planCredit(credit({ kc: 3, v: 120 }), [m, undefined]);
+    const ledger = planLedger(p.result.movement, [undefined]);
     // 800 x 60% x 120% x 100% x 3 / 27 = 64.00 RU
     const amount = 6400;
     const parts = { service: 1920, module: 1280, content: 1280, infrastructure: 1920 };
@@ -110,8 +145,19 @@ describe('a credit', () => {
         key: 'reward:member:m_1',
         value: { id: 'm_1', name: 'Lee', grade: 1, grade_name: '입문', kc: 3, ru: amount, cu: 0, excess: 20 },
       },
-      { op: 'set', key: 'reward:session:m_1:2026-05', value: { month: '2026-05', units: 3, days: { '2026-05-10': 3 } } },
-      { op: 'index', key: 'reward:session-months:m_1', member: '2026-05', score: 202605 },
+      { op: 'set', key: 'reward:member:m_1:session:2026-05', value: { month: '2026-05', units: 3, days: { '2026-05-10': 3 } } },
+      { op: 'index', key: 'reward:member:m_1:session-months', member: '2026-05', score: 202605 },
+      { op: 'set', key: 'reward:member:m_1:pending:c_1', value: p.result.movement as unknown as Json },
+      { op: 'index', key: `reward:pending:{#${P1}}`, member: 'm_1/c_1', score: NOW },
+      { op: 'set', key: outboxKey('value:c_1', P1), value: expect.objectContaining({ id: 'value:c_1', dest: 'value', createdAt: NOW }) },
+      { op: 'index', key: outboxDueKey(P1), member: 'value:c_1', score: NOW },
+      { op: 'index', key: outboxCreatedKey(P1), member: 'value:c_1', score: NOW },
+      { op: 'set', key: outboxKey('task-ledger:c_1', P1), value: expect.objectContaining({ id: 'task-ledger:c_1', dest: 'task-ledger' }) },
+      { op: 'index', key: outboxDueKey(P1), member: 'task-ledger:c_1', score: NOW },
+      { op: 'index', key: outboxCreatedKey(P1), member: 'task-ledger:c_1', score: NOW },
+    ];
+    expect(p.writes).toEqual(expected);
+    expect(ledger.writes).toEqual([
       {
         op: 'set',
         key: K.entry(SEQ),
@@ -136,26 +182,20 @@ describe('a credit', () => {
           reserve_share: amount,
         },
       },
-      { op: 'index', key: 'reward:ledger:member:m_1', member: SEQ_MEMBER, score: SEQ },
+      { op: 'index', key: `${L}member:m_1`, member: SEQ_MEMBER, score: SEQ },
       {
         op: 'set',
         key: K.ecoEntry(ECO_SEQ),
         value: { seq: ECO_SEQ, id: 'c_1', ledger_seq: SEQ, member: 'm_1', at: NOW, amount, categories: parts },
       },
-      { op: 'incr', key: 'reward:n:units', by: 3 },
-      { op: 'incr', key: 'reward:n:ru_earned', by: amount },
-      { op: 'incr', key: 'reward:n:eco:service', by: 1920 },
-      { op: 'incr', key: 'reward:n:eco:module', by: 1280 },
-      { op: 'incr', key: 'reward:n:eco:content', by: 1280 },
-      { op: 'set', key: outboxKey('value:c_1'), value: expect.objectContaining({ id: 'value:c_1', dest: 'value', createdAt: NOW }) },
-      { op: 'index', key: OUTBOX_DUE, member: 'value:c_1', score: NOW },
-      { op: 'index', key: OUTBOX_CREATED, member: 'value:c_1', score: NOW },
-      { op: 'set', key: outboxKey('task-ledger:c_1'), value: expect.objectContaining({ id: 'task-ledger:c_1', dest: 'task-ledger' }) },
-      { op: 'index', key: OUTBOX_DUE, member: 'task-ledger:c_1', score: NOW },
-      { op: 'index', key: OUTBOX_CREATED, member: 'task-ledger:c_1', score: NOW },
-    ];
-    expect(p.writes).toEqual(expected);
-    const value = (p.writes[11] as unknown as { value: { payload: Json } }).value.payload;
+      { op: 'incr', key: `${L}n:units`, by: 3 },
+      { op: 'incr', key: `${L}n:ru_earned`, by: amount },
+      { op: 'incr', key: `${L}n:eco:service`, by: 1920 },
+      { op: 'incr', key: `${L}n:eco:module`, by: 1280 },
+      { op: 'incr', key: `${L}n:eco:content`, by: 1280 },
+      { op: 'set', key: `${L}applied:c_1`, value: { seq: SEQ, eco: ECO_SEQ } },
+    ]);
+    const value = (p.writes[5] as unknown as { value: { payload: Json } }).value.payload;
     expect(value).toEqual({
       id: 'c_1',
       member: 'm_1',
@@ -163,7 +203,7 @@ describe('a credit', () => {
       categories: { service: 19.2, module: 12.8, content: 12.8, infrastructure: 19.2 },
       at,
     });
-    const task = (p.writes[14] as unknown as { value: { payload: Json } }).value.payload;
+    const task = (p.writes[8] as unknown as { value: { payload: Json } }).value.payload;
     expect(task).toEqual({ id: 'c_1', member: 'm_1', kc: 3, v: 120, earned_ru: 64, at });
     expect(p.result).toEqual({
       amount,
@@ -173,6 +213,14 @@ describe('a credit', () => {
       ru: amount,
       unitsToday: 3,
       unitsMonth: 3,
+      movement: {
+        kind: 'credit',
+        id: 'c_1',
+        member: 'm_1',
+        entry: expect.objectContaining({ id: 'c_1', kind: 'credit', ru: amount, kc: 3, v: 120 }),
+        categories: parts,
+        kc: 3,
+      },
     });
   });
 
@@ -186,23 +234,27 @@ describe('a credit', () => {
     const amount = 2607;
     expect(p.writes.slice(0, 2)).toEqual([
       { op: 'set', key: 'reward:member:m_1', value: { ...m, kc: 31, ru: 1000 + amount, excess: 15 } },
-      { op: 'set', key: 'reward:session:m_1:2026-05', value: { month: '2026-05', units: 5, days: { '2026-05-09': 3, '2026-05-10': 2 } } },
+      { op: 'set', key: 'reward:member:m_1:session:2026-05', value: { month: '2026-05', units: 5, days: { '2026-05-09': 3, '2026-05-10': 2 } } },
     ]);
-    expect(p.writes.filter((w) => w.key === 'reward:session-months:m_1')).toEqual([]);
+    expect(p.writes.filter((w) => w.key === 'reward:member:m_1:session-months')).toEqual([]);
     // the same writes as a first credit of the month, less the month's index entry
     expect(p.writes.map((w) => `${w.op} ${w.key}`)).toEqual(
       planCredit(credit({ kc: 1, v: 110 }), [m, undefined])
-        .writes.filter((w) => w.key !== 'reward:session-months:m_1')
+        .writes.filter((w) => w.key !== 'reward:member:m_1:session-months')
         .map((w) => `${w.op} ${w.key}`),
     );
-    expect(p.writes.filter((w) => w.op === 'incr')).toEqual([
-      { op: 'incr', key: 'reward:n:units', by: 1 },
-      { op: 'incr', key: 'reward:n:ru_earned', by: amount },
+    expect(planLedger(p.result.movement, [undefined]).writes.filter((w) => w.op === 'incr')).toEqual([
+      { op: 'incr', key: `${L}n:units`, by: 1 },
+      { op: 'incr', key: `${L}n:ru_earned`, by: amount },
       // floor(2607 x 10%) = 260, floor(2607 x 20%) = 521, floor(2607 x 30%) = 782
-      { op: 'incr', key: 'reward:n:eco:service', by: 260 },
-      { op: 'incr', key: 'reward:n:eco:module', by: 521 },
-      { op: 'incr', key: 'reward:n:eco:content', by: 782 },
+      { op: 'incr', key: `${L}n:eco:service`, by: 260 },
+      { op: 'incr', key: `${L}n:eco:module`, by: 521 },
+      { op: 'incr', key: `${L}n:eco:content`, by: 782 },
     ]);
+    // a month of the layout before the partitions counts until the member has its own
+    const before = planCredit(credit({ kc: 1 }), [m, undefined], session(4, { '2026-05-09': 3, '2026-05-10': 1 }));
+    expect(before.result).toMatchObject({ unitsToday: 2, unitsMonth: 5 });
+    expect(() => planCredit(credit({ kc: 2 }), [m, undefined], session(4, { '2026-05-10': 2 }))).toThrow(AppError);
     expect(p.result).toMatchObject({ amount, kc: 31, ru: 1000 + amount, unitsToday: 2, unitsMonth: 5 });
   });
 
@@ -210,7 +262,7 @@ describe('a credit', () => {
     // S3 (245%): 800 x 0.6 x 1 x 2.45 x 1 / 27 = 43.555... -> 43.55 RU
     const p = planCredit(credit({ stage: S3 }), [member(), undefined]);
     expect(p.result.amount).toBe(4355);
-    expect(p.writes[3]).toMatchObject({ value: { stage: 'S3', coin_pct: 245 } });
+    expect(planLedger(p.result.movement, [undefined]).writes[0]).toMatchObject({ value: { stage: 'S3', coin_pct: 245 } });
   });
 
   it('refuses an unknown member with 404 member_not_found', () => {
@@ -270,7 +322,7 @@ describe('a credit', () => {
       // 800 x 0.6 x 1 x 1 x 1 / 27 = 17.777... -> 17.77 RU
       expect(p.result).toMatchObject({ amount: 1777, before: gradeByNumber(1), after: gradeByNumber(2) });
       expect(p.writes[0]).toMatchObject({ value: { grade: 2, grade_name: '견습', kc: 27 } });
-      expect(p.writes[3]).toMatchObject({ value: { grade: 1, grade_pct: 60, new_grade: 2 } });
+      expect(planLedger(p.result.movement, [undefined]).writes[0]).toMatchObject({ value: { grade: 1, grade_pct: 60, new_grade: 2 } });
     });
     it('a score of 25 + 1 unit stays at grade 1', () => {
       const p = planCredit(credit({ kc: 1, v: 100 }), [member({ kc: 25 }), undefined]);
@@ -287,24 +339,10 @@ describe('a credit', () => {
       expect(p.result).toMatchObject({ amount: 2370, before: gradeByNumber(2) });
     });
   });
-
-  it('with an answer, appends the writes recording the answer the credit gives, its seq a placeholder', () => {
-    const answers: Json[] = [];
-    const p = planCredit(credit({ kc: 1 }), [member({ kc: 26 }), undefined], (result) => {
-      answers.push(result);
-      return [{ op: 'set', key: 'answer', value: result }];
-    });
-    const plain = planCredit(credit({ kc: 1 }), [member({ kc: 26 }), undefined]);
-    expect(p.result).toEqual(plain.result);
-    expect(p.writes.slice(0, -1)).toEqual(plain.writes);
-    expect(answers).toHaveLength(1);
-    expect(answers[0]).toMatchObject({ id: 'm_1', earned_ru: 17.77, new_grade: 2, promoted: true, credit_id: 'c_1', seq: SEQ });
-    expect(p.writes.at(-1)).toEqual({ op: 'set', key: 'answer', value: answers[0] });
-  });
 });
 
 describe('the /work answer and its event', () => {
-  const outcome = (before: number, after: number): CreditOutcome => ({
+  const outcome = (before: number, after: number): Omit<CreditOutcome, 'movement'> => ({
     amount: 1777,
     before: gradeByNumber(before),
     after: gradeByNumber(after),
@@ -365,28 +403,33 @@ describe('an exchange (RU to CU 1:1, maturity value cu x 600 / coin%)', () => {
     const p = planExchange(x(300), [m]);
     expect(p.writes).toEqual([
       { op: 'set', key: 'reward:member:m_1', value: { ...m, ru: 700, cu: 500 } },
+      { op: 'set', key: 'reward:member:m_1:pending:x_1', value: p.result.movement as unknown as Json },
+      { op: 'index', key: `reward:pending:{#${P1}}`, member: 'm_1/x_1', score: NOW },
+    ]);
+    expect(planLedger(p.result.movement, [undefined]).writes).toEqual([
       {
         op: 'set',
         key: K.entry(SEQ),
         value: { seq: SEQ, id: 'x_1', at: NOW, member: 'm_1', kind: 'exchange', ru: 300, cu: 300, stage: 'S0', coin_pct: 100, maturity_value: 1800 },
       },
-      { op: 'index', key: 'reward:ledger:member:m_1', member: SEQ_MEMBER, score: SEQ },
-      { op: 'index', key: 'reward:reserve:lots', member: SEQ_MEMBER, score: SEQ },
-      { op: 'incr', key: 'reward:n:exchanges', by: 1 },
-      { op: 'incr', key: 'reward:n:ru_burned', by: 300 },
-      { op: 'incr', key: 'reward:n:obligation', by: 1800 },
-      { op: 'incr', key: 'reward:n:stage:S0:lots', by: 1 },
-      { op: 'incr', key: 'reward:n:stage:S0:cu', by: 300 },
-      { op: 'incr', key: 'reward:n:stage:S0:obligation', by: 1800 },
+      { op: 'index', key: `${L}member:m_1`, member: SEQ_MEMBER, score: SEQ },
+      { op: 'index', key: `${L}lots`, member: SEQ_MEMBER, score: SEQ },
+      { op: 'incr', key: `${L}n:exchanges`, by: 1 },
+      { op: 'incr', key: `${L}n:ru_burned`, by: 300 },
+      { op: 'incr', key: `${L}n:obligation`, by: 1800 },
+      { op: 'incr', key: `${L}n:stage:S0:lots`, by: 1 },
+      { op: 'incr', key: `${L}n:stage:S0:cu`, by: 300 },
+      { op: 'incr', key: `${L}n:stage:S0:obligation`, by: 1800 },
+      { op: 'set', key: `${L}applied:x_1`, value: { seq: SEQ } },
     ]);
-    expect(p.result).toEqual({ maturityValue: 1800, member: { ...m, ru: 700, cu: 500 } });
+    expect(p.result).toMatchObject({ maturityValue: 1800, member: { ...m, ru: 700, cu: 500 } });
   });
 
   it('in S3 (245%) the maturity value is about 2.4x, rounded down', () => {
     const p = planExchange(x(100, S3), [member({ ru: 100 })]);
     // 100 x 600 / 245 = 244.89... -> 244
     expect(p.result.maturityValue).toBe(244);
-    expect(p.writes.filter((w) => w.op === 'incr').map((w) => w.key)).toContain('reward:n:stage:S3:obligation');
+    expect(planLedger(p.result.movement, [undefined]).writes.filter((w) => w.op === 'incr').map((w) => w.key)).toContain(`${L}n:stage:S3:obligation`);
   });
 
   it('takes the whole balance, refuses one hundredth more with 409 insufficient_ru', () => {

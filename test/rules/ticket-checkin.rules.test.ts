@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createBus, type BusMessage } from '../../src/bus.js';
 import { ManualClock } from '../../src/clock.js';
 import { CheckIns } from '../../src/ticket/checkin.js';
+import { NT, S } from '../../src/ticket/keys.js';
 import type { ReservationRecord } from '../../src/ticket/records.js';
 import { TicketService } from '../../src/ticket/service.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
@@ -74,11 +75,11 @@ const MAIN_LIST = { id: 'main', name: '정문 · Main' };
 const ON_MAIN = { list_id: 'main', type: 'entry' };
 const answered = (c: Record<string, unknown>) => ({ ...c, id: expect.stringMatching(/^sc_/), list_id: 'main', type: 'entry' });
 
-/** The three audit pushes of one attempt on a ticket: every attempt, the reservation's, the show's. */
+/** The three audit pushes of one attempt on a ticket: every attempt (its show's partition's), the reservation's, the show's. */
 const auditPushes = (r: ReservationRecord, entry: unknown) => [
-  { op: 'push', key: 'ticket:audit', value: entry, cap: 100_000 },
-  { op: 'push', key: `ticket:audit:${r.id}`, value: entry, cap: 1_000 },
-  { op: 'push', key: `ticket:audit-show:${r.show_id}`, value: entry, cap: 10_000 },
+  { op: 'push', key: S.audit(r.show_id), value: entry, cap: 100_000 },
+  { op: 'push', key: S.reservationAudit(r.show_id, r.id), value: entry, cap: 1_000 },
+  { op: 'push', key: S.showAudit(r.show_id), value: entry, cap: 10_000 },
 ];
 
 const scan = (id: string, code: string, at: number, source: 'camera' | 'manual' = 'camera') => ({ id, code, scanned_at: iso(at), source });
@@ -105,10 +106,10 @@ describe('online check-in', () => {
     // the entry is also the ticket's first scan on the show's main list, and one more person is inside
     const door = { main: [{ ...mark, id: scanId, list_id: 'main', type: 'entry' }] };
     expect(writes).toEqual([
-      { op: 'set', key: `ticket:reservation:${r.id}`, value: { ...r, status: 'checked_in', checkin: mark, door } },
+      { op: 'set', key: S.reservation(r.show_id, r.id), value: { ...r, status: 'checked_in', checkin: mark, door } },
       ...auditPushes(r, entry),
-      { op: 'push', key: 'ticket:checkins', value: event, cap: 10_000 },
-      { op: 'incr', key: `ticket:count:${show.id}:checked_in`, by: 1 },
+      { op: 'push', key: S.checkins(show.id), value: event, cap: 10_000 },
+      { op: 'incr', key: S.count(show.id, 'checked_in'), by: 1 },
       { op: 'incr', key: `ticket:show:${show.id}:inside`, by: 1 },
       { op: 'incr', key: `ticket:show:${show.id}:list:main:inside`, by: 1 },
     ]);
@@ -139,7 +140,7 @@ describe('online check-in', () => {
     expect(byCode.checkin).toEqual(answered({ at: iso(T0), scanner: 'unnamed', gate: null, nonce: null }));
     expect(writes[1]).toEqual({
       op: 'push',
-      key: 'ticket:audit',
+      key: S.audit(a.show_id),
       value: { at: iso(T0), result: 'ok', code: a.code, reservation_id: a.id, scanner: 'unnamed', gate: null, source: 'manual', nonce: null, client: null, via: 'code', replayed: false, list_id: 'main', scan_id: (byCode.checkin as { id: string }).id, type: 'entry' },
       cap: 100_000,
     });
@@ -297,13 +298,13 @@ describe('offline scans', () => {
     const event = { type: 'checkin', reservation_id: r.id, code: r.code, show_id: r.show_id, show_name: r.show_name, venue: r.venue, date: r.date, seat: r.seat, at, scanner: 'door-east', gate: 'E', source: 'camera', list_id: 'main', scan_id: scanId };
     const door = { main: [{ ...mark, offline: true, id: scanId, list_id: 'main', type: 'entry' }] };
     expect(writes).toEqual([
-      { op: 'set', key: `ticket:reservation:${r.id}`, value: { ...r, status: 'checked_in', checkin: { ...mark, offline: true }, door } },
+      { op: 'set', key: S.reservation(r.show_id, r.id), value: { ...r, status: 'checked_in', checkin: { ...mark, offline: true }, door } },
       ...auditPushes(r, entry),
-      { op: 'push', key: 'ticket:checkins', value: event, cap: 10_000 },
-      { op: 'incr', key: `ticket:count:${show.id}:checked_in`, by: 1 },
+      { op: 'push', key: S.checkins(show.id), value: event, cap: 10_000 },
+      { op: 'incr', key: S.count(show.id, 'checked_in'), by: 1 },
       { op: 'incr', key: `ticket:show:${show.id}:inside`, by: 1 },
       { op: 'incr', key: `ticket:show:${show.id}:list:main:inside`, by: 1 },
-      { op: 'set', key: 'ticket:offline-scan:dev-east:sc-1', value: res, ttlMs: 30 * DAY },
+      { op: 'set', key: S.offlineScan(r.show_id, 'dev-east', 'sc-1'), value: res, ttlMs: 30 * DAY },
     ]);
     expect(messages.slice(0, 2)).toEqual([
       { topic: 'checkins', message: event },
@@ -354,7 +355,7 @@ describe('offline scans', () => {
     // the same id is the same nonce: the success again, written for this device
     const other = await checkins.settleOffline(scan('sc-1', r.code, T0), { device: 'dev-2' });
     expect(other).toEqual({ id: 'sc-1', result: 'ok', replayed: true, ticket: offlineBriefOf(r, 'checked_in'), checkin: { at: iso(T0), scanner: 'unnamed', gate: null } });
-    expect(writes.map((w) => w.key)).toEqual([`ticket:audit`, `ticket:audit:${r.id}`, `ticket:audit-show:${r.show_id}`, 'ticket:offline-scan:dev-2:sc-1']);
+    expect(writes.map((w) => w.key)).toEqual([S.audit(r.show_id), S.reservationAudit(r.show_id, r.id), S.showAudit(r.show_id), S.offlineScan(r.show_id, 'dev-2', 'sc-1')]);
   });
 
   it('names the device `unknown` in the settled scan key when none is given', async () => {
@@ -362,8 +363,8 @@ describe('offline scans', () => {
     const r = await book('A-1');
     fresh();
     await checkins.settleOffline(scan('sc-9', r.code, T0), { device: undefined as unknown as string });
-    expect(writes.at(-1)).toMatchObject({ op: 'set', key: 'ticket:offline-scan:unknown:sc-9', ttlMs: 30 * DAY });
-    expect(await store.get('ticket:offline-scan:unknown:sc-9')).toMatchObject({ id: 'sc-9', result: 'ok' });
+    expect(writes.at(-1)).toMatchObject({ op: 'set', key: S.offlineScan(r.show_id, 'unknown', 'sc-9'), ttlMs: 30 * DAY });
+    expect(await store.get(S.offlineScan(r.show_id, 'unknown', 'sc-9'))).toMatchObject({ id: 'sc-9', result: 'ok' });
   });
 
   it('a scan whose check-in the hub made before its answer was lost (same nonce) is that check-in: ok, replayed, its first mark; written once', async () => {
@@ -383,7 +384,7 @@ describe('offline scans', () => {
     };
     expect(writes).toEqual([
       ...auditPushes(r, entry),
-      { op: 'set', key: 'ticket:offline-scan:dev-1:sc-1', value: { id: 'sc-1', result: 'ok', replayed: false, ticket: offlineBriefOf(r, 'checked_in'), checkin }, ttlMs: 30 * DAY },
+      { op: 'set', key: S.offlineScan(r.show_id, 'dev-1', 'sc-1'), value: { id: 'sc-1', result: 'ok', replayed: false, ticket: offlineBriefOf(r, 'checked_in'), checkin }, ttlMs: 30 * DAY },
     ]);
     expect(messages).toEqual([]);
     fresh();
@@ -412,9 +413,9 @@ describe('offline scans', () => {
     };
     expect(writes).toEqual([
       ...auditPushes(r, entry),
-      { op: 'push', key: 'ticket:conflicts', value: conflict, cap: 10_000 },
-      { op: 'push', key: `ticket:conflicts-show:${show.id}`, value: conflict, cap: 10_000 },
-      { op: 'set', key: 'ticket:offline-scan:dev-2:sc-2', value: res, ttlMs: 30 * DAY },
+      { op: 'push', key: S.conflicts(show.id), value: conflict, cap: 10_000 },
+      { op: 'push', key: S.showConflicts(show.id), value: conflict, cap: 10_000 },
+      { op: 'set', key: S.offlineScan(r.show_id, 'dev-2', 'sc-2'), value: res, ttlMs: 30 * DAY },
     ]);
     expect(messages).toEqual([]);
     fresh();
@@ -447,7 +448,7 @@ describe('offline scans', () => {
         scanner: 'unnamed', gate: null, offline_id: 'sc-3', client: null, first_checkin: null, cancelled_at: iso(T0 + 1_000), list_id: 'main',
       },
     });
-    expect(writes[0]).toMatchObject({ key: 'ticket:audit', value: { result: 'conflict', conflict: { reason: 'canceled', first_checkin: null } } });
+    expect(writes[0]).toMatchObject({ key: S.audit(r.show_id), value: { result: 'conflict', conflict: { reason: 'canceled', first_checkin: null } } });
   });
 
   it('an unknown code is invalid, audited once with its scan, however often it is sent', async () => {
@@ -462,8 +463,8 @@ describe('offline scans', () => {
       type: 'entry',
     };
     expect(writes).toEqual([
-      { op: 'push', key: 'ticket:audit', value: entry, cap: 100_000 },
-      { op: 'set', key: 'ticket:offline-scan:dev-1:sc-x', value: res, ttlMs: 30 * DAY },
+      { op: 'push', key: NT.audit, value: entry, cap: 100_000 },
+      { op: 'set', key: NT.offlineScan('dev-1', 'sc-x'), value: res, ttlMs: 30 * DAY },
     ]);
     expect(await checkins.auditLog({ limit: 10 })).toEqual([entry]);
     fresh();

@@ -27,9 +27,10 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const stores: Store[] = [];
 afterAll(() => Promise.all(stores.map((s) => s.close())));
 
-async function setup() {
+/** `global`: shows of the global layout of before the partitions, whose updates span aggregates (one Redis only): no partition check. */
+async function setup(opts: { global?: boolean } = {}) {
   const { OfflineLists, ticketHash, MAX_LIST_TICKETS, TicketService } = await load();
-  const store = await openLmdbStore({ path: tempDir('ticket-offline-rules') });
+  const store = await openLmdbStore({ path: tempDir('ticket-offline-rules'), ...(opts.global ? { partitionCheck: false } : {}) });
   stores.push(store);
   const recorded = recordingStore(store);
   const clock = new ManualClock(T0);
@@ -42,13 +43,17 @@ async function setup() {
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest();
 const hashOf = (showId: string, code: string) => sha(`${showId}:${code}`).subarray(0, 16).toString('base64url');
 
-/** Index entries (and, when `records`, bare reservation records) of a show, written directly. */
-async function seed(store: Store, showId: string, n: number, records: boolean) {
+/**
+ * Index entries (and, when `records`, bare reservation records) of a show, written directly: under
+ * the show (a show created since the partitions), or under the global keys of before them.
+ */
+async function seed(store: Store, showId: string, n: number, records: boolean, layout: 'show' | 'global' = 'global') {
   const writes: Write[] = [];
   for (let i = 0; i < n; i++) {
     const id = `r_seed${String(i).padStart(6, '0')}`;
-    writes.push({ op: 'index', key: `ticket:show-reservations:${showId}`, member: id, score: i });
-    if (records) writes.push({ op: 'set', key: `ticket:reservation:${id}`, value: { id, code: `TK-S${i}`, show_id: showId, seat: `S-${i}`, status: 'entry_allowed', checkin: null } });
+    writes.push({ op: 'index', key: layout === 'show' ? `ticket:show:${showId}:reservations` : `ticket:show-reservations:${showId}`, member: id, score: i });
+    const rec = { id, code: `TK-S${i}`, show_id: showId, seat: `S-${i}`, status: 'entry_allowed', checkin: null };
+    if (records) writes.push({ op: 'set', key: layout === 'show' ? `ticket:show:${showId}:res:${id}` : `ticket:reservation:${id}`, value: rec });
   }
   await store.update([], () => ({ writes, result: undefined }));
 }
@@ -174,7 +179,7 @@ describe('the list', () => {
   });
 
   it('reads the show in batches of 500: 499, 500, 501 and 1000 tickets all listed; skips absent records and other shows', async () => {
-    const { lists, store, show, service } = await setup();
+    const { lists, store, show, service } = await setup({ global: true });
     const elsewhere = await service.createShow({ name: '다른 공연', venue: '대극장', date: '2026-12-25' });
     const foreign = await service.reserve({ show_id: elsewhere.id, seat: 'Z-1', amount_paid: 0 });
     for (const n of [499, 500, 501, 1000]) {
@@ -202,20 +207,34 @@ describe('the list', () => {
     expect(payload.tickets.map((t: { seat: string }) => t.seat).sort()).toEqual(['S-0', 'S-1']);
   });
 
-  it('indexes a show created before its booking index on first use', async () => {
-    const { lists, store, show, service } = await setup();
+  it('indexes a show created before its booking index on first use (the global layout of before the partitions)', async () => {
+    const { lists, store, show } = await setup({ global: true });
+    const old = { ...show, id: 's_oldindex00' };
+    await store.update([], () => ({
+      writes: [
+        { op: 'set', key: 'ticket:reservation:r_old0000001', value: { id: 'r_old0000001', code: 'TK-OLD1', show_id: old.id, seat: 'A-1', status: 'entry_allowed', checkin: null } },
+        { op: 'index', key: 'ticket:reservations', member: 'r_old0000001', score: 1 },
+      ],
+      result: undefined,
+    }));
+    expect(JSON.parse((await lists.list(old)).payload).count).toBe(1);
+    expect(await store.get(`ticket:show-indexed:${old.id}`)).toBe(1);
+  });
+
+  it('lists a show created since the partitions from the index under it', async () => {
+    const { lists, show, service } = await setup();
     await service.reserve({ show_id: show.id, seat: 'A-1', amount_paid: 0 });
-    await store.update([], () => ({ writes: [{ op: 'del', key: `ticket:show-indexed:${show.id}` }, { op: 'del', key: `ticket:show-reservations:${show.id}` }], result: undefined }));
-    expect(JSON.parse((await lists.list(show)).payload).count).toBe(1);
+    await service.reserve({ show_id: show.id, seat: 'A-2', amount_paid: 0 });
+    expect(JSON.parse((await lists.list(show)).payload).tickets.map((t: { seat: string }) => t.seat).sort()).toEqual(['A-1', 'A-2']);
   });
 
   it('a show of 50 000 tickets has a list; of 50 001, 413 list_too_large', async () => {
     const { lists, store, show, MAX_LIST_TICKETS } = await setup();
     expect(MAX_LIST_TICKETS).toBe(50_000);
-    await seed(store, show.id, 50_000, false);
+    await seed(store, show.id, 50_000, false, 'show');
     // the index entries have no records: the list is empty, but it is made
     expect(JSON.parse((await lists.list(show)).payload).count).toBe(0);
-    await store.update([], () => ({ writes: [{ op: 'index', key: `ticket:show-reservations:${show.id}`, member: 'r_one_more00', score: 1 }], result: undefined }));
+    await store.update([], () => ({ writes: [{ op: 'index', key: `ticket:show:${show.id}:reservations`, member: 'r_one_more00', score: 1 }], result: undefined }));
     expect(await refused(lists.list(show), { details: true })).toEqual({
       status: 413,
       code: 'list_too_large',

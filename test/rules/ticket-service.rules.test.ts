@@ -1,7 +1,7 @@
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
-import type { Json, Store } from '../../src/store/port.js';
+import { partitionOf, type Json, type Store } from '../../src/store/port.js';
 import { tempDir } from '../support/process.js';
 import { recordingStore } from '../support/recording-store.js';
 import { refusal as refused } from '../support/refusal.js';
@@ -44,15 +44,16 @@ describe('shows', () => {
   it('creates a show with its index and a ticket counter at 0; 404 for an unknown one', async () => {
     const { service, writes, show, store } = await setup();
     expect(show).toEqual({ id: expect.stringMatching(/^s_[A-Za-z0-9_-]{10}$/), name: '겨울 콘서트', venue: '세종문화회관', date: '2026-12-24T19:30:00+09:00', created_at: new Date(T0).toISOString() });
+    // the show is one aggregate (its tickets' keys all under it: docs/partitions.md), marked so; the
+    // list of shows is its partition's; its booking index is complete from the start
     expect(writes).toEqual([
       { op: 'set', key: `ticket:show:${show.id}`, value: show },
-      { op: 'index', key: 'ticket:shows', member: show.id, score: T0 },
-      { op: 'set', key: `ticket:count:${show.id}:tickets`, value: 0 },
-      // its booking index is complete from the start (a show from before the index is indexed on first listing)
-      { op: 'set', key: `ticket:show-indexed:${show.id}`, value: 1 },
+      { op: 'set', key: `ticket:show:${show.id}:partitioned`, value: 1 },
+      { op: 'index', key: `ticket:shows:{#${partitionOf(`ticket:show:${show.id}`)}}`, member: show.id, score: T0 },
+      { op: 'set', key: `ticket:show:${show.id}:count:tickets`, value: 0 },
     ]);
     expect(await service.show(show.id)).toEqual(show);
-    expect(await store.get(`ticket:count:${show.id}:tickets`)).toBe(0);
+    expect(await store.get(`ticket:show:${show.id}:count:tickets`)).toBe(0);
     expect(await refusal(service.show('s_nope000000'))).toMatchObject({ status: 404, code: 'show_not_found', message: 'no show s_nope000000' });
     expect((await refusal(service.counts('s_nope000000'))).code).toBe('show_not_found');
   });
@@ -60,7 +61,7 @@ describe('shows', () => {
 
 describe('booking', () => {
   it('stores the reservation with its code, seat and counter in one write, with 2 cards', async () => {
-    const { service, writes, show, clock } = await setup();
+    const { service, writes, show, clock, store } = await setup();
     writes.length = 0;
     clock.advance(5_000);
     const r = await service.reserve({ show_id: show.id, seat: 'A-1', amount_paid: 55_000, holder: '민지' });
@@ -80,14 +81,16 @@ describe('booking', () => {
       cancel_reason: null,
     });
     expect(r.bingo_cards!.map((c) => c.no)).toEqual([1, 2]);
+    // one update of the show's aggregate; the code's and the id's pointers to the show written before it, on their own
     expect(writes).toEqual([
-      { op: 'set', key: `ticket:reservation:${r.id}`, value: r },
-      { op: 'set', key: `ticket:code:${r.code}`, value: r.id },
-      { op: 'set', key: `ticket:seat:${show.id}:A-1`, value: r.id },
-      { op: 'index', key: 'ticket:reservations', member: r.id, score: T0 + 5_000 },
-      { op: 'index', key: `ticket:show-reservations:${show.id}`, member: r.id, score: T0 + 5_000 },
-      { op: 'incr', key: `ticket:count:${show.id}:tickets`, by: 1 },
+      { op: 'set', key: `ticket:show:${show.id}:res:${r.id}`, value: r },
+      { op: 'set', key: `ticket:show:${show.id}:seat:A-1`, value: r.id },
+      { op: 'index', key: `ticket:reservations:{#${partitionOf(`ticket:show:${show.id}`)}}`, member: r.id, score: T0 + 5_000 },
+      { op: 'index', key: `ticket:show:${show.id}:reservations`, member: r.id, score: T0 + 5_000 },
+      { op: 'incr', key: `ticket:show:${show.id}:count:tickets`, by: 1 },
     ]);
+    expect(await store.get(`ticket:code:${r.code}`)).toEqual({ show_id: show.id, id: r.id });
+    expect(await store.get(`ticket:rid:${r.id}`)).toBe(show.id);
     expect((await service.reserve({ show_id: show.id, seat: 'A-2', amount_paid: 0 })).holder).toBeNull();
     expect((await service.counts(show.id)).tickets).toBe(2);
   });
@@ -126,7 +129,7 @@ describe('booking', () => {
     drawn.length = 0;
     expect(await refusal(service.reserve({ show_id: show.id, seat: 'B-2', amount_paid: 0 }))).toMatchObject({ status: 503, code: 'code_space_busy', message: 'could not draw an unused ticket code' });
     expect(drawn).toHaveLength(8);
-    expect(await store.get(`ticket:seat:${show.id}:B-2`)).toBeUndefined();
+    expect(await store.get(`ticket:show:${show.id}:seat:B-2`)).toBeUndefined();
   });
 });
 
@@ -227,17 +230,17 @@ describe('cancel', () => {
     const c = await service.cancel(b.reservation_id, '일정 변경');
     expect(c).toMatchObject({ reservation_id: b.reservation_id, code: b.code, status: 'cancelled', cancelled_at: at, cancel_reason: '일정 변경' });
     expect(writes.map((w) => [w.op, w.key, (w as { by?: number }).by])).toEqual([
-      ['set', `ticket:reservation:${b.reservation_id}`, undefined],
-      ['del', `ticket:seat:${show.id}:E-1`, undefined],
-      ['incr', `ticket:count:${show.id}:tickets`, -1],
-      ['incr', `ticket:count:${show.id}:cancelled`, 1],
+      ['set', `ticket:show:${show.id}:res:${b.reservation_id}`, undefined],
+      ['del', `ticket:show:${show.id}:seat:E-1`, undefined],
+      ['incr', `ticket:show:${show.id}:count:tickets`, -1],
+      ['incr', `ticket:show:${show.id}:count:cancelled`, 1],
     ]);
     expect(events).toEqual([{ topic: `mticket:${b.code}`, msg: { type: 'cancelled', code: b.code, at } }]);
     expect(await service.counts(show.id)).toMatchObject({ tickets: 0, cancelled: 1 });
     clock.advance(1_000);
     expect(await service.cancel(b.reservation_id)).toEqual(c);
     expect(events).toHaveLength(1);
-    expect(await store.get(`ticket:seat:${show.id}:E-1`)).toBeUndefined();
+    expect(await store.get(`ticket:show:${show.id}:seat:E-1`)).toBeUndefined();
     // the seat can be booked again
     expect((await service.book({ show_id: show.id, seat: 'E-1', amount_paid: 0 })).seat).toBe('E-1');
     const none = await service.cancel((await service.book({ show_id: show.id, seat: 'E-2', amount_paid: 0 })).reservation_id);
@@ -261,6 +264,8 @@ describe('cancel', () => {
     expect((await service.recentCheckIns(10)).map((e) => e.code)).toEqual([b.code]);
     expect((await service.auditLog({ limit: 10, reservation_id: b.reservation_id })).map((e) => e.result)).toEqual(['ok']);
     expect((await refusal(service.checkInById(b.reservation_id, { scanner: 'door-2' }))).code).toBe('already_redeemed');
+    // the list of every attempt is merged from the partitions' by time: the refusal a moment later
+    clock.advance(1);
     await service.recordRefusal('malformed', { code: 'x', via: 'code' });
     expect((await service.auditLog({ limit: 10 })).map((e) => e.result)).toEqual(['malformed', 'already_redeemed', 'ok']);
   });

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drawn, type Json, type Store, type UpdatePlan } from '../../src/store/port.js';
+import { drawn, type Json, type Store, type UpdatePlan, type Write } from '../../src/store/port.js';
+import { PARTITIONS, PartitionError, partitionKey, partitionKeyFor, partitionOf } from '../../src/store/partition.js';
 import { sleep, waitFor } from '../support/wait.js';
 
 /**
@@ -309,6 +310,29 @@ export function storeContract(
         expect(await store.range('l')).toEqual(['b']);
         expect(await store.indexRange('z')).toEqual([{ member: 'm', score: 7 }]);
         expect(await store.indexCount('z')).toBe(1);
+      });
+
+      it('counts an index that one update adds to many times, deletes and adds to again', async () => {
+        await store.update([], () => ({ writes: [{ op: 'index', key: 'c', member: 'old', score: 0 }], result: null }));
+        await store.update([], () => ({
+          writes: [
+            ...Array.from({ length: 40 }, (_, i) => ({ op: 'index' as const, key: 'c', member: `m${i}`, score: i })),
+            { op: 'index', key: 'c', member: 'm3', score: 99 },
+            { op: 'unindex', key: 'c', member: 'm4' },
+            { op: 'unindex', key: 'c', member: 'absent' },
+          ],
+          result: null,
+        }));
+        expect(await store.indexCount('c')).toBe(40);
+        await store.update([], () => ({ writes: [{ op: 'del', key: 'c' }, { op: 'index', key: 'c', member: 'x', score: 1 }, { op: 'index', key: 'c', member: 'y', score: 2 }], result: null }));
+        expect(await store.indexCount('c')).toBe(2);
+        await store.update([], () => ({ writes: [{ op: 'index', key: 'c', member: 'z', score: 3 }, { op: 'del', key: 'c' }], result: null }));
+        expect(await store.indexCount('c')).toBe(0);
+        expect(await store.indexRange('c')).toEqual([]);
+        // a failing update leaves the count as it was
+        await store.update([], () => ({ writes: [{ op: 'index', key: 'c', member: 'a', score: 1 }], result: null }));
+        await expect(store.update([], () => ({ writes: [{ op: 'index', key: 'c', member: 'b', score: 1 }, { op: 'incr', key: 'c-text', by: 1 }, { op: 'set', key: 'c-text', value: 'x' }, { op: 'incr', key: 'c-text', by: 1 }], result: null }))).rejects.toThrow();
+        expect(await store.indexCount('c')).toBe(1);
       });
 
       it('sees an expired key as absent', async () => {
@@ -771,6 +795,97 @@ export function storeContract(
         await expect(store.set('k', 2)).rejects.toThrow();
         await store.close();
       });
+    });
+  });
+}
+
+/**
+ * The partition rule, the same on every adapter (src/store/partition.ts): `open` returns a fresh
+ * store with the partition check on (STORE_PARTITION_CHECK=1).
+ */
+export function partitionContract(name: string, open: () => Promise<Store>, cleanup?: () => Promise<void>): void {
+  describe(`Store partitions: ${name}`, () => {
+    let store: Store;
+    beforeEach(async () => {
+      store = await open();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+    if (cleanup) afterAll(cleanup);
+
+    it('an update inside one aggregate commits: its keys, its partition-local keys, its channel', async () => {
+      const acct = 'auth:account:ann';
+      const index = partitionKeyFor('auth:accounts', acct);
+      const channel = partitionKeyFor('bus', acct);
+      const got: string[] = [];
+      const off = await store.subscribe(channel, (m) => got.push(m));
+      const r = await store.update([acct, `${acct}:tokens`], ([a]) => ({
+        writes: [
+          { op: 'set', key: acct, value: { n: 1 } },
+          { op: 'index', key: `${acct}:tokens`, member: 't1', score: 5 },
+          { op: 'index', key: index, member: 'ann', score: 1 },
+          { op: 'publish', key: channel, message: 'created' },
+        ],
+        result: a,
+      }));
+      expect(r).toBeUndefined();
+      expect(await store.get(acct)).toEqual({ n: 1 });
+      expect(await store.indexRange(index)).toEqual([{ member: 'ann', score: 1 }]);
+      await waitFor(() => got.length === 1, 3000, 'the message published by the update');
+      expect(got).toEqual(['created']);
+      await off();
+    });
+
+    it('refuses an update spanning aggregates, whatever the keys are read, drawn from or written, and writes nothing', async () => {
+      const cases: [string[], Write[], string[] | undefined][] = [
+        [['auth:account:ann', 'auth:account:bob'], [], undefined],
+        [['auth:account:ann'], [{ op: 'index', key: 'auth:accounts', member: 'ann', score: 1 }], undefined],
+        [['auth:account:ann'], [{ op: 'set', key: 'auth:account:ann', value: 1 }], ['pay:receipt:head']],
+        [[], [{ op: 'set', key: 'a:b:c', value: 1 }, { op: 'incr', key: 'a:b:d', by: 1 }], undefined],
+      ];
+      for (const [keys, writes, draw] of cases) {
+        const run = () => (draw ? store.update(keys, () => ({ writes, result: null }), { draw }) : store.update(keys, () => ({ writes, result: null })));
+        await expect(run()).rejects.toThrow(PartitionError);
+        await expect(run()).rejects.toThrow(/spans (aggregates|partitions)/);
+      }
+      expect(await store.get('auth:account:ann')).toBeUndefined();
+      expect(await store.get('a:b:c')).toBeUndefined();
+      expect(await store.get('pay:receipt:head')).toBeUndefined();
+    });
+
+    it('refuses a partition-local key of another partition and a channel of another partition', async () => {
+      const acct = 'auth:account:ann';
+      const other = (PARTITIONS + partitionOf(acct) + 1) % PARTITIONS;
+      await expect(
+        store.update([acct], () => ({ writes: [{ op: 'index', key: partitionKey('auth:accounts', other), member: 'ann', score: 1 }], result: null })),
+      ).rejects.toThrow(/spans partitions/);
+      await expect(store.update([acct], () => ({ writes: [{ op: 'publish', key: partitionKey('bus', other), message: 'x' }], result: null }))).rejects.toThrow(
+        /spans partitions/,
+      );
+      expect(await store.indexCount(partitionKey('auth:accounts', other))).toBe(0);
+    });
+
+    it('a drawn number may follow the aggregate in a key, not name it', async () => {
+      const got = await store.update([], () => ({ writes: [{ op: 'set', key: `reward:work:w1:${drawn(0)}`, value: drawn(0) }], result: null }), {
+        draw: ['reward:work:w1:seq'],
+      });
+      expect(got.drawn).toEqual([1]);
+      expect(await store.get('reward:work:w1:1')).toBe(1);
+      await expect(
+        store.update([], () => ({ writes: [{ op: 'set', key: `reward:work:${drawn(0)}`, value: 1 }], result: null }), { draw: ['reward:work:seq'] }),
+      ).rejects.toThrow(/drawn number falls in its aggregate/);
+    });
+
+    it('an explicit {tag} joins keys to one aggregate', async () => {
+      await store.update(['pay:{ledger}:acct:a', 'pay:{ledger}:acct:b'], () => ({
+        writes: [
+          { op: 'set', key: 'pay:{ledger}:acct:a', value: 1 },
+          { op: 'set', key: 'pay:{ledger}:acct:b', value: 2 },
+        ],
+        result: null,
+      }));
+      expect(await store.getMany(['pay:{ledger}:acct:a', 'pay:{ledger}:acct:b'])).toEqual([1, 2]);
     });
   });
 }

@@ -6,7 +6,8 @@ import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import { openStore } from '../../src/store/open.js';
-import { sleep, storeContract } from './contract.js';
+import { partitionContract, sleep, storeContract } from './contract.js';
+import { oneAggregate } from './one-aggregate.js';
 
 const dirs: string[] = [];
 const freshDir = () => {
@@ -19,6 +20,8 @@ const removeDirs = async () => {
 };
 
 storeContract('lmdb', () => openLmdbStore({ path: freshDir() }), removeDirs);
+storeContract('lmdb, one aggregate, partition check on', async () => oneAggregate(await openLmdbStore({ path: freshDir(), partitionCheck: true })));
+partitionContract('lmdb', () => openLmdbStore({ path: freshDir(), partitionCheck: true }));
 
 describe('LMDB store', () => {
   afterAll(removeDirs);

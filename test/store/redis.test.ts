@@ -3,7 +3,8 @@ import { openRedisStore } from '../../src/store/redis.js';
 import { openStore } from '../../src/store/open.js';
 import { drawn, type Json, type Store } from '../../src/store/port.js';
 import { deletePrefix, redisOrSkip, uniquePrefix } from '../support/redis.js';
-import { sleep, storeContract, waitFor } from './contract.js';
+import { partitionContract, sleep, storeContract, waitFor } from './contract.js';
+import { oneAggregate } from './one-aggregate.js';
 
 const redis = await redisOrSkip();
 const prefixes: string[] = [];
@@ -18,6 +19,10 @@ const cleanup = async () => {
 
 describe.runIf(redis.available)('Redis', () => {
   storeContract('redis', () => openRedisStore({ url: redis.url, prefix: freshPrefix('contract') }), cleanup);
+  storeContract('redis, one aggregate, partition check on', async () =>
+    oneAggregate(await openRedisStore({ url: redis.url, prefix: freshPrefix('contract1'), partitionCheck: true })),
+  );
+  partitionContract('redis', () => openRedisStore({ url: redis.url, prefix: freshPrefix('partitions'), partitionCheck: true }));
 
   describe('Redis store across instances', () => {
     afterAll(cleanup);

@@ -7,6 +7,7 @@ import { createBus } from '../../src/bus.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import { K } from '../../src/ticket/keys.js';
 import { TicketService } from '../../src/ticket/service.js';
+import { legacyReservation } from '../support/ticket.js';
 import { AUTH_TEST_ENV, bearer, deviceToken, signIn } from '../support/auth.js';
 import { call } from '../support/http.js';
 import { tempDir } from '../support/process.js';
@@ -141,28 +142,47 @@ describe('the back office lists: GET /api/shows and GET /api/shows/:id/tickets',
   });
 });
 
-describe('a show booked before the per-show index', () => {
-  it('is indexed once from every reservation, and bookings after that are listed too', async () => {
-    const store = await openLmdbStore({ path: tempDir('ticket-lists-legacy') });
-    const clock = new ManualClock(T0);
-    const service = new TicketService({ store, clock, bus: createBus(store, 'lists-legacy') });
-    const show = await service.createShow({ name: '옛 공연', venue: '홀', date: '2026-12-24' });
-    const other = await service.createShow({ name: '다른', venue: '홀', date: '2026-12-24' });
-    for (const seat of ['A-1', 'A-2']) {
-      clock.advance(1000);
-      await service.reserve({ show_id: show.id, seat, amount_paid: 1000 });
+describe('a show of before the partitions (the global layout) and before the per-show index', () => {
+  it('is indexed once from every reservation; bookings, check-ins and cancels after that keep its layout', async () => {
+    const path = tempDir('ticket-lists-legacy');
+    // what the hub wrote before: the show, its reservations and codes under the global keys
+    const old = await openLmdbStore({ path, partitionCheck: false });
+    const showId = 's_oldshow001';
+    await old.set(K.show(showId), { id: showId, name: '옛 공연', venue: '홀', date: '2026-12-24', created_at: new Date(T0).toISOString() });
+    await old.index(K.shows, showId, T0);
+    await old.set(K.count(showId, 'tickets'), 2);
+    for (const [i, seat] of ['A-1', 'A-2'].entries()) {
+      const id = `r_oldres000${i}`;
+      await legacyReservation(old, id, `TK-OLDCODE${i}`, { show_id: showId, seat, created_at: new Date(T0 + 1000 * (i + 1)).toISOString() });
+      await old.index(K.reservations, id, T0 + 1000 * (i + 1));
+      await old.set(K.seat(showId, seat), id);
     }
+    await old.close();
+    // the global layout's updates span aggregates (one Redis only, as before): no partition check
+    const store = await openLmdbStore({ path, partitionCheck: false });
+    const clock = new ManualClock(T0 + 10_000);
+    const service = new TicketService({ store, clock, bus: createBus(store, 'lists-legacy') });
+    const other = await service.createShow({ name: '새 공연', venue: '홀', date: '2026-12-25' });
     await service.reserve({ show_id: other.id, seat: 'A-1', amount_paid: 1000 });
-    // as a show of before the index: no marker, no index entries
-    await store.del(K.showIndexed(show.id));
-    await store.del(K.showReservations(show.id));
-    expect((await service.bookings(show.id, { limit: 10, offset: 0 })).tickets.map((t) => t.seat)).toEqual(['A-2', 'A-1']);
-    expect(await store.get(K.showIndexed(show.id))).toBe(1);
+    expect((await service.bookings(showId, { limit: 10, offset: 0 })).tickets.map((t) => t.seat)).toEqual(['A-2', 'A-1']);
+    expect(await store.get(K.showIndexed(showId))).toBe(1);
+    expect((await service.shows({ limit: 10, offset: 0 })).shows.map((x) => x.id)).toEqual([other.id, showId]);
+    // a seat of before is taken; a new booking of the old show goes under the global keys
+    expect(await service.reserve({ show_id: showId, seat: 'A-1', amount_paid: 1 }).catch((e: { code: string }) => e.code)).toBe('seat_taken');
     clock.advance(1000);
-    await service.reserve({ show_id: show.id, seat: 'A-3', amount_paid: 1000 });
-    const again = await service.bookings(show.id, { limit: 10, offset: 0 });
+    const r = await service.reserve({ show_id: showId, seat: 'A-3', amount_paid: 1000 });
+    expect(await store.get(K.reservation(r.id))).toMatchObject({ seat: 'A-3' });
+    const again = await service.bookings(showId, { limit: 10, offset: 0 });
     expect(again.tickets.map((t) => t.seat)).toEqual(['A-3', 'A-2', 'A-1']);
     expect(again.page.total).toBe(3);
+    // a ticket of before checks in and another cancels, by code and by id
+    expect(await service.checkInByCode('TK-OLDCODE0', { scanner: 'door' })).toMatchObject({ status: 'ok', ticket: { seat: 'A-1' } });
+    expect(await service.cancel('r_oldres0001')).toMatchObject({ status: 'cancelled' });
+    expect(await service.counts(showId)).toEqual({ show_id: showId, tickets: 2, checked_in: 1, cancelled: 1 });
+    expect((await service.auditLog({ limit: 10 }))[0]).toMatchObject({ result: 'ok', code: 'TK-OLDCODE0' });
+    expect((await service.auditLog({ limit: 10, show_id: showId }))[0]).toMatchObject({ result: 'ok', code: 'TK-OLDCODE0' });
+    expect((await service.recentCheckIns(10)).map((e) => e.code)).toEqual(['TK-OLDCODE0']);
     await store.close();
   });
 });
+

@@ -5,7 +5,7 @@ import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { CheckIns } from '../../src/ticket/checkin.js';
 import { countByScan } from '../../src/ticket/counts.js';
-import { K } from '../../src/ticket/keys.js';
+import { K, NT } from '../../src/ticket/keys.js';
 import { OfflineLists } from '../../src/ticket/offline.js';
 import { tempDir } from '../support/process.js';
 import { refusal } from '../support/refusal.js';
@@ -32,7 +32,8 @@ describe('ticket records in the store', () => {
     expect(await code(checkins.checkInByCode('BADCODE1', {}))).toBe('corrupt_record');
 
     await store.set(K.code('GOODCODE'), 'r_missing');
-    await store.set(K.offlineScan('dev', 'scan-1'), { id: 'scan-1', result: 'maybe', replayed: false });
+    // the code names no ticket: its offline scan is settled among the attempts without one
+    await store.set(NT.offlineScan('dev', 'scan-1'), { id: 'scan-1', result: 'maybe', replayed: false });
     const scan = { id: 'scan-1', code: 'GOODCODE', scanned_at: new Date(clock.now()).toISOString(), source: 'camera' as const };
     expect(await code(checkins.settleOffline(scan, { device: 'dev' }))).toBe('corrupt_record');
 

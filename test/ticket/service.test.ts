@@ -5,7 +5,7 @@ import { AppError } from '../../src/errors.js';
 import { openLmdbStore } from '../../src/store/lmdb.js';
 import type { Store } from '../../src/store/port.js';
 import { openRedisStore } from '../../src/store/redis.js';
-import { K } from '../../src/ticket/keys.js';
+import { K, S } from '../../src/ticket/keys.js';
 import { CHECKIN_TOPIC, TicketService } from '../../src/ticket/service.js';
 import { tempDir } from '../support/process.js';
 import { legacyReservation } from '../support/ticket.js';
@@ -112,7 +112,7 @@ describe.each(adapters)('ticket service on %s', (_name, available, open) => {
     expect(audit.filter((e) => e.result === 'already_redeemed')).toHaveLength(49);
     expect(messages.filter((m) => m.topic === CHECKIN_TOPIC)).toHaveLength(1);
     expect(await service.recentCheckIns(10)).toHaveLength(1);
-    expect((await store.get<any>(K.reservation(t.reservation_id)))!.status).toBe('checked_in');
+    expect((await store.get<any>(S.reservation(show.id, t.reservation_id)))!.status).toBe('checked_in');
   });
 
   it.runIf(available)('a retried scan with the same nonce gets its success again; another nonce does not', async () => {

@@ -6,7 +6,7 @@ import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/port.js';
 import { settingsSchema } from '../../src/trading/engine.js';
 import { Market } from '../../src/trading/market.js';
-import { ProgramService, type CreateInput, type ProgramEvent } from '../../src/trading/programs.js';
+import { K, ProgramService, type CreateInput, type ProgramEvent } from '../../src/trading/programs.js';
 import { strategyParams, type StrategyId } from '../../src/trading/strategies.js';
 import { tempDir } from '../support/process.js';
 
@@ -172,7 +172,7 @@ describe('risk', () => {
     const p = await svc.create(input('ema_cross', { fast: 2, slow: 3 }));
     await svc.move(p.id, 'start');
     expect((await svc.logs(p.id)).logs.every((l) => typeof l.message === 'string')).toBe(true);
-    await store.push(`program:log:${p.id}`, { t: 1, level: 'loud', code: 'x', message: 'y' }, 10);
+    await store.push(K.log(p.id), { t: 1, level: 'loud', code: 'x', message: 'y' }, 10);
     const err = await svc.logs(p.id).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).code).toBe('corrupt_record');
@@ -285,7 +285,7 @@ describe('bars a program processes', () => {
     const before = await first.svc.get(p.id);
     expect(before.stats.bars).toBe(20);
     // the first owner stalls: its lease expires (as a store TTL would end it) and another process claims it
-    await first.store.update([`program:lease:${p.id}`], () => ({ writes: [{ op: 'del', key: `program:lease:${p.id}` }], result: null }));
+    await first.store.update([K.lease(p.id)], () => ({ writes: [{ op: 'del', key: K.lease(p.id) }], result: null }));
     const second = await rig(first);
     expect(second.svc.owned()).toEqual([p.id]);
     // both pump the next 15 bars, the stalled one first: its output is refused

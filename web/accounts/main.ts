@@ -1,25 +1,22 @@
 /** Operators manage accounts (roles, password, disable) and scanner device tokens (docs/auth.md). */
+import { problemText, type Answer, type Body } from '../common/api.js';
 import { mountSignIn, Session } from '../common/auth.js';
-import { el } from '../common/live.js';
+import { byId as $, copyButton, el, kst } from '../common/ui.js';
 
-interface Account { user: string; name: string; roles: string[]; disabled: boolean; createdAt: string }
-interface Device { id: string; gate: string; name: string; issuedBy: string; createdAt: string; expiresAt: string }
+type Device = Answer<'GET', '/api/auth/devices'>['devices'][number];
+type Role = Body<'POST', '/api/auth/accounts'>['roles'][number];
 
 const ROLES: [string, string][] = [['operator', '운영자'], ['staff', '스태프'], ['partner', '파트너'], ['editor', '편집자'], ['trader', '트레이더']];
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const session = new Session('accounts:token');
-const when = (iso: string) => new Intl.DateTimeFormat('ko-KR', { dateStyle: 'short', timeStyle: 'short', timeZone: 'Asia/Seoul' }).format(new Date(iso));
-
-async function answer<T>(res: Response): Promise<T> {
-  const body = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
-  if (!res.ok) throw new Error(body.error?.message ?? `HTTP ${res.status}`);
-  return body as T;
-}
+const api = session.api;
+const when = (iso: string) => kst(iso);
 
 const ready = () => void (document.body.dataset.ready = 'true');
 
+/** A failure replaces any success message still shown (no stale "saved" beside the error). */
 const fail = (err: unknown) => {
-  $('error').textContent = (err as Error).message;
+  for (const id of ['new-result', 'device-result']) $(id).replaceChildren();
+  $('error').textContent = problemText(err);
 };
 /** A new action starts with no message of an earlier one beside it (the error, and the form's own result). */
 const clear = (...results: string[]) => {
@@ -27,18 +24,19 @@ const clear = (...results: string[]) => {
   for (const id of results) $(id).replaceChildren();
 };
 
-function roleBoxes(container: HTMLElement, prefix: string, checked: string[]): () => string[] {
+function roleBoxes(container: HTMLElement, prefix: string, checked: string[]): () => Role[] {
   const boxes = ROLES.map(([role, ko]) => {
     const box = el('input', { type: 'checkbox', id: `${prefix}-${role}`, value: role });
-    box.checked = checked.includes(role);
+    // the default too, so a form's reset after a creation keeps the roles it started with
+    box.checked = box.defaultChecked = checked.includes(role);
     container.append(el('label', { for: `${prefix}-${role}` }, box, `${ko} ${role}`));
     return box;
   });
-  return () => boxes.filter((b) => b.checked).map((b) => b.value);
+  return () => boxes.filter((b) => b.checked).map((b) => b.value as Role);
 }
 
 async function loadAccounts(): Promise<void> {
-  const { accounts } = await answer<{ accounts: Account[] }>(await session.fetch('/api/auth/accounts'));
+  const { accounts } = await api.get('/api/auth/accounts');
   $('accounts').replaceChildren(
     ...accounts.map((a) => {
       const roles = el('fieldset', { class: 'roles', 'aria-label': `${a.user} roles` });
@@ -63,10 +61,10 @@ async function loadAccounts(): Promise<void> {
   );
 }
 
-async function change(user: string, body: Record<string, unknown>, done: string): Promise<void> {
+async function change(user: string, body: { roles?: Role[]; disabled?: boolean; password?: string }, done: string): Promise<void> {
   clear('new-result');
   try {
-    await answer(await session.fetch(`/api/auth/accounts/${encodeURIComponent(user)}`, { method: 'PUT', body }));
+    await api.put('/api/auth/accounts/:user', { params: { user }, body });
     $('new-result').textContent = done;
     await loadAccounts();
   } catch (err) {
@@ -75,15 +73,14 @@ async function change(user: string, body: Record<string, unknown>, done: string)
 }
 
 async function loadDevices(): Promise<void> {
-  const { devices } = await answer<{ devices: Device[] }>(await session.fetch('/api/auth/devices'));
+  const { devices } = await api.get('/api/auth/devices');
   $('devices').replaceChildren(
     ...devices.map((d) => {
       const revoke = el('button', { type: 'button', class: 'reject' }, '해지 · revoke');
       revoke.addEventListener('click', () => {
         clear();
-        session
-          .fetch(`/api/auth/devices/${d.id}`, { method: 'DELETE' })
-          .then(answer)
+        api
+          .delete('/api/auth/devices/:id', { params: { id: d.id } })
           .then(loadDevices)
           .catch(fail);
       });
@@ -97,9 +94,8 @@ $('new-account').addEventListener('submit', (ev) => {
   ev.preventDefault();
   clear('new-result');
   const body = { user: $<HTMLInputElement>('new-user').value.trim(), password: $<HTMLInputElement>('new-password').value, roles: newRoles(), ...($<HTMLInputElement>('new-name').value.trim() ? { name: $<HTMLInputElement>('new-name').value.trim() } : {}) };
-  session
-    .fetch('/api/auth/accounts', { body })
-    .then((r) => answer<Account>(r))
+  api
+    .post('/api/auth/accounts', { body })
     .then(async (a) => {
       $('new-result').textContent = `${a.user}: 만들었습니다 · created (${a.roles.join(', ')})`;
       (ev.target as HTMLFormElement).reset();
@@ -112,14 +108,15 @@ $('new-device').addEventListener('submit', (ev) => {
   ev.preventDefault();
   clear('device-result');
   const body = { gate: $<HTMLInputElement>('device-gate').value.trim(), name: $<HTMLInputElement>('device-name').value.trim() };
-  session
-    .fetch('/api/auth/devices', { body })
-    .then((r) => answer<{ token: string; device: Device }>(r))
-    .then(async ({ token, device }) => {
+  api
+    .post('/api/auth/devices', { body })
+    .then(async ({ token, device }: { token: string; device: Device }) => {
       // shown once: the hub keeps only its hash
       $('device-result').replaceChildren(
         `${device.name} @ ${device.gate}: 이 토큰은 한 번만 표시됩니다 · shown once: `,
         el('span', { class: 'token', id: 'device-token' }, token),
+        ' ',
+        copyButton(() => token, '토큰 복사 · copy token'),
       );
       (ev.target as HTMLFormElement).reset();
       await loadDevices();

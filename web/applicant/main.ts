@@ -3,16 +3,17 @@
  * document's result and reason, and the upload of a missing or rejected document. The key travels
  * in the address's fragment (#receipt=…&key=…), never to the server's logs.
  */
-import { el } from '../common/live.js';
+import { ApiError, publicApi, problemText, type Answer } from '../common/api.js';
+import { byId as $, el, kst } from '../common/ui.js';
+import { BUILDING_LABELS, DOC_LABELS, DOC_TYPES } from '../../src/rental/catalog.js';
 
 interface DocEntry { filename: string; size: number; mediaType: string; check: 'approved' | 'rejected' | null; reason: string | null; uploadedAt: string }
-interface App {
+interface App extends Answer<'GET', '/api/subscriptions/:ref'> {
   id: string; receiptNo: string; type: string; status: string; organization: string; department: string; contactName: string; contactPhone: string;
   buildingType: string | null; createdAt: string; product?: { code: string; name: string }; monthlyFee?: number; termMonths?: number; totalFee?: number;
   documents?: Record<string, DocEntry | null>;
 }
 
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const STATUS: Record<string, string> = { pending: '서류 제출 대기', documents_submitted: '서류 제출 완료', under_review: '검토 중', approved: '승인', rejected: '서류 보완 요청' };
 const HELP: Record<string, string> = {
   pending: '아래에서 빠진 서류를 올려 주세요. 세 가지 서류가 모두 제출되면 검토가 시작됩니다.',
@@ -21,13 +22,13 @@ const HELP: Record<string, string> = {
   approved: '신청이 승인되었습니다. 담당자가 설치 일정을 안내해 드립니다.',
   rejected: '반려된 서류를 사유에 맞게 다시 올려 주세요. 다시 올리면 검토가 이어집니다.',
 };
-const DOCS: [string, string][] = [['bizCard', '담당자 명함'], ['uniqueNumber', '고유번호증'], ['internalResolution', '내부결의서(회의록)']];
-const BUILDING: Record<string, string> = { school: '학교', office: '관공서·청사', welfare: '복지·보육시설', culture: '문화·체육시설', other: '기타' };
+// the documents and building types by the catalogue's own labels (src/rental/catalog.ts)
+const DOCS: [string, string][] = DOC_TYPES.map((d) => [d, DOC_LABELS[d]]);
+const BUILDING: Record<string, string> = BUILDING_LABELS;
 const ACCEPT = ['.hwp', '.hwpx', '.pdf', '.jpg', '.jpeg', '.png'];
 const MAX_BYTES = 20 * 1024 * 1024;
 const won = (n: number | undefined) => (n === undefined ? '-' : `${n.toLocaleString('ko-KR')}원`);
-const when = (iso: string) =>
-  `${new Intl.DateTimeFormat('ko-KR', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'Asia/Seoul' }).format(new Date(iso))} (KST)`;
+const when = (iso: string) => kst(iso);
 const MESSAGES: Record<string, string> = {
   invalid_key: '조회 키가 접수번호와 맞지 않습니다.',
   subscription_not_found: '그 접수번호의 신청이 없습니다.',
@@ -43,10 +44,9 @@ const MESSAGES: Record<string, string> = {
 };
 let current: { receipt: string; key: string } | undefined;
 
-async function problem(res: Response): Promise<string> {
-  const body = (await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined;
-  const code = body?.error?.code ?? '';
-  return MESSAGES[code] ?? `처리하지 못했습니다 (${res.status}). 잠시 후 다시 시도하세요.`;
+/** A refusal in this page's own words where it has them, else the client's Korean message. */
+function problem(err: unknown): string {
+  return (err instanceof ApiError && MESSAGES[err.code]) || problemText(err);
 }
 
 /** Checks a chosen file at once: kind and size, in Korean. */
@@ -60,16 +60,18 @@ export function fileProblem(f: File): string | undefined {
 
 async function open(receipt: string, key: string): Promise<void> {
   $('find-error').textContent = '';
-  const res = await fetch(`/api/subscriptions/${encodeURIComponent(receipt)}?key=${encodeURIComponent(key)}`, { headers: { accept: 'application/json' } });
-  if (!res.ok) {
-    $('find-error').textContent = await problem(res);
+  let a: App;
+  try {
+    a = (await publicApi.get('/api/subscriptions/:ref', { params: { ref: receipt }, query: { key } })) as App;
+  } catch (err) {
+    $('find-error').textContent = problem(err);
     $('app').hidden = true;
     document.body.dataset.ready = 'true';
     return;
   }
   current = { receipt, key };
   history.replaceState(null, '', `#receipt=${encodeURIComponent(receipt)}&key=${encodeURIComponent(key)}`);
-  show((await res.json()) as App);
+  show(a);
 }
 
 function show(a: App): void {
@@ -125,13 +127,15 @@ async function upload(id: string, field: string, label: string, input: HTMLInput
   $('notice').textContent = '';
   const form = new FormData();
   form.append(field, f, f.name);
-  const res = await fetch(`/api/subscriptions/${encodeURIComponent(id)}/documents/${field}?key=${encodeURIComponent(current.key)}`, { method: 'PUT', body: form });
-  if (!res.ok) {
-    err.textContent = await problem(res);
+  let a: App;
+  try {
+    a = (await publicApi.upload('PUT', '/api/subscriptions/:ref/documents/:docType', { params: { ref: id, docType: field }, query: { key: current.key }, form })) as App;
+  } catch (e) {
+    err.textContent = problem(e);
     send.removeAttribute('disabled');
     return;
   }
-  show((await res.json()) as App);
+  show(a);
   $('notice').textContent = `${label}을(를) 올렸습니다.`;
 }
 

@@ -4,29 +4,14 @@
  * (`chat:<session>`) and the page says who answers, and when the guide answers again.
  */
 import { STAGE_LABELS } from '../../src/chat/stages.js';
+import { ApiError, publicApi, problemText, type Answer } from '../common/api.js';
 import { LiveTopics } from '../common/live.js';
+import { byId as $ } from '../common/ui.js';
 
-interface Card {
-  type: 'product' | 'upsell' | 'receipt' | 'progress' | 'callback' | 'share' | 'summary';
-  [k: string]: unknown;
-}
-interface Turn {
-  session: string;
-  stage: string;
-  stageCode: number;
-  bot: string;
-  choices: string[];
-  card?: Card;
-  receiptNo?: string;
-  desk?: { status: 'waiting' } | { status: 'answering'; agent: string };
-}
-interface Line {
-  by: 'customer' | 'bot' | 'agent' | 'note';
-  text: string;
-  agent?: string;
-}
+type Turn = Answer<'POST', '/api/chat'>;
+type Card = NonNullable<Turn['card']>;
+type Line = Answer<'GET', '/api/chat/:session/transcript'>['transcript'][number];
 
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const STAGE_TEXT: Record<string, string> = STAGE_LABELS;
 const KEY = 'maru:chat:session';
 const won = new Intl.NumberFormat('ko-KR');
@@ -187,21 +172,12 @@ function render(t: Turn, bubble = true): void {
       return b;
     }),
   );
-}
-
-async function api(path: string, body?: unknown): Promise<Turn> {
-  const res = await fetch(path, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const data = await res.json().catch(() => ({}));
-  if (!res.ok) throw Object.assign(new Error(data?.error?.message ?? `HTTP ${res.status}`), { status: res.status, code: data?.error?.code });
-  return data as Turn;
+  // at the confirmation inside collect, the summary and its buttons come into view on any width
+  if (t.card?.type === 'summary' && bubble) box.scrollIntoView({ block: 'end' });
 }
 
 function showError(e: unknown): void {
-  $('error').textContent = `잠시 문제가 생겼어요. 다시 시도해 주세요. (${(e as Error).message})`;
+  $('error').textContent = `잠시 문제가 생겼어요. 다시 시도해 주세요. (${problemText(e)})`;
   $('error').hidden = false;
 }
 
@@ -211,9 +187,9 @@ async function send(answer: { choice?: string; message?: string }, echo: string)
   $('error').hidden = true;
   li('me', echo);
   try {
-    render(await api('/api/chat', { session, ...answer }));
+    render(await publicApi.post('/api/chat', { body: { session, ...answer } }));
   } catch (e) {
-    if ((e as { code?: string }).code === 'session_not_found') await start();
+    if (e instanceof ApiError && e.code === 'session_not_found') await start();
     else showError(e);
   } finally {
     busy = false;
@@ -226,12 +202,12 @@ async function start(): Promise<void> {
   const ref = new URLSearchParams(location.search).get('ref') ?? undefined;
   const subject = new URLSearchParams(location.search).get('subject') ?? '상담';
   try {
-    render(await api('/api/chat/start', { subject, ...(ref ? { referralCode: ref } : {}) }));
+    render(await publicApi.post('/api/chat/start', { body: { subject, ...(ref ? { referralCode: ref } : {}) } }));
   } catch (e) {
-    if (ref && (e as { status?: number }).status !== 429) {
+    if (ref && !(e instanceof ApiError && e.status === 429)) {
       // an unknown or malformed code: start without it, and say so
       try {
-        const t = await api('/api/chat/start', { subject });
+        const t = await publicApi.post('/api/chat/start', { body: { subject } });
         li('note', `추천 코드(${ref.slice(0, 40)})를 확인하지 못해 코드 없이 상담을 시작할게요.`);
         render(t);
       } catch (again) {
@@ -256,7 +232,7 @@ $('restart').addEventListener('click', () => {
 
 /** After a reload: the conversation so far, from its transcript (the guide's last words come with the answer). */
 async function replay(id: string, t: Turn): Promise<void> {
-  const { transcript } = (await api(`/api/chat/${encodeURIComponent(id)}/transcript`).catch(() => ({ transcript: [] }))) as unknown as { transcript: Line[] };
+  const { transcript } = await publicApi.get('/api/chat/:session/transcript', { params: { session: id } }).catch(() => ({ transcript: [] as Line[] }));
   const last = transcript.at(-1);
   const lines = last?.by === 'bot' && last.text === t.bot ? transcript.slice(0, -1) : transcript;
   for (const l of lines) {
@@ -268,7 +244,7 @@ async function replay(id: string, t: Turn): Promise<void> {
 void (async () => {
   if (session) {
     try {
-      const t = await api(`/api/chat/${encodeURIComponent(session)}`);
+      const t = await publicApi.get('/api/chat/:session', { params: { session } });
       await replay(session, t);
       render(t);
       return;
@@ -278,4 +254,3 @@ void (async () => {
   }
   await start();
 })().finally(() => (document.body.dataset.ready = 'true')); // for the tests: the first turn is drawn
-export {};

@@ -27,7 +27,7 @@ export const MESSAGES = {
   timeZone: '시간대가 올바르지 않습니다. · Not a valid time zone.',
 } as const;
 
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+import { byId as $ } from '../common/ui.js';
 const rows = () => [...$('action-rows').querySelectorAll<HTMLLIElement>('li')];
 const part = <T extends HTMLElement>(li: HTMLLIElement, cls: string) => li.querySelector(`.${cls}`) as T;
 

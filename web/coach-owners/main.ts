@@ -3,48 +3,27 @@
  * owner's personal link to /coach (docs/coach.md). The link carries the owner header in the URL
  * fragment, which the browser never sends to the server.
  */
+import { ApiError, problemText, type Answer } from '../common/api.js';
 import { mountSignIn, Session } from '../common/auth.js';
-import { el } from '../common/live.js';
+import { byId as $, el } from '../common/ui.js';
 import { addRow, clearErrors, MESSAGES, readForm, setRows, showError, showRefusal, type ActionRow } from './form.js';
 
-interface Summary {
-  ownerId: string;
-  header: string;
-  vision?: string;
-  points: number;
-  actions: { 대기: number; 진행: number; 완료: number };
-}
-interface Registered { ownerId: string; header: string; vision?: string; points: number; actions: ActionRow[] }
-interface ErrorBody { error?: { code?: string; message?: string; details?: never } }
+type Registered = Answer<'GET', '/api/coach/owners/:ownerId'>;
 
 const PAGE = 20;
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const session = new Session('coach-owners:token');
 const points = (n: number) => `${n.toLocaleString('ko-KR')}점`;
 let offset = 0;
 /** The owner being edited (undefined: the form registers a new one). */
 let editing: string | undefined;
 
-class Refused extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: NonNullable<ErrorBody['error']>,
-  ) {
-    super(body.message ?? `HTTP ${status}`);
-  }
-}
-
-async function answer<T>(res: Response): Promise<T> {
-  const body = (await res.json().catch(() => ({}))) as ErrorBody;
-  if (!res.ok) throw new Refused(res.status, body.error ?? {});
-  return body as T;
-}
+const api = session.api;
 
 const ready = () => void (document.body.dataset.ready = 'true');
 
 const fail = (err: unknown) => {
-  const e = err as Error;
-  $('error').textContent = e instanceof Refused && e.status === 403 ? '스태프 권한이 필요합니다. · Staff role needed.' : `요청이 거절되었습니다. · Refused: ${e.message}`;
+  $('form-result').textContent = '';
+  $('error').textContent = err instanceof ApiError && err.status === 403 ? '스태프 권한이 필요합니다. · Staff role needed.' : `요청이 거절되었습니다. · ${problemText(err)}`;
 };
 
 export const linkOf = (header: string) => `${location.origin}/coach#owner=${encodeURIComponent(header)}`;
@@ -69,8 +48,7 @@ async function copyLink(): Promise<void> {
 }
 
 async function loadOwners(): Promise<void> {
-  const q = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
-  const { owners, total } = await answer<{ owners: Summary[]; total: number }>(await session.fetch(`/api/coach/owners?${q}`));
+  const { owners, total } = await api.get('/api/coach/owners', { query: { limit: PAGE, offset } });
   if (owners.length === 0 && offset > 0) {
     offset = Math.max(0, offset - PAGE);
     return loadOwners();
@@ -117,7 +95,7 @@ function newOwnerForm(): void {
 }
 
 async function startEdit(ownerId: string): Promise<void> {
-  const o = await answer<Registered>(await session.fetch(`/api/coach/owners/${encodeURIComponent(ownerId)}`));
+  const o: Registered = await api.get('/api/coach/owners/:ownerId', { params: { ownerId } });
   editing = o.ownerId;
   clearErrors();
   $('form-result').textContent = '';
@@ -140,11 +118,16 @@ async function save(): Promise<void> {
   const read = readForm();
   if (!read) return;
   const { ownerId, body } = read;
-  const path = `/api/coach/owners/${encodeURIComponent(ownerId)}`;
   // a new registration must not replace an owner someone registered before (the PUT would)
   if (editing === undefined) {
-    const existing = await session.fetch(path);
-    if (existing.ok) {
+    const existing = await api.get('/api/coach/owners/:ownerId', { params: { ownerId } }).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof ApiError && err.status === 404) return false;
+        throw err;
+      },
+    );
+    if (existing) {
       showError({ kind: 'ownerId' }, MESSAGES.ownerTaken);
       $('edit-existing').hidden = false;
       $('edit-existing').dataset.owner = ownerId;
@@ -154,7 +137,7 @@ async function save(): Promise<void> {
   }
   $<HTMLButtonElement>('save').disabled = true;
   try {
-    const o = await answer<Registered>(await session.fetch(path, { method: 'PUT', body }));
+    const o = await api.put('/api/coach/owners/:ownerId', { params: { ownerId }, body });
     const created = editing === undefined;
     $('form-result').textContent = created
       ? `${o.ownerId}: 등록했습니다 (실천 ${o.actions.length}개). 아래 링크를 보내 주세요. · registered; send the link below.`
@@ -169,7 +152,7 @@ async function save(): Promise<void> {
     }
     await loadOwners();
   } catch (err) {
-    if (err instanceof Refused && err.status === 400 && showRefusal(err.body)) return;
+    if (err instanceof ApiError && err.status === 400 && showRefusal({ code: err.code, message: err.serverMessage, details: err.details as never })) return;
     fail(err);
   } finally {
     $<HTMLButtonElement>('save').disabled = false;

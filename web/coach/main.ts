@@ -3,14 +3,12 @@
  * actions in their phase colours. A toggle flips at once (optimistic) and stays flipped when the
  * call fails; a first completion plays the reward animation. A failed card call shows no card.
  */
+import { ApiError, publicApi, problemText, type Answer } from '../common/api.js';
+import { byId as $ } from '../common/ui.js';
 
-type Phase = '티' | '옴' | '타' | '음';
-type Status = '대기' | '진행' | '완료';
-interface Action { id: string; title: string; phase: Phase; status: Status; reward: number }
-interface Profile { vision?: string; points: number; actions: Action[] }
-interface Nudge { date: string; title: string; message: string; action: Action }
-
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+type Profile = Answer<'GET', '/api/coach/profile'>;
+type Action = Profile['actions'][number];
+type Status = Action['status'];
 const KEY = 'maru:coach:owner';
 const params = new URLSearchParams(location.search);
 // the personal link staff send (/coach#owner=<header>): the fragment never reaches the server, and
@@ -63,20 +61,16 @@ function actionItem(a: Action): HTMLLIElement {
   label();
   btn.onclick = async () => {
     // optimistic: flip now; the flipped state stays even when the call fails
-    const next: Status = li.dataset.status === '완료' ? '진행' : '완료';
+    const next = li.dataset.status === '완료' ? '진행' : '완료';
     li.dataset.status = next;
     label();
     try {
-      const res = await fetch('/api/coach/action', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers() },
-        body: JSON.stringify({ actionId: a.id, status: next }),
-      });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const out = (await res.json()) as { rewarded: boolean; reward: number; points: number };
+      const out = await publicApi.post('/api/coach/action', { headers: headers(), body: { actionId: a.id, status: next } });
       setPoints(out.points);
       if (out.rewarded) playReward(out.reward);
       $('error').hidden = true;
+      // the card of the day follows: the action done, it shows the next open one (or none)
+      await loadNudge();
     } catch {
       li.dataset.sync = 'failed';
     }
@@ -87,10 +81,11 @@ function actionItem(a: Action): HTMLLIElement {
 
 async function loadNudge(): Promise<void> {
   try {
-    const res = await fetch('/api/coach/nudge', { headers: headers() });
-    if (res.status !== 200) return; // 204 or a failure: no card, the display stays as it is
-    const n = (await res.json()) as Nudge;
+    const n = await publicApi.get('/api/coach/nudge', { headers: headers() });
+    // 204: every action is done, no card
+    if (!n) return void ($('nudge').hidden = true);
     $('nudge').dataset.phase = n.action.phase;
+    $('nudge').dataset.action = n.action.id;
     $('nudge-date').textContent = n.date;
     $('nudge-title').textContent = n.title;
     $('nudge-message').textContent = n.message;
@@ -101,15 +96,16 @@ async function loadNudge(): Promise<void> {
 }
 
 async function loadProfile(): Promise<void> {
-  const res = await fetch('/api/coach/profile', { headers: headers() });
-  if (!res.ok) {
-    const body = await res.json().catch(() => ({}));
-    $('error').textContent = res.status === 404 ? '등록되지 않은 코칭 ID예요.' : `불러오지 못했어요 (${body?.error?.message ?? res.status}).`;
+  let p: Profile;
+  try {
+    p = await publicApi.get('/api/coach/profile', { headers: headers() });
+  } catch (err) {
+    const status = err instanceof ApiError ? err.status : 0;
+    $('error').textContent = status === 404 ? '등록되지 않은 코칭 ID예요.' : `불러오지 못했어요 (${problemText(err)}).`;
     $('error').hidden = false;
-    if (res.status === 401 || res.status === 404) $('owner-form').hidden = false;
+    if (status === 401 || status === 404) $('owner-form').hidden = false;
     return;
   }
-  const p = (await res.json()) as Profile;
   $('vision').textContent = p.vision ?? '';
   $('vision').hidden = !p.vision;
   $('vision-prompt').hidden = Boolean(p.vision);
@@ -136,4 +132,3 @@ if (owner) {
   $('owner-form').hidden = false;
   ready();
 }
-export {};

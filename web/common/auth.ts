@@ -1,7 +1,9 @@
 /**
  * Browser side of the identity model: a bearer token kept in this browser (never a cookie, so a
- * cross-site request carries no credential), fetch with the token, and a small sign-in form.
+ * cross-site request carries no credential), the API client that sends it (session.api, api.ts),
+ * and a small sign-in form.
  */
+import { createClient, problemText, type Client } from './api.js';
 import { el } from './live.js';
 
 export interface Me {
@@ -15,6 +17,25 @@ export interface Me {
 export class Session {
   private listeners = new Set<(me: Me | undefined) => void>();
   me: Me | undefined;
+  /** The API with this session's token; a 401 forgets the token and tells the listeners (the page shows the sign-in form). */
+  readonly api: Client = this.client();
+
+  /**
+   * A client that sends this session's token or, while nobody is signed in, the one `otherwise`
+   * gives (a share link's token, docs/collab.md "Share links"). A 401 forgets the session's token
+   * only when it was the one sent; a refused `otherwise` token is the caller's to tell.
+   */
+  client(otherwise: () => string | undefined = () => undefined): Client {
+    return createClient({
+      token: () => this.token ?? otherwise(),
+      onUnauthorized: (sent) => {
+        if (sent !== this.token) return;
+        this.token = undefined;
+        this.me = undefined;
+        this.emit();
+      },
+    });
+  }
 
   /** `storage`: sessionStorage (default: gone with the tab) or localStorage (a scanner device keeps it). */
   constructor(
@@ -39,7 +60,7 @@ export class Session {
     for (const fn of this.listeners) fn(this.me);
   }
 
-  /** Headers with the token (and JSON content type when a body is sent). */
+  /** Headers with the token (for what is not a call of the API: a WebSocket's first frame, a service worker). */
   headers(json = false): Record<string, string> {
     const h: Record<string, string> = { accept: 'application/json' };
     if (json) h['content-type'] = 'application/json';
@@ -48,42 +69,24 @@ export class Session {
     return h;
   }
 
-  /** fetch with the token; a 401 forgets the token and tells the listeners (the page shows the sign-in form). */
-  async fetch(url: string, init: { method?: string; body?: unknown } = {}): Promise<Response> {
-    const res = await fetch(url, {
-      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-      headers: this.headers(init.body !== undefined),
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    });
-    if (res.status === 401 && this.token) {
-      this.token = undefined;
-      this.me = undefined;
-      this.emit();
-    }
-    return res;
-  }
-
   /** Who the stored token belongs to (undefined: none or no longer valid). */
   async restore(): Promise<Me | undefined> {
     if (!this.token) {
       this.me = undefined;
     } else {
-      const res = await this.fetch('/api/auth/me');
-      this.me = res.ok ? ((await res.json()) as { identity: Me }).identity : undefined;
+      this.me = await this.api
+        .get('/api/auth/me')
+        .then((r) => r.identity as Me | undefined)
+        .catch(() => undefined);
     }
     this.emit();
     return this.me;
   }
 
   async signIn(user: string, password: string): Promise<Me> {
-    const res = await fetch('/api/auth/login', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ user, password }),
-    });
-    const body = await res.json();
-    if (!res.ok) throw new Error(body?.error?.message ?? `HTTP ${res.status}`);
-    this.token = body.token;
+    this.token = undefined;
+    const { token } = await this.api.post('/api/auth/login', { body: { user, password } });
+    this.token = token;
     const me = await this.restore();
     if (!me) throw new Error('sign-in failed');
     return me;
@@ -96,7 +99,7 @@ export class Session {
   }
 
   async signOut(): Promise<void> {
-    if (this.token) await fetch('/api/auth/logout', { method: 'POST', headers: this.headers() }).catch(() => undefined);
+    if (this.token) await this.api.post('/api/auth/logout').catch(() => undefined);
     this.token = undefined;
     this.me = undefined;
     this.emit();
@@ -124,8 +127,8 @@ export function mountSignIn(container: HTMLElement, session: Session, need: stri
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
       msg.textContent = '';
-      session.signIn(user.value.trim(), pass.value).catch((err: Error) => {
-        msg.textContent = err.message;
+      session.signIn(user.value.trim(), pass.value).catch((err: unknown) => {
+        msg.textContent = problemText(err);
       });
     });
     container.append(form);

@@ -2,6 +2,7 @@
 // one-time ticket in its address's fragment (#demo-sign-in=…): it takes the ticket out of the address
 // at once, trades it for a sign-in token and keeps the token in the page's Session, as the sign-in
 // form would. Without a ticket (every page outside the demo) it does nothing and asks nothing.
+import { publicApi } from './api.js';
 import type { Session } from './auth.js';
 
 export const DEMO_TICKET_PARAM = 'demo-sign-in';
@@ -16,8 +17,7 @@ export async function demoSignIn(session: Session): Promise<void> {
   const rest = parts.join('&');
   history.replaceState(null, '', `${location.pathname}${location.search}${rest ? `#${rest}` : ''}`);
   try {
-    const res = await fetch('/api/demo/sign-in/exchange', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ticket }) });
-    if (res.ok) session.token = ((await res.json()) as { token: string }).token;
+    session.token = (await publicApi.post('/api/demo/sign-in/exchange', { body: { ticket } })).token;
   } catch {
     // the page shows its sign-in form, as without the link
   }

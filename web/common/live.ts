@@ -19,6 +19,7 @@ export class LiveTopics {
   private ws?: WebSocket;
   private listeners = new Map<string, Set<Listener>>();
   private resets = new Map<string, Set<() => void>>();
+  private readies = new Map<string, Set<() => void>>();
   private positions = new Map<string, Position>();
   private retry = 500;
   private stateListeners = new Set<(connected: boolean) => void>();
@@ -44,8 +45,12 @@ export class LiveTopics {
     for (const topic of this.listeners.keys()) this.send(this.subscribeFrame(topic));
   }
 
-  /** Listens to a topic; `onReset` runs when missed messages could not be recovered. */
-  on(topic: string, fn: Listener, onReset?: () => void): () => void {
+  /**
+   * Listens to a topic; `onReset` runs when missed messages could not be recovered; `onReady` each
+   * time the hub acknowledges the subscription (what was published between the page's own load and
+   * that moment reached nobody: the page loads it again).
+   */
+  on(topic: string, fn: Listener, onReset?: () => void, onReady?: () => void): () => void {
     let set = this.listeners.get(topic);
     if (!set) {
       this.listeners.set(topic, (set = new Set()));
@@ -53,9 +58,15 @@ export class LiveTopics {
     }
     set.add(fn);
     if (onReset) this.onReset(topic, onReset);
+    if (onReady) {
+      let ready = this.readies.get(topic);
+      if (!ready) this.readies.set(topic, (ready = new Set()));
+      ready.add(onReady);
+    }
     return () => {
       set!.delete(fn);
       if (onReset) this.resets.get(topic)?.delete(onReset);
+      if (onReady) this.readies.get(topic)?.delete(onReady);
     };
   }
 
@@ -81,6 +92,7 @@ export class LiveTopics {
 
   private onFrame(frame: any): void {
     const topic = frame.topic as string;
+    if (frame.type === 'subscribed') for (const fn of this.readies.get(topic) ?? []) fn();
     if (frame.type === 'subscribed' && frame.position) {
       if (frame.recovered === false) {
         this.positions.set(topic, frame.position);
@@ -118,13 +130,6 @@ export class LiveTopics {
       this.retry = Math.min(this.retry * 2, 10_000);
     };
   }
-}
-
-export async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url, { headers: { accept: 'application/json' } });
-  const body = await res.json();
-  if (!res.ok) throw new Error(body?.error?.message ?? `${res.status}`);
-  return body as T;
 }
 
 export function el<K extends keyof HTMLElementTagNameMap>(

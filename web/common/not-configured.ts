@@ -4,6 +4,7 @@
 // public answer of the hub (for the wallet, GET /api/token/config), and when the service is not
 // configured it replaces the page's content with the message and keeps the page's own script from
 // going on (its import never completes), so nothing else is asked of the hub.
+import { ApiError, publicApi } from './api.js';
 import { el } from './live.js';
 
 interface Need {
@@ -19,8 +20,9 @@ const NEEDS: Record<string, Need> = {
   '/wallet': {
     name: ['토큰 결제 릴레이', 'token payment relay'],
     configured: async () => {
-      const res = await fetch('/api/token/config', { headers: { accept: 'application/json' } });
-      return !res.ok || ((await res.json()) as { sso_login_url: string | null }).sso_login_url !== null;
+      // a refusal (the relay is not mounted at all) lets the page say what it says about that
+      const config = await publicApi.get('/api/token/config').catch((err: unknown) => (err instanceof ApiError ? undefined : Promise.reject(err)));
+      return !config || config.sso_login_url !== null;
     },
     how: [
       '운영에서는 은행(SSO 포함), 체인, 브로커, 가격 제공자의 주소를 아래 설정으로 지정하고 허브를 다시 시작하세요. 시험해 보려면 PAYMENT_PEERS=embedded npm start(허브 안의 모의 서버, 운영용 아님), npm run peers가 출력하는 설정, 또는 데모 데이터까지 넣는 npm run demo를 쓰세요. 자세한 내용은 docs/payment.md에 있습니다.',
@@ -46,6 +48,6 @@ if (need && !(await need.configured().catch(() => true))) {
     ),
   );
   document.body.dataset.notConfigured = location.pathname;
-  document.body.dataset.ready = '1';
+  document.body.dataset.ready = 'true';
   await new Promise<never>(() => undefined);
 }

@@ -3,34 +3,11 @@
  * /api/console/live; an identity's connections with a disconnect button each and "disconnect all"
  * (optionally revoking its tokens); the outbox's waiting deliveries with a retry button.
  */
-import { kst } from '../common/time.js';
+import { problemText, type Answer } from '../common/api.js';
 import { mountSignIn, Session } from '../common/auth.js';
-import { el } from '../common/live.js';
+import { byId as $, el, kst } from '../common/ui.js';
 
-interface Connection { id: string; kind: 'ws' | 'sse'; endpoint: string; user: string | null; remote_address: string; opened_at: string; topics: string[] }
-interface NodeInfo {
-  id: string;
-  version: string;
-  uptime_s: number;
-  connections: { sockets: number; streams: number };
-  memory: { rss: number; heap_used: number };
-  jobs: { admitted: number; running: number; waiting: number; queue_max: number };
-}
-interface State {
-  node: string;
-  at: string;
-  nodes: NodeInfo[];
-  topics: { topic: string; subscribers: number; presence: { clients: number; users: number } | null }[];
-  queues: {
-    outbox: {
-      destinations: { dest: string; pending: number; in_flight: number; retrying: number; held: number; oldest_at: number | null }[];
-      waiting: { id: string; dest: string; attempts: number; due_at: string | null; last_error: string | null; held: boolean }[];
-    };
-  };
-  store: { kind: string; role: string; replicas: number; min_replicas: number; durability: string; details: Record<string, string> };
-}
-
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+type State = Answer<'GET', '/api/console/state'>;
 const session = new Session('console:token');
 /** Times as every page writes them (web/common/time.ts): KST, the zone named. */
 const when = (at: string | number) => kst(typeof at === 'number' ? at : Date.parse(at), { seconds: true });
@@ -38,13 +15,9 @@ const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
 const uptime = (s: number) => (s >= 3600 ? `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${s}s`);
 const ready = () => void (document.body.dataset.ready = 'true');
 
-async function answer<T>(res: Response): Promise<T> {
-  const body = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
-  if (!res.ok) throw new Error(body.error?.message ?? `HTTP ${res.status}`);
-  return body as T;
-}
 const fail = (err: unknown) => {
-  $('error').textContent = (err as Error).message;
+  $('result').textContent = '';
+  $('error').textContent = problemText(err);
 };
 const clear = () => {
   $('error').textContent = '';
@@ -93,7 +66,7 @@ function draw(s: State): void {
     ...(o.waiting.length
       ? o.waiting.map((w) => {
           const retry = el('button', { type: 'button', 'data-act': 'retry' }, '재시도 · retry');
-          retry.addEventListener('click', () => void act(`/api/console/outbox/${encodeURIComponent(w.id)}/retry`, {}, `${w.id}: 재시도 요청됨 · retry asked`));
+          retry.addEventListener('click', () => void act(() => session.api.post('/api/console/outbox/:id/retry', { params: { id: w.id } }), `${w.id}: 재시도 요청됨 · retry asked`));
           return el(
             'tr',
             { 'data-delivery': w.id },
@@ -121,14 +94,14 @@ function draw(s: State): void {
 let shownUser: string | undefined;
 
 async function loadConnections(user: string): Promise<void> {
-  const r = await answer<{ connections: Connection[]; missing: string[] }>(await session.fetch(`/api/console/connections?user=${encodeURIComponent(user)}`));
+  const r = await session.api.get('/api/console/connections', { query: { user } });
   shownUser = user;
   $('conn-card').hidden = false;
   $('connections').replaceChildren(
     ...(r.connections.length
       ? r.connections.map((c) => {
           const cut = el('button', { type: 'button', class: 'reject', 'data-act': 'disconnect' }, '끊기 · disconnect');
-          cut.addEventListener('click', () => void act(`/api/console/connections/${c.id}/disconnect`, {}, `${c.id}: 끊었습니다 · disconnected`));
+          cut.addEventListener('click', () => void act(() => session.api.post('/api/console/connections/:id/disconnect', { params: { id: c.id } }), `${c.id}: 끊었습니다 · disconnected`));
           return el(
             'tr',
             { 'data-conn': c.id },
@@ -145,10 +118,10 @@ async function loadConnections(user: string): Promise<void> {
   if (r.missing.length) $('error').textContent = `응답 없는 노드 · nodes that did not answer: ${r.missing.join(', ')}`;
 }
 
-async function act(path: string, body: unknown, done: string): Promise<void> {
+async function act(call: () => Promise<unknown>, done: string): Promise<void> {
   clear();
   try {
-    await answer(await session.fetch(path, { method: 'POST', body }));
+    await call();
     $('result').textContent = done;
     if (shownUser) await loadConnections(shownUser);
   } catch (err) {
@@ -164,9 +137,9 @@ $('conn-form').addEventListener('submit', (ev) => {
 $('disconnect-all').addEventListener('click', () => {
   if (!shownUser) return;
   const revoke = $<HTMLInputElement>('conn-revoke').checked;
+  const user = shownUser;
   void act(
-    `/api/console/identities/${encodeURIComponent(shownUser)}/disconnect`,
-    { revoke_tokens: revoke },
+    () => session.api.post('/api/console/identities/:user/disconnect', { params: { user }, body: { revoke_tokens: revoke } }),
     `${shownUser}: 모든 연결을 끊었습니다${revoke ? ', 토큰 해지됨' : ''} · every connection ended${revoke ? ', tokens revoked' : ''}`,
   );
 });
@@ -174,7 +147,7 @@ $('disconnect-all').addEventListener('click', () => {
 let live: EventSource | undefined;
 function follow(token: string): void {
   live?.close();
-  const es = new EventSource(`/api/console/live?access_token=${encodeURIComponent(token)}`);
+  const es = new EventSource(`/api/console/live?access_token=${encodeURIComponent(token)}`); // a stream, not a call: EventSource
   live = es;
   es.addEventListener('state', (ev) => {
     draw(JSON.parse((ev as MessageEvent<string>).data) as State);

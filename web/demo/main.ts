@@ -1,4 +1,5 @@
-import { el } from '../common/live.js';
+import { problemText, publicApi } from '../common/api.js';
+import { byId as $, el } from '../common/ui.js';
 
 interface Demo {
   tickets: { code: string; page_url: string }[];
@@ -148,13 +149,7 @@ const tourKey = sessionStorage.getItem(KEY);
 
 /** Opens `href` signed in as `user`: a one-time ticket, traded by the page (web/common/demo-sign-in.ts). */
 async function openSignedIn(href: string, user: string): Promise<void> {
-  const res = await fetch('/api/demo/sign-in', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-demo-key': tourKey ?? '' },
-    body: JSON.stringify({ user }),
-  });
-  const body = (await res.json().catch(() => ({}))) as { ticket?: string; error?: { message?: string } };
-  if (!res.ok || !body.ticket) throw new Error(body.error?.message ?? `HTTP ${res.status}`);
+  const body = await publicApi.post('/api/demo/sign-in', { headers: { 'x-demo-key': tourKey ?? '' }, body: { user } });
   location.assign(`${href}${href.includes('#') ? '&' : '#'}demo-sign-in=${body.ticket}`);
 }
 
@@ -164,20 +159,17 @@ function link(l: Card['links'][number]): HTMLElement {
     const as = l.as;
     a.addEventListener('click', (ev) => {
       ev.preventDefault();
-      openSignedIn(l.href, as).catch((err: Error) => {
-        $('error').textContent = `로그인된 링크를 열지 못했습니다 · could not open the signed-in link (${err.message})`;
+      openSignedIn(l.href, as).catch((err: unknown) => {
+        $('error').textContent = `로그인된 링크를 열지 못했습니다 · could not open the signed-in link (${problemText(err)})`;
       });
     });
   }
   return el('li', {}, a);
 }
 
-const $ = (id: string) => document.getElementById(id)!;
 $('key-note').hidden = Boolean(tourKey);
 try {
-  const res = await fetch('/api/demo');
-  if (!res.ok) throw new Error(`${res.status}`);
-  const d = (await res.json()) as Demo;
+  const d = (await publicApi.get('/api/demo')) as Demo;
   $('accounts').textContent = d.accounts.map((a) => `${a.user} (${a.roles.join(', ')})`).join(' · ');
   $('tour').replaceChildren(
     ...cards(d).map((c) =>
@@ -193,6 +185,6 @@ try {
     ),
   );
 } catch (err) {
-  $('error').textContent = `데모 정보를 불러오지 못했습니다 · could not load the demo (${(err as Error).message})`;
+  $('error').textContent = `데모 정보를 불러오지 못했습니다 · could not load the demo (${problemText(err)})`;
 }
 document.body.dataset.ready = 'true'; // for the tests: the cards (or the error) are drawn

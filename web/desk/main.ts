@@ -6,20 +6,16 @@
  */
 import type { DeskEntry as Entry, LineView as Line } from '../../src/chat/service.js';
 import { STAGE_LABELS } from '../../src/chat/stages.js';
+import { problemText } from '../common/api.js';
 import { mountSignIn, Session } from '../common/auth.js';
-import { el, LiveTopics } from '../common/live.js';
+import { LiveTopics } from '../common/live.js';
+import { byId as $, el } from '../common/ui.js';
 
 interface Conversation extends Entry {
   values: Record<string, unknown>;
   transcript: Line[];
   transcriptMax: number;
 }
-interface Funnel {
-  week: string;
-  stages: { stage: string; stageCode: number; sessions: number }[];
-}
-
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const STAGE_TEXT: Record<string, string> = STAGE_LABELS;
 const STATUS_TEXT = { waiting: '대기 중 · waiting', held: '응대 중 · answering', none: '안내 중 · with the guide' } as const;
 const REASON_TEXT = { asked: '고객 요청 · asked', misunderstood: '반복 오해 · misunderstood' } as const;
@@ -40,12 +36,7 @@ function error(text: string): void {
   $('error').textContent = text;
 }
 
-async function api<T>(path: string, body?: unknown): Promise<T> {
-  const res = await session.fetch(path, body === undefined ? {} : { body });
-  const data = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(data?.error?.message ?? `HTTP ${res.status}`);
-  return data as T;
-}
+const api = session.api;
 
 function row(e: Entry): HTMLLIElement {
   const who = e.name ?? e.subject;
@@ -61,7 +52,7 @@ function row(e: Entry): HTMLLIElement {
 
 async function loadLists(): Promise<void> {
   try {
-    const [lists, funnel] = await Promise.all([api<{ desk: Entry[]; recent: Entry[] }>('/api/desk'), api<Funnel>('/api/desk/funnel')]);
+    const [lists, funnel] = await Promise.all([api.get('/api/desk'), api.get('/api/desk/funnel')]);
     $('inbox').replaceChildren(...lists.desk.map(row));
     $('inbox-empty').hidden = lists.desk.length > 0;
     $('recent').replaceChildren(...lists.recent.map(row));
@@ -72,7 +63,7 @@ async function loadLists(): Promise<void> {
       ),
     );
   } catch (e) {
-    error((e as Error).message);
+    error(problemText(e));
   }
 }
 
@@ -107,7 +98,7 @@ function drawConversation(c: Conversation): void {
 async function show(id: string): Promise<void> {
   error('');
   try {
-    const c = await api<Conversation>(`/api/desk/${encodeURIComponent(id)}`);
+    const c = (await api.get('/api/desk/:session', { params: { session: id } })) as unknown as Conversation;
     if (open?.session !== id) {
       stopConv?.();
       stopConv = live.on(`chat:${id}`, (data) => {
@@ -120,23 +111,24 @@ async function show(id: string): Promise<void> {
     }
     drawConversation(c);
   } catch (e) {
-    error((e as Error).message);
+    error(problemText(e));
   }
 }
 
 async function refresh(): Promise<void> {
-  if (open) drawConversation(await api<Conversation>(`/api/desk/${encodeURIComponent(open.session)}`));
+  if (open) drawConversation((await api.get('/api/desk/:session', { params: { session: open.session } })) as unknown as Conversation);
 }
 
-async function act(path: string, body: unknown = {}): Promise<void> {
+async function act(path: 'take' | 'return'): Promise<void> {
   if (!open) return;
   error('');
   try {
-    await api(`/api/desk/${encodeURIComponent(open.session)}/${path}`, body);
+    const params = { session: open.session };
+    await (path === 'take' ? api.post('/api/desk/:session/take', { params }) : api.post('/api/desk/:session/return', { params }));
     await refresh();
     await loadLists();
   } catch (e) {
-    error((e as Error).message);
+    error(problemText(e));
   }
 }
 
@@ -148,9 +140,10 @@ $('answer').addEventListener('submit', (ev) => {
   const text = input.value.trim();
   if (!text || !open) return;
   error('');
-  void api<Line>(`/api/desk/${encodeURIComponent(open.session)}/messages`, { text })
+  void api
+    .post('/api/desk/:session/messages', { params: { session: open.session }, body: { text } })
     .then(() => (input.value = ''))
-    .catch((e: Error) => error(e.message));
+    .catch((e: unknown) => error(problemText(e)));
 });
 
 let listTimer: ReturnType<typeof setTimeout> | undefined;

@@ -31,7 +31,16 @@ export interface BoundEditor {
   destroy(): void;
 }
 
-export function bindEditor(parent: HTMLElement, ytext: Y.Text, awareness: Awareness, onChange: (text: string) => void): BoundEditor {
+export interface EditorHooks {
+  /** The text changed (typed here or arrived from the room). */
+  onChange(text: string): void;
+  /** The selection changed: the selected text (empty when the selection is a caret). */
+  onSelect(selected: string): void;
+  /** Editable from the first frame: a read-only reader never holds an editable editor. */
+  editable: boolean;
+}
+
+export function bindEditor(parent: HTMLElement, ytext: Y.Text, awareness: Awareness, hooks: EditorHooks): BoundEditor {
   const undo = new Y.UndoManager(ytext);
   const editable = new Compartment();
   const view = new EditorView({
@@ -46,10 +55,14 @@ export function bindEditor(parent: HTMLElement, ytext: Y.Text, awareness: Awaren
         markdown(),
         keymap.of([...yUndoManagerKeymap, ...basicKeys]),
         yCollab(ytext, awareness, { undoManager: undo }),
-        editable.of([EditorView.editable.of(true), EditorState.readOnly.of(false)]),
+        editable.of([EditorView.editable.of(hooks.editable), EditorState.readOnly.of(!hooks.editable)]),
         EditorView.contentAttributes.of({ 'aria-label': '문서 본문 (Markdown)', spellcheck: 'false' }),
         EditorView.updateListener.of((u) => {
-          if (u.docChanged) onChange(u.state.doc.toString());
+          if (u.docChanged) hooks.onChange(u.state.doc.toString());
+          if (u.docChanged || u.selectionSet) {
+            const { from, to } = u.state.selection.main;
+            hooks.onSelect(u.state.sliceDoc(from, to));
+          }
         }),
       ],
     }),

@@ -1,25 +1,14 @@
-import { LiveTopics, el, getJson } from '../common/live.js';
+import { publicApi, problemText, type Answer } from '../common/api.js';
+import type { BingoCard as ServerBingoCard } from '../../src/ticket/bingo.js';
+import { LiveTopics } from '../common/live.js';
+import { byId as $, el } from '../common/ui.js';
 import { kst } from '../common/time.js';
 import { theme } from '../../src/ticket/themes.js';
 
-interface BingoCard { no: number; theme: string; kind: 'emoji' | 'text'; header: string[]; cells: string[][] }
-interface Ticket {
-  reservation_id: string;
-  code: string;
-  show_name: string;
-  venue: string;
-  date: string;
-  seat: string;
-  amount_paid: number;
-  holder: string | null;
-  status: 'entry_allowed' | 'checked_in' | 'cancelled';
-  checked_in_at: string | null;
-  qr_code: string;
-  qr_image: string;
-  bingo_cards: BingoCard[];
-}
+type Ticket = Answer<'GET', '/api/mticket/:qrCode'>;
+// the cards as the service makes them (the answer's schema leaves their fields open)
+type BingoCard = ServerBingoCard;
 
-const $ = (id: string) => document.getElementById(id)!;
 const STATUS_TEXT: Record<Ticket['status'], string> = {
   entry_allowed: '입장 가능 · entry allowed',
   checked_in: '입장 완료 · checked in',
@@ -98,12 +87,12 @@ function renderCard(card: BingoCard): HTMLElement {
 async function main(): Promise<void> {
   let t: Ticket;
   try {
-    t = await getJson<Ticket>(`/api/mticket/${encodeURIComponent(code)}`);
+    t = await publicApi.get('/api/mticket/:qrCode', { params: { qrCode: code } });
   } catch (err) {
     $('loading').hidden = true;
     const e = $('error');
     e.hidden = false;
-    e.textContent = `티켓을 찾을 수 없습니다 · ${(err as Error).message}`;
+    e.textContent = `티켓을 찾을 수 없습니다 · ${problemText(err)}`;
     document.body.dataset.ready = 'error';
     return;
   }
@@ -119,7 +108,7 @@ async function main(): Promise<void> {
   ($('qr') as HTMLImageElement).src = t.qr_image;
   $('code').textContent = t.qr_code;
   renderStatus(t);
-  $('cards').replaceChildren(...t.bingo_cards.map(renderCard));
+  $('cards').replaceChildren(...(t.bingo_cards as unknown as BingoCard[]).map(renderCard));
   document.body.dataset.ready = 'true';
   const offline = () => ($('offline').hidden = navigator.onLine);
   window.addEventListener('online', offline);
@@ -144,7 +133,7 @@ async function main(): Promise<void> {
   live.onConnection((up) => {
     document.body.dataset.live = up ? 'on' : 'off';
     if (up)
-      void getJson<Ticket>(`/api/mticket/${encodeURIComponent(code)}`).then(
+      void publicApi.get('/api/mticket/:qrCode', { params: { qrCode: code } }).then(
         // a ticket's status only moves on from entry_allowed: an answer older than a live event is dropped
         (fresh) => fresh.status !== 'entry_allowed' && $('status').dataset.status === 'entry_allowed' && renderStatus(fresh),
         () => undefined,
@@ -158,12 +147,29 @@ function keepForOffline(ticketCode: string): void {
   const assets = [...document.querySelectorAll<HTMLLinkElement | HTMLScriptElement>('link[rel=stylesheet], script[src]')].map((n) =>
     new URL('href' in n ? n.href : n.src).pathname,
   );
-  const urls = [location.pathname, `/api/mticket/${encodeURIComponent(ticketCode)}`, ...assets];
   navigator.serviceWorker.addEventListener('message', (e) => {
     if ((e.data as { type?: string })?.type === 'kept') document.body.dataset.offlineReady = 'true';
   });
-  void navigator.serviceWorker.ready.then((reg) => reg.active?.postMessage({ type: 'keep', urls }));
+  // the web font's slices this ticket's text uses are kept too, so Korean renders offline on a phone
+  // with no Korean font of its own (the slices are known once the fonts have loaded)
+  // (the page's whole text, the hidden offline notice included, in both weights, so what shows only offline is covered)
+  const text = document.body.textContent ?? '';
+  const faces = Promise.all(['400', '700'].map((w) => document.fonts.load(`${w} 16px "Noto Sans KR"`, text).catch(() => [])));
+  void Promise.all([navigator.serviceWorker.ready, faces.then(() => document.fonts.ready)]).then(([reg]) => {
+    const urls = [location.pathname, `/api/mticket/${encodeURIComponent(ticketCode)}`, ...assets, ...fontFiles()];
+    reg.active?.postMessage({ type: 'keep', urls });
+  });
 }
+
+/** The font files this page has loaded (the web font's unicode-range slices and the emoji font), by path. */
+function fontFiles(): string[] {
+  const paths = performance
+    .getEntriesByType('resource')
+    .map((e) => new URL(e.name).pathname)
+    .filter((p) => p.startsWith('/assets/') && p.endsWith('.woff2'));
+  return [...new Set(paths)].slice(0, FONT_FILES_KEPT);
+}
+const FONT_FILES_KEPT = 40;
 
 // the service worker keeps the last ticket shown, so the page still opens when the phone is offline
 if ('serviceWorker' in navigator) void navigator.serviceWorker.register('/mticket-sw.js', { scope: '/mticket/' }).catch(() => undefined);

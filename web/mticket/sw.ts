@@ -1,8 +1,10 @@
 /**
  * The ticket page's service worker (served as /mticket-sw.js, scope /mticket/): network first, and
  * when the network is gone the copy of the last ticket this phone showed (page, ticket data,
- * scripts and styles). Only one ticket is kept: caching another replaces it.
+ * scripts, styles and the font files its text used). Only one ticket is kept: caching another replaces
+ * its page and data (the font files stay, shared by every ticket).
  */
+import { network } from '../common/api.js';
 interface ExtendableEvent extends Event { waitUntil(p: Promise<unknown>): void }
 interface FetchEvent extends ExtendableEvent { request: Request; respondWith(r: Promise<Response> | Response): void }
 interface MessageEvt extends ExtendableEvent { data: unknown; source: { postMessage(m: unknown): void } | null }
@@ -25,7 +27,7 @@ sw.addEventListener('activate', (e) => e.waitUntil(sw.clients.claim()));
 sw.addEventListener('message', (e) => {
   const msg = e.data as { type?: string; urls?: unknown };
   if (msg?.type !== 'keep' || !Array.isArray(msg.urls)) return;
-  const urls = msg.urls.filter((u): u is string => typeof u === 'string' && u.startsWith('/')).slice(0, 20);
+  const urls = msg.urls.filter((u): u is string => typeof u === 'string' && u.startsWith('/')).slice(0, 64); // the page, its data, scripts and styles, and up to 40 font files
   e.waitUntil(
     (async () => {
       const cache = await caches.open(CACHE);
@@ -44,6 +46,6 @@ sw.addEventListener('fetch', (e) => {
   if (e.request.method !== 'GET' || url.origin !== sw.location.origin) return;
   if (!TICKET_PATHS.test(url.pathname) && !url.pathname.startsWith('/assets/')) return;
   e.respondWith(
-    fetch(e.request).catch(async () => (await caches.match(e.request, { ignoreSearch: true })) ?? Response.error()),
+    network(e.request).catch(async () => (await caches.match(e.request, { ignoreSearch: true })) ?? Response.error()),
   );
 });

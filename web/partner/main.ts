@@ -1,31 +1,34 @@
 /** The rental partner's dashboard (doc 1 §1): counters, filter, table with expandable rows, per-document checks, live. */
+import { ApiError, problemText, type Answer } from '../common/api.js';
 import { Session } from '../common/auth.js';
 import { demoSignIn } from '../common/demo-sign-in.js';
-import { el, LiveTopics } from '../common/live.js';
+import { LiveTopics } from '../common/live.js';
+import { byId as $, el, kstDate } from '../common/ui.js';
+import { BUILDING_LABELS, DOC_LABELS, DOC_TYPES, STATUS_LABELS } from '../../src/rental/catalog.js';
 
 interface DocEntry { filename: string; size: number; mediaType: string; check: 'approved' | 'rejected' | null; reason: string | null; url?: string }
-interface App {
+interface App extends Answer<'GET', '/api/subscriptions/:ref'> {
   id: string; receiptNo: string; type: string; product?: { code: string; badge: string; name: string }; organization: string; department: string;
   contactName: string; contactPhone: string; email: string | null; buildingType: string | null; remarks: string; status: string;
   monthlyFee?: number; termMonths?: number; totalFee?: number; documents?: Record<string, DocEntry | null>; createdAt: string;
   source?: 'form' | 'chat';
 }
-interface ListAnswer { items: App[]; page: number; pages: number; matched: number; counters: Record<string, number> }
+type ListAnswer = Omit<Answer<'GET', '/api/partner/applications'>, 'items'> & { items: App[] };
 
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 /** The partner's token, kept for this tab (web/common/auth.ts); a 401 anywhere shows the login again. */
 const session = new Session('partner:token');
 await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
-const STATUS: Record<string, string> = { pending: '대기', documents_submitted: '서류 제출', under_review: '심사 중', approved: '승인', rejected: '반려' };
-const DOCS: [string, string][] = [['bizCard', '명함'], ['uniqueNumber', '고유번호증'], ['internalResolution', '내부 결의서']];
-const BUILDING: Record<string, string> = { school: '학교', office: '관공서·청사', welfare: '복지·보육시설', culture: '문화·체육시설', other: '기타' };
+// states, documents and building types by the catalogue's own labels (src/rental/catalog.ts), as the server names them
+const STATUS: Record<string, string> = STATUS_LABELS;
+const DOCS: [string, string][] = DOC_TYPES.map((d) => [d, DOC_LABELS[d]]);
+const BUILDING: Record<string, string> = BUILDING_LABELS;
 const SOURCE: Record<string, string> = { form: '신청서', chat: '상담' };
 const won = (n: number | undefined) => (n === undefined ? '-' : `${n.toLocaleString('ko-KR')}원`);
-const date = (iso: string) => new Intl.DateTimeFormat('ko-KR', { dateStyle: 'short', timeZone: 'Asia/Seoul' }).format(new Date(iso));
+const date = (iso: string) => kstDate(iso);
 let page = 1;
 const open = new Set<string>();
 
-const api = (path: string, init: { method?: string; body?: unknown } = {}) => session.fetch(path, init);
+const api = session.api;
 
 function signedOut(): void {
   $('login').hidden = false;
@@ -43,27 +46,22 @@ function signedIn(): void {
   void load();
 }
 
-function query(extra = ''): string {
-  const p = new URLSearchParams();
-  const status = $<HTMLSelectElement>('status').value;
-  const q = $<HTMLInputElement>('q').value.trim();
-  const source = $<HTMLSelectElement>('source').value;
-  if (status) p.set('status', status);
-  if (source) p.set('source', source);
-  if (q) p.set('q', q);
-  return p.toString() + extra;
+function query() {
+  return { status: $<HTMLSelectElement>('status').value, q: $<HTMLInputElement>('q').value.trim(), source: $<HTMLSelectElement>('source').value };
 }
 
 let refocus: string | undefined;
 
 async function load(): Promise<void> {
-  const res = await api(`/api/partner/applications?${query(`&page=${page}`)}`);
-  if (!res.ok) {
-    if (res.status !== 401) $('error').textContent = ((await res.json()) as any)?.error?.message ?? `HTTP ${res.status}`;
+  let list: ListAnswer;
+  try {
+    list = (await api.get('/api/partner/applications', { query: { ...query(), page } })) as ListAnswer;
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 401)) $('error').textContent = problemText(err);
     return;
   }
-  const list = (await res.json()) as ListAnswer;
-  for (const k of ['total', 'pending', 'documents_submitted', 'under_review', 'approved', 'rejected']) $(`c-${k}`).textContent = String(list.counters[k] ?? 0);
+  $('error').textContent = '';
+  for (const k of ['total', 'pending', 'documents_submitted', 'under_review', 'approved', 'rejected']) $(`c-${k}`).textContent = String((list.counters as Record<string, number>)[k] ?? 0);
   $('page-info').textContent = `${list.page} / ${list.pages} (${list.matched})`;
   $<HTMLButtonElement>('prev').disabled = list.page <= 1;
   $<HTMLButtonElement>('next').disabled = list.page >= list.pages;
@@ -102,10 +100,7 @@ const MESSAGES: Record<string, string> = {
   unauthorized: '다시 로그인하세요.',
   rate_limited: '요청이 많습니다. 잠시 후 다시 시도하세요.',
 };
-const problem = async (res: Response) => {
-  const code = ((await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined)?.error?.code ?? '';
-  return MESSAGES[code] ?? `처리하지 못했습니다 (${res.status}).`;
-};
+const problem = (err: unknown) => (err instanceof ApiError && MESSAGES[err.code]) || problemText(err);
 const INLINE = ['application/pdf', 'image/jpeg', 'image/png'];
 const size = (n: number) => (n >= 1_048_576 ? `${(n / 1_048_576).toFixed(1)} MB` : `${Math.max(1, Math.round(n / 1024))} KB`);
 
@@ -148,9 +143,10 @@ async function check(id: string, doc: string, result: 'approved' | 'rejected', r
     msg.textContent = '반려 사유를 입력하세요.';
     return;
   }
-  const res = await api(`/api/partner/applications/${id}/documents/${doc}/check`, { method: 'PUT', body: reason ? { result, reason } : { result } });
-  if (!res.ok) {
-    msg.textContent = await problem(res);
+  try {
+    await api.put('/api/partner/applications/:id/documents/:docType/check', { params: { id, docType: doc }, body: reason ? { result, reason } : { result } });
+  } catch (err) {
+    msg.textContent = problem(err);
     return;
   }
   await load();
@@ -158,9 +154,11 @@ async function check(id: string, doc: string, result: 'approved' | 'rejected', r
 
 /** PDF and images open inline under the document; other kinds (HWP) are downloaded. */
 async function viewFile(d: DocEntry, box: HTMLElement): Promise<void> {
-  if (!d.url) return;
-  const res = await api(d.url);
-  if (!res.ok) return;
+  // the document's address is /api/uploads/<subId>/<filename>
+  const [subId, filename] = d.url?.split('/').slice(3).map(decodeURIComponent) ?? [];
+  if (!subId || !filename) return;
+  const res = await api.response('GET', '/api/uploads/:subId/:filename', { params: { subId, filename } }).catch(() => undefined);
+  if (!res) return;
   const url = URL.createObjectURL(await res.blob());
   if (INLINE.includes(d.mediaType)) {
     box.replaceChildren(d.mediaType === 'application/pdf'
@@ -174,8 +172,8 @@ async function viewFile(d: DocEntry, box: HTMLElement): Promise<void> {
 }
 
 async function csv(): Promise<void> {
-  const res = await api(`/api/partner/applications?${query('&format=csv')}`);
-  if (!res.ok) return;
+  const res = await api.response('GET', '/api/partner/applications', { query: { ...query(), format: 'csv' } }).catch(() => undefined);
+  if (!res) return;
   const url = URL.createObjectURL(await res.blob());
   el('a', { href: url, download: 'rental-applications.csv' }).click();
   setTimeout(() => URL.revokeObjectURL(url), 30_000);
@@ -198,23 +196,20 @@ $('login').addEventListener('submit', (ev) => {
     const user = $<HTMLInputElement>('partner-user').value.trim();
     const password = $<HTMLInputElement>('password').value;
     const own = user === '' || user === 'partner';
-    const res = await fetch(own ? '/api/partner/login' : '/api/auth/login', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(own ? { password } : { user, password }),
-    });
-    const body = (await res.json()) as any;
-    if (!res.ok) {
-      $('login-error').textContent = body?.error?.message ?? `HTTP ${res.status}`;
+    let token: string;
+    try {
+      ({ token } = own ? await api.post('/api/partner/login', { body: { password } }) : await api.post('/api/auth/login', { body: { user, password } }));
+    } catch (err) {
+      $('login-error').textContent = problemText(err);
       return;
     }
     $<HTMLInputElement>('password').value = '';
-    await session.adopt(body.token);
+    await session.adopt(token);
   })();
 });
 $('logout').addEventListener('click', () => {
   // the partner's own logout route, so the partner audit records it; then the token is forgotten here
-  void api('/api/partner/logout', { method: 'POST' }).finally(() => {
+  void api.post('/api/partner/logout').catch(() => undefined).finally(() => {
     session.token = undefined;
     session.me = undefined;
     signedOut();

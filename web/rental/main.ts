@@ -1,11 +1,12 @@
 /** The rental application form (doc 1 §1): products and fees from the catalogue, three documents, upload progress. */
-import { el } from '../common/live.js';
+import { ApiError, publicApi, problemText, type Answer } from '../common/api.js';
+import { byId as $, copyButton, el, markFields, won } from '../common/ui.js';
+import type { catalogue as catalogueOf } from '../../src/rental/catalog.js';
 
-interface Product { type: string; code: string; badge: string; name: string; preselected?: boolean; monthlyFee: number; fees?: Record<string, number> }
-interface Catalogue { termMonths: number; products: Product[]; buildingTypes: { value: string; label: string }[]; documents: { field: string; label: string }[] }
+// the catalogue as the service builds it (its answer's schema leaves the product fields open)
+type Catalogue = ReturnType<typeof catalogueOf>;
+type Product = Catalogue['products'][number];
 
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-const won = (n: number) => `${n.toLocaleString('ko-KR')}원`;
 const ACCEPT = ['.hwp', '.hwpx', '.pdf', '.jpg', '.jpeg', '.png'];
 const MAX_BYTES = 20 * 1024 * 1024;
 let catalogue: Catalogue;
@@ -27,8 +28,7 @@ function showFee(): void {
 }
 
 async function load(): Promise<void> {
-  const res = await fetch('/api/rental/products', { headers: { accept: 'application/json' } });
-  catalogue = (await res.json()) as Catalogue;
+  catalogue = (await publicApi.get('/api/rental/products')) as Catalogue;
   const box = $('products');
   for (const p of catalogue.products) {
     const input = el('input', { type: 'radio', name: 'type', value: p.type, id: `type-${p.type}` });
@@ -45,9 +45,15 @@ async function load(): Promise<void> {
     const input = el('input', { type: 'file', id: d.field, name: d.field, accept: ACCEPT.join(','), 'aria-describedby': `${d.field}-error` });
     const err = el('p', { class: 'error', id: `${d.field}-error`, role: 'alert' });
     // checked as the file is chosen, in Korean
+    // a file of the wrong kind or size is refused as it is picked: the field is emptied and marked
     input.addEventListener('change', () => {
       const f = input.files?.[0];
-      err.textContent = f ? (fileProblem(d.label, f) ?? '') : '';
+      const why = f ? fileProblem(d.label, f) : undefined;
+      err.textContent = why ?? '';
+      if (why) {
+        input.value = '';
+        input.setAttribute('aria-invalid', 'true');
+      } else input.removeAttribute('aria-invalid');
     });
     $('documents').append(el('label', { for: d.field }, d.label, input), err);
   }
@@ -55,9 +61,17 @@ async function load(): Promise<void> {
   document.body.dataset.ready = 'true';
 }
 
-/** Checks what the browser can check before sending: phone given, files of an accepted kind and size. */
+/**
+ * Checks what the browser can check before sending: the required fields given (each missing one
+ * marked aria-invalid with its message beside it), files of an accepted kind and size.
+ */
 function precheck(): string | undefined {
-  if (!$<HTMLInputElement>('contactPhone').value.trim()) return '연락처를 입력하세요 · contact phone is required';
+  const missing: Record<string, string> = {};
+  for (const field of $('apply').querySelectorAll<HTMLInputElement>('input[required]')) {
+    if (!field.value.trim()) missing[field.name] = `${LABELS[field.name] ?? field.name}을(를) 입력하세요 · required`;
+  }
+  markFields($('apply'), missing);
+  if (missing.contactPhone) return '연락처를 입력하세요 · contact phone is required';
   for (const d of catalogue.documents) {
     const f = $<HTMLInputElement>(d.field).files?.[0];
     const why = f && fileProblem(d.label, f);
@@ -113,51 +127,48 @@ function submit(ev: Event): void {
     const f = $<HTMLInputElement>(d.field).files?.[0];
     if (f) form.append(d.field, f, f.name);
   }
-  const xhr = new XMLHttpRequest();
   const bar = $<HTMLProgressElement>('progress');
   bar.hidden = false;
   bar.value = 0;
   $<HTMLButtonElement>('submit').disabled = true;
-  xhr.upload.onprogress = (e) => {
-    if (e.lengthComputable) bar.value = Math.round((e.loaded / e.total) * 100);
-  };
-  xhr.onload = () => {
-    $<HTMLButtonElement>('submit').disabled = false;
-    let body: any;
-    try {
-      body = JSON.parse(xhr.responseText);
-    } catch {
-      body = undefined;
-    }
-    if (xhr.status !== 201) {
-      // a refusal is final: the corrected form is a new submission (a 5xx may have made one: same key)
-      if (xhr.status < 500 && body?.error?.code !== 'idempotency_in_progress') attemptKey = undefined;
-      $('error').textContent = serverProblem(body?.error, xhr.status);
-      return;
-    }
-    attemptKey = undefined;
-    bar.value = 100;
-    $('apply').hidden = true;
-    $('done').hidden = false;
-    $('receipt').textContent = body.receiptNo;
-    $('done-fee').textContent = won(body.monthlyFee);
-    $('access-key').textContent = body.accessKey;
-    $<HTMLAnchorElement>('track').href = `/applicant.html#receipt=${encodeURIComponent(body.receiptNo)}&key=${encodeURIComponent(body.accessKey)}`;
-  };
-  xhr.onerror = () => {
-    $<HTMLButtonElement>('submit').disabled = false;
-    $('error').textContent = '서버에 연결할 수 없습니다 · network error';
-  };
-  xhr.open('POST', '/api/subscriptions');
-  xhr.setRequestHeader('accept', 'application/json');
   // getRandomValues, not randomUUID: the page may be served over plain HTTP on a LAN address
   attemptKey ??= Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
-  xhr.setRequestHeader('idempotency-key', attemptKey);
-  xhr.send(form);
+  publicApi
+    .upload('POST', '/api/subscriptions', { form, idempotencyKey: attemptKey, onProgress: (share) => (bar.value = Math.round(share * 100)) })
+    .then((body) => {
+      $<HTMLButtonElement>('submit').disabled = false;
+      attemptKey = undefined;
+      bar.value = 100;
+      $('apply').hidden = true;
+      $('done').hidden = false;
+      $('receipt').textContent = body.receiptNo;
+      const monthly = Number((body as { monthlyFee?: number }).monthlyFee ?? 0);
+      $('done-fee').textContent = won(monthly);
+      $('done-total').textContent = `${won(monthly * catalogue.termMonths)} (${catalogue.termMonths}개월)`;
+      $('access-key').textContent = body.accessKey;
+      $('access-key-copy').replaceChildren(copyButton(() => body.accessKey, '접근 키 복사 · copy key'));
+      $<HTMLAnchorElement>('track').href = `/applicant.html#receipt=${encodeURIComponent(body.receiptNo)}&key=${encodeURIComponent(body.accessKey)}`;
+    })
+    .catch((err: unknown) => {
+      $<HTMLButtonElement>('submit').disabled = false;
+      if (!(err instanceof ApiError)) {
+        $('error').textContent = problemText(err);
+        return;
+      }
+      // a refusal is final: the corrected form is a new submission (a 5xx may have made one: same key)
+      if (err.status > 0 && err.status < 500 && err.code !== 'idempotency_in_progress') attemptKey = undefined;
+      $('error').textContent = err.status === 0 ? problemText(err) : serverProblem({ code: err.code, details: err.details as never }, err.status);
+      markFields($('apply'), err.fields);
+    });
 }
 
 $('apply').addEventListener('submit', submit);
+$('print').addEventListener('click', () => {
+  document.body.classList.add('printing');
+  window.print();
+  document.body.classList.remove('printing');
+});
 for (const type of ['input', 'change']) $('apply').addEventListener(type, () => (attemptKey = undefined));
-void load().catch((err) => {
-  $('error').textContent = String(err);
+void load().catch((err: unknown) => {
+  $('error').textContent = problemText(err);
 });

@@ -1,24 +1,15 @@
-import { LiveTopics, el, getJson } from '../common/live.js';
+import { publicApi, problemText, type Answer } from '../common/api.js';
+import { LiveTopics } from '../common/live.js';
+import type { buildSpec } from '../../src/reward/guide.js';
+import { byId as $, el } from '../common/ui.js';
 
-interface Stats { members: number; cultures: number; total_ru: number; progress: number; stage: string }
-interface Maturity { days_left: number; progress: number; stage: string; end_year: number; today: string }
-interface Principle { number: number; text: string | null; configured: boolean; source: string }
-interface Reserve {
-  balance: number;
-  maturity_shortfall: number;
-  ecosystem_realizable: number;
-  reserve_coverage_pct: number | null;
-  combined_coverage_pct: number | null;
-  note: string | null;
-}
-interface Simulation {
-  assumptions: { text: string };
-  final: { reserve_coverage_pct: number | null; combined_coverage_pct: number | null; remainder_pct: number | null };
-}
-interface Spec {
-  grades: { grade: number; name: string; threshold: number; multiplier_pct: number }[];
-  stages: { stage: string; from_year: number; to_year: number | null; coin_pct: number; maturity_multiple: number }[];
-}
+type Stats = Answer<'GET', '/stats'>;
+type Maturity = Answer<'GET', '/maturity'>;
+type Principle = Answer<'GET', '/declare'>['principles'][number];
+type Reserve = Answer<'GET', '/api/reward/reserve'>;
+type Simulation = Answer<'GET', '/api/reward/simulation'>;
+// the spec as the service builds it (its answer's schema leaves the tables open)
+type Spec = ReturnType<typeof buildSpec>;
 interface RewardEvent {
   type: 'work' | 'exchange' | 'member' | 'culture';
   id: string;
@@ -27,9 +18,9 @@ interface RewardEvent {
   [k: string]: unknown;
 }
 
-const $ = (id: string) => document.getElementById(id)!;
 const nf = new Intl.NumberFormat('ko-KR', { maximumFractionDigits: 2 });
-const pct = (v: number | null) => (v === null ? '—' : `${nf.format(v)}%`);
+/** A rate; none (null: nothing to cover yet) is said in words, not as a code or a dash. */
+const pct = (v: number | null) => (v === null ? '부족분 없음 · nothing to cover' : `${nf.format(v)}%`);
 const COLORS = { member: 'var(--member)', ecosystem: 'var(--eco)', reserve: 'var(--reserve)' };
 
 function setFigure(name: string, value: number | string): void {
@@ -46,7 +37,7 @@ function renderStats(s: Stats): void {
 
 function renderMaturity(m: Maturity, spec: Spec): void {
   setFigure('days_left', m.days_left);
-  $('progress-text').textContent = `${nf.format(m.progress)}% elapsed · ${m.today}`;
+  $('progress-text').textContent = `${nf.format(m.progress)}% 지남 · elapsed · ${m.today}`;
   const tl = $('timeline');
   tl.replaceChildren();
   // the plan runs 2026..2038: one segment per stage, sized by its years inside the plan
@@ -99,35 +90,43 @@ function renderReserve(r: Reserve): void {
   $('coverage').replaceChildren(
     bar('적립금 단독 reserve alone', r.reserve_coverage_pct, COLORS.reserve),
     bar('적립금 + 생태계 reserve + ecosystem', r.combined_coverage_pct, COLORS.ecosystem),
-    el('p', { class: 'muted' }, r.note ?? `shortfall ${nf.format(r.maturity_shortfall)} · reserve ${nf.format(r.balance)} · ecosystem realizable ${nf.format(r.ecosystem_realizable)}`),
+    el('p', { class: 'muted', id: 'coverage-note' }, reserveNote(r)),
   );
+}
+
+/** What the coverage figures rest on, in people's words (the service's own note is for developers). */
+function reserveNote(r: Reserve): string {
+  if (r.reserve_coverage_pct === null || r.maturity_shortfall <= 0) {
+    return '아직 만기에 갚아야 할 부족분이 없어 충당률을 셀 수 없습니다. 첫 보상이 생기면 나타납니다. · Nothing is owed at maturity yet, so there is no coverage to show until the first reward.';
+  }
+  return `만기 부족분 ${nf.format(r.maturity_shortfall)} · 적립금 ${nf.format(r.balance)} · 생태계 실현 가능 가치 ${nf.format(r.ecosystem_realizable)}`;
 }
 
 function renderSimulation(s: Simulation): void {
   $('simulation').replaceChildren(
-    bar('reserve alone', s.final.reserve_coverage_pct, COLORS.reserve),
-    bar('reserve + ecosystem', s.final.combined_coverage_pct, COLORS.ecosystem),
-    el('p', { class: 'muted' }, `${s.assumptions.text} Remainder ${pct(s.final.remainder_pct)} from growth of ecosystem value.`),
+    bar('적립금 단독 reserve alone', s.final.reserve_coverage_pct, COLORS.reserve),
+    bar('적립금 + 생태계 reserve + ecosystem', s.final.combined_coverage_pct, COLORS.ecosystem),
+    el('p', { class: 'muted' }, `${s.assumptions.text} 나머지 ${pct(s.final.remainder_pct)}는 생태계 가치의 성장에서 채웁니다 · remainder from growth of ecosystem value.`),
   );
 }
 
 function renderPrinciples(list: Principle[]): void {
   $('principles').replaceChildren(
     ...list.map((p) =>
-      el('li', { class: p.configured ? '' : 'unset', value: String(p.number) }, p.text ?? 'not configured by the operator'),
+      el('li', { class: p.configured ? '' : 'unset', value: String(p.number) }, p.text ?? '운영자가 아직 정하지 않았습니다 · not configured by the operator'),
     ),
   );
 }
 
 function renderTables(spec: Spec, stage: string): void {
   $('grades').replaceChildren(
-    el('tr', {}, el('th', {}, '#'), el('th', {}, 'name'), el('th', {}, 'score ≥'), el('th', {}, 'multiplier')),
+    el('tr', {}, el('th', {}, '#'), el('th', {}, '이름 · name'), el('th', {}, '점수 ≥ · score'), el('th', {}, '배수 · multiplier')),
     ...spec.grades.map((g) =>
       el('tr', {}, el('td', {}, String(g.grade)), el('td', {}, g.name), el('td', {}, nf.format(g.threshold)), el('td', {}, `${g.multiplier_pct}%`)),
     ),
   );
   $('stages').replaceChildren(
-    el('tr', {}, el('th', {}, 'stage'), el('th', {}, 'years'), el('th', {}, 'coin'), el('th', {}, 'maturity ×')),
+    el('tr', {}, el('th', {}, '단계 · stage'), el('th', {}, '연도 · years'), el('th', {}, '코인 · coin'), el('th', {}, '만기 배수 · maturity ×')),
     ...spec.stages.map((s) =>
       el(
         'tr',
@@ -144,29 +143,29 @@ function renderTables(spec: Spec, stage: string): void {
 function describe(ev: RewardEvent): string {
   switch (ev.type) {
     case 'work':
-      return `${ev.id} earned ${nf.format(ev.earned_ru as number)} RU (grade ${ev.new_grade}, ${ev.new_total_kc} units) · 3x ${nf.format(ev.create_3x as number)}`;
+      return `${ev.id}: ${nf.format(ev.earned_ru as number)} RU 적립 (등급 ${ev.new_grade}, 누적 ${ev.new_total_kc} 단위, 만든 가치 ${nf.format(ev.create_3x as number)}) · earned ${nf.format(ev.earned_ru as number)} RU`;
     case 'exchange':
-      return `${ev.id} exchanged ${nf.format(ev.ru_burned as number)} RU → ${nf.format(ev.cu_minted as number)} CU (${ev.stage})`;
+      return `${ev.id}: ${nf.format(ev.ru_burned as number)} RU를 ${nf.format(ev.cu_minted as number)} CU로 교환 (${ev.stage} 단계) · exchanged`;
     case 'member':
-      return `new member ${ev.name as string} (${ev.id})`;
+      return `새 회원 ${ev.name as string} (${ev.id}) · new member`;
     default:
-      return `new cultural zone ${ev.name as string} (${ev.country as string}/${ev.lang as string})`;
+      return `새 문화권 ${ev.name as string} (${ev.country as string}/${ev.lang as string}) · new cultural zone`;
   }
 }
 
 async function refreshReserve(): Promise<void> {
-  renderReserve(await getJson<Reserve>('/api/reward/reserve'));
+  renderReserve(await publicApi.get('/api/reward/reserve'));
 }
 
 async function main(): Promise<void> {
   renderSplit();
   const [stats, maturity, declare, spec, reserve, sim] = await Promise.all([
-    getJson<Stats>('/stats'),
-    getJson<Maturity>('/maturity'),
-    getJson<{ principles: Principle[] }>('/declare'),
-    getJson<Spec>('/spec'),
-    getJson<Reserve>('/api/reward/reserve'),
-    getJson<Simulation>('/api/reward/simulation'),
+    publicApi.get('/stats'),
+    publicApi.get('/maturity'),
+    publicApi.get('/declare'),
+    publicApi.get('/spec') as Promise<Spec>,
+    publicApi.get('/api/reward/reserve'),
+    publicApi.get('/api/reward/simulation'),
   ]);
   renderStats(stats);
   renderMaturity(maturity, spec);
@@ -191,5 +190,5 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  document.querySelector('main')!.prepend(el('p', { class: 'card error' }, `Could not load the dashboard: ${(err as Error).message}`));
+  document.querySelector('main')!.prepend(el('p', { class: 'card error' }, `대시보드를 불러오지 못했습니다 · ${problemText(err)}`));
 });

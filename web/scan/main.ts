@@ -1,7 +1,9 @@
 import jsQR from 'jsqr';
 import { Session, mountSignIn } from '../common/auth.js';
 import { demoSignIn } from '../common/demo-sign-in.js';
-import { LiveTopics, el } from '../common/live.js';
+import { problemText } from '../common/api.js';
+import { LiveTopics } from '../common/live.js';
+import { byId as $, el } from '../common/ui.js';
 import { OfflineDoor, type OfflineAnswer } from './offline.js';
 import { kstTime } from '../common/time.js';
 
@@ -28,7 +30,6 @@ type Answer =
 
 // The code alphabet of docs/ticket.md: digits 2-9, capitals without I, L, O.
 const CODE_IN_TEXT = /TK-?[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{8}/;
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const time = (iso: string) => kstTime(iso);
 
 // ---- who am I: a scanner device token kept in this browser (pretixSCAN's model) -------------
@@ -70,10 +71,11 @@ $('register').addEventListener('submit', (ev) => {
   localStorage.setItem('scan:gate', gate);
   $('register-error').textContent = '';
   void (async () => {
-    const res = await session.fetch('/api/auth/devices', { body: { gate, name } });
-    const body = await res.json();
-    if (!res.ok) {
-      $('register-error').textContent = body?.error?.message ?? `HTTP ${res.status}`;
+    let body: { token: string };
+    try {
+      body = await session.api.post('/api/auth/devices', { body: { gate, name } });
+    } catch (err) {
+      $('register-error').textContent = problemText(err);
       return;
     }
     // the staff member's own token is not kept on a door device
@@ -155,13 +157,10 @@ function nonceFor(code: string, scanner: string): { nonce: string; again: boolea
 }
 
 // ---- offline mode: the show's signed list on the device, a queue of offline check-ins ----------
+// the door's two calls (its list, its queue's upload) through the client, answered whatever their status
 const door = new OfflineDoor(async (url, init = {}) => {
-  const res = await fetch(url, {
-    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-    headers: { ...session.headers(init.body !== undefined), ...init.headers },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    signal: AbortSignal.timeout(15_000),
-  });
+  const method = (init.method ?? (init.body === undefined ? 'GET' : 'POST')) as 'GET' | 'POST';
+  const res = await session.api.response(method, url as never, { body: init.body, headers: init.headers, signal: AbortSignal.timeout(15_000), answerAll: true } as never);
   // a refused token: the page learns who it is (nobody), as after any 401
   if (res.status === 401) void session.restore().catch(() => undefined);
   return res;
@@ -235,15 +234,15 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
   const { nonce } = nonceFor(`${exitMode() ? 'exit' : 'entry'}:${code}`, who);
   const mode = exitMode() ? 'exit' : 'entry';
   const listId = currentList();
-  const body = JSON.stringify({
+  const body = {
     code,
     source,
     nonce,
     ...(listId ? { list_id: listId } : {}),
-    ...(mode === 'exit' ? { type: 'exit' } : {}),
+    ...(mode === 'exit' ? { type: 'exit' as const } : {}),
     scanner: device ? undefined : scannerInput.value.trim() || undefined,
     gate: device ? undefined : gateInput.value.trim() || undefined,
-  });
+  };
   const started = performance.now();
   try {
     // no network and a list on the device: the list answers, without trying the network
@@ -255,13 +254,13 @@ async function checkIn(code: string, source: 'camera' | 'manual'): Promise<void>
     if (door.ready) {
       // one try: without an answer the list answers; the scan is queued with this nonce, so a
       // check-in the hub did make before the answer was lost is the same check-in, not a conflict
-      res = await fetch('/api/checkin', { method: 'POST', headers: session.headers(true), body, signal: AbortSignal.timeout(4000) }).catch(() => undefined);
+      res = await session.api.response('POST', '/api/checkin', { body, signal: AbortSignal.timeout(4000), answerAll: true }).catch(() => undefined);
       if ((!res || res.status >= 502) && exitMode()) return show('error', '퇴장은 온라인에서만 · exits need the network');
       if (!res || res.status >= 502) return await answerOffline(code, source, nonce, started);
     }
     for (let attempt = 0; attempt < 3 && !res; attempt++) {
       try {
-        res = await fetch('/api/checkin', { method: 'POST', headers: session.headers(true), body });
+        res = await session.api.response('POST', '/api/checkin', { body, answerAll: true });
       } catch {
         await new Promise((r) => setTimeout(r, 300 * (attempt + 1)));
       }
@@ -456,9 +455,8 @@ window.setInterval(() => document.visibilityState === 'visible' && void loadCoun
 async function loadCount(): Promise<void> {
   const id = localStorage.getItem('scan:show');
   if (!id || !session.token) return;
-  const res = await session.fetch(`/api/shows/${encodeURIComponent(id)}/counts`).catch(() => undefined);
-  if (!res?.ok) return;
-  const c = (await res.json()) as { tickets: number; checked_in: number };
+  const c = await session.api.get('/api/shows/:id/counts', { params: { id } }).catch(() => undefined);
+  if (!c) return;
   $('door-show').textContent = localStorage.getItem('scan:show-name') ?? '';
   $('door-in').textContent = String(c.checked_in);
   $('door-total').textContent = String(c.tickets);
@@ -481,9 +479,9 @@ const following = new Set<string>();
 async function loadLists(): Promise<void> {
   const id = localStorage.getItem('scan:show');
   if (!id || !session.token) return;
-  const res = await session.fetch(`/api/shows/${encodeURIComponent(id)}/lists`).catch(() => undefined);
-  if (!res?.ok) return;
-  const { lists, default_list_id } = (await res.json()) as { lists: CheckInList[]; default_list_id: string };
+  const answer = await session.api.get('/api/shows/:id/lists', { params: { id } }).catch(() => undefined);
+  if (!answer) return;
+  const { lists, default_list_id } = answer;
   const kept = localStorage.getItem(`scan:list:${id}`);
   listSelect.replaceChildren(...lists.map((l) => el('option', { value: l.id }, `${l.name}${l.is_default ? ' (기본 · default)' : ''}`)));
   listSelect.value = lists.some((l) => l.id === kept) ? kept! : default_list_id;
@@ -508,9 +506,8 @@ listSelect.addEventListener('change', () => {
 async function loadInside(): Promise<void> {
   const id = localStorage.getItem('scan:show');
   if (!id || !session.token) return;
-  const res = await session.fetch(`/api/shows/${encodeURIComponent(id)}/door`).catch(() => undefined);
-  if (!res?.ok) return;
-  const d = (await res.json()) as { inside: number; lists: { id: string; inside: number }[] };
+  const d = await session.api.get('/api/shows/:id/door', { params: { id } }).catch(() => undefined);
+  if (!d) return;
   $('inside-show').textContent = String(d.inside);
   $('inside-list').textContent = String(d.lists.find((l) => l.id === listSelect.value)?.inside ?? 0);
 }
@@ -546,11 +543,12 @@ undoBox.addEventListener('submit', (ev) => {
   const reason = $<HTMLInputElement>('undo-reason').value.trim();
   if (!s || !reason) return;
   void (async () => {
-    const res = await session.fetch(`/api/shows/${encodeURIComponent(s.show_id)}/lists/${encodeURIComponent(s.list_id)}/revert`, {
-      body: { reservation_id: s.reservation_id, scan_id: s.scan_id, reason },
-    });
-    const body = await res.json();
-    if (!res.ok) return show('error', body?.error?.message ?? `HTTP ${res.status}`);
+    let body;
+    try {
+      body = await session.api.post('/api/shows/:id/lists/:list/revert', { params: { id: s.show_id, list: s.list_id }, body: { reservation_id: s.reservation_id, scan_id: s.scan_id, reason } });
+    } catch (err) {
+      return show('error', problemText(err));
+    }
     undoBox.hidden = true;
     $<HTMLInputElement>('undo-reason').value = '';
     lastScan = undefined;
@@ -560,9 +558,7 @@ undoBox.addEventListener('submit', (ev) => {
 
 async function loadRecent(): Promise<void> {
   if (!session.token) return;
-  const res = await session.fetch('/api/checkins?limit=100');
-  if (!res.ok) return;
-  const { checkins } = (await res.json()) as { checkins: CheckInEvent[] };
+  const { checkins } = (await session.api.get('/api/checkins', { query: { limit: 100 } })) as { checkins: CheckInEvent[] };
   for (const ev of checkins) addCheckIn(ev, false);
 }
 

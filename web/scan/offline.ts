@@ -118,7 +118,7 @@ export class OfflineDoor {
   lastSync: { at: string; uploaded: number; conflicts: UploadResult[]; error?: string } | undefined;
 
   constructor(
-    private readonly fetch: Fetch,
+    private readonly call: Fetch,
     private readonly onChange: () => void,
   ) {}
 
@@ -284,7 +284,7 @@ export class OfflineDoor {
     try {
       while (this.queue.items.length > 0) {
         const batch = this.queue.items.slice(0, UPLOAD_BATCH);
-        const res = await this.fetch('/api/checkin/offline', { body: { scans: batch.map(({ id, code, scanned_at, source, list_id }) => ({ id, code, scanned_at, source, ...(list_id ? { list_id } : {}) })) } });
+        const res = await this.call('/api/checkin/offline', { body: { scans: batch.map(({ id, code, scanned_at, source, list_id }) => ({ id, code, scanned_at, source, ...(list_id ? { list_id } : {}) })) } });
         if (res.status === 401 || res.status === 403) return await this.wipe();
         if (!res.ok) throw new Error(`upload: HTTP ${res.status}`);
         const { results } = (await res.json()) as { results: UploadResult[] };
@@ -306,7 +306,7 @@ export class OfflineDoor {
   private async download(showId: string, listId: string | undefined): Promise<void> {
     const same = this.list?.show.id === showId && this.list?.list?.id === listId;
     const headers: Record<string, string> = same && this.kept ? { 'if-none-match': `"${this.kept.signed.version}"` } : {};
-    const res = await this.fetch(`/api/checkin/list?show_id=${encodeURIComponent(showId)}${listId ? `&list_id=${encodeURIComponent(listId)}` : ''}`, { headers });
+    const res = await this.call(`/api/checkin/list?show_id=${encodeURIComponent(showId)}${listId ? `&list_id=${encodeURIComponent(listId)}` : ''}`, { headers });
     if (res.status === 401 || res.status === 403) return this.wipe();
     if (res.status !== 304 && !res.ok) throw new Error(`list: HTTP ${res.status}`);
     const fetchedAt = new Date().toISOString();

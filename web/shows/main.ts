@@ -2,36 +2,34 @@
  * Staff back office (docs/ticket.md): shows with their door counters, a show's bookings (search,
  * book, the holder's mobile ticket link, cancel with a reason) and its check-in audit.
  */
+import { problemText, type Answer } from '../common/api.js';
 import { mountSignIn, Session } from '../common/auth.js';
 import { demoSignIn } from '../common/demo-sign-in.js';
 import { el, LiveTopics } from '../common/live.js';
 import { amount, kstInput, resultText, showDate, statusText, when, type Booking } from './format.js';
 
-interface Show { id: string; name: string; venue: string; date: string; created_at: string }
-interface ShowSummary extends Show { counts: { tickets: number; checked_in: number; cancelled: number } }
-interface PageInfo { limit: number; offset: number; total: number }
-interface AuditEntry { at: string; result: string; code: string | null; scanner: string; gate: string | null }
+import { byId as $ } from '../common/ui.js';
+
+type Show = Answer<'GET', '/api/shows/:id'>;
+type PageInfo = Answer<'GET', '/api/shows'>['page'];
 
 const SHOWS_PAGE = 20;
 const BOOKINGS_PAGE = 20;
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const session = new Session('shows:token');
+const api = session.api;
 await demoSignIn(session); // a signed-in link from the demo tour (DEMO=1 only)
 const state = { showsOffset: 0, show: undefined as Show | undefined, offset: 0, q: '', cancelling: undefined as Booking | undefined };
 
-async function answer<T>(res: Response): Promise<T> {
-  const body = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
-  if (!res.ok) throw new Error(body.error?.message ?? `HTTP ${res.status}`);
-  return body as T;
-}
 
 const say = (text: string) => {
   $('error').textContent = '';
   $('status').textContent = text;
 };
+/** A failure in Korean, and no success of an earlier action left beside it (the booked box goes). */
 const fail = (err: unknown) => {
   $('status').textContent = '';
-  $('error').textContent = (err as Error).message;
+  $('booked').hidden = true;
+  $('error').textContent = problemText(err);
 };
 
 /** Previous / next buttons and "21–40 / 57" for a paged list. */
@@ -52,7 +50,7 @@ function pager(container: HTMLElement, page: PageInfo, go: (offset: number) => v
 // ---- the list of shows ---------------------------------------------------------------------------
 
 async function loadShows(): Promise<void> {
-  const { shows, page } = await answer<{ shows: ShowSummary[]; page: PageInfo }>(await session.fetch(`/api/shows?limit=${SHOWS_PAGE}&offset=${state.showsOffset}`));
+  const { shows, page } = await api.get('/api/shows', { query: { limit: SHOWS_PAGE, offset: state.showsOffset } });
   $('shows').replaceChildren(
     ...(shows.length
       ? shows.map((s) =>
@@ -78,9 +76,8 @@ async function loadShows(): Promise<void> {
 $('new-show').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const body = { name: $<HTMLInputElement>('show-name').value.trim(), venue: $<HTMLInputElement>('show-venue').value.trim(), date: kstInput($<HTMLInputElement>('show-date').value) };
-  session
-    .fetch('/api/shows', { body })
-    .then((r) => answer<Show>(r))
+  api
+    .post('/api/shows', { body })
     .then((show) => {
       (ev.target as HTMLFormElement).reset();
       say(`${show.name}: 만들었습니다 · show created`);
@@ -92,7 +89,7 @@ $('new-show').addEventListener('submit', (ev) => {
 // ---- one show ------------------------------------------------------------------------------------
 
 async function loadCounts(id: string): Promise<void> {
-  const c = await answer<ShowSummary['counts']>(await session.fetch(`/api/shows/${id}/counts`));
+  const c = await api.get('/api/shows/:id/counts', { params: { id } });
   $('c-tickets').textContent = String(c.tickets);
   $('c-checked').textContent = String(c.checked_in);
   $('c-cancelled').textContent = String(c.cancelled);
@@ -119,8 +116,7 @@ function bookingRow(b: Booking): HTMLTableRowElement {
 }
 
 async function loadBookings(id: string): Promise<void> {
-  const q = state.q ? `&q=${encodeURIComponent(state.q)}` : '';
-  const { tickets, page } = await answer<{ tickets: Booking[]; page: PageInfo }>(await session.fetch(`/api/shows/${id}/tickets?limit=${BOOKINGS_PAGE}&offset=${state.offset}${q}`));
+  const { tickets, page } = await api.get('/api/shows/:id/tickets', { params: { id }, query: { limit: BOOKINGS_PAGE, offset: state.offset, q: state.q || undefined } });
   $('bookings').replaceChildren(
     ...(tickets.length ? tickets.map(bookingRow) : [el('tr', {}, el('td', { colspan: '6', class: 'muted' }, state.q ? '찾는 예매가 없습니다 · no matching bookings' : '아직 예매가 없습니다 · no bookings yet'))]),
   );
@@ -131,7 +127,7 @@ async function loadBookings(id: string): Promise<void> {
 }
 
 async function loadAudit(id: string): Promise<void> {
-  const { entries } = await answer<{ entries: AuditEntry[] }>(await session.fetch(`/api/checkins/audit?show_id=${id}&limit=50`));
+  const { entries } = await api.get('/api/checkins/audit', { query: { show_id: id, limit: 50 } });
   $('audit').replaceChildren(
     ...(entries.length
       ? entries.map((e) => el('tr', { 'data-result': e.result }, el('td', {}, when(e.at)), el('td', {}, resultText(e.result)), el('td', { class: 'code' }, e.code ?? '—'), el('td', {}, e.scanner), el('td', {}, e.gate ?? '—')))
@@ -140,14 +136,10 @@ async function loadAudit(id: string): Promise<void> {
 }
 
 // ---- the door: check-in lists, people inside (live on door:<show>) ------------------------------
-interface CheckInList {
-  id: string; name: string; kinds: string[] | null; seats: { from: string; to: string }[] | null; allow_multiple_entries: boolean;
-  allow_entry_after_exit: boolean; valid_from: string | null; valid_until: string | null; is_default: boolean;
-}
 async function loadDoor(id: string): Promise<void> {
   const [{ lists }, door] = await Promise.all([
-    answer<{ lists: CheckInList[] }>(await session.fetch(`/api/shows/${id}/lists`)),
-    answer<{ inside: number; lists: { id: string; inside: number }[] }>(await session.fetch(`/api/shows/${id}/door`)),
+    api.get('/api/shows/:id/lists', { params: { id } }),
+    api.get('/api/shows/:id/door', { params: { id } }),
   ]);
   $('c-inside').textContent = String(door.inside);
   const inside = new Map(door.lists.map((l) => [l.id, l.inside]));
@@ -199,9 +191,8 @@ $('new-list').addEventListener('submit', (ev) => {
     allow_entry_after_exit: $<HTMLInputElement>('list-after-exit').checked,
     is_default: $<HTMLInputElement>('list-default').checked,
   };
-  session
-    .fetch(`/api/shows/${show.id}/lists`, { body })
-    .then((r) => answer<CheckInList>(r))
+  api
+    .post('/api/shows/:id/lists', { params: { id: show.id }, body })
     .then(async (l) => {
       (ev.target as HTMLFormElement).reset();
       say(`${l.name}: 명단 추가 · list added`);
@@ -216,7 +207,7 @@ const refreshShow = (id: string) => {
 };
 
 async function openShow(id: string): Promise<void> {
-  const show = await answer<Show>(await session.fetch(`/api/shows/${id}`));
+  const show = await api.get('/api/shows/:id', { params: { id } });
   if (state.show?.id !== show.id) {
     state.offset = 0;
     state.q = '';
@@ -236,9 +227,9 @@ $('book').addEventListener('submit', (ev) => {
   const holder = $<HTMLInputElement>('book-holder').value.trim();
   const theme = $<HTMLSelectElement>('book-theme').value;
   const body = { show_id: show.id, seat: $<HTMLInputElement>('book-seat').value.trim(), amount_paid: Number($<HTMLInputElement>('book-amount').value), ...(holder ? { holder } : {}), ...(theme ? { theme } : {}) };
-  session
-    .fetch('/api/reservations', { body })
-    .then((r) => answer<Booking & { show_name: string }>(r))
+  $('booked').hidden = true;
+  api
+    .post('/api/reservations', { body })
     .then(async (t) => {
       (ev.target as HTMLFormElement).reset();
       const url = new URL(t.page_url, location.origin).href;
@@ -297,9 +288,8 @@ $('cancel-form').addEventListener('submit', (ev) => {
   const show = state.show;
   if (!b || !show) return dialog.close();
   const reason = $<HTMLInputElement>('cancel-reason').value.trim();
-  session
-    .fetch(`/api/tickets/${b.reservation_id}/cancel`, { body: { reason } })
-    .then((r) => answer(r))
+  api
+    .post('/api/tickets/:id/cancel', { params: { id: b.reservation_id }, body: { reason } })
     .then(async () => {
       returnFocus = $('bookings-title');
       dialog.close();

@@ -2,11 +2,12 @@
 // balance after) and each off-ramp's status, polled until the bank settles it (paid) or rejects it
 // (returned to the wallet with its fee).
 import { offrampFee } from '../../src/payment/rules.js';
-import { api, user } from './api.js';
+import { problemText } from '../common/api.js';
 import { confirmAction } from './confirm.js';
-import { errorText, parseTokens, tokens, when } from './format.js';
+import { parseTokens, exactTokens, tokens, when } from './format.js';
+import { relay, user } from './session.js';
 
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+import { byId as $ } from '../common/ui.js';
 const KEY = () => `wallet:offramps:${user}`;
 const POLL_MS = 2_000;
 
@@ -46,14 +47,16 @@ async function track(o: Kept, onSettled: () => void) {
   const li = row(o);
   const state = li.querySelector<HTMLElement>('.state')!;
   for (;;) {
-    const r = await api('GET', `/api/token/offramp/${o.id}`);
-    if (r.status === 200) {
-      const [text, cls] = STATES[r.body.state as string] ?? [String(r.body.state), ''];
-      state.textContent = r.body.reason ? `${text} (은행 사유: ${r.body.reason})` : text;
-      li.dataset.state = r.body.state;
+    try {
+      const r = (await relay.get('/api/token/offramp/:id', { params: { id: o.id } })) as { state?: string; reason?: string };
+      const [text, cls] = STATES[r.state ?? ''] ?? [String(r.state), ''];
+      state.textContent = r.reason ? `${text} (은행 사유: ${r.reason})` : text;
+      li.dataset.state = r.state ?? '';
       state.className = `state ${cls}`;
-      if (r.body.state !== 'sent') return onSettled();
-    } else state.textContent = errorText(r.body, r.status, '출금 상태 조회');
+      if (r.state !== 'sent') return onSettled();
+    } catch (err) {
+      state.textContent = problemText(err);
+    }
     await new Promise((res) => setTimeout(res, POLL_MS));
   }
 }
@@ -72,24 +75,26 @@ export function setupOfframp(balance: () => bigint | null, refresh: () => Promis
     const fee = offrampFee(amount);
     const now = balance();
     const rows: [string, string][] = [
-      ['출금 금액', `${tokens(amount)} 토큰`],
-      ['수수료 (1.4%)', `${tokens(fee)} 토큰`],
-      ['은행 입금액', `${tokens(amount - fee)} 토큰`],
+      ['출금 금액', `${exactTokens(amount)} 토큰`],
+      ['수수료 (1.4%)', `${exactTokens(fee)} 토큰`],
+      ['은행 입금액', `${exactTokens(amount - fee)} 토큰`],
     ];
     if (now !== null) rows.push(['출금 후 지갑 잔액', `${tokens(now - amount)} 토큰`]);
     if (!(await confirmAction('은행으로 출금할까요?', rows, '출금'))) {
       msg.textContent = '출금을 취소했습니다.';
       return;
     }
-    const r = await api('POST', '/api/token/offramp', { amount: amount.toString() });
-    if (r.status !== 200) {
-      msg.textContent = errorText(r.body, r.status, '출금');
+    let r: { offramp: string; amount: string; fee: string; net: string };
+    try {
+      r = (await relay.post('/api/token/offramp', { body: { amount: amount.toString() } })) as typeof r;
+    } catch (err) {
+      msg.textContent = problemText(err);
       return;
     }
-    const o: Kept = { id: r.body.offramp, amount: r.body.amount, net: r.body.net, ts: Date.now() };
+    const o: Kept = { id: r.offramp, amount: r.amount, net: r.net, ts: Date.now() };
     localStorage.setItem(KEY(), JSON.stringify([...kept(), o].slice(-20)));
     void track(o, () => void refresh());
-    msg.textContent = `출금을 요청했습니다: ${tokens(r.body.amount)} 토큰 (수수료 ${tokens(r.body.fee)}).`;
+    msg.textContent = `출금을 요청했습니다: ${tokens(r.amount)} 토큰 (수수료 ${tokens(r.fee)}).`;
     await refresh();
   });
 }

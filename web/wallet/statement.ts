@@ -1,17 +1,18 @@
 // The statement of one of the user's accounts for a period: opening balance, each transfer with its
 // running balance, closing balance, the tie-out (opening + credits - debits = closing = last running
 // balance), and the CSV the route gives.
-import { api, auth } from './api.js';
-import { codeName, errorText, kstDate, kstMidnight, nextDay, tokens, when } from './format.js';
+import { problemText } from '../common/api.js';
+import { relay } from './session.js';
+import { codeName, kstDate, kstMidnight, nextDay, showTokens, tokens, when } from './format.js';
 
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+import { byId as $ } from '../common/ui.js';
 
 /** The chosen account and period: [from 00:00 KST, the day after `to` 00:00 KST). */
-function query(format: 'json' | 'csv'): string {
+function period(format: 'json' | 'csv') {
   const account = $<HTMLSelectElement>('st-account').value;
   const from = kstMidnight($<HTMLInputElement>('st-from').value);
   const to = kstMidnight(nextDay($<HTMLInputElement>('st-to').value || '1970-01-01'));
-  return `/api/token/statement?${new URLSearchParams({ account, from, to, format })}`;
+  return { account, from, to, format };
 }
 
 function setPeriod(kind: 'month' | 'last-month' | 'week') {
@@ -34,27 +35,31 @@ function setPeriod(kind: 'month' | 'last-month' | 'week') {
 }
 
 const cell = (text: string, cls = '') => Object.assign(document.createElement('td'), { textContent: text, className: cls });
+/** A cell with an amount rounded for people, the exact one on hover; empty for none. */
+const money = (units: bigint | null, cls: string) => (units === null ? cell('', cls) : showTokens(cell('', cls), units));
 
 async function show() {
   const out = $('st-message');
   out.textContent = '불러오는 중…';
-  const r = await api('GET', query('json'));
-  if (r.status !== 200) {
-    out.textContent = errorText(r.body, r.status, '명세서 조회');
+  let answer: unknown;
+  try {
+    answer = await relay.get('/api/token/statement', { query: period('json') });
+  } catch (err) {
+    out.textContent = problemText(err);
     $('st-result').hidden = true;
     return;
   }
-  const s = r.body as { opening: string; closing: string; credits: string; debits: string; transfers: { id: string; ts: number; code: string; status: string; change: string; pending_change: string; balance: string }[] };
+  const s = answer as { opening: string; closing: string; credits: string; debits: string; transfers: { id: string; ts: number; code: string; status: string; change: string; pending_change: string; balance: string }[] };
   out.textContent = '';
-  $('st-opening').textContent = tokens(s.opening);
-  $('st-credits').textContent = tokens(s.credits);
-  $('st-debits').textContent = tokens(s.debits);
-  $('st-closing').textContent = tokens(s.closing);
+  showTokens($('st-opening'), s.opening);
+  showTokens($('st-credits'), s.credits);
+  showTokens($('st-debits'), s.debits);
+  showTokens($('st-closing'), s.closing);
   const rows = s.transfers.map((t) => {
     const tr = document.createElement('tr');
     const ch = BigInt(t.change);
     const pending = t.status === 'pending' ? ` (보류 ${tokens(t.pending_change)})` : t.status === 'void' ? ' (보류 해제)' : '';
-    tr.append(cell(when(t.ts)), cell(`${codeName(t.code)}${pending}`), cell(ch > 0n ? tokens(ch) : '', 'num'), cell(ch < 0n ? tokens(-ch) : '', 'num'), cell(tokens(t.balance), 'num balance'));
+    tr.append(cell(when(t.ts)), cell(`${codeName(t.code)}${pending}`), money(ch > 0n ? ch : null, 'num'), money(ch < 0n ? -ch : null, 'num'), money(BigInt(t.balance), 'num balance'));
     return tr;
   });
   if (!rows.length) {
@@ -75,15 +80,11 @@ async function show() {
 }
 
 async function downloadCsv() {
-  const res = await fetch(query('csv'), { headers: auth() });
-  if (!res.ok) {
-    let body: unknown = null;
-    try {
-      body = await res.json();
-    } catch {
-      /* not JSON */
-    }
-    $('st-message').textContent = errorText(body, res.status, 'CSV 다운로드');
+  let res: Response;
+  try {
+    res = await relay.response('GET', '/api/token/statement', { query: period('csv') });
+  } catch (err) {
+    $('st-message').textContent = problemText(err);
     return;
   }
   const url = URL.createObjectURL(await res.blob());

@@ -1,4 +1,4 @@
-import { defineService } from '../../../src/compose/compose.js';
+import { defineService } from '../../../src/contract.js';
 import { registerNinthRoutes } from './routes.js';
 
 /** A ninth service, written as one folder: it needs the outbox by name and provides nothing. */
