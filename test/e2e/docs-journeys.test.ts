@@ -287,6 +287,9 @@ describe.skipIf(!hasBrowser)('the documents page says what is going on (Chromium
         await kim.waitForSelector('#save-state[data-state="saved"]');
         expect(await kim.isHidden('#merge')).toBe(true);
         expect((await get(hub.url, `/api/md/doc/${slug}`)).body.doc.content).toBe(merged);
+        // the save reopened the document while the socket is still down: its reconnects are refused
+        // for a while, and the page keeps waiting for the room (it synced before: WebSockets pass)
+        await kim.waitForTimeout(1500);
         // kim's socket comes back: both pages hold the merge, every line once
         offline = false;
         // y-websocket retries with a back-off of up to 2.5 s; a loaded machine takes longer to sync

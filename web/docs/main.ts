@@ -185,10 +185,13 @@ newForm.onsubmit = async (ev) => {
 interface Open { slug: string; doc: Y.Doc; provider?: WebsocketProvider; awareness: Awareness; editor: BoundEditor; presenceId?: string; heartbeat?: number; off: () => void; base: Doc; mode: 'loading' | 'live' | 'http'; stored?: Y.Doc; liveWait?: number }
 /**
  * An editor edits the saved text over HTTP when the live room's socket has closed LIVE_FAILURES
- * times before it ever synced (refused by a proxy, say), or has not synced within LIVE_WAIT_MS.
+ * times before any room synced in this page (refused by a proxy, say), or has not synced within
+ * LIVE_WAIT_MS. Once a room has synced here, WebSockets are known to pass: a socket that drops is
+ * waited for (up to LIVE_WAIT_MS), not given up on after its first refusals.
  */
 const LIVE_WAIT_MS = 15_000;
 const LIVE_FAILURES = 2;
+let roomReached = false;
 let cur: Open | undefined;
 let peers: Peer[] = [];
 
@@ -544,10 +547,11 @@ function followSocket(opened: Open, provider: WebsocketProvider) {
   let failures = 0;
   provider.on('connection-close', () => {
     set('offline');
-    if (opened.mode === 'loading' && ++failures >= LIVE_FAILURES) editSavedText(opened);
+    if (opened.mode === 'loading' && !roomReached && ++failures >= LIVE_FAILURES) editSavedText(opened);
   });
   provider.on('sync', async (synced: boolean) => {
     if (cur !== opened || !synced || opened.mode === 'http') return;
+    roomReached = true;
     if (opened.mode === 'loading') followRoom(opened);
     set('live');
     queuePreview();
