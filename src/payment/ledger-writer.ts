@@ -75,6 +75,9 @@ export class LedgerWriter {
   private writer: string | undefined;
   private leaseUntil = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** The look at the lease planned for when another's runs out (takeAt). */
+  private taker: NodeJS.Timeout | undefined;
+  private takeUntil = 0;
   private subs: Unsubscribe[] = [];
   private started = false;
   private readonly asked = new Map<string, Asked>();
@@ -121,6 +124,7 @@ export class LedgerWriter {
   async stop(): Promise<void> {
     if (!this.started) return;
     clearInterval(this.timer);
+    clearTimeout(this.taker);
     const was = this.writer === this.token;
     this.started = false;
     for (const u of this.subs.splice(0)) await u().catch(() => undefined);
@@ -140,14 +144,28 @@ export class LedgerWriter {
   private async renew(): Promise<void> {
     const now = Date.now();
     const until = now + this.opts.leaseMs;
-    const holder = await this.store.update<string>([LK.lease], ([cur]) => {
-      if (isLease(cur) && cur.until > now && cur.token !== this.token) return { writes: [], result: cur.token };
-      return { writes: [{ op: 'set', key: LK.lease, value: { token: this.token, until }, ttlMs: this.opts.leaseMs }], result: this.token };
+    const held = await this.store.update<LeaseValue>([LK.lease], ([cur]) => {
+      if (isLease(cur) && cur.until > now && cur.token !== this.token) return { writes: [], result: { token: cur.token, until: cur.until } };
+      return { writes: [{ op: 'set', key: LK.lease, value: { token: this.token, until }, ttlMs: this.opts.leaseMs }], result: { token: this.token, until } };
     });
+    const holder = held.token;
     const was = this.writer === this.token;
     this.writer = holder;
     if (holder === this.token) this.leaseUntil = until;
+    else this.takeAt(held.until);
     if (was !== (holder === this.token)) this.onLease?.(!was);
+  }
+
+  /**
+   * Another process holds the lease until `until`: look again just after it runs out, not only at the
+   * next renewal, so a dead writer's lease is taken within the lease (plus this timer's lateness).
+   */
+  private takeAt(until: number): void {
+    if (!this.started || until <= this.takeUntil) return;
+    this.takeUntil = until;
+    clearTimeout(this.taker);
+    this.taker = setTimeout(() => void this.renew().catch(() => undefined), Math.max(0, until - Date.now()) + 10);
+    this.taker.unref();
   }
 
   /** Runs a command: here when this process writes, else by the writer; its result or its error. */

@@ -75,7 +75,7 @@ describe.skipIf(!binaries)('durability at start', () => {
       expect(res.status).toBe(200);
       expect(hub.output()).toContain('REDIS_DURABILITY=none');
       expect(hub.output()).toContain('loses acknowledged writes');
-      expect(await hub.stop()).toBe(0);
+      expect(await hub.stop(), hub.output()).toBe(0);
     }
   }, 60_000);
 
@@ -85,14 +85,14 @@ describe.skipIf(!binaries)('durability at start', () => {
     expect((await fetch(`${hub.url}/readyz`)).status).toBe(200);
     expect(hub.output()).not.toContain('REDIS_DURABILITY=none');
     expect(hub.output()).toContain('has no replica');
-    expect(await hub.stop()).toBe(0);
+    expect(await hub.stop(), hub.output()).toBe(0);
   }, 30_000);
 
   it('CONFIG renamed away: AOF read from INFO persistence', async () => {
     const hub = await startHubProcess({ ...base(), REDIS_URL: renamed.url });
     hubs.push(hub);
     expect((await fetch(`${hub.url}/readyz`)).status).toBe(200);
-    expect(await hub.stop()).toBe(0);
+    expect(await hub.stop(), hub.output()).toBe(0);
   }, 30_000);
 
   it('REDIS_MIN_REPLICAS larger than the replicas online: exit 2 naming REDIS_MIN_REPLICAS', () => {
@@ -124,7 +124,7 @@ describe.skipIf(!binaries)('Sentinel at start', () => {
     const hub = await startHubProcess({ ...base(), REDIS_SENTINELS: setup.sentinelList, REDIS_SENTINEL_NAME: setup.name, REDIS_MIN_REPLICAS: '1' });
     hubs.push(hub);
     expect((await fetch(`${hub.url}/readyz`)).status).toBe(200);
-    expect(await hub.stop()).toBe(0);
+    expect(await hub.stop(), hub.output()).toBe(0);
     const r = runHubUntilExit(MAIN, { ...base(), REDIS_SENTINELS: setup.sentinelList, REDIS_SENTINEL_NAME: setup.name, REDIS_MIN_REPLICAS: '2' });
     expect(r.code).toBe(2);
     expect(r.output).toContain('REDIS_MIN_REPLICAS=2 but');

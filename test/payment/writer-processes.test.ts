@@ -144,6 +144,7 @@ describe.skipIf(!redis.available)('one ledger writer across hub processes on Red
     while ((await holder()) === writer && Date.now() - killedAt < 8000) await sleep(100);
     moved = Date.now() - killedAt;
     expect(await holder()).not.toBe(writer);
+    console.log(JSON.stringify({ lease_moved_ms: moved }));
     expect(moved).toBeLessThan(5000);
     // every purchase asked of a living process is acknowledged (handed over again to the new writer)
     answers.forEach((a, i) => {
