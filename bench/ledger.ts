@@ -109,7 +109,8 @@ async function worker(spec: Spec): Promise<void> {
   );
   const secs = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  process.stdout.write(`${JSON.stringify({ acked, refused, secs, cpu_us: cpu.user + cpu.system, lat: lat.map((x) => Math.round(x * 100)) })}\n`);
+  const retries = store.kind === 'redis' ? (store as unknown as { stats(): { retries: number } }).stats().retries : 0;
+  process.stdout.write(`${JSON.stringify({ acked, refused, secs, cpu_us: cpu.user + cpu.system, retries, batches: writer.batcher.stats.batches, lat: lat.map((x) => Math.round(x * 100)) })}\n`);
   await next();
   await writer.stop();
   await store.close();
@@ -126,6 +127,8 @@ async function seed(store: Store, shape: 'hot' | 'many'): Promise<number> {
 }
 
 interface Figures {
+  retries: number;
+  batches: number;
   acked: number;
   refused: number;
   secs: number;
@@ -177,7 +180,7 @@ async function runCase(base: Omit<Spec, 'index'>, processes: number, redisPid?: 
     p99_ms: lat.length ? +(lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))]! / 100).toFixed(2) : 0,
     check: problems.length ? problems.join('; ') : 'ok',
   };
-  const extra = { transfers: acked, refused: figs.reduce((s, f) => s + f.refused, 0), redis_cpu_us_per_transfer: redisPid ? +((redisCpuMs * 1000) / Math.max(acked, 1)).toFixed(1) : undefined };
+  const extra = { transfers: acked, refused: figs.reduce((s, f) => s + f.refused, 0), retries: figs.reduce((s, f) => s + f.retries, 0), batches: figs.reduce((s, f) => s + f.batches, 0), redis_cpu_us_per_transfer: redisPid ? +((redisCpuMs * 1000) / Math.max(acked, 1)).toFixed(1) : undefined };
   return { row, extra };
 }
 
