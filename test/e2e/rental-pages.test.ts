@@ -103,7 +103,9 @@ describe.skipIf(!hasBrowser)('rental form and partner dashboard in Chromium', ()
     await p2.waitForSelector(`${row}[data-status="approved"]`, { timeout: 10_000 });
     expect(await p2.textContent('#c-approved')).toBe('1');
     expect(errors).toEqual([]);
-  });
+    // a whole journey (three uploads scanned, two partner pages, the PDF viewer): a loaded machine
+    // takes longer than the suite's 30 s default
+  }, 90_000);
 
   it('a submission whose answer was lost (a 503 after the application was made): submitting again shows the one receipt', async () => {
     const dir = tempDir('rental-retry-files');
